@@ -1,0 +1,26 @@
+# clusterproof: the two commands of the README, and a few more.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+export RFM_CONFIG_FILES := $(CURDIR)/site_config/settings.py
+
+.PHONY: setup run test spack acceptance cluster-up cluster-down clean help
+
+help:
+	@echo "make run         set up, then run the suite on this machine (system local, mode smoke)"
+	@echo "make test        set up, then run the whole test suite"
+	@echo "make setup       set up only (Debian packages as root, .venv/ with pinned packages)"
+	@echo "make spack       concretize and install the Spack environment (needs spack)"
+	@echo "make acceptance SYSTEM=S   the full methodology on system S"
+
+setup:
+	@bash scripts/setup
+
+run: setup
+	@bash scripts/run-local
+
+test: setup
+	@bash scripts/run-tests
+
+clean:
+	rm -rf results build .pytest_cache

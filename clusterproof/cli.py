@@ -1,0 +1,61 @@
+"""The ``clusterproof`` command.
+
+Each subcommand lives in ``clusterproof/commands/<name>.py`` and provides
+``register(subparsers)``, which adds its parser and sets ``func`` to a
+function taking the parsed arguments and returning the exit status.
+"""
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from clusterproof import ClusterproofError, __version__
+
+#: subcommands in the order ``--help`` lists them
+COMMANDS = [
+    'cluster',      # the local Slurm cluster
+    'placement',    # round-robin placement of threads over client nodes
+    'sizing',       # file sizes that defeat caches
+    'spack',        # the Spack environment
+    'bless',        # references derived from measured sessions
+    'compare',      # sessions against each other or against references
+    'report',       # HTML reports
+    'acceptance',   # the full methodology, three repetitions, a verdict
+    'validate',     # the site configuration and references, checked
+]
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='clusterproof',
+        description='HPC benchmark and acceptance toolkit around ReFrame and Slurm. '
+                    'The checks themselves run with: reframe -c reframe_checks -r')
+    parser.add_argument('--version', action='version', version=f'clusterproof {__version__}')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND')
+    for name in COMMANDS:
+        modname = f'clusterproof.commands.{name}'
+        if importlib.util.find_spec(modname) is None:
+            continue
+        importlib.import_module(modname).register(sub)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, 'func', None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args) or 0
+    except ClusterproofError as err:
+        print(f'clusterproof {args.command}: error: {err}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f'clusterproof {args.command}: interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""What every clusterproof check shares: the mode, provenance recorded with
+each result, and access to the declared hardware.
+
+Checks inherit :class:`ClusterproofCheck` next to ``rfm.RunOnlyRegressionTest``
+(or ``RegressionTest``). Every variable here is loggable, so it is written to
+the perflog (``%(check_#ALL)s``) and to ReFrame's results database with each
+test case: a result carries its mode, whether it was smoke or emulated, the
+project revision, the site configuration's hash and the binary that ran.
+"""
+
+import reframe as rfm
+from reframe.core.builtins import run_after, variable
+
+from clusterproof.hardware import declared
+from clusterproof.modes import current_mode
+from clusterproof.provenance import git_revision, site_config_hash
+
+
+class ClusterproofCheck(rfm.RegressionMixin):
+    #: smoke, nightly or acceptance (from CLUSTERPROOF_MODE when the checks load)
+    cp_mode = variable(str, value=current_mode())
+
+    #: True when the figures come from smoke sizes: never a reference, never a pass
+    #: against published figures
+    cp_smoke = variable(bool, value=current_mode() == 'smoke')
+
+    #: True when the hardware under test is emulated (e.g. pmem on tmpfs)
+    cp_emulated = variable(bool, value=False)
+
+    #: git revision of this project (``-dirty`` with local changes)
+    cp_git_rev = variable(str, value=git_revision())
+
+    #: hash of the site configuration (systems and declared hardware)
+    cp_config_hash = variable(str, value=site_config_hash())
+
+    #: binary provenance: path, version as the program reports it, and the
+    #: concretized Spack spec and spack.lock hash when it came from Spack
+    binary_path = variable(str, value='')
+    binary_version = variable(str, value='')
+    spack_spec = variable(str, value='')
+    spack_lock_hash = variable(str, value='')
+
+    @run_after('init')
+    def _cp_tags(self):
+        self.tags |= {self.cp_mode}
+        if self.cp_smoke:
+            self.tags.add('smoke')
+
+    def declared(self, section, key=None, default=KeyError):
+        """Declared hardware of the current partition (see clusterproof.hardware)."""
+        return declared(self.current_partition, section, key, default)

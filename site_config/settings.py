@@ -1,0 +1,107 @@
+"""ReFrame site configuration of clusterproof.
+
+One file per system in ``site_config/systems/``; this file assembles them.
+Each system file defines ``system`` (a ReFrame system entry) or ``systems``
+(a list of them) and may define ``environments`` (a list of ReFrame
+environment entries).
+
+System selection: ReFrame picks the first system whose ``hostnames`` pattern
+matches this host; ``local`` matches any host and comes last, so a machine
+that is no declared cluster runs the suite on itself. ``--system NAME``
+chooses explicitly (``--system emu`` for the local Slurm cluster).
+
+Results: perflogs, the results database and run reports go under one
+directory, ``$CLUSTERPROOF_RESULTS`` (default: ``results/`` in the repository).
+"""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+_here = Path(__file__).resolve().parent
+_repo = _here.parent
+if str(_repo) not in sys.path:
+    sys.path.insert(0, str(_repo))
+
+# Order matters for auto-detection: specific systems first, ``local`` last.
+SYSTEM_FILES = ['pmserver', 'pixstor', 'minerva', 'emu', 'local']
+
+
+def _load(name):
+    path = _here / 'systems' / f'{name}.py'
+    spec = importlib.util.spec_from_file_location(f'clusterproof_site_{name}', path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_results = Path(os.environ.get('CLUSTERPROOF_RESULTS', _repo / 'results')).resolve()
+_results.mkdir(parents=True, exist_ok=True)
+
+_systems, _environments = [], []
+for _name in SYSTEM_FILES:
+    _mod = _load(_name)
+    for _entry in getattr(_mod, 'systems', None) or [_mod.system]:
+        _sys = dict(_entry)
+        _sys.setdefault('prefix', str(_results))
+        _sys.setdefault('stagedir', str(_results / 'stage'))
+        _sys.setdefault('outputdir', str(_results / 'output'))
+        _systems.append(_sys)
+    for _env in getattr(_mod, 'environments', []):
+        _environments.append(_env)
+
+# Programming environments valid everywhere unless a system file narrows them.
+_environments.append({
+    'name': 'gnu',
+    'cc': 'gcc',
+    'cxx': 'g++',
+    'ftn': 'gfortran',
+    'features': ['openmp'],
+    'extras': {'omp_flag': '-fopenmp'},
+})
+
+site_configuration = {
+    'systems': _systems,
+    'environments': _environments,
+    'logging': [{
+        'handlers': [{
+            'type': 'file',
+            'name': str(_results / 'reframe.log'),
+            'level': 'debug',
+            'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
+            'append': True,
+        }, {
+            'type': 'stream',
+            'name': 'stdout',
+            'level': 'info',
+            'format': '%(message)s',
+        }],
+        'handlers_perflog': [{
+            'type': 'filelog',
+            'prefix': '%(check_system)s/%(check_partition)s',
+            'basedir': str(_results / 'perflogs'),
+            'level': 'info',
+            'format': ('%(check_job_completion_time)s|%(check_result)s|'
+                       '%(check_#ALL)s'),
+            'format_perfvars': ('%(check_perf_var)s=%(check_perf_value)s|'
+                                '%(check_perf_unit)s|%(check_perf_ref)s|'
+                                '%(check_perf_lower_thres)s|'
+                                '%(check_perf_upper_thres)s|'),
+            'datefmt': '%Y-%m-%dT%H:%M:%S%z',
+            'append': True,
+        }],
+    }],
+    'general': [{
+        'report_file': str(_results / 'reports' / 'run-report-{sessionid}.json'),
+        'topology_prefix': str(_results / 'topology'),
+        'check_search_path': [str(_repo / 'reframe_checks')],
+        'purge_environment': False,
+        'clean_stagedir': True,
+    }],
+    'storage': [{
+        'enable': True,
+        'backend': 'sqlite',
+        'sqlite_db_file': str(_results / 'results.db'),
+    }],
+}

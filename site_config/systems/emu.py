@@ -1,0 +1,68 @@
+"""``emu``: the local Slurm cluster started by ``clusterproof cluster up``.
+
+Nodes n1..nN are network namespaces on this machine, so they share its
+processors, memory and file systems: the declared hardware is this machine's,
+and figures measured here are for function, never for speed (the name of the
+system says so in every report).
+
+Two partitions: ``srun`` (launcher ``srun --mpi=pmix``) and ``mpirun``
+(OpenMPI's mpirun inside the allocation). Both need ``SLURM_CONF`` from
+``clusterproof cluster env`` in the environment.
+"""
+
+import os
+from pathlib import Path
+
+from clusterproof.topology import detect_hardware
+
+_results = Path(os.environ.get('CLUSTERPROOF_RESULTS',
+                               Path(__file__).resolve().parents[2] / 'results')).resolve()
+_hw = detect_hardware()
+_nodes = int(os.environ.get('CLUSTERPROOF_EMU_NODES', '4'))
+_cpus = int(os.environ.get('CLUSTERPROOF_EMU_CPUS', '2'))
+
+_extras = {
+    'hardware': _hw,
+    'storage': {
+        # All emulated nodes see this machine's file systems: a shared scratch.
+        'scratch': os.environ.get('CLUSTERPROOF_SCRATCH', str(_results / 'scratch')),
+        'client_nodes': _nodes,
+        'client_ram_gib': _hw['memory_gib'] / _nodes,
+        'server_ram_gib': 0,
+    },
+    'emulated': True,
+}
+
+_env_vars = [
+    # OpenMPI: stay on the cluster bridge, allow root (the local cluster runs as root).
+    ['OMPI_MCA_oob_tcp_if_include', '198.18.0.0/24'],
+    ['OMPI_MCA_btl_tcp_if_include', '198.18.0.0/24'],
+    ['OMPI_MCA_btl', '^openib'],
+    ['OMPI_ALLOW_RUN_AS_ROOT', '1'],
+    ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
+]
+
+_partition = {
+    'scheduler': 'slurm',
+    'access': ['--partition=emu'],
+    'environs': ['gnu'],
+    'max_jobs': 4,
+    'time_limit': '10m',
+    'env_vars': _env_vars,
+    'processor': {'num_cpus': _cpus},
+    'extras': _extras,
+}
+
+system = {
+    'name': 'emu',
+    'descr': 'Local Slurm cluster in network namespaces (emulated: function, not speed)',
+    'hostnames': ['^clusterproof-emu-never-matches$'],
+    'modules_system': 'nomod',
+    'partitions': [
+        # SLURM_MPI_TYPE=pmix is srun's --mpi=pmix for every step.
+        dict(_partition, name='srun', descr='srun --mpi=pmix', launcher='srun',
+             env_vars=_env_vars + [['SLURM_MPI_TYPE', 'pmix']]),
+        dict(_partition, name='mpirun', descr='OpenMPI mpirun in the allocation',
+             launcher='mpirun'),
+    ],
+}

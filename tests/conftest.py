@@ -1,0 +1,56 @@
+"""Shared test fixtures.
+
+``need_root`` / ``need_netns`` skip with the reason where the machine lacks
+them. ``emu_cluster`` starts the local Slurm cluster once per test session
+(4 nodes) and yields its environment (``SLURM_CONF`` and friends); it is
+brought down at the end of the session.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = REPO / '.venv' / 'bin'
+DATA = Path(__file__).resolve().parent / 'data'
+
+
+def have_root():
+    return os.geteuid() == 0
+
+
+def have_netns():
+    if not have_root() or not shutil.which('ip') or not shutil.which('nsenter'):
+        return False
+    probe = subprocess.run(['unshare', '--net', 'true'], capture_output=True)
+    return probe.returncode == 0
+
+
+need_root = pytest.mark.skipif(not have_root(), reason='needs root')
+need_netns = pytest.mark.skipif(not have_netns(),
+                                reason='needs root and network namespaces (ip, nsenter, unshare --net)')
+
+
+def reframe_env(results_dir, mode='smoke', extra=None):
+    """Environment for running ``reframe`` in a test: the site config, a
+    results directory of the test's own, the mode."""
+    env = dict(os.environ)
+    env.update({
+        'RFM_CONFIG_FILES': str(REPO / 'site_config' / 'settings.py'),
+        'CLUSTERPROOF_RESULTS': str(results_dir),
+        'CLUSTERPROOF_MODE': mode,
+        'PATH': f'{VENV_BIN}:{env.get("PATH", "")}',
+    })
+    env.update(extra or {})
+    return env
+
+
+def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=900):
+    """Run ``reframe -c ... -r`` for real; returns the CompletedProcess."""
+    cmd = [str(VENV_BIN / 'reframe')] + list(args)
+    return subprocess.run(cmd, cwd=REPO, env=reframe_env(results_dir, mode, extra_env),
+                          capture_output=True, text=True, timeout=timeout)
