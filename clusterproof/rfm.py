@@ -11,6 +11,7 @@ project revision, the site configuration's hash and the binary that ran.
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
+from clusterproof import binaries
 from clusterproof.hardware import declared
 from clusterproof.modes import current_mode
 from clusterproof.provenance import git_revision, site_config_hash
@@ -49,3 +50,19 @@ class ClusterproofCheck(rfm.RegressionMixin):
     def declared(self, section, key=None, default=KeyError):
         """Declared hardware of the current partition (see clusterproof.hardware)."""
         return declared(self.current_partition, section, key, default)
+
+    def use_binary(self, executable, spec, version_argv=None, view_subdirs=('bin',)):
+        """Find ``executable`` (Spack view, then PATH), record its provenance,
+        and return its path; skip the test with the build command if absent.
+
+        ``version_argv`` is the command that prints the program's version,
+        with ``{exe}`` standing for the path (default: ``{exe} --version``).
+        """
+        found = binaries.locate(executable, view_subdirs)
+        self.skip_if(found is None,
+                     f'{executable} not found in the Spack view ({binaries.spack_view()}) '
+                     f'or on PATH; build it with: {binaries.build_command(spec)}')
+        self.binary_path = found.path
+        argv = [a.format(exe=found.path) for a in (version_argv or ['{exe}', '--version'])]
+        self.binary_version = binaries.program_version(argv) or 'unknown'
+        return found.path
