@@ -11,7 +11,7 @@ project revision, the site configuration's hash and the binary that ran.
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from clusterproof import binaries
+from clusterproof import ClusterproofError, binaries, references
 from clusterproof.hardware import declared
 from clusterproof.modes import current_mode
 from clusterproof.provenance import git_revision, site_config_hash
@@ -46,6 +46,30 @@ class ClusterproofCheck(rfm.RegressionMixin):
         self.tags |= {self.cp_mode}
         if self.cp_smoke:
             self.tags.add('smoke')
+
+    @run_after('setup')
+    def _cp_load_references(self):
+        '''References come from site_config/references/<system>.yaml, keyed by
+        the check's class name. Smoke and emulated results never carry them:
+        their figures are not comparable with a real system's.'''
+        if self.cp_smoke or self.cp_emulated:
+            return
+        if isinstance(self.reference, dict) and self.reference:
+            return              # the check set its own
+        path = references.reference_file(self.current_system.name)
+        if not path.is_file():
+            return
+        data = references.load(path)
+        body = data.get(type(self).__name__)
+        if not body:
+            return
+        units = {name: getattr(fn, 'unit', None)
+                 for name, fn in self.perf_variables.items()}
+        for where, _check, figure, entry in references.iter_entries(
+                {type(self).__name__: body}, path):
+            references.check_entry(where, entry, units.get(figure))
+        # An absolute path: ReFrame joins it to its reference prefix unchanged.
+        self.reference = {'$ref': str(path)}
 
     def declared(self, section, key=None, default=KeyError):
         """Declared hardware of the current partition (see clusterproof.hardware)."""
