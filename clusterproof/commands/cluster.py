@@ -1,0 +1,91 @@
+"""``clusterproof cluster up|down|status|env``: the local Slurm cluster."""
+
+import json
+
+from clusterproof import cluster as lc
+
+
+def _add_common(p):
+    p.add_argument('--instance', type=int, default=0, metavar='K',
+                   help='instance 0..7: bridge cpbrK, subnet 198.18.0.(32K)/27, own ports '
+                        '(several clusters can run side by side; default 0)')
+    p.add_argument('--run-dir', metavar='DIR',
+                   help='where all state lives (default $CLUSTERPROOF_CLUSTER_DIR, '
+                        'else /tmp/clusterproof-clusterK)')
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        'cluster', help='the local Slurm cluster (nodes in network namespaces)',
+        description='A real Slurm cluster on this machine: munged, MariaDB + slurmdbd, slurmctld '
+                    'and one slurmd per node, each node n1..nN in its own network, hostname and '
+                    'mount namespace on a bridge in 198.18.0.0/24. Needs root.')
+    sub = p.add_subparsers(dest='action', metavar='ACTION')
+    sub.required = True
+
+    up = sub.add_parser('up', help='start the cluster (says so if it is already up)')
+    up.add_argument('--nodes', type=int, default=lc.DEFAULT_NODES, metavar='N',
+                    help=f'number of nodes n1..nN (default {lc.DEFAULT_NODES})')
+    up.add_argument('--cpus-per-node', type=int, default=lc.DEFAULT_CPUS, metavar='C',
+                    help=f'CPUs Slurm gives each node (default {lc.DEFAULT_CPUS})')
+    up.add_argument('--mem-per-node', type=int, default=lc.DEFAULT_MEM_MIB, metavar='MiB',
+                    help=f'memory Slurm gives each node, MiB (default {lc.DEFAULT_MEM_MIB})')
+    _add_common(up)
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser('down', help='stop the daemons, remove namespaces, links and bridge')
+    _add_common(down)
+    down.set_defaults(func=cmd_down)
+
+    status = sub.add_parser('status', help='daemons (pid, alive), nodes and their Slurm states')
+    _add_common(status)
+    status.add_argument('--json', action='store_true', help='print the status as JSON')
+    status.set_defaults(func=cmd_status)
+
+    env = sub.add_parser('env', help='print the export lines for client commands (SLURM_CONF ...)')
+    _add_common(env)
+    env.set_defaults(func=cmd_env)
+
+
+def cmd_up(args):
+    spec = lc.Spec(instance=args.instance, nodes=args.nodes, cpus=args.cpus_per_node,
+                   mem=args.mem_per_node, run_dir=lc.run_dir_for(args.instance, args.run_dir))
+    cluster = lc.Cluster(spec, log=lambda text: print(text, flush=True))
+    if not cluster.up():
+        for line in lc.env_lines(lc.load_spec(args.instance, args.run_dir)):
+            print(line)
+    return 0
+
+
+def cmd_down(args):
+    spec = lc.load_spec(args.instance, args.run_dir)
+    lc.Cluster(spec, log=lambda text: print(text, flush=True)).down()
+    return 0
+
+
+def cmd_status(args):
+    spec = lc.load_spec(args.instance, args.run_dir)
+    st = lc.Cluster(spec).status()
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0 if st['up'] else 1
+    print(f'cluster {st["cluster"]} (instance {st["instance"]}, run directory {st["run_dir"]}): '
+          f'{"up" if st["up"] else "down"}')
+    print('daemons:')
+    for name, d in st['daemons'].items():
+        pid = d['pid'] if d['pid'] else '-'
+        print(f'  {name:<12} pid {pid:<8} {"alive" if d["alive"] else "not running"}')
+    if st['nodes']:
+        print('nodes:')
+        for node, state in sorted(st['nodes'].items(), key=lambda kv: int(kv[0][1:])):
+            print(f'  {node:<4} {state}')
+    if st['network']:
+        print('network: ' + ', '.join(st['network']))
+    return 0 if st['up'] else 1
+
+
+def cmd_env(args):
+    spec = lc.load_spec(args.instance, args.run_dir)
+    for line in lc.env_lines(spec):
+        print(line)
+    return 0
