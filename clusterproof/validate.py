@@ -1,0 +1,101 @@
+"""Pre-flight validation of the site configuration and the references.
+
+Everything is checked before anything runs or is written, and every
+problem names the file, key and value.
+"""
+
+import re
+
+from clusterproof import ClusterproofError
+from clusterproof.hardware import validate_hardware
+from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE
+
+#: characters that would make a value a shell command
+SHELL_META = re.compile(r'[;&|`$<>(){}\\\n\r\t*?!#~"\']')
+
+
+def load_site_configuration(path=SETTINGS_FILE):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('clusterproof_settings', path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as err:
+        raise ClusterproofError(f'{path}: cannot load: {err}') from None
+    return mod.site_configuration
+
+
+def system_names(config):
+    return [s['name'] for s in config['systems']]
+
+
+def find_system(config, name):
+    for system in config['systems']:
+        if system['name'] == name:
+            return system
+    raise ClusterproofError(f'unknown system {name!r}; the site configuration has: '
+                            f'{", ".join(system_names(config))}')
+
+
+def find_partition(system, name):
+    for part in system['partitions']:
+        if part['name'] == name:
+            return part
+    raise ClusterproofError(
+        f'system {system["name"]} has no partition {name!r}; it has: '
+        f'{", ".join(p["name"] for p in system["partitions"])}')
+
+
+def safe_word(where, value):
+    """A value that ends up on a command line: refuse shell metacharacters."""
+    if not isinstance(value, str) or SHELL_META.search(value) or not value.strip():
+        raise ClusterproofError(f'{where}: {value!r} contains shell metacharacters, '
+                                f'white space or is empty; refusing it')
+    return value
+
+
+def validate_system(system):
+    """Validate one system entry; return a list of what was checked."""
+    name = system['name']
+    where = f'site_config/systems/{name.split("-")[0]}.py: system {name}'
+    checked = []
+    for pattern in system.get('hostnames', []):
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise ClusterproofError(f'{where}: hostnames: {pattern!r} is not a '
+                                    f'regular expression: {err}') from None
+    for part in system['partitions']:
+        pwhere = f'{where}: partition {part["name"]}'
+        for opt in part.get('access', []):
+            safe_word(f'{pwhere}: access', opt.replace('=', '', 1).replace('--', '', 1))
+        extras = part.get('extras', {})
+        if 'hardware' not in extras:
+            raise ClusterproofError(f'{pwhere}: extras has no "hardware" section '
+                                    f'(sockets, cores_per_socket, ...)')
+        validate_hardware(extras['hardware'], f'{pwhere}: extras')
+        storage = extras.get('storage')
+        if storage is not None:
+            scratch = storage.get('scratch')
+            if not isinstance(scratch, str) or not scratch.startswith('/'):
+                raise ClusterproofError(f'{pwhere}: extras.storage.scratch={scratch!r} '
+                                        f'must be an absolute path')
+            safe_word(f'{pwhere}: extras.storage.scratch', scratch.replace('/', 'x'))
+            if scratch.rstrip('/') in ('', '/root', '/home', '/tmp', '/etc', '/usr', '/var'):
+                raise ClusterproofError(f'{pwhere}: extras.storage.scratch={scratch!r} '
+                                        f'is a system directory, not a scratch area')
+            for key in ('client_nodes',):
+                val = storage.get(key)
+                if val is not None and (not isinstance(val, int) or val < 1):
+                    raise ClusterproofError(f'{pwhere}: extras.storage.{key}={val!r} '
+                                            f'must be a whole number >= 1')
+        checked.append(f'{name}:{part["name"]}')
+    return checked
+
+
+def validate_references(directory=REFERENCES_DIR):
+    from clusterproof.references import validate_file
+    counts = {}
+    for path in sorted(directory.glob('*.yaml')):
+        counts[path.name] = validate_file(path)
+    return counts

@@ -1,0 +1,64 @@
+"""``clusterproof validate`` and the site configuration checks."""
+
+import subprocess
+
+import pytest
+
+from clusterproof import ClusterproofError
+from clusterproof.validate import (find_partition, find_system, load_site_configuration,
+                                   validate_system)
+from conftest import REPO, VENV_BIN
+
+
+def test_shipped_configuration_validates():
+    proc = subprocess.run([str(VENV_BIN / 'clusterproof'), 'validate'], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for part in ('pmserver:default', 'pixstor:clients', 'minerva:rome7452',
+                 'emu:srun', 'emu:mpirun', 'local:default'):
+        assert f'ok  {part}' in proc.stdout
+
+
+def test_unknown_system_and_partition_named():
+    config = load_site_configuration()
+    with pytest.raises(ClusterproofError, match="unknown system 'nosuch'.*pixstor"):
+        find_system(config, 'nosuch')
+    with pytest.raises(ClusterproofError, match="system pixstor has no partition 'gpu'"):
+        find_partition(find_system(config, 'pixstor'), 'gpu')
+
+
+def system_with(**extras):
+    hw = {'sockets': 2, 'cores_per_socket': 4, 'threads_per_core': 1,
+          'numa_nodes': 2, 'memory_gib': 16}
+    part = {'name': 'p', 'access': ['--partition=p'],
+            'extras': dict({'hardware': hw}, **extras)}
+    return {'name': 'site', 'hostnames': ['.*'], 'partitions': [part]}
+
+
+@pytest.mark.parametrize('change, message', [
+    ({'hardware': {'sockets': 0}}, 'sockets=0'),
+    ({'hardware': {'memory_gib': -4}}, 'memory_gib=-4'),
+    ({'storage': {'scratch': 'relative/dir'}}, 'must be an absolute path'),
+    ({'storage': {'scratch': '/scratch/$(rm -rf ~)'}}, 'shell metacharacters'),
+    ({'storage': {'scratch': '/home'}}, 'is a system directory'),
+    ({'storage': {'scratch': '/scratch/x', 'client_nodes': -1}}, 'client_nodes=-1'),
+])
+def test_bad_declarations_refused_with_file_key_value(change, message):
+    system = system_with()
+    extras = system['partitions'][0]['extras']
+    for key, val in change.items():
+        if key == 'hardware':
+            extras['hardware'].update(val)
+        else:
+            extras[key] = val
+    with pytest.raises(ClusterproofError) as err:
+        validate_system(system)
+    assert 'site_config/systems/site.py: system site: partition p' in str(err.value)
+    assert message in str(err.value)
+
+
+def test_access_option_with_shell_metacharacters_refused():
+    system = system_with()
+    system['partitions'][0]['access'] = ['--partition=p;reboot']
+    with pytest.raises(ClusterproofError, match='shell metacharacters'):
+        validate_system(system)
