@@ -1,8 +1,16 @@
 """What this node has, read from Linux (/proc, /sys): the facts the
 inventory check compares with the declared hardware, and the declaration
-of the ``local`` system, which is this machine as it is."""
+of the ``local`` system, which is this machine as it is.
 
+Readers of the live system take their root as an argument (tests point them
+at copies); the ``parse_*`` functions turn the text that ``lscpu``,
+``lscpu -J``, ``numactl -H`` and ``/proc/meminfo`` print into the same
+``extras['hardware']`` keys.
+"""
+
+import json
 import os
+import re
 from pathlib import Path
 
 SYS_CPU = Path('/sys/devices/system/cpu')
@@ -54,10 +62,65 @@ def numa_node_count(root=SYS_NODE):
 
 
 def memory_gib(meminfo='/proc/meminfo'):
-    for line in Path(meminfo).read_text().splitlines():
+    return parse_meminfo(Path(meminfo).read_text(), source=str(meminfo))
+
+
+def parse_meminfo(text, source='/proc/meminfo'):
+    """MemTotal in GiB (one decimal) from the text of /proc/meminfo."""
+    for line in text.splitlines():
         if line.startswith('MemTotal:'):
-            return round(int(line.split()[1]) / 1024 ** 2, 1)
-    raise ValueError(f'{meminfo}: no MemTotal line')
+            fields = line.split()
+            if len(fields) < 2 or not fields[1].isdigit():
+                raise ValueError(f'{source}: unreadable MemTotal line {line!r}')
+            return round(int(fields[1]) / 1024 ** 2, 1)
+    raise ValueError(f'{source}: no MemTotal line')
+
+
+def parse_numactl_hardware(text, source='numactl -H'):
+    """Number of NUMA nodes from ``numactl -H`` (``available: 2 nodes (0-1)``)."""
+    m = re.search(r'^available:\s+(\d+)\s+nodes?', text, re.M)
+    if not m:
+        raise ValueError(f'{source}: no "available: N nodes" line')
+    return int(m.group(1))
+
+
+def _lscpu_fields(text):
+    """``{field: value}`` from plain ``lscpu`` or from ``lscpu -J``."""
+    stripped = text.lstrip()
+    if stripped.startswith('{'):
+        rows = json.loads(stripped).get('lscpu', [])
+        fields = {}
+
+        def walk(entries):
+            for row in entries:
+                fields[row['field'].rstrip(':').strip()] = (row.get('data') or '').strip()
+                walk(row.get('children', []))
+        walk(rows)
+        return fields
+    fields = {}
+    for line in text.splitlines():
+        if ':' in line:
+            key, val = line.split(':', 1)
+            fields[key.strip()] = val.strip()
+    return fields
+
+
+def parse_lscpu(text, source='lscpu'):
+    """sockets, cores_per_socket, threads_per_core, numa_nodes, cpus and
+    cpu_model from the output of ``lscpu`` or ``lscpu -J``."""
+    fields = _lscpu_fields(text)
+    keys = {'sockets': 'Socket(s)', 'cores_per_socket': 'Core(s) per socket',
+            'threads_per_core': 'Thread(s) per core', 'cpus': 'CPU(s)'}
+    hw = {}
+    for key, field in keys.items():
+        val = fields.get(field)
+        if val is None or not val.isdigit():
+            raise ValueError(f'{source}: no whole number in field {field!r} (found {val!r})')
+        hw[key] = int(val)
+    numa = fields.get('NUMA node(s)')
+    hw['numa_nodes'] = int(numa) if numa and numa.isdigit() else 1
+    hw['cpu_model'] = fields.get('Model name', 'unknown')
+    return hw
 
 
 def cpu_model(cpuinfo='/proc/cpuinfo'):

@@ -1,0 +1,480 @@
+"""Persistent memory provisioning: parsers for what ``ipmctl`` and ``ndctl``
+print, DAX detection, and comparisons with the declared ``extras['pmem']``.
+
+Declared provisioning (see ``site_config/systems/pmserver.py``)::
+
+    'pmem': {
+        'provisioning': 'app_direct',          # or 'memory_mode', 'mixed'
+        'dimms': [{'locator': 'CPU1_DIMM_A2', 'capacity_gib': 252.4,
+                   'memory_type': 'Logical Non-Volatile Device'}, ...],
+        'memory_resources': {'capacity': 3029.4, 'memory_capacity': 0.0,
+                             'app_direct_capacity': 3024.0, ...},   # GiB
+        'namespaces': [{'dev': 'namespace1.0', 'mode': 'fsdax',
+                        'size': 1598128390144, 'blockdev': 'pmem1'}, ...],
+        'dax_mounts': [{'path': '/mnt/nvdimm', 'blockdev': 'pmem1'}],
+        'devdax': [{'chardev': 'dax0.0'}],
+    }
+
+Every comparison returns :class:`clusterproof.inventory.Mismatch` objects
+naming the field, what was expected and what was found. Parsers raise
+``ValueError`` naming the source when the text is not what the tool prints.
+"""
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from clusterproof.inventory import Mismatch
+
+PMEM_MEMORY_TYPE = 'Logical Non-Volatile Device'
+
+#: Messages with which ipmctl says there is nothing to manage (not a parse error).
+NO_PMEM_MESSAGES = (
+    'No PMem modules in the system',
+    'No DIMMs in the system',
+    'No functional DIMMs in the system',
+    'No functional PMem modules in the system',
+)
+
+#: Older ndctl names of the namespace modes (renamed in ndctl v60).
+MODE_ALIASES = {'memory': 'fsdax', 'dax': 'devdax'}
+
+_UNITS_GIB = {'B': 1 / 1024 ** 3, 'KiB': 1 / 1024 ** 2, 'MiB': 1 / 1024, 'GiB': 1.0,
+              'TiB': 1024.0, 'KB': 1e3 / 1024 ** 3, 'MB': 1e6 / 1024 ** 3,
+              'GB': 1e9 / 1024 ** 3, 'TB': 1e12 / 1024 ** 3}
+
+# Tolerances of the comparisons
+CAPACITY_TOLERANCE_GIB = 1.0      # ipmctl rounds to 3 decimals, declarations to 1
+NAMESPACE_SIZE_TOLERANCE = 0.001  # relative
+
+
+def no_pmem_reason(text):
+    """The ipmctl message saying there are no modules, or None."""
+    for msg in NO_PMEM_MESSAGES:
+        if msg.lower() in (text or '').lower():
+            return text.strip().splitlines()[0] if text.strip() else msg
+    return None
+
+
+def capacity_gib(value, source='ipmctl'):
+    """``'3024.000 GiB'``, ``'0 B'``, ``'504.0 GiB'`` -> GiB; ``'-'``/``'N/A'`` -> None."""
+    value = value.strip()
+    if value in ('-', 'N/A', ''):
+        return None
+    m = re.fullmatch(r'([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)', value)
+    if not m or m.group(2) not in _UNITS_GIB:
+        raise ValueError(f'{source}: unreadable capacity {value!r}')
+    return round(float(m.group(1)) * _UNITS_GIB[m.group(2)], 3)
+
+
+def _raise_on_tool_error(text, source):
+    first = text.strip().splitlines()[0] if text.strip() else ''
+    if not first:
+        raise ValueError(f'{source}: no output')
+    if first.startswith('Error') or 'Failed' in first:
+        raise ValueError(f'{source}: ipmctl reported an error: {first}')
+
+
+def _table(text, source):
+    """Rows of an ipmctl table (``a | b | c`` under a ``====`` rule) as dicts."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if re.fullmatch(r'\s*=+\s*', line) and i > 0:
+            header = [h.strip() for h in lines[i - 1].split('|')]
+            rows = []
+            for row in lines[i + 1:]:
+                cells = [c.strip() for c in row.split('|')]
+                if len(cells) != len(header):
+                    raise ValueError(f'{source}: row has {len(cells)} columns, header '
+                                     f'{len(header)}: {row.strip()!r}')
+                rows.append(dict(zip(header, cells)))
+            return header, rows
+    raise ValueError(f'{source}: no table (header line followed by a ==== rule) in '
+                     f'{text.strip()[:200]!r}')
+
+
+_KEYVALUE = {
+    'Capacity': 'capacity', 'MemoryCapacity': 'memory_capacity',
+    'AppDirectCapacity': 'app_direct_capacity', 'UnconfiguredCapacity': 'unconfigured_capacity',
+    'InaccessibleCapacity': 'inaccessible_capacity', 'ReservedCapacity': 'reserved_capacity',
+}
+
+
+def parse_memoryresources(text, source='ipmctl show -memoryresources'):
+    """Capacities (GiB) from ``ipmctl show -memoryresources``.
+
+    Two formats exist: ``Key=value`` lines (ipmctl 01.x) and the table of
+    ipmctl 02.x/03.x (rows Volatile, AppDirect, Cache, Inaccessible,
+    Physical; columns DDR, PMemModule or DCPMM, Total). Returned keys follow
+    the declaration: capacity, memory_capacity, app_direct_capacity,
+    inaccessible_capacity (+ unconfigured/reserved from 01.x, and
+    ddr_volatile_capacity, ddr_cache_capacity from the table).
+    """
+    reason = no_pmem_reason(text)
+    if reason:
+        raise ValueError(f'{source}: {reason}')
+    _raise_on_tool_error(text, source)
+    pairs = dict(re.findall(r'^\s*(\w+)=(.*?)\s*$', text, re.M))
+    if 'Capacity' in pairs:
+        return {key: capacity_gib(pairs[name], source)
+                for name, key in _KEYVALUE.items() if name in pairs}
+    header, rows = _table(text, source)
+    pmem_col = next((h for h in header if h in ('PMemModule', 'DCPMM')), None)
+    if header[0] != 'MemoryType' or pmem_col is None or 'DDR' not in header:
+        raise ValueError(f'{source}: unexpected table header {" | ".join(header)!r} '
+                         '(want MemoryType | DDR | PMemModule | Total)')
+    by_type = {row['MemoryType']: row for row in rows}
+    missing = [t for t in ('Volatile', 'AppDirect', 'Physical') if t not in by_type]
+    if missing:
+        raise ValueError(f'{source}: table has no row {", ".join(missing)}')
+
+    def cell(row, col):
+        return capacity_gib(by_type[row][col], source) if row in by_type else None
+    found = {
+        'capacity': cell('Physical', pmem_col),
+        'memory_capacity': cell('Volatile', pmem_col),
+        'app_direct_capacity': cell('AppDirect', pmem_col),
+        'inaccessible_capacity': cell('Inaccessible', pmem_col) or 0.0,
+        'ddr_volatile_capacity': cell('Volatile', 'DDR'),
+        'ddr_cache_capacity': cell('Cache', 'DDR'),
+    }
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def parse_topology(text, source='ipmctl show -topology'):
+    """DIMMs from ``ipmctl show -topology``: dicts with dimm_id (None for
+    DDR rows, printed ``N/A``), memory_type, capacity_gib, physical_id,
+    locator. No modules at all -> ValueError naming ipmctl's message."""
+    reason = no_pmem_reason(text)
+    if reason:
+        raise ValueError(f'{source}: {reason}')
+    _raise_on_tool_error(text, source)
+    header, rows = _table(text, source)
+    need = ('DimmID', 'MemoryType', 'Capacity', 'DeviceLocator')
+    missing = [h for h in need if h not in header]
+    if missing:
+        raise ValueError(f'{source}: table has no column {", ".join(missing)}')
+    dimms = []
+    for row in rows:
+        dimms.append({
+            'dimm_id': None if row['DimmID'] == 'N/A' else row['DimmID'],
+            'memory_type': row['MemoryType'],
+            'capacity_gib': capacity_gib(row['Capacity'], source),
+            'physical_id': row.get('PhysicalID'),
+            'locator': row['DeviceLocator'],
+        })
+    return dimms
+
+
+def _human_bytes(value, source):
+    """``'2964.94 GiB (3183.58 GB)'`` (ndctl -u) -> bytes."""
+    m = re.match(r'\s*([0-9.]+)\s*([KMGT]i?B)', value)
+    if not m:
+        raise ValueError(f'{source}: unreadable size {value!r}')
+    return int(float(m.group(1)) * _UNITS_GIB[m.group(2)] * 1024 ** 3)
+
+
+def parse_namespaces(text, source='ndctl list -N'):
+    """Namespaces from ``ndctl list`` JSON, whatever its shape: nothing at
+    all (no namespaces), one bare object, an array, or namespaces nested in
+    regions and buses (``-R``, ``-B``). Old mode names are mapped
+    (``memory`` -> ``fsdax``, ``dax`` -> ``devdax``); the printed mode stays
+    in ``mode_reported``."""
+    if not text.strip():
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f'{source}: not JSON ({err})') from None
+    found = []
+
+    def walk(node):
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            if str(node.get('dev', '')).startswith('namespace'):
+                found.append(node)
+                return
+            for key in ('buses', 'regions', 'namespaces'):
+                if key in node:
+                    walk(node[key])
+    walk(data)
+    namespaces = []
+    for ns in found:
+        mode = ns.get('mode', 'unknown')
+        size = ns.get('size', 0)
+        if isinstance(size, str):
+            size = _human_bytes(size, source)
+        namespaces.append({
+            'dev': ns['dev'], 'mode': MODE_ALIASES.get(mode, mode), 'mode_reported': mode,
+            'size': int(size), 'blockdev': ns.get('blockdev'), 'chardev': ns.get('chardev'),
+            'enabled': ns.get('state') != 'disabled', 'align': ns.get('align'),
+        })
+    return namespaces
+
+
+@dataclass(frozen=True)
+class Mount:
+    device: str
+    path: str
+    fstype: str
+    options: tuple
+
+
+def _unescape(field):
+    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mounts(text, source='/proc/mounts'):
+    """Mounts from the text of /proc/mounts (octal escapes such as ``\\040``
+    in paths are decoded)."""
+    mounts = []
+    for num, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split()
+        if len(fields) < 4:
+            raise ValueError(f'{source}, line {num}: want device, path, type, options: {line!r}')
+        mounts.append(Mount(_unescape(fields[0]), _unescape(fields[1]), fields[2],
+                            tuple(fields[3].split(','))))
+    return mounts
+
+
+def is_dax_mount(mount):
+    """Mounted with ``dax`` or ``dax=always`` (``dax=inode`` leaves it to
+    each file, ``dax=never`` turns it off: neither guarantees DAX)."""
+    return 'dax' in mount.options or 'dax=always' in mount.options
+
+
+_PMEM_DEV = re.compile(r'^/dev/(pmem\d+(?:\.\d+)?)(?:p\d+)?$')
+
+
+def pmem_blockdev(device):
+    """``/dev/pmem1`` -> ``pmem1``; ``/dev/pmem0p1`` -> ``pmem0``;
+    ``/dev/pmem1.1`` -> ``pmem1.1``; anything else -> None."""
+    m = _PMEM_DEV.match(device)
+    return m.group(1) if m else None
+
+
+def mount_of(path, mounts):
+    """The mount that holds ``path`` (longest mount point that is a prefix;
+    the last one mounted wins on equal paths, as in the kernel)."""
+    path = os.path.normpath(path)
+    best = None
+    for mnt in mounts:
+        mp = os.path.normpath(mnt.path)
+        if path == mp or path.startswith(mp.rstrip('/') + '/'):
+            if best is None or len(mp) >= len(os.path.normpath(best.path)):
+                best = mnt
+    return best
+
+
+@dataclass(frozen=True)
+class DaxVerdict:
+    ok: bool
+    reason: str
+    mount: Mount = None
+    namespace: dict = None
+
+    def __bool__(self):
+        return self.ok
+
+
+def verify_dax_target(path, mounts_text, ndctl_json):
+    """Is ``path`` really on persistent memory? It must be on a file system
+    mounted with the ``dax`` option, on a pmem block device (/dev/pmemN),
+    whose namespace in ``ndctl list -N`` is in fsdax mode.
+
+    Returns a :class:`DaxVerdict`: true when all holds, else false with the
+    precise reason.
+    """
+    mounts = parse_mounts(mounts_text)
+    mnt = mount_of(path, mounts)
+    if mnt is None:
+        return DaxVerdict(False, f'{path}: no mount in /proc/mounts holds this path')
+    where = f'{path} is on {mnt.path} ({mnt.device}, {mnt.fstype})'
+    if not is_dax_mount(mnt):
+        return DaxVerdict(False, f'{where}, not a DAX mount: options {",".join(mnt.options)} '
+                                 'have no dax or dax=always (mount -o dax /dev/pmemN ...)', mnt)
+    blockdev = pmem_blockdev(mnt.device)
+    if blockdev is None:
+        return DaxVerdict(False, f'{where}: mounted with dax but not on a pmem block device '
+                                 '(want /dev/pmemN)', mnt)
+    namespaces = parse_namespaces(ndctl_json or '')
+    ns = next((n for n in namespaces if n['blockdev'] == blockdev), None)
+    if ns is None:
+        listed = ', '.join(f'{n["dev"]}->{n["blockdev"]}' for n in namespaces) or 'none'
+        return DaxVerdict(False, f'{where}: no namespace in ndctl list -N has blockdev '
+                                 f'{blockdev} (namespaces: {listed})', mnt)
+    if ns['mode'] != 'fsdax':
+        return DaxVerdict(False, f'{where}: namespace {ns["dev"]} (blockdev {blockdev}) is in '
+                                 f'mode {ns["mode_reported"]}, not fsdax', mnt, ns)
+    return DaxVerdict(True, f'{where}: DAX mount on namespace {ns["dev"]} (fsdax)', mnt, ns)
+
+
+def provisioning_of(resources):
+    """'memory_mode', 'app_direct', 'mixed' or 'unconfigured' from parsed
+    memory resources."""
+    mem = resources.get('memory_capacity') or 0.0
+    ad = resources.get('app_direct_capacity') or 0.0
+    if mem > 0 and ad > 0:
+        return 'mixed'
+    if mem > 0:
+        return 'memory_mode'
+    if ad > 0:
+        return 'app_direct'
+    return 'unconfigured'
+
+
+def compare_memory_resources(node, declared, found, provisioning=None):
+    """Declared capacities (GiB) against parsed ``ipmctl show
+    -memoryresources``; only keys both sides have are compared (the table
+    format has no unconfigured/reserved figures)."""
+    problems = []
+    if provisioning is not None:
+        actual = provisioning_of(found)
+        if actual != provisioning:
+            problems.append(Mismatch(
+                node, 'pmem.provisioning', provisioning, actual,
+                f'MemoryCapacity {found.get("memory_capacity", 0):g} GiB, '
+                f'AppDirectCapacity {found.get("app_direct_capacity", 0):g} GiB; '
+                'a new goal (ipmctl create -goal) applies at the next reboot'))
+    for key, want in sorted((declared or {}).items()):
+        if key not in found:
+            continue
+        if abs(float(want) - found[key]) > CAPACITY_TOLERANCE_GIB:
+            problems.append(Mismatch(node, f'pmem.memory_resources.{key}', f'{want:g} GiB',
+                                     f'{found[key]:g} GiB'))
+    return problems
+
+
+def compare_dimms(node, declared, found):
+    """Declared DIMM population (locator, capacity, memory type) against
+    ``ipmctl show -topology``. Only rows of the memory types the declaration
+    names are compared (declare DDR4 rows too to check them)."""
+    problems = []
+    types = {d.get('memory_type', PMEM_MEMORY_TYPE) for d in declared}
+    rows = [r for r in found if r['memory_type'] in types]
+    if len(rows) != len(declared):
+        problems.append(Mismatch(node, 'pmem.dimms (count)', len(declared), len(rows),
+                                 'memory types ' + ', '.join(sorted(types))))
+    by_loc = {r['locator']: r for r in rows}
+    for dimm in declared:
+        loc = dimm['locator']
+        row = by_loc.get(loc)
+        if row is None:
+            problems.append(Mismatch(node, f'pmem.dimms[{loc}]', 'a module', 'no module',
+                                     'empty slot, failed module or other locator names'))
+            continue
+        want_type = dimm.get('memory_type', PMEM_MEMORY_TYPE)
+        if row['memory_type'] != want_type:
+            problems.append(Mismatch(node, f'pmem.dimms[{loc}].memory_type', want_type,
+                                     row['memory_type']))
+        if 'capacity_gib' in dimm and row['capacity_gib'] is not None and \
+                abs(float(dimm['capacity_gib']) - row['capacity_gib']) > CAPACITY_TOLERANCE_GIB:
+            problems.append(Mismatch(node, f'pmem.dimms[{loc}].capacity_gib',
+                                     f'{dimm["capacity_gib"]:g} GiB', f'{row["capacity_gib"]:g} GiB'))
+    declared_locs = {d['locator'] for d in declared}
+    for loc in sorted(set(by_loc) - declared_locs):
+        problems.append(Mismatch(node, f'pmem.dimms[{loc}]', 'no module (not declared)',
+                                 f'{by_loc[loc]["memory_type"]} {by_loc[loc]["capacity_gib"]:g} GiB'))
+    return problems
+
+
+def _gib(size):
+    return f'{size / 1024 ** 3:.2f} GiB ({size} B)'
+
+
+def compare_namespaces(node, declared, found):
+    """Declared namespaces (dev, mode, size in bytes, blockdev/chardev)
+    against ``ndctl list -N``. Disabled namespaces of size 0 (the idle seed
+    namespace of a region) are ignored."""
+    problems = []
+    live = [n for n in found if n['enabled'] or n['size']]
+    by_dev = {n['dev']: n for n in live}
+    for want in declared:
+        dev = want['dev']
+        ns = by_dev.get(dev)
+        if ns is None:
+            problems.append(Mismatch(node, f'pmem.namespaces[{dev}]', 'present', 'absent',
+                                     'listed: ' + (', '.join(sorted(by_dev)) or 'none')))
+            continue
+        if 'mode' in want and ns['mode'] != want['mode']:
+            problems.append(Mismatch(node, f'pmem.namespaces[{dev}].mode', want['mode'],
+                                     ns['mode_reported']))
+        if 'size' in want and abs(ns['size'] - int(want['size'])) > \
+                NAMESPACE_SIZE_TOLERANCE * int(want['size']):
+            problems.append(Mismatch(node, f'pmem.namespaces[{dev}].size', _gib(int(want['size'])),
+                                     _gib(ns['size'])))
+        for key in ('blockdev', 'chardev'):
+            if key in want and ns.get(key) != want[key]:
+                problems.append(Mismatch(node, f'pmem.namespaces[{dev}].{key}', want[key],
+                                         ns.get(key)))
+    for dev in sorted(set(by_dev) - {w['dev'] for w in declared}):
+        ns = by_dev[dev]
+        problems.append(Mismatch(node, f'pmem.namespaces[{dev}]', 'absent (not declared)',
+                                 f'{ns["mode_reported"]} {_gib(ns["size"])}'))
+    return problems
+
+
+def compare_dax_mounts(node, declared, mounts_text, ndctl_json):
+    """Each declared DAX mount ({'path', 'blockdev'}) must pass
+    :func:`verify_dax_target` on the declared block device."""
+    problems = []
+    for want in declared:
+        verdict = verify_dax_target(want['path'], mounts_text, ndctl_json)
+        if not verdict:
+            problems.append(Mismatch(node, f'pmem.dax_mounts[{want["path"]}]',
+                                     f'DAX mount on {want.get("blockdev", "a pmem device")}',
+                                     verdict.reason))
+        elif 'blockdev' in want and verdict.namespace['blockdev'] != want['blockdev']:
+            problems.append(Mismatch(node, f'pmem.dax_mounts[{want["path"]}].blockdev',
+                                     want['blockdev'], verdict.namespace['blockdev']))
+    return problems
+
+
+def compare_devdax(node, declared, found):
+    """Each declared device-DAX ({'chardev': 'dax0.0'}) must be a devdax
+    namespace in ``ndctl list -N``."""
+    problems = []
+    by_char = {n['chardev']: n for n in found if n.get('chardev')}
+    for want in declared:
+        ns = by_char.get(want['chardev'])
+        if ns is None:
+            problems.append(Mismatch(node, f'pmem.devdax[{want["chardev"]}]', 'present',
+                                     'absent', 'devdax namespaces: ' +
+                                     (', '.join(sorted(by_char)) or 'none')))
+        elif ns['mode'] != 'devdax':
+            problems.append(Mismatch(node, f'pmem.devdax[{want["chardev"]}].mode', 'devdax',
+                                     ns['mode_reported']))
+    return problems
+
+
+def compare_pmem(node, declared, memoryresources_text, topology_text, ndctl_json, mounts_text):
+    """All provisioning facts of one node against ``extras['pmem']``.
+    Unreadable tool output becomes a mismatch naming the tool, so a node is
+    never passed on output that was not understood."""
+    problems = []
+    try:
+        found = parse_memoryresources(memoryresources_text)
+        problems += compare_memory_resources(node, declared.get('memory_resources', {}), found,
+                                             declared.get('provisioning'))
+    except ValueError as err:
+        problems.append(Mismatch(node, 'pmem.memory_resources', 'ipmctl capacities', str(err)))
+    if declared.get('dimms'):
+        try:
+            problems += compare_dimms(node, declared['dimms'], parse_topology(topology_text))
+        except ValueError as err:
+            problems.append(Mismatch(node, 'pmem.dimms', f'{len(declared["dimms"])} modules',
+                                     str(err)))
+    try:
+        namespaces = parse_namespaces(ndctl_json)
+    except ValueError as err:
+        problems.append(Mismatch(node, 'pmem.namespaces', 'ndctl namespaces', str(err)))
+        return problems
+    problems += compare_namespaces(node, declared.get('namespaces', []), namespaces)
+    problems += compare_dax_mounts(node, declared.get('dax_mounts', []), mounts_text, ndctl_json)
+    problems += compare_devdax(node, declared.get('devdax', []), namespaces)
+    return problems
