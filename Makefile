@@ -22,5 +22,13 @@ run: setup
 test: setup
 	@bash scripts/run-tests
 
+spack: setup
+	@$(VENV)/bin/clusterproof spack concretize
+	@$(VENV)/bin/clusterproof spack install
+
+acceptance: setup
+	@test -n "$(SYSTEM)" || { echo "make acceptance: name the system, e.g. make acceptance SYSTEM=pixstor" >&2; exit 2; }
+	@$(VENV)/bin/clusterproof acceptance --system "$(SYSTEM)"
+
 clean:
 	rm -rf results build .pytest_cache
