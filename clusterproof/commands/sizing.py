@@ -1,0 +1,64 @@
+"""``clusterproof sizing``: the file sizes the storage checks would use on a
+system (cache rule: at least 2 x the RAM of client nodes and servers), and
+whether they fit the scratch file system."""
+
+import importlib.util
+import sys
+
+from clusterproof import ClusterproofError
+from clusterproof import sizing
+from clusterproof.paths import SETTINGS_FILE
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        'sizing', help='file sizes that defeat caches',
+        description='Print the size per thread and total the storage checks use: at least '
+                    "2 x the RAM of client nodes and servers declared in extras['storage'] "
+                    '(or --total), divided by the thread count and rounded up to the '
+                    'transfer size. Also says whether it fits the scratch file system.')
+    p.add_argument('--system', required=True, help='system name in site_config/systems/')
+    p.add_argument('--partition', help='partition (default: the first one with '
+                                       "extras['storage'])")
+    p.add_argument('--threads', type=int, required=True, help='thread count T')
+    p.add_argument('--total', help='total data instead of 2 x RAM, e.g. 8T')
+    p.add_argument('--transfer', help='transfer size (default: the declared one, or 16m)')
+    p.add_argument('--smoke', action='store_true', help='smoke sizes (small, direct I/O)')
+    p.set_defaults(func=run)
+
+
+def storage_of(system, partition=None):
+    """``extras['storage']`` of a system's partition from the site configuration."""
+    spec = importlib.util.spec_from_file_location('clusterproof_settings', SETTINGS_FILE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    systems = {s['name']: s for s in mod.site_configuration['systems']}
+    if system not in systems:
+        raise ClusterproofError(f'no system {system!r} in {SETTINGS_FILE} '
+                                f'(have: {", ".join(systems)})')
+    for part in systems[system]['partitions']:
+        if partition and part['name'] != partition:
+            continue
+        storage = part.get('extras', {}).get('storage')
+        if storage:
+            return f'{system}:{part["name"]}', storage
+    where = f'{system}:{partition}' if partition else system
+    raise ClusterproofError(f"{where}: no partition declares extras['storage'] in "
+                            f'site_config/systems/{system}.py')
+
+
+def run(args):
+    name, storage = storage_of(args.system, args.partition)
+    sz = sizing.compute(storage, args.threads, total=args.total, transfer=args.transfer,
+                        smoke=args.smoke)
+    out = [f'partition          {name}', sz.describe().rstrip('\n')]
+    scratch = storage.get('scratch')
+    if scratch:
+        try:
+            free = sizing.free_bytes(scratch)
+            fits = 'fits' if sz.total <= free else 'DOES NOT FIT'
+            out.append(f'scratch            {scratch}: {sizing.human(free)} free, {fits}')
+        except ClusterproofError as err:
+            out.append(f'scratch            {scratch}: {err}')
+    sys.stdout.write('\n'.join(out) + '\n')
+    return 0

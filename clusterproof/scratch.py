@@ -1,0 +1,332 @@
+"""Test directories on the file system under test, made safe.
+
+Every I/O check (IOR, mdtest, IOzone, fio, the mmap sweep) writes only into a
+directory that clusterproof created for that one test, under the configured
+scratch directory (``extras['storage']['scratch']`` of the partition), and
+removes only that directory afterwards.
+
+Rules (each refusal is a :class:`ClusterproofError` naming the path and rule):
+
+- the scratch directory must not be ``/``, a system directory (``/usr``,
+  ``/etc``, ...) or a home directory, after resolving symbolic links;
+- a test directory must lie strictly under the scratch directory after
+  resolving symbolic links;
+- paths must not contain white space, newlines or shell metacharacters
+  (they end up in job scripts and in IOzone's ``-+m`` file);
+- a directory that exists, is not empty and was not created by clusterproof
+  is refused (an existing empty directory may be used; then only what the
+  test put in it is removed, not the directory itself);
+- a created directory holds a marker file, :data:`MARKER`, recording who
+  created it (host, process, Slurm job, time). Cleanup removes a directory
+  only when the marker is there and names that very directory.
+
+Interruption: the job script removes the directory in its ``postrun_cmds``
+(:func:`shell_cleanup`), the check removes it again after the run
+(:func:`remove_test_dir`, idempotent), and a later run removes leftovers
+whose creating process is gone (:func:`remove_leftovers`). Every created
+directory is also recorded in ``<scratch>/.clusterproof-registry`` so
+leftovers can be found even when they are not direct children.
+"""
+
+import json
+import os
+import pwd
+import re
+import shlex
+import shutil
+import socket
+import time
+import uuid
+from pathlib import Path
+
+from clusterproof import ClusterproofError
+
+#: name of the marker file inside every directory clusterproof created
+MARKER = '.clusterproof-created'
+#: registry of created directories, one JSON line each, in the scratch directory
+REGISTRY = '.clusterproof-registry'
+
+#: characters allowed in scratch and test paths (no white space, quotes,
+#: ``$ ; & | < > * ? [ ] ( ) { } ! ~ # `` or backquotes)
+_SAFE = re.compile(r'^[A-Za-z0-9._/+=@%,:-]+$')
+
+#: directories that may never be a scratch directory (nor hold one directly
+#: as themselves); subdirectories like /tmp/x or /var/tmp/x are allowed
+SYSTEM_DIRS = frozenset(['/', '/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib32',
+                         '/lib64', '/opt', '/proc', '/root', '/run', '/sbin', '/srv',
+                         '/sys', '/usr', '/var', '/tmp', '/var/tmp', '/mnt', '/media'])
+
+
+def _check_chars(path, what):
+    text = str(path)
+    if not text or not _SAFE.match(text):
+        bad = sorted({ch for ch in text if not _SAFE.match(ch)}) if text else []
+        shown = ', '.join(repr(ch) for ch in bad) or 'empty path'
+        raise ClusterproofError(
+            f'{what} {text!r}: contains characters that are not allowed ({shown}); '
+            f'use letters, digits and . _ / + = @ % , : - only')
+
+
+def home_dirs():
+    """Home directories of this machine's users and of $HOME, resolved."""
+    homes = set()
+    try:
+        for entry in pwd.getpwall():
+            if entry.pw_dir and entry.pw_dir != '/':
+                homes.add(os.path.realpath(entry.pw_dir))
+    except OSError:
+        pass
+    if os.environ.get('HOME') and os.environ['HOME'] != '/':
+        homes.add(os.path.realpath(os.environ['HOME']))
+    return homes
+
+
+def check_scratch(scratch):
+    """The resolved scratch directory, or a refusal naming the rule."""
+    if scratch is None or str(scratch).strip() == '':
+        raise ClusterproofError(
+            "no scratch directory: declare extras['storage']['scratch'] in the system's "
+            'site_config/systems/<system>.py (a directory on the file system under test)')
+    _check_chars(scratch, 'scratch directory')
+    if not os.path.isabs(str(scratch)):
+        raise ClusterproofError(f'scratch directory {str(scratch)!r}: must be an absolute path')
+    real = os.path.realpath(str(scratch))
+    _check_chars(real, f'scratch directory {str(scratch)!r} resolves to')
+    if real in SYSTEM_DIRS:
+        raise ClusterproofError(
+            f'scratch directory {str(scratch)!r} (resolved: {real}) is a system directory; '
+            f'point extras[\'storage\'][\'scratch\'] at a directory of its own on the file '
+            f'system under test, e.g. {real.rstrip("/")}/clusterproof')
+    if real in home_dirs():
+        raise ClusterproofError(
+            f'scratch directory {str(scratch)!r} (resolved: {real}) is a home directory; '
+            f'use a subdirectory of its own, e.g. {real}/clusterproof-scratch')
+    if os.path.exists(real) and not os.path.isdir(real):
+        raise ClusterproofError(f'scratch directory {real}: exists and is not a directory')
+    return Path(real)
+
+
+def check_target(scratch, target):
+    """The resolved ``target``, which must lie strictly under ``scratch``."""
+    root = check_scratch(scratch)
+    _check_chars(target, 'test directory')
+    if not os.path.isabs(str(target)):
+        raise ClusterproofError(f'test directory {str(target)!r}: must be an absolute path')
+    real = Path(os.path.realpath(str(target)))
+    _check_chars(real, f'test directory {str(target)!r} resolves to')
+    if real == root or root not in real.parents:
+        raise ClusterproofError(
+            f'test directory {str(target)!r} (resolved: {real}) is not under the scratch '
+            f'directory {root}; test files may only be written below it')
+    if str(real) in SYSTEM_DIRS or str(real) in home_dirs():
+        raise ClusterproofError(f'test directory {real} is a system or home directory')
+    return real
+
+
+def _pid_start(pid):
+    """Start time of process ``pid`` (clock ticks since boot), or None."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            stat = f.read()
+        return int(stat.rsplit(')', 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _marker_record(path, adopted):
+    return {
+        'created_by': 'clusterproof',
+        'path': str(path),
+        'host': socket.gethostname(),
+        'pid': os.getpid(),
+        'pid_start': _pid_start(os.getpid()),
+        'slurm_job_id': os.environ.get('SLURM_JOB_ID', ''),
+        'time': time.time(),
+        'adopted': adopted,
+    }
+
+
+def plan_test_dir(scratch, name):
+    """A fresh path ``<scratch>/<name>-<unique>`` (nothing is created)."""
+    _check_chars(name, 'test name')
+    if '/' in name:
+        raise ClusterproofError(f'test name {name!r}: must not contain "/"')
+    root = check_scratch(scratch)
+    return root / f'{name}-{uuid.uuid4().hex[:12]}'
+
+
+def _register(root, record):
+    try:
+        with open(root / REGISTRY, 'a') as f:
+            f.write(json.dumps(record) + '\n')
+    except OSError as err:
+        raise ClusterproofError(f'cannot record the test directory in {root / REGISTRY}: {err}')
+
+
+def create_test_dir(scratch, path):
+    """Create ``path`` (under ``scratch``) for one test, with its marker.
+
+    ``path`` must not exist yet, or be an empty directory (then it is
+    adopted: cleanup empties it but leaves it), or be a directory this
+    program created earlier (marker present). Returns the resolved path.
+    """
+    root = check_scratch(scratch)
+    real = check_target(root, path)
+    adopted = False
+    if real.exists():
+        if not real.is_dir():
+            raise ClusterproofError(f'test directory {real}: exists and is not a directory')
+        if (real / MARKER).is_file():
+            return real
+        if any(real.iterdir()):
+            raise ClusterproofError(
+                f'test directory {real}: exists, is not empty and was not created by '
+                f'clusterproof (no {MARKER} file); choose a new or empty directory, '
+                f'nothing in it will be touched')
+        adopted = True
+    if not root.parent.is_dir():
+        raise ClusterproofError(
+            f'scratch directory {root}: its parent {root.parent} does not exist; is the file '
+            f'system under test mounted? Create {root} or fix '
+            f"extras['storage']['scratch'] in the system file")
+    root.mkdir(exist_ok=True)
+    if not adopted:
+        try:
+            real.mkdir(parents=True)
+        except FileExistsError:
+            raise ClusterproofError(f'test directory {real}: appeared while creating it; '
+                                    f'another run uses the same name') from None
+        except OSError as err:
+            raise ClusterproofError(f'cannot create test directory {real}: {err}') from None
+    record = _marker_record(real, adopted)
+    with open(real / MARKER, 'x') as f:
+        json.dump(record, f)
+    _register(root, record)
+    return real
+
+
+def read_marker(path):
+    """The marker record of ``path``, or None when there is none (or it is not ours)."""
+    try:
+        with open(Path(path) / MARKER) as f:
+            rec = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get('created_by') != 'clusterproof':
+        return None
+    return rec
+
+
+def remove_test_dir(scratch, path):
+    """Remove a test directory clusterproof created (idempotent).
+
+    Returns True if something was removed, False if ``path`` is already gone.
+    Refuses (and removes nothing) when the marker is missing or names another
+    path, or when ``path`` is not under ``scratch``.
+    """
+    real = check_target(scratch, path)
+    if not real.exists():
+        return False
+    rec = read_marker(real)
+    if rec is None:
+        raise ClusterproofError(
+            f'refusing to remove {real}: it has no {MARKER} marker, so clusterproof did not '
+            f'create it; remove it by hand if it is yours')
+    if os.path.realpath(rec.get('path', '')) != str(real):
+        raise ClusterproofError(
+            f'refusing to remove {real}: its marker was written for {rec.get("path")!r} '
+            f'(the directory was moved or copied)')
+    if rec.get('adopted'):
+        for child in real.iterdir():
+            if child.name == MARKER:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        (real / MARKER).unlink()
+    else:
+        shutil.rmtree(real)
+    return True
+
+
+def shell_cleanup(path):
+    """A shell command that removes exactly ``path``, only if its marker is
+    there: for a job script's ``postrun_cmds``, so the files go even when
+    the program failed."""
+    q = shlex.quote(str(path))
+    return f'if [ -f {q}/{MARKER} ]; then rm -rf -- {q}; fi'
+
+
+def _creator_gone(rec, max_age_s):
+    """True when the process that created a directory is no longer running."""
+    if rec.get('host') == socket.gethostname():
+        start = _pid_start(rec.get('pid'))
+        if start is None or (rec.get('pid_start') is not None and start != rec['pid_start']):
+            return True
+        return False
+    # Created on another host: its process cannot be checked from here.
+    return max_age_s is not None and time.time() - float(rec.get('time', 0)) > max_age_s
+
+
+def leftovers(scratch, max_age_s=None):
+    """Directories created by clusterproof under ``scratch`` whose creating
+    process is gone (same host), or older than ``max_age_s`` (other hosts)."""
+    root = check_scratch(scratch)
+    if not root.is_dir():
+        return []
+    candidates = {}
+    try:
+        with open(root / REGISTRY) as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                    candidates[rec['path']] = None
+                except (ValueError, KeyError, TypeError):
+                    continue
+    except OSError:
+        pass
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink() and (child / MARKER).is_file():
+            candidates[str(child)] = None
+    found = []
+    for path in candidates:
+        try:
+            real = check_target(root, path)
+        except ClusterproofError:
+            continue
+        rec = read_marker(real)
+        if rec and os.path.realpath(rec.get('path', '')) == str(real) \
+                and _creator_gone(rec, max_age_s):
+            found.append(real)
+    return sorted(found)
+
+
+def remove_leftovers(scratch, max_age_s=None):
+    """Remove :func:`leftovers` and compact the registry; returns the removed paths."""
+    root = check_scratch(scratch)
+    removed = []
+    for path in leftovers(root, max_age_s):
+        if remove_test_dir(root, path):
+            removed.append(path)
+    _compact_registry(root)
+    return removed
+
+
+def _compact_registry(root):
+    reg = root / REGISTRY
+    if not reg.is_file():
+        return
+    keep = []
+    with open(reg) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                if read_marker(rec['path']) is not None:
+                    keep.append(line if line.endswith('\n') else line + '\n')
+            except (ValueError, KeyError, TypeError):
+                continue
+    tmp = reg.with_name(REGISTRY + f'.{os.getpid()}.tmp')
+    with open(tmp, 'w') as f:
+        f.writelines(keep)
+    os.replace(tmp, reg)
