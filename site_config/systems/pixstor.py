@@ -52,6 +52,7 @@ system = {
                 'client_ram_gib': 128,       # per client, as the published cache rule counts it
                 'server_ram_gib': 4 * 256,   # 2 storage + 2 metadata servers
                 'transfer_size': '16m',
+                'total_data': '8T',          # as published: 8 TiB > 2 x 3 TiB of RAM
             },
         },
     }],
