@@ -34,6 +34,7 @@ from clusterproof.results import percentile
 
 DEFAULT_NSIGMA = 3.0
 DEFAULT_MIN_TOLERANCE = 0.02
+DEFAULT_MAX_TOLERANCE = 0.5
 SPECIAL_INDEX = ('$system', '$partition', '$environ')
 
 
@@ -228,12 +229,13 @@ def refusals(recs, allow_smoke=False):
 
 
 def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
-           min_tolerance=DEFAULT_MIN_TOLERANCE):
+           min_tolerance=DEFAULT_MIN_TOLERANCE, max_tolerance=DEFAULT_MAX_TOLERANCE):
     """New references from records of good sessions.
 
     Reference = median of the sessions' values (or percentile ``pct``);
     tolerance = ``nsigma`` standard deviations relative to the reference,
-    at least ``min_tolerance``; a lower bound for throughputs, an upper
+    at least ``min_tolerance``, at most ``max_tolerance`` (a wider spread
+    means the figure is too noisy to judge; bless warns); a lower bound for throughputs, an upper
     bound for latencies and times. The index is the one the reference file
     already declares for the test class, else ``[$partition, parameters]``.
     """
@@ -253,8 +255,7 @@ def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
         spread = statistics.pstdev(values) if len(values) > 1 else 0.0
         tol = max(min_tolerance, nsigma * spread / abs(ref)) if ref else min_tolerance
         lib = rs[0].lower_is_better
-        if not lib:
-            tol = min(tol, 1.0)     # ReFrame's lower threshold is at least -100%
+        tol = min(tol, max_tolerance, 1.0)   # ReFrame's lower threshold is at least -100%
         tol = float(f'{tol:.4g}')
         out.append(NewReference(check, list(index), path, figure, ref,
                                 None if lib else -tol, tol if lib else None,

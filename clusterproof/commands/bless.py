@@ -14,7 +14,7 @@ def register(subparsers):
                     'and show them against the current references of '
                     'site_config/references/<system>.yaml (CLUSTERPROOF_REFERENCES sets '
                     'the directory). Reference = median of the sessions (or --percentile); '
-                    'tolerance = 3 standard deviations over the reference, at least 2%%; a '
+                    'tolerance = 3 standard deviations over the reference, at least 2%%, at most 50%%; a '
                     'lower bound for throughputs, an upper bound for times and latencies. '
                     'Refuses failed tests, smoke sizes, emulated hardware and mixed binary '
                     'versions. Writes only with --write, recording --reason in the file and '
@@ -30,6 +30,8 @@ def register(subparsers):
                    help='tolerance in standard deviations (default %(default)g)')
     p.add_argument('--min-tolerance', type=float, default=bless.DEFAULT_MIN_TOLERANCE * 100,
                    metavar='PERCENT', help='smallest tolerance in percent (default %(default)g)')
+    p.add_argument('--max-tolerance', type=float, default=bless.DEFAULT_MAX_TOLERANCE * 100,
+                   metavar='PERCENT', help='largest tolerance in percent (default %(default)g)')
     p.add_argument('--write', action='store_true', help='write the reference file')
     p.add_argument('--reason', help='why the references change (required with --write)')
     p.add_argument('--allow-smoke', action='store_true',
@@ -71,7 +73,8 @@ def run(args):
     existing = bless.load_references(system, ref_path)
     good = [r for r in recs if r.figure]
     new = bless.derive(good, existing, pct=args.percentile, nsigma=args.nsigma,
-                       min_tolerance=args.min_tolerance / 100)
+                       min_tolerance=args.min_tolerance / 100,
+                       max_tolerance=args.max_tolerance / 100)
     if not new:
         raise ClusterproofError('the selected test cases have no performance figures')
     rows = bless.diff_rows(existing, new)

@@ -1,0 +1,91 @@
+"""``clusterproof compare``: a session against the references or another
+session, and slow drift over the history; exit status 1 on a regression."""
+
+from clusterproof import ClusterproofError
+from clusterproof import compare
+from clusterproof.results import load_sessions, records
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        'compare', help='sessions against each other or against references',
+        description='Compare a session of the ReFrame results database with the references '
+                    'of site_config/references/<system>.yaml (one SESSION, or none: the '
+                    'newest), or with another session (BASE then SESSION). Prints a table '
+                    'per test and figure: base value (reference or base session), value, '
+                    'ratio, tolerance, verdict. Also looks for slow drift over the history '
+                    'of the session\'s system: a rolling median worse than the reference by '
+                    'more than --drift-percent, or a figure worse --drift-nights sessions in '
+                    'a row. Exit status 1 on a regression, a failed test or drift; 0 otherwise.')
+    p.add_argument('sessions', nargs='*', metavar='SESSION',
+                   help='session uuid or unique prefix: SESSION, or BASE SESSION')
+    p.add_argument('--system', help='only test cases that ran on this system')
+    p.add_argument('--tolerance', type=float, default=compare.DEFAULT_TOLERANCE * 100,
+                   metavar='PERCENT',
+                   help='between sessions, for figures without a reference tolerance '
+                        '(default %(default)g)')
+    p.add_argument('--history', type=int, default=30, metavar='N',
+                   help='sessions of history searched for drift (default %(default)s; 0: no '
+                        'drift check)')
+    p.add_argument('--drift-window', type=int, default=compare.DEFAULT_WINDOW, metavar='N',
+                   help='rolling median over the last N sessions (default %(default)s)')
+    p.add_argument('--drift-percent', type=float, default=compare.DEFAULT_DROP * 100,
+                   metavar='X', help='drift when that median is X%% worse than the reference '
+                                     '(default %(default)g)')
+    p.add_argument('--drift-nights', type=int, default=compare.DEFAULT_NIGHTS, metavar='N',
+                   help='drift when a figure got worse N sessions in a row (default '
+                        '%(default)s; 0: off)')
+    p.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
+                   help='history: only sessions of this mode (default: the mode of SESSION)')
+    p.set_defaults(func=run)
+
+
+def run(args):
+    if len(args.sessions) > 2:
+        raise ClusterproofError('give at most two sessions: SESSION, or BASE SESSION')
+    if args.sessions:
+        new = load_sessions(ids=[args.sessions[-1]], system=args.system)
+    else:
+        new = load_sessions(last=1, system=args.system)
+    if not new or not new[0].cases:
+        raise ClusterproofError('no session to compare'
+                                + (f' on system {args.system}' if args.system else ''))
+    session = new[0]
+    new_recs = records(new)
+    print(f'session {session.label()} ({", ".join(session.systems)}; mode '
+          f'{"/".join(session.modes) or "?"}'
+          + ('; SMOKE sizes' if session.smoke else '')
+          + ('; EMULATED' if session.emulated else '') + ')')
+    if len(args.sessions) == 2:
+        base = load_sessions(ids=[args.sessions[0]], system=args.system)
+        print(f'against session {base[0].label()}')
+        rows = compare.against_session(records(base), new_recs,
+                                       tolerance=args.tolerance / 100)
+    else:
+        print('against the references')
+        rows = compare.against_references(new_recs)
+    print(compare.format_rows(rows))
+    regressions = [r for r in rows if r.regression]
+    status = 1 if regressions else 0
+    counts = {}
+    for r in rows:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    print('verdicts: ' + ', '.join(f'{k} {v}' for k, v in sorted(counts.items())))
+
+    if args.history > 0:
+        mode = args.mode or (session.modes[0] if len(session.modes) == 1 else None)
+        hist = load_sessions(last=args.history, system=args.system, mode=mode,
+                             until=session.start + 1e-3)
+        drifts = compare.drift(records(hist), window=args.drift_window,
+                               drop=args.drift_percent / 100, nights=args.drift_nights,
+                               keys={r.key for r in new_recs})
+        print(f'drift over {len(hist)} session(s)'
+              + (f' of mode {mode}' if mode else '') + ': '
+              + (f'{len(drifts)} found' if drifts else 'none'))
+        for d in drifts:
+            print(f'  DRIFT {d.test} @{d.system}:{d.partition} {d.figure}: {d.detail}')
+        if drifts:
+            status = 1
+    if regressions:
+        print(f'{len(regressions)} regression(s)')
+    return status

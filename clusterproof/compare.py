@@ -1,0 +1,221 @@
+"""Sessions compared with the references or with each other, and slow drift.
+
+Verdicts of one figure:
+
+``pass``        inside the tolerance
+``REGRESSION``  worse than the tolerance allows (lower throughput, higher time)
+``better``      better than the tolerance (not a failure: consider re-blessing)
+``no-ref``      nothing to compare with
+``FAILED``      the test case failed before its figures were measured
+
+Drift is what no single night trips: the rolling median of the last
+``window`` sessions worse than the reference by more than ``drop``, or a
+figure that got worse ``nights`` sessions in a row.
+"""
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from clusterproof.bless import bounds, load_references, lookup
+
+DEFAULT_TOLERANCE = 0.05
+DEFAULT_WINDOW = 7
+DEFAULT_DROP = 0.05
+DEFAULT_NIGHTS = 5
+
+
+@dataclass
+class Row:
+    system: str
+    partition: str
+    test: str
+    figure: str
+    unit: str
+    base: float                 # reference value or the base session's value
+    value: float
+    lower: float = None         # relative thresholds used
+    upper: float = None
+    verdict: str = 'no-ref'
+    flags: list = field(default_factory=list)
+    lower_is_better: bool = False
+
+    @property
+    def ratio(self):
+        if self.base in (None, 0) or self.value is None or not math.isfinite(self.value):
+            return None
+        return self.value / self.base
+
+    @property
+    def tolerance(self):
+        lo = '' if self.lower is None else f'{self.lower * 100:+.1f}%'
+        hi = '' if self.upper is None else f'{self.upper * 100:+.1f}%'
+        if not lo and not hi:
+            return ''
+        return f'{lo or "-inf"}/{hi or "+inf"}'
+
+    @property
+    def regression(self):
+        return self.verdict in ('REGRESSION', 'FAILED')
+
+
+def judge(value, ref, lower, upper, lower_is_better):
+    """Verdict of ``value`` against ``ref`` with relative thresholds."""
+    if ref is None:
+        return 'no-ref'
+    if value is None or not math.isfinite(value):
+        return 'FAILED'
+    lo, hi = bounds(ref, lower, upper)
+    below = lo is not None and value < lo
+    above = hi is not None and value > hi
+    if lower_is_better:
+        return 'REGRESSION' if above else 'better' if below else 'pass'
+    return 'REGRESSION' if below else 'better' if above else 'pass'
+
+
+def _failed_row(r):
+    return Row(r.system, r.partition, r.test, '(test)', '', None, None,
+               verdict='FAILED', flags=r.flags + [f'{r.result} in {r.fail_phase}'])
+
+
+def against_references(recs, refs_by_system=None):
+    """Rows for ``recs`` judged against the reference files (``{system:
+    parsed file}``; read from ``site_config/references`` when absent)."""
+    refs_by_system = dict(refs_by_system or {})
+    rows = []
+    for r in recs:
+        if not r.figure:
+            rows.append(_failed_row(r))
+            continue
+        if r.system not in refs_by_system:
+            refs_by_system[r.system] = load_references(r.system)
+        found = lookup(refs_by_system[r.system], r)
+        row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
+                  flags=r.flags, lower_is_better=r.lower_is_better)
+        if found:
+            row.base, row.lower, row.upper = found[0], found[1], found[2]
+            row.verdict = judge(r.value, row.base, row.lower, row.upper, r.lower_is_better)
+        rows.append(row)
+    return rows
+
+
+def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_TOLERANCE):
+    """Rows comparing ``new_recs`` with ``base_recs`` figure by figure, with
+    the reference's tolerance where there is one, else ``tolerance``."""
+    refs_by_system = dict(refs_by_system or {})
+    base = {r.key: r for r in base_recs if r.figure}
+    rows = []
+    seen = set()
+    for r in new_recs:
+        if not r.figure:
+            rows.append(_failed_row(r))
+            continue
+        seen.add(r.key)
+        row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
+                  flags=r.flags, lower_is_better=r.lower_is_better)
+        b = base.get(r.key)
+        if b is not None:
+            if r.system not in refs_by_system:
+                refs_by_system[r.system] = load_references(r.system)
+            found = lookup(refs_by_system[r.system], r)
+            lower, upper = (found[1], found[2]) if found else (None, None)
+            if lower is None and upper is None:
+                lower, upper = ((None, tolerance) if r.lower_is_better else (-tolerance, None))
+            row.base, row.lower, row.upper = b.value, lower, upper
+            row.flags = sorted(set(r.flags) | set(b.flags))
+            row.verdict = judge(r.value, b.value, lower, upper, r.lower_is_better)
+        rows.append(row)
+    for key, b in base.items():
+        if key not in seen:
+            rows.append(Row(b.system, b.partition, b.test, b.figure, b.unit, b.value, None,
+                            verdict='missing', flags=b.flags,
+                            lower_is_better=b.lower_is_better))
+    return rows
+
+
+@dataclass
+class Drift:
+    system: str
+    partition: str
+    test: str
+    figure: str
+    unit: str
+    kind: str           # 'median' or 'streak'
+    detail: str
+
+
+def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP,
+          nights=DEFAULT_NIGHTS, keys=None):
+    """Slow drift in ``history`` (records of several sessions).
+
+    For every figure (optionally only ``keys``): the median of its last
+    ``window`` values worse than its reference by more than ``drop``
+    (a fraction), or its value worse than the session before ``nights``
+    times in a row. Smoke results are left out (different sizes)."""
+    refs_by_system = dict(refs_by_system or {})
+    series = {}
+    for r in history:
+        if r.figure and not r.smoke and math.isfinite(r.value):
+            if keys is None or r.key in keys:
+                series.setdefault(r.key, []).append(r)
+    out = []
+    for key, rs in series.items():
+        rs.sort(key=lambda r: r.start)
+        last = rs[-1]
+        lib = last.lower_is_better
+        vals = [r.value for r in rs]
+        if last.system not in refs_by_system:
+            refs_by_system[last.system] = load_references(last.system)
+        found = lookup(refs_by_system[last.system], last)
+        if found and found[0] and len(vals) >= window:
+            med = statistics.median(vals[-window:])
+            change = (med - found[0]) / abs(found[0])
+            if (change > drop) if lib else (change < -drop):
+                out.append(Drift(*key[:2], key[3], key[4], last.unit, 'median',
+                                 f'median of the last {window} sessions {med:.4g} is '
+                                 f'{change * 100:+.1f}% from the reference {found[0]:.4g} '
+                                 f'(limit {drop * 100:g}%)'))
+        if nights and len(vals) > nights:
+            tail = vals[-(nights + 1):]
+            worse = all((b > a) if lib else (b < a) for a, b in zip(tail, tail[1:]))
+            if worse:
+                out.append(Drift(*key[:2], key[3], key[4], last.unit, 'streak',
+                                 f'worse {nights} sessions in a row: '
+                                 + ' -> '.join(f'{v:.4g}' for v in tail)))
+    out.sort(key=lambda d: (d.system, d.partition, d.test, d.figure, d.kind))
+    return out
+
+
+def format_rows(rows):
+    """A text table grouped by test: both values, the ratio, the tolerance,
+    the verdict and the smoke/emulated flags."""
+    header = ('figure', 'unit', 'base', 'value', 'ratio', 'tolerance', 'verdict', 'flags')
+    lines = []
+    groups = {}
+    for r in rows:
+        groups.setdefault((r.system, r.partition, r.test), []).append(r)
+    table = []
+    for (system, part, test), rs in groups.items():
+        table.append(None)
+        table.append(f'{test} @{system}:{part}')
+        for r in rs:
+            table.append((r.figure, r.unit, _num(r.base), _num(r.value),
+                          '' if r.ratio is None else f'{r.ratio:.3f}', r.tolerance,
+                          r.verdict, ','.join(r.flags)))
+    cells = [t for t in table if isinstance(t, tuple)]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
+    fmt = '  ' + '  '.join(f'{{:<{w}}}' for w in widths)
+    lines.append(fmt.format(*header).rstrip())
+    for t in table:
+        if t is None:
+            continue
+        lines.append(t if isinstance(t, str) else fmt.format(*t).rstrip())
+    return '\n'.join(lines)
+
+
+def _num(x):
+    if x is None:
+        return '-'
+    if isinstance(x, float) and not math.isfinite(x):
+        return '-'
+    return f'{x:.5g}'
