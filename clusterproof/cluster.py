@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.hostlist import compress
 from clusterproof.paths import REPO
 
 TEMPLATES = REPO / 'slurm' / 'local-cluster'
@@ -110,7 +111,7 @@ def hostlist(nodes):
     """Slurm host list of nodes n1..n<nodes>: ``n1`` or ``n[1-4]``."""
     if nodes < 1:
         raise ClusterproofError(f'a cluster needs at least one node, not {nodes}')
-    return 'n1' if nodes == 1 else f'n[1-{nodes}]'
+    return compress(node_names(nodes))
 
 
 def run_dir_for(k, run_dir=None):
@@ -292,6 +293,7 @@ class Cluster:
         self.log = log
         self.env = dict(os.environ, SLURM_CONF=str(self.lay.slurm_conf))
         self._children = []     # processes started here, not daemonized
+        self._t0 = None         # start of `up`, for the progress lines
 
     # ---- helpers
     def _run(self, cmd, check=True, **kw):
@@ -303,7 +305,10 @@ class Cluster:
         return proc
 
     def _step(self, text):
-        self.log(f'  {text}')
+        if self._t0 is None:
+            self.log(f'  {text}')
+        else:
+            self.log(f'  [{time.monotonic() - self._t0:4.1f} s] {text}')
 
     def _wait(self, what, ready, timeout, logfile=None, pid_file=None):
         end = time.monotonic() + timeout
@@ -389,7 +394,7 @@ class Cluster:
 
     # ---- up
     def up(self):
-        t0 = time.monotonic()
+        t0 = self._t0 = time.monotonic()
         if self.is_up():
             self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
             return False
@@ -654,9 +659,6 @@ class Cluster:
                 say(f'{name} (pid {pid}) killed after {timeout} s')
             except ProcessLookupError:
                 pass
-        for name, pid in named_pids:
-            if pid and check and name not in ('',):
-                pass
         stopped = [n for n, p in named_pids if p and not n.startswith('pid ')]
         if stopped:
             say(f'stopped {", ".join(stopped)}')
@@ -737,6 +739,9 @@ def load_spec(instance, run_dir=None):
     if marker.exists():
         try:
             data = json.loads(marker.read_text())
+            if data['instance'] != instance:
+                raise ClusterproofError(f'{rd} holds instance {data["instance"]}, not {instance}: '
+                                        f'use --instance {data["instance"]} or another --run-dir')
             return Spec(instance=instance, nodes=data['nodes'], cpus=data['cpus'], mem=data['mem'], run_dir=rd)
         except (ValueError, KeyError) as err:
             raise ClusterproofError(f'{marker}: unreadable ({err}); run clusterproof cluster down --instance {instance}') from None

@@ -54,3 +54,36 @@ def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=900):
     cmd = [str(VENV_BIN / 'reframe')] + list(args)
     return subprocess.run(cmd, cwd=REPO, env=reframe_env(results_dir, mode, extra_env),
                           capture_output=True, text=True, timeout=timeout)
+
+
+#: instance of the local cluster the tests use (``clusterproof cluster up --instance K``)
+EMU_INSTANCE = int(os.environ.get('CLUSTERPROOF_TEST_INSTANCE', '7'))
+
+
+@pytest.fixture(scope='session')
+def emu_cluster():
+    """The local Slurm cluster (instance ``$CLUSTERPROOF_TEST_INSTANCE``,
+    default 7; 4 nodes), up for the whole session. Yields the environment to
+    merge into a subprocess environment (``SLURM_CONF``,
+    ``CLUSTERPROOF_EMU_NODES``, ``CLUSTERPROOF_EMU_CPUS``). A cluster already
+    up at that instance is reused and left up; one started here is brought
+    down at the end."""
+    if not have_netns():
+        pytest.skip('the local cluster needs root and network namespaces (ip, nsenter, unshare --net)')
+    missing = [p for p in ('slurmctld', 'slurmd', 'slurmdbd', 'munged', 'mariadbd') if not shutil.which(p)]
+    if missing:
+        pytest.skip(f'the local cluster needs {", ".join(missing)} (make setup installs them as root)')
+    from clusterproof import cluster as lc
+    run_dir = lc.Instance(EMU_INSTANCE).default_run_dir()
+    spec = lc.Spec(instance=EMU_INSTANCE, nodes=4, run_dir=run_dir)
+    cluster = lc.Cluster(spec, log=lambda text: None)
+    started = not cluster.is_up()
+    if started:
+        cluster.up()
+    else:
+        spec = lc.load_spec(EMU_INSTANCE, run_dir)
+    try:
+        yield lc.env_dict(spec)
+    finally:
+        if started:
+            cluster.down(quiet=True)

@@ -1,0 +1,313 @@
+"""The local Slurm cluster: pure parts (addresses, ports, host lists,
+configuration rendering) without a cluster; then, where root and network
+namespaces exist, a real 4-node cluster (the session's ``emu_cluster``):
+srun, sacct, MPI with ``srun --mpi=pmix`` and ``mpirun`` in ``sbatch`` and
+``salloc``, ReFrame on both ``emu`` partitions, and the life cycle
+(``up`` twice, a port in use, a failure half-way, ``down`` leaving nothing)."""
+
+import ipaddress
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterproof import ClusterproofError
+from clusterproof import cluster as lc
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, run_reframe
+
+CHECKS = Path(__file__).resolve().parent / 'checks'
+
+
+# ------------------------------------------------------------------ pure parts
+
+def test_addresses_stay_in_the_benchmarking_range_and_instances_do_not_overlap():
+    net = ipaddress.ip_network('198.18.0.0/24')
+    seen = set()
+    for k in lc.INSTANCES:
+        inst = lc.Instance(k)
+        addrs = [inst.bridge_addr] + [inst.node_addr(i) for i in range(1, lc.MAX_NODES + 1)]
+        for a in addrs:
+            ip = ipaddress.ip_address(a)
+            assert ip in net and ip in inst.subnet
+            assert ip not in (inst.subnet.network_address, inst.subnet.broadcast_address)
+        assert not seen & set(addrs)
+        seen |= set(addrs)
+    assert lc.Instance(0).bridge_addr == '198.18.0.1'
+    assert lc.Instance(0).node_addr(1) == '198.18.0.2'
+    assert lc.Instance(7).bridge_addr == '198.18.0.225'
+    assert lc.Instance(7).node_addr(4) == '198.18.0.229'
+    assert str(lc.Instance(3).subnet) == '198.18.0.96/27'
+
+
+def test_ports_and_names_are_distinct_per_instance():
+    ports = [lc.Instance(k).port(d) for k in lc.INSTANCES for d in lc.PORT_OFFSETS]
+    assert len(ports) == len(set(ports))
+    assert all(1024 < p < 32768 for p in ports)      # below Linux's ephemeral range
+    names = {lc.Instance(k).bridge for k in lc.INSTANCES} | {lc.Instance(k).netns(1) for k in lc.INSTANCES}
+    assert len(names) == 2 * len(lc.INSTANCES)
+    assert lc.Instance(2).netns(3) == 'cp2n3' and lc.Instance(2).bridge == 'cpbr2'
+    # Linux limits interface names to 15 characters
+    assert all(len(lc.Instance(k).veth(lc.MAX_NODES)) <= 15 for k in lc.INSTANCES)
+
+
+def test_out_of_range_values_are_refused_with_the_value():
+    with pytest.raises(ClusterproofError, match='instance 8'):
+        lc.Instance(8)
+    with pytest.raises(ClusterproofError, match='n30'):
+        lc.Instance(0).node_addr(30)
+    with pytest.raises(ClusterproofError, match='--nodes 0'):
+        lc.Spec(nodes=0)
+    with pytest.raises(ClusterproofError, match='--mem-per-node 100'):
+        lc.Spec(cpus=2, mem=100)
+
+
+def test_hostlist():
+    assert lc.hostlist(1) == 'n1'
+    assert lc.hostlist(4) == 'n[1-4]'
+    assert lc.node_names(3) == ['n1', 'n2', 'n3']
+
+
+def test_run_dir_choice(monkeypatch, tmp_path):
+    monkeypatch.delenv('CLUSTERPROOF_CLUSTER_DIR', raising=False)
+    assert lc.run_dir_for(5) == Path('/tmp/clusterproof-cluster5')
+    monkeypatch.setenv('CLUSTERPROOF_CLUSTER_DIR', str(tmp_path / 'env'))
+    assert lc.run_dir_for(5) == tmp_path / 'env'
+    assert lc.run_dir_for(5, tmp_path / 'opt') == tmp_path / 'opt'
+
+
+def test_rendered_configuration(tmp_path):
+    spec = lc.Spec(instance=3, nodes=4, cpus=2, mem=2048, run_dir=tmp_path)
+    texts = lc.render_all(spec, 'ctl', 'secret')
+    conf = texts['slurm.conf']
+    assert '${' not in ''.join(texts.values())
+    assert 'ClusterName=cp3' in conf
+    assert f'SlurmctldHost=ctl(198.18.0.97)' in conf
+    assert f'SlurmctldPort={lc.Instance(3).port("slurmctld")}' in conf
+    assert 'NodeName=n1 NodeAddr=198.18.0.98' in conf
+    assert 'NodeName=n4 NodeAddr=198.18.0.101' in conf
+    assert 'NodeName=n5' not in conf
+    assert re.search(r'^PartitionName=emu Nodes=n\[1-4\] Default=YES', conf, re.M)
+    assert f'TmpFS={tmp_path}/tmp/%n' in conf
+    assert 'ReturnToService=2' in conf
+    assert 'DefMemPerCPU=1024' in conf
+    assert f'AccountingStoragePass={tmp_path}/munge/munge.socket.2' in conf
+    assert f'AuthInfo=socket={tmp_path}/munge/munge.socket.2' in conf
+    assert '/etc/slurm' not in conf
+    dbd = texts['slurmdbd.conf']
+    assert f'StoragePort={lc.Instance(3).port("mariadb")}' in dbd and 'StoragePass=secret' in dbd
+    assert f'DbdPort={lc.Instance(3).port("slurmdbd")}' in dbd
+    assert 'bind-address=127.0.0.1' in texts['my.cnf']
+    assert f'datadir={tmp_path}/db' in texts['my.cnf']
+    assert texts['hosts'].splitlines()[2:] == [f'198.18.0.{98 + i} n{i + 1}' for i in range(4)]
+
+
+def test_a_template_with_an_unknown_placeholder_names_file_and_placeholder(tmp_path):
+    (tmp_path / 'x.conf.in').write_text('A=${nope}\n')
+    with pytest.raises(ClusterproofError, match=r'x\.conf\.in: placeholder \$\{nope\}'):
+        lc.render('x.conf.in', {}, templates=tmp_path)
+
+
+def test_env_lines_and_a_run_dir_of_another_instance(tmp_path):
+    spec = lc.Spec(instance=1, nodes=3, cpus=1, mem=512, run_dir=tmp_path)
+    assert lc.env_dict(spec) == {'SLURM_CONF': f'{tmp_path}/etc/slurm.conf',
+                                 'CLUSTERPROOF_EMU_NODES': '3', 'CLUSTERPROOF_EMU_CPUS': '1'}
+    lc.Layout(tmp_path).marker.write_text(json.dumps(spec.to_dict()))
+    assert lc.load_spec(1, tmp_path) == spec
+    with pytest.raises(ClusterproofError, match='holds instance 1, not 2'):
+        lc.load_spec(2, tmp_path)
+
+
+# ------------------------------------------------------------- the real cluster
+
+def _env(emu_cluster, **extra):
+    env = dict(os.environ, **emu_cluster)
+    env.update(extra)
+    return env
+
+
+def _run(cmd, env, timeout=120, **kw):
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def _clusterproof(*args, env=None):
+    return _run([str(VENV_BIN / 'clusterproof'), 'cluster', *args], env or dict(os.environ))
+
+
+MPI_ENV = {
+    'OMPI_MCA_oob_tcp_if_include': '198.18.0.0/24',
+    'OMPI_MCA_btl_tcp_if_include': '198.18.0.0/24',
+    'OMPI_ALLOW_RUN_AS_ROOT': '1',
+    'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+}
+
+MPI_HELLO = r'''
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size, len, sum = 0;
+    char name[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(name, &len);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d of %d on %s sum %d\n", rank, size, name, sum);
+    MPI_Finalize();
+    return 0;
+}
+'''
+
+
+@pytest.fixture(scope='module')
+def mpi_hello(tmp_path_factory):
+    if not shutil.which('mpicc'):
+        pytest.skip('needs mpicc (libopenmpi-dev)')
+    d = tmp_path_factory.mktemp('mpi')
+    (d / 'hello.c').write_text(MPI_HELLO)
+    subprocess.run(['mpicc', '-o', str(d / 'hello'), str(d / 'hello.c')], check=True)
+    d.chmod(0o755)
+    return d / 'hello'
+
+
+def _assert_hello_across_4_nodes(out):
+    lines = re.findall(r'^rank (\d) of 4 on (\S+) sum 6$', out, re.M)
+    assert sorted(r for r, _ in lines) == ['0', '1', '2', '3'], out
+    assert sorted(n for _, n in lines) == ['n1', 'n2', 'n3', 'n4'], out
+
+
+@need_netns
+def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
+    env = _env(emu_cluster)
+    proc = _run(['srun', '-N4', '--job-name=cp-hostname', 'hostname'], env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.split()) == ['n1', 'n2', 'n3', 'n4']
+    # the accounting record arrives about 1 s after the job ends
+    for _ in range(50):
+        acct = _run(['sacct', '-n', '-X', '-P', '--name=cp-hostname', '-o', 'JobID,NodeList,State'], env)
+        rows = [r.split('|') for r in acct.stdout.split()]
+        if rows and rows[-1][2] == 'COMPLETED':
+            break
+        subprocess.run(['sleep', '0.2'])
+    assert rows and rows[-1][1:] == ['n[1-4]', 'COMPLETED'], acct.stdout + acct.stderr
+
+
+@need_netns
+def test_mpi_with_srun_pmix(emu_cluster, mpi_hello):
+    proc = _run(['srun', '--mpi=pmix', '-N4', '-n4', str(mpi_hello)], _env(emu_cluster, **MPI_ENV))
+    assert proc.returncode == 0, proc.stderr
+    _assert_hello_across_4_nodes(proc.stdout)
+
+
+@need_netns
+def test_mpi_with_mpirun_in_sbatch(emu_cluster, mpi_hello, tmp_path):
+    out = tmp_path / 'mpirun.out'
+    proc = _run(['sbatch', '--wait', '-N4', '-n4', f'--output={out}', f'--chdir={tmp_path}',
+                 '--wrap', f'mpirun {mpi_hello}'], _env(emu_cluster, **MPI_ENV))
+    assert proc.returncode == 0, proc.stderr + (out.read_text() if out.exists() else '')
+    _assert_hello_across_4_nodes(out.read_text())
+
+
+@need_netns
+def test_mpi_with_mpirun_in_salloc(emu_cluster, mpi_hello):
+    proc = _run(['salloc', '-N4', '-n4', 'mpirun', str(mpi_hello)], _env(emu_cluster, **MPI_ENV))
+    assert proc.returncode == 0, proc.stderr
+    _assert_hello_across_4_nodes(proc.stdout)
+
+
+@need_netns
+def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
+    proc = run_reframe(['-c', str(CHECKS / 'node_hostnames.py'), '-r', '--system', 'emu'],
+                       tmp_path, extra_env=emu_cluster, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    reports = sorted((tmp_path / 'reports').glob('run-report-*.json'))
+    assert reports, f'no run report in {tmp_path / "reports"}'
+    cases = [tc for run in json.loads(reports[-1].read_text())['runs'] for tc in run['testcases']]
+    assert sorted(tc['partition'] for tc in cases) == ['mpirun', 'srun']
+    for tc in cases:
+        assert tc['result'] == 'pass', tc.get('fail_reason')
+        assert tc['scheduler'] == 'slurm'
+        assert tc['system'] == 'emu'
+        assert sorted(tc['job_nodelist']) == ['n1', 'n2', 'n3', 'n4']
+
+
+def _leftovers(k):
+    """Processes, namespaces and links of instance k (none when down)."""
+    inst = lc.Instance(k)
+    links = lc._links()
+    found = [ln for ln in links if ln == inst.bridge or ln.startswith(f'cp{k}n')]
+    found += [ns for ns in lc._netns_list() if ns.startswith(f'cp{k}n')]
+    run_dir = str(inst.default_run_dir())
+    for proc in Path('/proc').iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
+            env = (proc / 'environ').read_bytes().decode(errors='replace')
+        except OSError:
+            continue
+        if cmd and (run_dir + '/') in cmd + env and lc._alive(int(proc.name)):
+            found.append(f'pid {proc.name}: {cmd.strip()}')
+    return found
+
+
+class _FailsAfterSlurmdbd(lc.Cluster):
+    """A start that fails half-way, after munged, MariaDB, slurmdbd and the
+    network are really up (stands for any later failure, e.g. slurmctld)."""
+
+    def _start_slurmctld(self):
+        raise ClusterproofError('slurmctld failed (provoked)')
+
+
+@need_netns
+def test_life_cycle_down_up_twice_port_in_use_and_half_way_failure(emu_cluster):
+    """Runs last in this file: takes the session cluster down and brings it
+    back up with the same run directory, so its environment stays valid."""
+    k = EMU_INSTANCE
+    spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
+    rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
+
+    # up twice: says so, exit 0, prints the environment
+    proc = _clusterproof('up', *rd)
+    assert proc.returncode == 0 and 'already up' in proc.stdout
+    assert f'export SLURM_CONF={spec.run_dir}/etc/slurm.conf' in proc.stdout
+
+    # down leaves no process, namespace, link or bridge
+    proc = _clusterproof('down', *rd)
+    assert proc.returncode == 0, proc.stderr
+    assert _leftovers(k) == []
+    assert _clusterproof('status', *rd).returncode == 1
+
+    # a port in use: one line naming the port, nothing started
+    port = lc.Instance(k).port('slurmdbd')
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(('127.0.0.1', port))
+        holder.listen()
+        proc = _clusterproof('up', *rd)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert f'port {port} (slurmdbd of instance {k}) is in use' in proc.stderr
+    assert _leftovers(k) == []
+
+    # a failure half-way stops what was started
+    half = _FailsAfterSlurmdbd(spec, log=lambda text: None)
+    with pytest.raises(ClusterproofError, match='provoked'):
+        half.up()
+    assert _leftovers(k) == []
+
+    # up again: progress, time taken, nodes idle
+    proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
+                         '--mem-per-node', str(spec.mem))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(rf'cluster cp{k} is up in [\d.]+ s', proc.stdout)
+    assert 'nodes idle: n[1-4]' in proc.stdout
+    status = json.loads(_clusterproof('status', '--json', *rd).stdout)
+    assert status['up'] and all(d['alive'] for d in status['daemons'].values())
+    assert status['nodes'] == {f'n{i}': 'idle' for i in range(1, 5)}
+    srun = _run(['srun', '-N4', 'hostname'], _env(emu_cluster))
+    assert sorted(srun.stdout.split()) == ['n1', 'n2', 'n3', 'n4'], srun.stderr
