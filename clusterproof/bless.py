@@ -414,6 +414,7 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
     try:
         with os.fdopen(fd, 'w') as fp:
             fp.write(text)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
