@@ -1,4 +1,5 @@
-"""Declared hardware: what a partition says its nodes have.
+"""Declared hardware: what a partition says its nodes have, and the checks
+of those declarations (:func:`validate_hardware`, :func:`validate_pmem`).
 
 A system file in ``site_config/systems/`` declares hardware in each
 partition's ``extras``:
@@ -65,3 +66,39 @@ def validate_hardware(hw, where):
     if problems:
         raise ClusterproofError(f'{where}: hardware: ' + '; '.join(problems))
     return hw
+
+
+PMEM_PROVISIONING = ('app_direct', 'memory_mode', 'mixed')
+PMEM_NAMESPACE_MODES = ('fsdax', 'devdax', 'sector', 'raw')
+
+
+def validate_pmem(pmem, where):
+    """Check a persistent memory declaration (``extras['pmem']``, compared
+    by the PmemProvisioning check); ``where`` names the file and partition
+    in the error."""
+    problems = []
+    prov = pmem.get('provisioning')
+    if prov not in PMEM_PROVISIONING:
+        problems.append(f'provisioning={prov!r} (want one of {", ".join(PMEM_PROVISIONING)})')
+    for i, dimm in enumerate(pmem.get('dimms', [])):
+        if not isinstance(dimm, dict) or not dimm.get('locator'):
+            problems.append(f'dimms[{i}]={dimm!r} (want a dict with a locator, '
+                            'as ipmctl show -topology prints it in DeviceLocator)')
+    for key, val in (pmem.get('memory_resources') or {}).items():
+        if not isinstance(val, (int, float)) or isinstance(val, bool) or val < 0:
+            problems.append(f'memory_resources.{key}={val!r} (want GiB >= 0)')
+    for i, ns in enumerate(pmem.get('namespaces', [])):
+        if not isinstance(ns, dict) or not str(ns.get('dev', '')).startswith('namespace'):
+            problems.append(f'namespaces[{i}]={ns!r} (want a dict with dev "namespaceX.Y")')
+        elif ns.get('mode') not in PMEM_NAMESPACE_MODES:
+            problems.append(f'namespaces[{i}].mode={ns.get("mode")!r} '
+                            f'(want one of {", ".join(PMEM_NAMESPACE_MODES)})')
+    for i, mnt in enumerate(pmem.get('dax_mounts', [])):
+        if not isinstance(mnt, dict) or not str(mnt.get('path', '')).startswith('/'):
+            problems.append(f'dax_mounts[{i}]={mnt!r} (want a dict with an absolute path)')
+    for i, dev in enumerate(pmem.get('devdax', [])):
+        if not isinstance(dev, dict) or not str(dev.get('chardev', '')).startswith('dax'):
+            problems.append(f'devdax[{i}]={dev!r} (want a dict with chardev "daxX.Y")')
+    if problems:
+        raise ClusterproofError(f'{where}: pmem: ' + '; '.join(problems))
+    return pmem

@@ -232,3 +232,16 @@ def test_compare_pmem_on_one_machine_end_to_end():
     assert 'vm: pmem.memory_resources: expected ipmctl capacities, found' in text
     assert 'No PMem modules in the system' in text
     assert 'vm: pmem.dax_mounts[/hana/pmem/XXX/pmem0]: expected DAX mount on pmem0' in text
+
+
+def test_pmem_declarations_validate_and_errors_name_the_key():
+    from clusterproof import ClusterproofError
+    from clusterproof.hardware import validate_pmem
+    for name, declared in pmserver_systems().items():
+        validate_pmem(declared, f'site_config/systems/pmserver.py: system {name}')
+    bad = dict(pmserver_systems()['pmserver'], provisioning='appdirect',
+               namespaces=[{'dev': 'namespace0.0', 'mode': 'memory'}])
+    with pytest.raises(ClusterproofError) as err:
+        validate_pmem(bad, 'site_config/systems/pmserver.py: system pmserver')
+    assert "pmem: provisioning='appdirect' (want one of app_direct" in str(err.value)
+    assert "namespaces[0].mode='memory'" in str(err.value)
