@@ -1,0 +1,37 @@
+"""STREAM 5.10 output: the Copy/Scale/Add/Triad best rates (MB/s, 10^6 B/s),
+the array size and thread count, and whether the solution validates."""
+
+import re
+
+from clusterproof.parsers import ParseError
+
+KERNELS = ('Copy', 'Scale', 'Add', 'Triad')
+
+_ROW = re.compile(r'^(Copy|Scale|Add|Triad):\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$',
+                  re.M)
+_ARRAY = re.compile(r'^Array size = (\d+) \(elements\)', re.M)
+_THREADS = re.compile(r'^Number of Threads counted = (\d+)', re.M)
+_NTIMES = re.compile(r'^Each kernel will be executed (\d+) times', re.M)
+VALIDATES = 'Solution Validates'
+
+
+def parse(text, source='STREAM output'):
+    """``{'rates': {kernel: MB/s}, 'array_size', 'threads', 'ntimes', 'validates'}``.
+
+    Every kernel row must be present: a missing one is an error naming
+    ``source`` (a truncated run is not a result)."""
+    rates = {m.group(1): float(m.group(2)) for m in _ROW.finditer(text)}
+    missing = [k for k in KERNELS if k not in rates]
+    if missing:
+        raise ParseError(f'{source}: no STREAM result row for {", ".join(missing)} '
+                         f'(want lines such as "Triad:  149501.8  0.020302 ...")')
+    array = _ARRAY.search(text)
+    threads = _THREADS.search(text)
+    ntimes = _NTIMES.search(text)
+    return {
+        'rates': rates,
+        'array_size': int(array.group(1)) if array else None,
+        'threads': int(threads.group(1)) if threads else None,
+        'ntimes': int(ntimes.group(1)) if ntimes else None,
+        'validates': VALIDATES in text,
+    }

@@ -1,0 +1,198 @@
+"""STREAM 5.10: sustainable memory bandwidth of one node.
+
+``Stream`` runs STREAM with one OpenMP thread per physical core (placement
+``cores``) or one per L3 domain (``l3``, a CCX on AMD Rome), and, where the
+partition declares NUMA node lists, with its memory bound to DRAM
+(``numa_dram``) or to persistent-memory/CXL nodes (``numa_pmem``) through
+``numactl --membind``. Memory mode (Optane DCPMM as system memory) is a
+system of its own (``pmserver-mm``): the same check there gives the
+DRAM-versus-DCPMM comparison.
+
+Figures: Copy, Scale, Add, Triad (MB/s = 10^6 bytes/s, best of NTIMES) and,
+where the partition declares memory channels and MT/s, the Triad efficiency
+against sockets x channels x MT/s x 8 bytes. Sanity: ``Solution Validates``
+and all four kernels reported.
+
+The binary is ``stream_c.exe`` from the Spack view (or PATH) when present;
+otherwise ``StreamBuild`` compiles ``stream.c`` (fetched by ``scripts/setup``
+from the ReFrame-HPC source distribution) with the array size fixed at
+compile time: at least 4 x the node's total last-level cache, and at least
+the published 120,000,000 elements outside smoke mode. Override it with
+``-S StreamBuild.array_size=N``, the threads with ``-S Stream.num_threads=N``.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
+                                   run_before, sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import binaries, memory, topology
+from clusterproof.modes import by_mode
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import stream as stream_parser
+from clusterproof.paths import REPO
+from clusterproof.rfm import ClusterproofCheck
+
+STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
+STREAM_SPEC = 'stream@5.10 +openmp'
+
+
+class StreamBuild(rfm.CompileOnlyRegressionTest, ClusterproofCheck):
+    """STREAM 5.10 for one partition: the Spack binary, or a build of stream.c."""
+
+    descr = 'STREAM 5.10 binary (Spack stream_c.exe, or stream.c built with the array size)'
+    build_system = 'SingleSource'
+    sourcesdir = None
+    sourcepath = 'stream.c'
+    executable = 'stream'
+
+    #: elements per array; 0 = from the node's last-level cache (and the mode)
+    array_size = variable(int, value=0)
+
+    #: times each kernel runs (the best is reported); published: 100
+    ntimes = variable(int, value=by_mode({'smoke': 10, 'nightly': 20, 'acceptance': 100}))
+
+    #: path of the binary the Stream check runs (set here)
+    stream_path = variable(str, value='')
+
+    @run_before('compile')
+    def choose_binary(self):
+        found = binaries.locate('stream_c.exe')
+        if found:
+            self.build_system = 'CustomBuild'
+            self.build_system.commands = ['true']
+            self.stream_path = found.path
+            self.binary_path = found.path
+            return
+        self.skip_if(not STREAM_SOURCE.is_file(),
+                     f'no stream_c.exe in the Spack view ({binaries.spack_view()}) or on PATH, '
+                     f'and no STREAM source at {STREAM_SOURCE}: run scripts/setup (make setup) '
+                     f'to fetch it, or build the binary with: {binaries.build_command(STREAM_SPEC)}')
+        hw = self.declared('hardware')
+        if self.array_size == 0:
+            llc = hw.get('llc_mib') or topology.llc_mib()
+            minimum = by_mode({'smoke': 0, 'nightly': memory.PUBLISHED_ARRAY_SIZE,
+                               'acceptance': memory.PUBLISHED_ARRAY_SIZE})
+            self.array_size = memory.stream_array_size(llc, minimum)
+        if hw.get('memory_gib'):
+            memory.check_fits(self.array_size, hw['memory_gib'],
+                              where=f'node of {self.current_partition.fullname}')
+        self.prebuild_cmds = [f'cp {STREAM_SOURCE} stream.c']
+        omp_flag = self.current_environ.extras.get('omp_flag', '-fopenmp')
+        self.build_system.cflags = memory.stream_cflags(self.array_size, self.ntimes, omp_flag)
+        self.build_system.executable = self.executable
+        self.stream_path = os.path.join(self.stagedir, self.executable)
+        self.binary_path = self.stream_path
+        self.binary_version = '5.10'
+
+    @sanity_function
+    def built(self):
+        return os.path.isfile(self.stream_path) and os.access(self.stream_path, os.X_OK)
+
+
+@rfm.simple_test
+class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'STREAM 5.10 memory bandwidth (Copy, Scale, Add, Triad) and Triad efficiency'
+    valid_systems = ['*']
+    valid_prog_environs = ['+openmp']
+    tags = {'memory', 'stream'}
+
+    #: one thread per physical core, or one per L3 domain (CCX)
+    placement = parameter(list(memory.PLACEMENTS))
+
+    #: ``local``: the kernel's first-touch placement (as published);
+    #: ``dram`` / ``pmem``: ``numactl --membind`` to the declared NUMA nodes
+    membind = parameter(by_mode({'smoke': ['local'], 'nightly': ['local', 'dram', 'pmem'],
+                                 'acceptance': ['local', 'dram', 'pmem']}))
+
+    #: threads; 0 = from the placement and the declared cores / L3 domains
+    num_threads = variable(int, value=0)
+
+    #: what the run reported (logged with each result)
+    stream_array_size = variable(int, value=0)
+    stream_threads = variable(int, value=0)
+
+    stream_binary = fixture(StreamBuild, scope='environment')
+
+    num_tasks = 1
+    time_limit = '20m'
+
+    @run_after('setup')
+    def set_threads(self):
+        hw = self.declared('hardware')
+        if self.num_threads == 0:
+            self.num_threads = memory.stream_threads(hw, self.placement)
+        self.num_cpus_per_task = memory.stream_threads(hw, 'cores')
+        self.env_vars.update(memory.omp_env(self.placement, self.num_threads))
+
+    @run_after('setup')
+    def set_memory_binding(self):
+        self.executable = self.stream_binary.stream_path
+        self.binary_path = self.stream_binary.binary_path
+        if self.membind == 'local':
+            return
+        nodes = memory.membind_nodes(self.declared('hardware'), self.membind)
+        key = {'dram': 'numa_dram', 'pmem': 'numa_pmem'}[self.membind]
+        self.skip_if(nodes is None,
+                     f"{self.current_partition.fullname} declares no {key} NUMA nodes "
+                     f"(extras['hardware'][{key!r}]); nothing to bind to")
+        self.executable_opts = [f'--membind={nodes}', self.executable]
+        self.executable = 'numactl'
+
+    @run_before('run')
+    def unbind_mpirun(self):
+        # OpenMPI's mpirun binds a lone rank to one core: let OpenMP place the threads.
+        if self.current_partition.launcher_type.registered_name == 'mpirun':
+            self.job.launcher.options = ['--bind-to', 'none']
+
+    def result(self):
+        if not hasattr(self, '_result'):
+            path = os.path.join(self.stagedir, str(self.job.stdout))
+            try:
+                with open(path) as fp:
+                    self._result = stream_parser.parse(fp.read(), source=path)
+            except (OSError, ParseError) as err:
+                raise SanityError(str(err)) from None
+        return self._result
+
+    @sanity_function
+    def solution_validates(self):
+        out = self.result()
+        if not out['validates']:
+            raise SanityError(f'STREAM did not print "{stream_parser.VALIDATES}" '
+                              f'({self.job.stdout}): the results are wrong')
+        self.stream_array_size = out['array_size'] or 0
+        self.stream_threads = out['threads'] or 0
+        if self.num_threads and out['threads'] and out['threads'] != self.num_threads:
+            raise SanityError(f'STREAM counted {out["threads"]} threads, '
+                              f'{self.num_threads} were requested')
+        self.binary_version = self.binary_version or '5.10'
+        return True
+
+    @run_before('performance')
+    def drop_efficiency_without_peak(self):
+        if memory.declared_memory_peak_mbs(self.declared('hardware')) is None:
+            self.perf_variables.pop('triad_efficiency', None)
+
+    @performance_function('MB/s')
+    def copy(self):
+        return self.result()['rates']['Copy']
+
+    @performance_function('MB/s')
+    def scale(self):
+        return self.result()['rates']['Scale']
+
+    @performance_function('MB/s')
+    def add(self):
+        return self.result()['rates']['Add']
+
+    @performance_function('MB/s')
+    def triad(self):
+        return self.result()['rates']['Triad']
+
+    @performance_function('%')
+    def triad_efficiency(self):
+        peak = memory.declared_memory_peak_mbs(self.declared('hardware'))
+        return memory.efficiency_percent(self.result()['rates']['Triad'], peak)
