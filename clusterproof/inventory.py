@@ -186,7 +186,7 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
     rep = {'node': socket.gethostname().split('.')[0]}
     try:
         hw = {}
-        if (os.path.exists(os.path.join(str(sys_cpu), 'online'))):
+        if os.path.exists(os.path.join(str(sys_cpu), 'online')):
             hw.update(topology.cpu_topology(sys_cpu))
             hw['numa_nodes'] = topology.numa_node_count(sys_node)
             hw['source'] = 'sysfs'
