@@ -17,7 +17,7 @@ from clusterproof.modes import current_mode
 from clusterproof.provenance import git_revision, site_config_hash
 
 
-class ClusterproofCheck(rfm.RegressionMixin):
+class ClusterproofCheck(rfm.RegressionTestPlugin):
     #: smoke, nightly or acceptance (from CLUSTERPROOF_MODE when the checks load)
     cp_mode = variable(str, value=current_mode())
 
