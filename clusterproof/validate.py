@@ -7,7 +7,7 @@ problem names the file, key and value.
 import re
 
 from clusterproof import ClusterproofError
-from clusterproof.hardware import validate_hardware
+from clusterproof.hardware import validate_hardware, validate_pmem
 from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE
 
 #: characters that would make a value a shell command
@@ -74,6 +74,8 @@ def validate_system(system):
             raise ClusterproofError(f'{pwhere}: extras has no "hardware" section '
                                     f'(sockets, cores_per_socket, ...)')
         validate_hardware(extras['hardware'], f'{pwhere}: extras')
+        if extras.get('pmem') is not None:
+            validate_pmem(extras['pmem'], f'{pwhere}: extras')
         storage = extras.get('storage')
         if storage is not None:
             scratch = storage.get('scratch')

@@ -42,6 +42,7 @@ def system_with(**extras):
     ({'storage': {'scratch': '/scratch/$(rm -rf ~)'}}, 'shell metacharacters'),
     ({'storage': {'scratch': '/home'}}, 'is a system directory'),
     ({'storage': {'scratch': '/scratch/x', 'client_nodes': -1}}, 'client_nodes=-1'),
+    ({'pmem': {'provisioning': 'both'}}, "provisioning='both'"),
 ])
 def test_bad_declarations_refused_with_file_key_value(change, message):
     system = system_with()
