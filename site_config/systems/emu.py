@@ -30,6 +30,10 @@ _extras = {
         'client_ram_gib': _hw['memory_gib'] / _nodes,
         'server_ram_gib': 0,
     },
+    # mmap sweep: anonymous memory and a file on the shared scratch directory
+    'mmap_targets': [{'name': 'memory', 'path': None},
+                     {'name': 'scratch', 'path': os.environ.get('CLUSTERPROOF_SCRATCH',
+                                                                str(_results / 'scratch'))}],
     'emulated': True,
 }
 

@@ -37,6 +37,10 @@ system = {
                 'client_ram_gib': _hw['memory_gib'],
                 'server_ram_gib': 0,
             },
+            # mmap sweep: anonymous memory and a file on the scratch directory
+            'mmap_targets': [{'name': 'memory', 'path': None},
+                             {'name': 'scratch', 'path': os.environ.get(
+                                 'CLUSTERPROOF_SCRATCH', str(_results / 'scratch'))}],
         },
     }],
 }

@@ -1,0 +1,73 @@
+"""Output of the project's mmap sweep (``reframe_checks/src/mmap_sweep``):
+one ``key=value`` per line, ``status=ok`` last.
+
+Figures: wall_s, cpu_s (user+sys of all threads), io_idle_s (wall -
+cpu/threads), throughput_mib_s, bytes_touched. :func:`problems` is the
+sanity rule: status ok, the checksum verified where it can be, the bytes
+touched as the arguments say, CPU time within wall time x threads.
+"""
+
+import re
+
+from clusterproof.parsers import ParseError
+
+INT_KEYS = ('size', 'a', 'b', 'threads', 'steps', 'bytes_touched', 'checksum')
+FLOAT_KEYS = ('wall_s', 'user_s', 'sys_s', 'cpu_s', 'io_idle_s', 'throughput_mib_s')
+STR_KEYS = ('mmap_sweep_version', 'target', 'path', 'mode', 'verified', 'status')
+REQUIRED = INT_KEYS + FLOAT_KEYS + STR_KEYS
+
+_LINE = re.compile(r'^([a-z_]+)=(.*)$')
+
+#: slack on "cpu_s <= wall_s x threads": getrusage ticks vs. the monotonic clock
+CPU_SLACK_S = 0.02
+
+
+def parse(text, source='mmap_sweep output'):
+    """The key/value lines as a dict with numbers converted; a missing key
+    is an error naming ``source`` and the key."""
+    values = {}
+    for line in text.splitlines():
+        m = _LINE.match(line.strip())
+        if m:
+            values[m.group(1)] = m.group(2)
+    missing = [k for k in REQUIRED if k not in values]
+    if missing:
+        status = values.get('status')
+        raise ParseError(f'{source}: mmap_sweep output lacks {", ".join(missing)}'
+                         + (f' (status={status})' if status else
+                            ' (the program failed before printing its results?)'))
+    out = dict(values)
+    try:
+        for k in INT_KEYS:
+            out[k] = int(values[k])
+        for k in FLOAT_KEYS:
+            out[k] = float(values[k])
+    except ValueError as err:
+        raise ParseError(f'{source}: unreadable value: {err}') from None
+    return out
+
+
+def expected_steps(size, a, b, threads):
+    """Steps the sweep must make: per slice of size//threads bytes, offsets
+    0, b, 2b, ... with a whole chunk of ``a`` bytes inside the slice."""
+    per = size // threads
+    return threads * (0 if per < a else (per - a) // b + 1)
+
+
+def problems(res, source='mmap_sweep output'):
+    found = []
+    if res['status'] != 'ok':
+        found.append(f'{source}: status={res["status"]}')
+    if res['verified'] == 'no':
+        found.append(f'{source}: checksum {res["checksum"]} does not match the data written')
+    steps = expected_steps(res['size'], res['a'], res['b'], res['threads'])
+    if res['steps'] != steps or res['bytes_touched'] != steps * res['a']:
+        found.append(f'{source}: {res["steps"]} steps and {res["bytes_touched"]} bytes touched; '
+                     f'want {steps} steps of {res["a"]} bytes')
+    if res['wall_s'] <= 0 or res['throughput_mib_s'] <= 0:
+        found.append(f'{source}: wall_s={res["wall_s"]}, throughput_mib_s='
+                     f'{res["throughput_mib_s"]}: no time measured')
+    if res['cpu_s'] > res['wall_s'] * res['threads'] + CPU_SLACK_S:
+        found.append(f'{source}: cpu_s={res["cpu_s"]} exceeds wall_s x threads = '
+                     f'{res["wall_s"] * res["threads"]:.6f}')
+    return found
