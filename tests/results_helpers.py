@@ -1,0 +1,32 @@
+"""Shared by the results tests: the recorded database, the clusterproof
+command with a results and references directory of the test's own."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDED_DB = REPO / 'tests' / 'data' / 'results' / 'results.db'
+SELFTEST_CHECKS = REPO / 'tests' / 'checks' / 'results'
+
+
+def recorded_results(tmp_path):
+    """A copy of the recorded results directory (never the committed file)."""
+    results = tmp_path / 'results'
+    results.mkdir()
+    shutil.copy(RECORDED_DB, results / 'results.db')
+    return results
+
+
+def cp_env(results, refs):
+    env = dict(os.environ)
+    env.update({'CLUSTERPROOF_RESULTS': str(results), 'CLUSTERPROOF_REFERENCES': str(refs),
+                'RFM_CONFIG_FILES': str(REPO / 'site_config' / 'settings.py')})
+    return env
+
+
+def clusterproof(args, results, refs, timeout=300):
+    return subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof')] + list(args),
+                          cwd=REPO, env=cp_env(results, refs), capture_output=True,
+                          text=True, timeout=timeout)

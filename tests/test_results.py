@@ -1,0 +1,75 @@
+"""Reading ReFrame's results database: a database recorded from real runs
+(tests/data/results/README.md)."""
+
+import sqlite3
+import time
+
+import pytest
+
+from clusterproof import ClusterproofError
+from clusterproof.results import (load_sessions, lower_is_better, parse_since, percentile,
+                                  records)
+from clusterproof.results import test_params as params_of
+from results_helpers import RECORDED_DB, recorded_results
+
+
+@pytest.fixture
+def db(tmp_path):
+    return recorded_results(tmp_path) / 'results.db'
+
+
+def test_sessions_in_order_with_provenance(db):
+    sessions = load_sessions(db)
+    assert len(sessions) == 5
+    assert [s.start for s in sessions] == sorted(s.start for s in sessions)
+    assert [s.smoke for s in sessions] == [False] * 4 + [True]
+    recs = records(sessions)
+    assert len(recs) == 5 * 2 * 2          # sessions x thread counts x figures
+    r = recs[0]
+    assert r.check == 'DevZeroCopy' and r.system == 'local' and r.partition == 'default'
+    assert r.figure in ('copy_bw', 'copy_time') and r.value > 0
+    assert r.mode == 'nightly' and not r.smoke and not r.emulated
+    assert r.binary_version and r.case['binary_path'].endswith('/dd')
+    assert r.case['cp_git_rev'] and r.case['cp_config_hash'] and r.case['job_nodelist']
+    assert {x.unit for x in recs} == {'MB/s', 's'}
+    assert records(sessions[-1:])[0].flags == ['smoke']
+
+
+def test_selection_by_id_last_since_mode(db):
+    everything = load_sessions(db)
+    uuid = everything[2].uuid
+    assert [s.uuid for s in load_sessions(db, ids=[uuid[:8]])] == [uuid]
+    assert [s.uuid for s in load_sessions(db, last=2)] == [s.uuid for s in everything[-2:]]
+    assert len(load_sessions(db, mode='nightly')) == 4
+    assert load_sessions(db, since=time.time() + 10) == []
+    assert len(load_sessions(db, system='local')) == 5
+    assert load_sessions(db, system='pixstor') == []
+
+
+def test_bad_ids_and_files_are_named(db, tmp_path):
+    with pytest.raises(ClusterproofError, match="session 'ffffffff' is not in"):
+        load_sessions(db, ids=['ffffffff'])
+    with pytest.raises(ClusterproofError, match='no results database at'):
+        load_sessions(tmp_path / 'nothing.db')
+    bad = tmp_path / 'bad.db'
+    sqlite3.connect(bad).execute('CREATE TABLE x(a)').connection.commit()
+    with pytest.raises(ClusterproofError, match='not a ReFrame results database'):
+        load_sessions(bad)
+
+
+def test_database_is_opened_read_only(db):
+    before = db.read_bytes()
+    load_sessions(db)
+    assert db.read_bytes() == before
+    assert RECORDED_DB.read_bytes() == before
+
+
+def test_helpers():
+    assert params_of('IOR %num_threads=16 %op=write') == {'num_threads': '16', 'op': 'write'}
+    assert lower_is_better('us') and lower_is_better('ns') and lower_is_better('', 'lat_p99')
+    assert not lower_is_better('MB/s', 'write_bw') and not lower_is_better('IOPS', 'iops')
+    assert percentile([1, 2, 3, 4, 5], 50) == 3 and percentile([10, 20], 5) == pytest.approx(10.5)
+    now = 1_000_000.0
+    assert parse_since('30d', now) == now - 30 * 86400
+    with pytest.raises(ClusterproofError, match='--since'):
+        parse_since('thirty days')
