@@ -1,0 +1,273 @@
+"""fio on persistent memory: the published "worst case" job (4 KiB random
+reads or writes, sync, one I/O in flight, four jobs), one test per section.
+
+``PmemFio``            libpmem engine on the partition's DAX mount
+                       (``extras['pmem']['dax_mounts']``); runs only when the
+                       mount really is pmem: mounted with ``dax`` on a
+                       /dev/pmemN whose namespace is fsdax (else SKIP with the
+                       reason). Compared with ``site_config/references/<system>.yaml``.
+``PmemFioDevDax``      dev-dax engine on a declared /dev/daxX.Y
+                       (``extras['pmem']['devdax']``).
+``PmemFioEmulated``    libpmem on tmpfs with ``PMEM_IS_PMEM_FORCE=1``, on
+                       ``local`` and ``emu`` only: for tests and demonstrations.
+                       Its name says emulated, ``cp_emulated`` is set in every
+                       perflog entry, it has no reference and always uses smoke
+                       sizes.
+``StorageFioBaseline`` the same job with ``ioengine=psync`` on the scratch file
+                       system, to put pmem figures beside the site's SSDs.
+
+Figures per section: iops, bw (MiB/s), lat_mean and lat_p50/p99/p99_9/p99_99
+(us, from fio's ``lat_ns``). Sanity: every job has error 0 and did I/O.
+
+The job file is generated (``clusterproof.fiojob``) into the stage
+directory; sizes, loops and jobs come from the mode and can be set with
+``-S filesize=<bytes> -S numjobs=N -S loops=N``.
+"""
+
+import os
+import shlex
+import shutil
+import subprocess
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import ClusterproofError, fiojob, scratch
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import fio as fioparser
+from clusterproof.paths import REFERENCES_DIR
+from clusterproof.rfm import ClusterproofCheck
+
+JOB_FILE = 'worst_case.fio'
+FIO_SPEC = 'fio@3.37+pmem'
+
+
+class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    """The published job on one target; subclasses choose engine and target."""
+
+    valid_prog_environs = ['*']
+    time_limit = '1h'
+
+    section = parameter(list(fiojob.SECTIONS))
+
+    #: 0: from the mode (clusterproof.fiojob.MODE_PARAMS)
+    filesize = variable(int, value=0)
+    numjobs = variable(int, value=0)
+    loops = variable(int, value=0)
+
+    engine = 'libpmem'
+
+    @run_after('setup')
+    def find_fio(self):
+        self.fio = self.use_binary('fio', FIO_SPEC)
+        probe = subprocess.run([self.fio, '--enghelp'], capture_output=True, text=True)
+        try:
+            engines = fiojob.parse_engines(probe.stdout)
+        except ValueError as err:
+            self.skip(f'{self.fio}: {err}')
+        self.skip_if(self.engine not in engines,
+                     f'{self.fio} ({self.binary_version}) has no {self.engine} engine '
+                     f'(fio --enghelp); build one with: spack -e . install {FIO_SPEC}')
+
+    def target_dir_root(self):
+        """The directory under which this test makes its own directory."""
+        raise NotImplementedError
+
+    def fio_mode(self):
+        return self.cp_mode
+
+    def make_job(self, target):
+        return fiojob.worst_case_job(self.engine, target, mode=self.fio_mode(),
+                                     filesize=self.filesize or None,
+                                     numjobs=self.numjobs or None, loops=self.loops or None)
+
+    @run_before('run')
+    def write_job_file(self):
+        self.test_dir = None
+        try:
+            root = scratch.check_scratch(self.target_dir_root())
+            self.fio_job = self.make_job(str(scratch.plan_test_dir(root, 'fio')))
+            self.scratch_root = root
+        except ClusterproofError as err:
+            self.skip(str(err))
+        if self.engine != 'dev-dax':
+            self.test_dir = scratch.create_test_dir(self.scratch_root, self.fio_job.target)
+        with open(os.path.join(self.stagedir, JOB_FILE), 'w') as f:
+            f.write(self.fio_job.render())
+        self.executable = self.fio
+        self.executable_opts = [f'--section={self.section}', '--output-format=json', JOB_FILE]
+        if self.engine == 'libpmem':
+            # fio >= 3.26 cannot size a new file for libpmem (it prepopulates
+            # until the file system is full): write the files first.
+            self.prerun_cmds = [f'head -c {size} /dev/zero > {shlex.quote(path)}'
+                                for path, size in self.fio_job.layout_files(self.section)]
+        if self.test_dir is not None:
+            self.postrun_cmds = [scratch.shell_cleanup(self.test_dir)]
+
+    @run_after('run')
+    def remove_test_files(self):
+        if self.test_dir is not None:
+            scratch.remove_test_dir(self.scratch_root, self.test_dir)
+
+    def figures(self):
+        if not hasattr(self, '_figures'):
+            path = os.path.join(self.stagedir, str(sn.evaluate(self.stdout)))
+            try:
+                with open(path) as f:
+                    self._figures = fioparser.section_figures(f.read(), self.section, path)
+            except (OSError, ParseError) as err:
+                raise SanityError(str(err)) from None
+        return self._figures
+
+    @sanity_function
+    def every_job_did_io(self):
+        return sn.assert_gt(self.figures()['total_ios'], 0)
+
+    @performance_function('IOPS')
+    def iops(self):
+        return self.figures()['iops']
+
+    @performance_function('MiB/s')
+    def bw(self):
+        return self.figures()['bw']
+
+    @performance_function('us')
+    def lat_mean(self):
+        return self.figures()['lat_mean']
+
+    @performance_function('us')
+    def lat_p50(self):
+        return self.figures()['lat_p50']
+
+    @performance_function('us')
+    def lat_p99(self):
+        return self.figures()['lat_p99']
+
+    @performance_function('us')
+    def lat_p99_9(self):
+        return self.figures()['lat_p99_9']
+
+    @performance_function('us')
+    def lat_p99_99(self):
+        return self.figures()['lat_p99_99']
+
+
+def _mounts_text():
+    with open('/proc/mounts') as f:
+        return f.read()
+
+
+@rfm.simple_test
+class PmemFio(FioWorstCaseBase):
+    descr = 'fio worst-case job with the libpmem engine on the DAX mount (fsdax)'
+    valid_systems = ['*']
+    tags = {'pmem', 'fio'}
+    reference = {'$ref': str(REFERENCES_DIR / 'pmserver.yaml')}
+
+    @run_after('init')
+    def no_reference_for_smoke(self):
+        if self.cp_smoke:
+            self.reference = {}     # smoke sizes are never compared with published figures
+
+    @run_after('setup')
+    def verify_dax_mount(self):
+        mounts = self.declared('pmem', 'dax_mounts', default=[])
+        self.skip_if(not mounts, f'{self.current_partition.fullname} declares no DAX mount '
+                                 "(extras['pmem']['dax_mounts'])")
+        self.dax_mount = mounts[0]['path']
+        ndctl = shutil.which('ndctl')
+        self.skip_if(ndctl is None, 'ndctl not installed: cannot verify that '
+                                    f'{self.dax_mount} is on an fsdax namespace')
+        from clusterproof.pmem import verify_dax_target
+        listing = subprocess.run([ndctl, 'list', '-N'], capture_output=True, text=True)
+        verdict = verify_dax_target(self.dax_mount, _mounts_text(), listing.stdout)
+        self.skip_if(not verdict, f'not persistent memory: {verdict.reason}')
+
+    def target_dir_root(self):
+        return os.path.join(self.dax_mount, 'clusterproof')
+
+
+@rfm.simple_test
+class PmemFioDevDax(FioWorstCaseBase):
+    descr = 'fio worst-case job with the dev-dax engine on a device-DAX namespace'
+    valid_systems = ['*']
+    tags = {'pmem', 'fio'}
+    engine = 'dev-dax'
+    reference = {'$ref': str(REFERENCES_DIR / 'pmserver.yaml')}
+
+    @run_after('init')
+    def no_reference_for_smoke(self):
+        if self.cp_smoke:
+            self.reference = {}
+
+    @run_after('setup')
+    def find_device(self):
+        devices = self.declared('pmem', 'devdax', default=[])
+        self.skip_if(not devices, f'{self.current_partition.fullname} declares no device-DAX '
+                                  "namespace (extras['pmem']['devdax'])")
+        dev = devices[0]
+        name = dev.get('chardev') or dev.get('path') if isinstance(dev, dict) else dev
+        self.device = name if name.startswith('/') else f'/dev/{name}'
+        self.skip_if(not os.path.exists(self.device), f'{self.device} does not exist on '
+                                                       'this node (ndctl list -N)')
+
+    def target_dir_root(self):
+        return '/tmp/clusterproof-unused'   # dev-dax writes no files
+
+    def make_job(self, target):
+        align = fiojob.devdax_alignment(self.device) or fiojob.DEFAULT_DEVDAX_ALIGN
+        return fiojob.worst_case_job('dev-dax', self.device, mode=self.fio_mode(),
+                                     filesize=self.filesize or None,
+                                     numjobs=self.numjobs or None, loops=self.loops or None,
+                                     devdax_align=align)
+
+
+@rfm.simple_test
+class PmemFioEmulated(FioWorstCaseBase):
+    descr = ('EMULATED pmem: fio libpmem on tmpfs with PMEM_IS_PMEM_FORCE=1 '
+             '(function only, never a pmem figure)')
+    valid_systems = ['local', 'emu']
+    tags = {'pmem', 'fio', 'emulated'}
+    cp_emulated = True
+    cp_smoke = True
+
+    #: a directory on tmpfs, where this test makes its own directory
+    tmpfs_dir = variable(str, value='/dev/shm/clusterproof')
+
+    @run_after('init')
+    def never_a_reference(self):
+        self.reference = {}
+
+    def fio_mode(self):
+        return 'smoke'
+
+    @run_after('setup')
+    def check_tmpfs(self):
+        from clusterproof.pmem import mount_of, parse_mounts
+        mnt = mount_of(self.tmpfs_dir, parse_mounts(_mounts_text()))
+        self.skip_if(mnt is None or mnt.fstype != 'tmpfs',
+                     f'{self.tmpfs_dir} is not on tmpfs (it is on '
+                     f'{mnt.fstype if mnt else "no mount"}); set -S tmpfs_dir=<dir on tmpfs>')
+        parent = os.path.dirname(self.tmpfs_dir.rstrip('/'))
+        st = os.statvfs(parent)
+        free = st.f_bavail * st.f_frsize
+        need = 4 * fiojob.worst_case_job('libpmem', '/x', mode='smoke').total_bytes
+        self.skip_if(free < need, f'{parent}: {free} bytes free on tmpfs, want {need}')
+        self.env_vars['PMEM_IS_PMEM_FORCE'] = '1'
+
+    def target_dir_root(self):
+        return self.tmpfs_dir
+
+
+@rfm.simple_test
+class StorageFioBaseline(FioWorstCaseBase):
+    descr = 'fio worst-case job with ioengine=psync on the scratch file system (baseline)'
+    valid_systems = ['*']
+    tags = {'storage', 'fio'}
+    engine = 'psync'
+
+    def target_dir_root(self):
+        return self.declared('storage', 'scratch')
