@@ -1,0 +1,289 @@
+"""IOR output: the summary bandwidths, the per-iteration rows, stonewalling,
+the access mode, and every ``WARNING:`` and ``ERROR`` line.
+
+Two sources, one result (:class:`IorRun`):
+
+- the JSON summary file (``-O summaryFormat=JSON -O summaryFile=<f>``), used
+  when it is valid JSON. IOR 4.0.0 writes *invalid* JSON when ``-v`` is given
+  (it closes the ``Results`` array twice); IOR 3.3.0 and 4.0.0 without ``-v``
+  write valid JSON. With a summary file, stdout carries no results table.
+- the text on stdout otherwise: the per-iteration rows under ``Results:``
+  and the ``Summary of all tests:`` table.
+
+Facts the text parser relies on (tests/data/ior/ has real recordings):
+
+- per-iteration numbers change format with magnitude: six decimals below 1
+  (``0.001871``), two decimals below 3600 (``2286.25``), no decimal point
+  from 3600 up (``8778``); every number form is accepted;
+- the summary table prints ``%.2f`` values; its ``Stonewall(s)`` and
+  ``Stonewall(MiB)`` columns hold ``NA`` without stonewalling (parsed as
+  ``None``) and numbers with it; ``fPP`` is 0 for one shared file (N-to-1)
+  and 1 for file per process; ``reord`` is 1 when reads used ``-C``;
+- ``remove`` rows (no ``-k``) hold ``-`` placeholders and are not results;
+- ``WARNING:`` lines (for instance the expected aggregate size differs from
+  the bytes moved, after a stonewall deadline) and ``ERROR`` lines (failed
+  open, MPI_ABORT) are collected so a check can fail its sanity and quote them.
+
+Bandwidth is MiB/s (2^20 bytes/s) as IOR prints it; :func:`gb_per_s` gives
+the GB/s (10^9 bytes/s) the published figures use.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from clusterproof.parsers import ParseError
+
+MIB = 1024 ** 2
+
+#: IOR's ``access`` option values
+SHARED_FILE = 'single-shared-file'
+FILE_PER_PROCESS = 'file-per-process'
+
+OPERATIONS = ('write', 'read')
+
+_NUM = r'(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?'
+_VERSION = re.compile(r'^IOR-(\S+): MPI Coordinated Test of Parallel I/O', re.M)
+_CMD = re.compile(r'^Command line\s*: (.*)$', re.M)
+_OPTION = re.compile(r'^(access|tasks|nodes|clients per node|repetitions|xfersize|blocksize|'
+                     r'aggregate filesize|ordering inter file|api)\s*: (.*?)\s*$', re.M)
+_ITER_COLS = ('bw_mib', 'iops', 'latency_s', 'block_kib', 'xfer_kib', 'open_s', 'wrrd_s',
+              'close_s', 'total_s', 'iter')
+_ITER = re.compile(r'^(write|read)\s+' + r'\s+'.join([f'({_NUM})'] * len(_ITER_COLS)) + r'\s*$',
+                   re.M)
+_SUMMARY_HEAD = re.compile(r'^Operation\s+Max\(MiB\).*$', re.M)
+_REORDER_LINE = "Using reorderTasks '-C'"
+_WARNING = re.compile(r'^.*\bWARNING:.*$', re.M)
+_ERROR = re.compile(r'^.*(?:\bERROR\b|MPI_ABORT was invoked).*$', re.M)
+
+#: summary-table columns kept, and their names in the result
+_SUMMARY_COLS = {
+    'Max(MiB)': 'max_mib', 'Min(MiB)': 'min_mib', 'Mean(MiB)': 'mean_mib',
+    'Mean(s)': 'mean_time_s', 'Stonewall(s)': 'stonewall_s', 'Stonewall(MiB)': 'stonewall_mib',
+    '#Tasks': 'tasks', 'tPN': 'tasks_per_node', 'reps': 'repetitions', 'fPP': 'file_per_proc',
+    'reord': 'reorder', 'blksiz': 'block_bytes', 'xsize': 'transfer_bytes',
+    'aggs(MiB)': 'aggregate_mib', 'API': 'api',
+}
+_INT_FIELDS = {'tasks', 'tasks_per_node', 'repetitions', 'file_per_proc', 'reorder',
+               'block_bytes', 'transfer_bytes', 'iter'}
+
+
+def gb_per_s(mib_per_s):
+    """MiB/s (IOR's unit) in GB/s (10^9 bytes/s, the published unit)."""
+    return None if mib_per_s is None else mib_per_s * MIB / 1e9
+
+
+@dataclass
+class IorRun:
+    """What one IOR run reported."""
+    source: str                       # file or description the values came from
+    source_format: str                # 'json' or 'text'
+    version: str = ''
+    command: str = ''
+    access: str = ''                  # SHARED_FILE or FILE_PER_PROCESS
+    tasks: int = 0
+    nodes: int = 0
+    reorder: bool = False             # reads reordered with -C
+    #: per operation: max_mib, min_mib, mean_mib, mean_time_s, stonewall_s,
+    #: stonewall_mib (None when NA), tasks, tasks_per_node, repetitions,
+    #: file_per_proc, reorder, block_bytes, transfer_bytes
+    summary: dict = field(default_factory=dict)
+    #: per iteration, in order: operation, iter, bw_mib, iops, latency_s, ...
+    iterations: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+
+    @property
+    def stonewalled(self):
+        """True when an operation ran under a stonewall deadline (numbers in
+        the Stonewall columns)."""
+        return any(s.get('stonewall_s') is not None for s in self.summary.values())
+
+    def problems(self):
+        """The ``ERROR`` and ``WARNING:`` lines, errors first."""
+        return self.errors + self.warnings
+
+    def bandwidth(self, operation, stat='max', unit='MiB/s'):
+        """Summary ``max``/``mean`` bandwidth of ``operation`` in MiB/s or GB/s."""
+        try:
+            value = self.summary[operation][f'{stat}_mib']
+        except KeyError:
+            raise ParseError(f'{self.source}: no {operation} {stat} bandwidth in the IOR '
+                             f'summary (operations found: {", ".join(self.summary) or "none"})'
+                             ) from None
+        return gb_per_s(value) if unit == 'GB/s' else value
+
+
+def _number(text, what, source):
+    if text in ('NA', '-'):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ParseError(f'{source}: {what} {text!r} is not a number') from None
+
+
+def problem_lines(*texts):
+    """``(errors, warnings)``: the ERROR and WARNING: lines of the texts, in order."""
+    errors, warnings = [], []
+    for text in texts:
+        if text:
+            errors += [m.group(0).strip() for m in _ERROR.finditer(text)]
+            warnings += [m.group(0).strip() for m in _WARNING.finditer(text)]
+    return errors, warnings
+
+
+def _summary_rows(text, source):
+    rows = {}
+    head = _SUMMARY_HEAD.search(text)
+    if not head:
+        return rows
+    names = head.group(0).split()
+    for line in text[head.end():].splitlines():
+        tokens = line.split()
+        if not tokens:
+            continue
+        if tokens[0] not in OPERATIONS:
+            break
+        if len(tokens) != len(names):
+            raise ParseError(f'{source}: IOR summary row has {len(tokens)} fields, its header '
+                             f'{len(names)}: {line.strip()!r}')
+        row = {}
+        for name, tok in zip(names[1:], tokens[1:]):
+            key = _SUMMARY_COLS.get(name)
+            if key is None:
+                continue
+            if key == 'api':
+                row[key] = tok
+                continue
+            val = _number(tok, f'summary column {name}', source)
+            row[key] = int(val) if key in _INT_FIELDS and val is not None else val
+        rows[tokens[0]] = row
+    return rows
+
+
+def parse_text(text, source='IOR output', stderr=''):
+    """:class:`IorRun` from IOR's text output (stdout; ``stderr`` adds its
+    ERROR/WARNING lines). A run without a summary table is an error naming
+    ``source`` and quoting the first ERROR line if there is one."""
+    errors, warnings = problem_lines(text, stderr)
+    run = IorRun(source, 'text', errors=errors, warnings=warnings)
+    m = _VERSION.search(text)
+    run.version = m.group(1) if m else ''
+    m = _CMD.search(text)
+    run.command = m.group(1).strip() if m else ''
+    options = {k: v for k, v in _OPTION.findall(text)}
+    run.access = options.get('access', '')
+    run.tasks = int(options['tasks']) if options.get('tasks', '').isdigit() else 0
+    run.nodes = int(options['nodes']) if options.get('nodes', '').isdigit() else 0
+    run.reorder = _REORDER_LINE in text
+    summary_at = text.find('Summary of all tests:')
+    body = text if summary_at < 0 else text[:summary_at]
+    for m in _ITER.finditer(body):
+        row = {'operation': m.group(1)}
+        for col, val in zip(_ITER_COLS, m.groups()[1:]):
+            num = float(val)
+            row[col] = int(num) if col in _INT_FIELDS else num
+        run.iterations.append(row)
+    run.summary = _summary_rows(text[summary_at:], source) if summary_at >= 0 else {}
+    if not run.summary:
+        why = f'; first error: {errors[0]!r}' if errors else ''
+        raise ParseError(f'{source}: no "Summary of all tests:" table with a write or read row '
+                         f'(IOR did not finish){why}')
+    if not run.access:
+        fpp = {s.get('file_per_proc') for s in run.summary.values()}
+        run.access = FILE_PER_PROCESS if fpp == {1} else SHARED_FILE if fpp == {0} else ''
+    if not run.tasks:
+        run.tasks = next(iter(run.summary.values())).get('tasks') or 0
+    run.reorder = run.reorder or any(s.get('reorder') for s in run.summary.values())
+    return run
+
+
+def parse_json(text, source='IOR JSON summary', stdout=''):
+    """:class:`IorRun` from IOR's JSON summary file. Invalid JSON raises
+    :class:`ParseError` naming the file, line and column (IOR 4.0.0 with
+    ``-v`` writes such files). ``stdout`` adds its ERROR/WARNING lines."""
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise ParseError(f'{source}: not valid JSON ({err}); IOR 4.0.0 writes invalid JSON '
+                         f'with -v, use the text output instead') from None
+    errors, warnings = problem_lines(stdout)
+    run = IorRun(source, 'json', errors=errors, warnings=warnings)
+    try:
+        run.version = str(doc.get('Version', ''))
+        run.command = str(doc.get('Command line', ''))
+        tests = doc.get('tests') or []
+        options = tests[0].get('Options', {}) if tests else {}
+        run.access = options.get('access', '')
+        run.nodes = int(options.get('nodes') or 0)
+        run.tasks = int(options.get('tasks') or 0)
+        for test in tests:
+            counters = {}
+            for res in test.get('Results', []):
+                if isinstance(res, list):       # one list per iteration in some versions
+                    res = res[0] if res else {}
+                op = res.get('access')
+                if op not in OPERATIONS:
+                    continue
+                counters[op] = counters.get(op, -1) + 1
+                run.iterations.append({
+                    'operation': op, 'iter': counters[op], 'bw_mib': float(res['bwMiB']),
+                    'iops': float(res['iops']), 'latency_s': float(res['latency']),
+                    'block_kib': float(res['blockKiB']), 'xfer_kib': float(res['xferKiB']),
+                    'open_s': float(res['openTime']), 'wrrd_s': float(res['wrRdTime']),
+                    'close_s': float(res['closeTime']), 'total_s': float(res['totalTime'])})
+        for s in doc.get('summary') or []:
+            op = s.get('operation')
+            if op not in OPERATIONS:
+                continue
+            sw = s.get('StoneWallTime')
+            run.summary[op] = {
+                'max_mib': float(s['bwMaxMIB']), 'min_mib': float(s['bwMinMIB']),
+                'mean_mib': float(s['bwMeanMIB']), 'mean_time_s': float(s['MeanTime']),
+                'stonewall_s': None if sw is None else float(sw),
+                'stonewall_mib': (None if s.get('StoneWallbwMeanMIB') is None
+                                  else float(s['StoneWallbwMeanMIB'])),
+                'tasks': int(s['numTasks']), 'tasks_per_node': int(s['tasksPerNode']),
+                'repetitions': int(s['repetitions']), 'file_per_proc': int(s['filePerProc']),
+                'reorder': int(s['reorderTasks']), 'block_bytes': int(s['blockSize']),
+                'transfer_bytes': int(s['transferSize']), 'api': s.get('API', '')}
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ParseError(f'{source}: IOR JSON summary lacks or mangles {err}') from None
+    if not run.summary:
+        raise ParseError(f'{source}: the IOR JSON summary has no write or read entry')
+    run.reorder = any(s['reorder'] for s in run.summary.values())
+    if not run.access:
+        fpp = {s['file_per_proc'] for s in run.summary.values()}
+        run.access = FILE_PER_PROCESS if fpp == {1} else SHARED_FILE
+    return run
+
+
+def parse(stdout, source='IOR output', json_text=None, json_source=None, stderr=''):
+    """The JSON summary where it is given and valid, the text otherwise.
+
+    When the JSON is invalid and stdout has no summary table either, the
+    error names both (the JSON error first)."""
+    if json_text is not None:
+        try:
+            run = parse_json(json_text, json_source or f'{source} (JSON summary)',
+                             stdout=stdout + '\n' + stderr)
+            return run
+        except ParseError as json_err:
+            try:
+                return parse_text(stdout, source, stderr)
+            except ParseError as text_err:
+                raise ParseError(f'{json_err}; and {text_err}') from None
+    return parse_text(stdout, source, stderr)
+
+
+def check_access(run, expected):
+    """None when ``run`` used the ``expected`` access mode, else why not."""
+    if run.access != expected:
+        return (f'{run.source}: IOR access mode is {run.access or "unknown"!r}, expected '
+                f'{expected!r}')
+    fpp = 1 if expected == FILE_PER_PROCESS else 0
+    for op, s in run.summary.items():
+        if s.get('file_per_proc') not in (None, fpp):
+            return f'{run.source}: {op} summary has fPP={s["file_per_proc"]}, expected {fpp}'
+    return None

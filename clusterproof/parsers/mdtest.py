@@ -1,0 +1,108 @@
+"""mdtest output: the ``SUMMARY rate`` table (operations per second).
+
+mdtest prints up to two tables with identical row names: ``SUMMARY rate``
+(ops/s; ``SUMMARY rate: (of N iterations)`` in 3.3/4.0,
+``SUMMARY rate (in ops/sec): (of N iterations)`` in 4.1) and, with ``-P``
+or in newer versions, ``SUMMARY time`` (seconds or ms per operation). Only
+the rate table is read here; the time table is never taken for rates.
+
+Rows: ``Directory creation``, ``Directory stat``, ``Directory rename``,
+``Directory removal``, ``File creation``, ``File stat``, ``File read``,
+``File removal``, ``Tree creation``, ``Tree removal``, each with Max, Min,
+Mean and Std Dev (3.3.0 puts a ``:`` after the name). ``-F`` leaves out the
+directory rows.
+
+``WARNING:`` and ``ERROR`` lines are collected (an mdtest run without
+``-w``/``-e`` warns that the read test only opens and closes).
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from clusterproof.parsers import ParseError
+from clusterproof.parsers.ior import problem_lines
+
+#: the rows a metadata check reports, in mdtest's order
+OPERATIONS = ('Directory creation', 'Directory stat', 'Directory rename', 'Directory removal',
+              'File creation', 'File stat', 'File read', 'File removal',
+              'Tree creation', 'Tree removal')
+
+_NUM = r'(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)'
+_RATE_HEAD = re.compile(r'^SUMMARY rate(?: \(in ops/sec\))?: \(of (\d+) iterations?\)\s*$', re.M)
+_ROW = re.compile(r'^\s+([A-Z][a-z]+(?: [a-z]+)*)\s*:?\s+' + r'\s+'.join([_NUM] * 4) + r'\s*$')
+_VERSION = re.compile(r'^mdtest-(\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)',
+                      re.M)
+_CMD = re.compile(r'^Command line used: (.*)$', re.M)
+_ITEMS = re.compile(r'^(\d+) tasks, (\d+) files(/directories)?\s*$', re.M)
+_SHIFT = re.compile(r'Shifting ranks by (\d+) for each phase')
+
+
+@dataclass
+class MdtestRun:
+    source: str
+    version: str = ''
+    command: str = ''
+    tasks: int = 0
+    nodes: int = 0
+    items: int = 0               # files (and directories) in all
+    iterations: int = 0
+    shift: int = 0               # -N stride mdtest reported (0: none)
+    #: ``{operation: {'max', 'min', 'mean', 'stddev'}}`` in ops/s
+    rates: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+
+    def problems(self):
+        return self.errors + self.warnings
+
+    def rate(self, operation, stat='mean'):
+        try:
+            return self.rates[operation][stat]
+        except KeyError:
+            raise ParseError(f'{self.source}: no {operation!r} row in the mdtest SUMMARY rate '
+                             f'table (rows found: {", ".join(self.rates) or "none"})') from None
+
+
+def parse(text, source='mdtest output', stderr=''):
+    """:class:`MdtestRun` from mdtest's stdout (``stderr`` adds its ERROR and
+    WARNING lines). No rate table is an error naming ``source``."""
+    errors, warnings = problem_lines(text, stderr)
+    run = MdtestRun(source, errors=errors, warnings=warnings)
+    m = _VERSION.search(text)
+    if m:
+        run.version, run.tasks, run.nodes = m.group(1), int(m.group(2)), int(m.group(3))
+    m = _CMD.search(text)
+    run.command = m.group(1).strip() if m else ''
+    m = _ITEMS.search(text)
+    run.items = int(m.group(2)) if m else 0
+    m = _SHIFT.search(text)
+    run.shift = int(m.group(1)) if m else 0
+    head = _RATE_HEAD.search(text)
+    if not head:
+        why = f'; first error: {errors[0]!r}' if errors else ''
+        raise ParseError(f'{source}: no "SUMMARY rate" table (mdtest did not finish){why}')
+    run.iterations = int(head.group(1))
+    for line in text[head.end():].splitlines():
+        if line.startswith('SUMMARY') or line.startswith('--') and 'finished' in line:
+            break
+        row = _ROW.match(line)
+        if row and row.group(1) in OPERATIONS:
+            run.rates[row.group(1)] = dict(zip(('max', 'min', 'mean', 'stddev'),
+                                               map(float, row.groups()[1:])))
+    if not run.rates:
+        raise ParseError(f'{source}: the mdtest SUMMARY rate table has no operation rows')
+    return run
+
+
+def stride(order):
+    """The ``-N`` stride for a placement, given the client node of each rank
+    (rank 0 first): the smallest shift ``s`` so that rank ``r`` stats and reads
+    the files of rank ``r + s`` on another client node, for every rank.
+
+    Round-robin placement over several nodes gives 1; block placement gives
+    the tasks per node; one node gives 1 (no shift can leave the node)."""
+    n = len(order)
+    for s in range(1, n):
+        if all(order[r] != order[(r + s) % n] for r in range(n)):
+            return s
+    return 1

@@ -1,0 +1,267 @@
+"""IOR N-to-1: T threads write one shared file, then read it back.
+
+The published command (pixstor methodology, docs/ior-mdtest.md), in one job:
+
+    ior -a POSIX -v -i 1 -d 3 -e -k -o <dir>/tst.file -w -s 1 -t 16m -b <FileSize>
+    ior -a POSIX -v -i 1 -d 3 -e -k -o <dir>/tst.file -r -C -s 1 -t 16m -b <FileSize>
+
+The read runs only when the write succeeded, on the file the write kept
+(``-k``). ``-C`` (reorder tasks) makes each task read what a task on another
+client node wrote, so no read is served by the node's own page cache; the
+option in force is recorded in ``ior_read_reorder`` (``-S
+IorSharedFile.read_reorder=`` turns it off, ``-Z`` picks random reordering).
+
+T (``threads``) comes from the mode: 1..512 in powers of two in acceptance.
+Threads are dealt round-robin over the client nodes (clusterproof/placement.py):
+``srun --distribution=cyclic`` under Slurm's srun launcher, a hostfile with
+one client node per rank (written in the job by ``clusterproof placement``)
+under mpirun, and mpirun on this machine for the ``local`` system.
+
+FileSize per thread: at least 2 x the RAM of clients and servers in all,
+divided by T (clusterproof/sizing.py); smoke mode uses small sizes with
+``--posix.odirect`` and marks the results smoke. The test directory is
+created under the partition's scratch directory only (clusterproof/scratch.py)
+and removed after the run, also when IOR fails.
+
+Sanity: both runs finished with a summary, the access was one shared file,
+reads reordered as asked, and no ``WARNING:`` or ``ERROR`` line anywhere
+(the line is quoted). Figures: write and read bandwidth, Max and Mean, in
+MiB/s (IOR's unit) and GB/s (the published unit); the per-iteration
+bandwidths are in ``ior_iterations`` and in the stage directory's output.
+"""
+
+import math
+import os
+import shlex
+import sys
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import ClusterproofError, scratch, sizing
+from clusterproof.hpl import mpirun_env
+from clusterproof.modes import by_mode
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import ior as ior_parser
+from clusterproof.rfm import ClusterproofCheck
+
+IOR_SPEC = 'ior@4.0.0'
+HOSTFILE = 'hostfile'
+_BANNER = 'MPI Coordinated Test of Parallel I/O'
+
+
+def launch_mode(launcher_name):
+    """How ranks are placed for a partition's launcher: 'srun', 'mpirun'
+    (inside a Slurm allocation, with a hostfile) or 'local' (this machine)."""
+    return {'srun': 'srun', 'mpirun': 'mpirun'}.get(launcher_name, 'local')
+
+
+@rfm.simple_test
+class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'IOR N-to-1 (one shared file): write, then read with -C, bandwidth Max/Mean'
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    tags = {'storage', 'ior'}
+    time_limit = '2h'
+
+    #: T, the number of threads (MPI ranks)
+    threads = parameter(by_mode({'smoke': [1, 2, 4], 'nightly': [1, 4, 16, 64],
+                                 'acceptance': [2 ** i for i in range(10)]}))
+
+    #: read reordering: '-C' (another node's data), '-Z' (random) or '' (none)
+    read_reorder = variable(str, value='-C')
+
+    #: total data written; '' = at least 2 x RAM of clients and servers (smoke: small)
+    total = variable(str, value='')
+
+    #: transfer size (IOR -t); '' = declared storage transfer_size or 16m
+    transfer_size = variable(str, value='')
+
+    #: repetitions (-i) and delay between them in seconds (-d), as published
+    repetitions = variable(int, value=1)
+    delay = variable(int, value=3)
+
+    #: what ran (logged with each result)
+    ior_block_size = variable(str, value='')
+    ior_transfer_size = variable(str, value='')
+    ior_direct_io = variable(bool, value=False)
+    ior_read_reorder = variable(str, value='')
+    ior_test_dir = variable(str, value='')
+    ior_client_nodes = variable(int, value=0)
+    ior_iterations = variable(str, value='')
+
+    @run_after('setup')
+    def find_ior(self):
+        # IOR has no --version option; the version comes from its output banner.
+        self.executable = self.use_binary('ior', IOR_SPEC, version_argv=['true'])
+
+    @run_after('setup')
+    def size_files(self):
+        storage = self.declared('storage', default={}) or {}
+        try:
+            size = sizing.compute(storage, self.threads, total=self.total or None,
+                                  transfer=self.transfer_size or None, smoke=self.cp_smoke)
+        except ClusterproofError as err:
+            self.skip(f'{self.current_partition.fullname}: {err}')
+        self.ior_block_size = size.per_thread_arg
+        self.ior_transfer_size = size.transfer_arg
+        self.ior_direct_io = size.direct_io
+        self.total_bytes = size.total
+
+    @run_after('setup')
+    def place_threads(self):
+        nodes = int(self.declared('storage', 'client_nodes', default=1) or 1)
+        if launch_mode(self.current_partition.launcher_type.registered_name) == 'local':
+            nodes = 1
+        self.ior_client_nodes = min(nodes, self.threads)
+        self.num_tasks = self.threads
+        self.num_tasks_per_node = math.ceil(self.threads / self.ior_client_nodes)
+        cores = self.current_partition.processor.num_cpus
+        self.oversubscribed = bool(cores) and self.num_tasks_per_node > cores
+        if self.oversubscribed and self.current_partition.scheduler.registered_name == 'slurm':
+            self.job.options += ['--overcommit']
+
+    @run_before('run')
+    def make_test_dir(self):
+        root = self.declared('storage', 'scratch', default=None)
+        try:
+            root = scratch.check_scratch(root)
+            os.makedirs(root, exist_ok=True)
+            sizing.check_fits(root, self.total_bytes, f'IOR with {self.threads} threads')
+            self.scratch_root = root
+            self.test_dir = scratch.create_test_dir(
+                root, scratch.plan_test_dir(root, f'ior-t{self.threads}'))
+        except ClusterproofError as err:
+            self.skip(f'{self.current_partition.fullname}: {err}')
+        self.ior_test_dir = str(self.test_dir)
+
+    @run_before('run')
+    def set_launcher(self):
+        mode = launch_mode(self.current_partition.launcher_type.registered_name)
+        if mode == 'local':
+            self.job.launcher = getlauncher('mpirun')()
+            self.job.launcher.options = ['--oversubscribe']
+            self.env_vars.update(mpirun_env(os.geteuid()))
+        elif mode == 'srun':
+            self.job.launcher.options = ['--distribution=cyclic'] + (
+                ['--overcommit'] if self.oversubscribed else [])
+        else:
+            cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
+            self.prerun_cmds = [
+                f'{cli} placement --nodes "$SLURM_JOB_NODELIST" --threads {self.threads} '
+                f'--format hostfile > {HOSTFILE}']
+            self.job.launcher.options = ['--hostfile', HOSTFILE, '--map-by', 'node'] + (
+                ['--oversubscribe'] if self.oversubscribed else [])
+
+    @run_before('run')
+    def set_commands(self):
+        self.ior_read_reorder = self.read_reorder
+        self.executable_opts = self.ior_options('-w')
+        self.job.num_tasks = self.num_tasks      # the launcher's -np / --ntasks
+        launch = self.job.launcher.run_command(self.job)
+        read = shlex.join([self.executable] + self.ior_options('-r'))
+        cleanup = scratch.shell_cleanup(self.test_dir)
+        self.postrun_cmds = [
+            'ior_write_status=$?',
+            f'if [ $ior_write_status -eq 0 ]; then {launch} {read}; fi',
+            'ior_read_status=$?',
+            cleanup,
+            'exit $(( ior_write_status != 0 ? ior_write_status : ior_read_status ))',
+        ]
+
+    def ior_options(self, phase):
+        opts = ['-a', 'POSIX', '-v', '-i', str(self.repetitions), '-d', str(self.delay),
+                '-e', '-k', '-o', f'{self.test_dir}/tst.file', phase]
+        if phase == '-r' and self.read_reorder:
+            opts.append(self.read_reorder)
+        opts += ['-s', '1', '-t', self.ior_transfer_size, '-b', self.ior_block_size]
+        if self.ior_direct_io:
+            opts.append('--posix.odirect')
+        return opts
+
+    @run_after('run')
+    def remove_test_dir(self):
+        if getattr(self, 'test_dir', None):
+            scratch.remove_test_dir(self.scratch_root, self.test_dir)
+
+    def runs(self):
+        """``{'write': IorRun, 'read': IorRun}`` from the job's output."""
+        if not hasattr(self, '_runs'):
+            out = os.path.join(self.stagedir, str(self.job.stdout))
+            err = os.path.join(self.stagedir, str(self.job.stderr))
+            try:
+                with open(out) as f:
+                    stdout = f.read()
+                with open(err) as f:
+                    stderr = f.read()
+            except OSError as exc:
+                raise SanityError(f'cannot read the IOR output: {exc}') from None
+            errors, warnings = ior_parser.problem_lines(stdout, stderr)
+            problems = errors + warnings
+            if problems:
+                more = f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''
+                raise SanityError(f'IOR reported: {problems[0]!r}{more}; see {out} and {err}')
+            parts = stdout.split(_BANNER)
+            self._runs = {}
+            for i, part in enumerate(parts[1:], 1):
+                text = parts[i - 1].rsplit('\n', 1)[-1] + _BANNER + part
+                try:
+                    run = ior_parser.parse_text(text, f'{out} (IOR run {i})')
+                except ParseError as exc:
+                    raise SanityError(str(exc)) from None
+                for op in run.summary:
+                    self._runs[op] = run
+        return self._runs
+
+    @sanity_function
+    def both_phases_valid(self):
+        runs = self.runs()
+        for phase in ior_parser.OPERATIONS:
+            if phase not in runs:
+                raise SanityError(f'no IOR {phase} result in {self.job.stdout} '
+                                  f'(phases found: {", ".join(runs) or "none"})')
+            why = ior_parser.check_access(runs[phase], ior_parser.SHARED_FILE)
+            if why:
+                raise SanityError(why)
+            if runs[phase].tasks != self.threads:
+                raise SanityError(f'IOR {phase} ran {runs[phase].tasks} tasks, '
+                                  f'expected {self.threads}')
+        if bool(self.read_reorder) != runs['read'].reorder:
+            raise SanityError(f'IOR read reordering: asked {self.read_reorder or "none"!r}, '
+                              f'IOR reported reorder={runs["read"].reorder}')
+        self.binary_version = runs['write'].version or self.binary_version
+        self.ior_iterations = ' '.join(
+            f'{r["operation"]}[{r["iter"]}]={r["bw_mib"]:g}MiB/s'
+            for phase in ior_parser.OPERATIONS for r in runs[phase].iterations
+            if r['operation'] == phase)
+        return True
+
+    def bw(self, phase, stat, unit):
+        return self.runs()[phase].bandwidth(phase, stat, unit)
+
+    @performance_function('MiB/s')
+    def write_max(self):
+        return self.bw('write', 'max', 'MiB/s')
+
+    @performance_function('MiB/s')
+    def write_mean(self):
+        return self.bw('write', 'mean', 'MiB/s')
+
+    @performance_function('MiB/s')
+    def read_max(self):
+        return self.bw('read', 'max', 'MiB/s')
+
+    @performance_function('MiB/s')
+    def read_mean(self):
+        return self.bw('read', 'mean', 'MiB/s')
+
+    @performance_function('GB/s')
+    def write_max_gbs(self):
+        return self.bw('write', 'max', 'GB/s')
+
+    @performance_function('GB/s')
+    def read_max_gbs(self):
+        return self.bw('read', 'max', 'GB/s')
