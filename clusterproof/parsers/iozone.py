@@ -1,0 +1,145 @@
+"""IOzone 3.4xx throughput-mode output (``-t N``, with or without ``-+m``).
+
+One output may hold several IOzone runs (the job runs the write pass, then
+the read pass); :func:`parse` returns one record per run, in order.
+
+Per test (``initial writers``, ``rewriters``, ``readers``, ``re-readers``,
+``random readers``, ``random writers``, ...):
+
+- ``children``: "Children see throughput" (kB/s, IOzone's kB = 1024 bytes;
+  or ops/s with ``-O``): the figure the published methodology reports;
+- ``min``, ``max``, ``avg``: throughput per process;
+- ``min_xfer``: the least any process moved (kB, or ops with ``-O``);
+- ``stonewalled``: True when ``min_xfer`` is below the file size (in ops:
+  file size / record size): IOzone's stonewalling (on unless ``-x``) stopped
+  the slower processes when the first one finished, so the figure covers
+  only part of the data. The published methodology keeps stonewalling on;
+  such runs are flagged, not hidden.
+
+"Parent sees throughput" is not printed in cluster mode and is ignored.
+"""
+
+import re
+
+from clusterproof.parsers import ParseError
+
+KIB = 1024
+
+_VERSION = re.compile(r'Version \$Revision: ([0-9.]+) \$')
+_CMD = re.compile(r'^\s*Command line used: (.*)$', re.M)
+_THREADS = re.compile(r'^\s*Throughput test with (\d+) (?:processes|threads)', re.M)
+_FILESIZE = re.compile(r'^\s*File size set to (\d+) kB', re.M)
+_RECORD = re.compile(r'^\s*Record Size (\d+) kB', re.M)
+_EACH = re.compile(r'^\s*Each (?:process|thread) writes a (\d+) kByte file in (\d+) kByte records',
+                   re.M)
+_CHILDREN = re.compile(
+    r'^\s*Children see throughput for\s+(\d+)\s+(.+?)\s*=\s*([0-9.]+)\s+(kB/sec|ops/sec)', re.M)
+_PER_PROC = re.compile(
+    r'^\s*(Min|Max|Avg) throughput per process\s*=\s*([0-9.]+)\s+(kB/sec|ops/sec)', re.M)
+_MIN_XFER = re.compile(r'^\s*Min xfer\s*=\s*([0-9.]+)\s+(kB|ops)', re.M)
+_COMPLETE = 'iozone test complete.'
+_UNIT = {'kB/sec': 'kB/s', 'ops/sec': 'ops/s'}
+
+
+def _split_runs(text):
+    """Split at each banner; text before the first banner is dropped."""
+    starts = [m.start() for m in re.finditer(r'Iozone: Performance Test of File I/O', text)]
+    if not starts:
+        return []
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def _parse_run(chunk, source, number):
+    where = f'{source} (IOzone run {number})'
+    cmd = _CMD.search(chunk)
+    threads = _THREADS.search(chunk)
+    each = _EACH.search(chunk)
+    fsize = _FILESIZE.search(chunk)
+    rec = _RECORD.search(chunk)
+    if not threads:
+        raise ParseError(f'{where}: no "Throughput test with N processes" line; '
+                         f'clusterproof reads IOzone throughput mode (-t N) only')
+    file_kb = int(each.group(1)) if each else (int(fsize.group(1)) if fsize else None)
+    record_kb = int(each.group(2)) if each else (int(rec.group(1)) if rec else None)
+    tests = {}
+    # Each "Children see" line opens a block that ends at the next one.
+    marks = list(_CHILDREN.finditer(chunk))
+    for i, m in enumerate(marks):
+        block = chunk[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(chunk)]
+        name = re.sub(r'\s+', ' ', m.group(2)).strip()
+        unit = _UNIT[m.group(4)]
+        entry = {'threads': int(m.group(1)), 'children': float(m.group(3)), 'unit': unit}
+        for pm in _PER_PROC.finditer(block):
+            entry[pm.group(1).lower()] = float(pm.group(2))
+        mx = _MIN_XFER.search(block)
+        if not mx:
+            raise ParseError(f'{where}: test {name!r} has no "Min xfer" line (truncated output?)')
+        entry['min_xfer'] = float(mx.group(1))
+        entry['min_xfer_unit'] = mx.group(2)
+        expected = None
+        if file_kb is not None:
+            expected = file_kb if mx.group(2) == 'kB' else (
+                file_kb // record_kb if record_kb else None)
+        entry['expected_xfer'] = expected
+        entry['xfer_fraction'] = (entry['min_xfer'] / expected) if expected else None
+        entry['stonewalled'] = bool(expected) and entry['min_xfer'] < expected
+        tests[name] = entry
+    return {
+        'command': cmd.group(1).strip() if cmd else '',
+        'threads': int(threads.group(1)),
+        'file_kb': file_kb,
+        'record_kb': record_kb,
+        'cluster_mode': 'Network distribution mode enabled.' in chunk,
+        'direct_io': 'O_DIRECT feature enabled' in chunk,
+        'stonewall_off': 'Stonewall disabled' in chunk,
+        'complete': _COMPLETE in chunk,
+        'tests': tests,
+    }
+
+
+def parse(text, source='IOzone output'):
+    """All IOzone runs of ``text``: ``{'version', 'runs': [run, ...]}``.
+
+    A run without any "Children see throughput" line, or cut short before
+    "iozone test complete.", is an error naming ``source``."""
+    chunks = _split_runs(text)
+    if not chunks:
+        raise ParseError(f'{source}: no IOzone banner ("Iozone: Performance Test of File I/O"); '
+                         f'is this IOzone output?')
+    version = _VERSION.search(text)
+    runs = []
+    for n, chunk in enumerate(chunks, 1):
+        run = _parse_run(chunk, source, n)
+        if not run['tests']:
+            raise ParseError(f'{source} (IOzone run {n}): no "Children see throughput" line; '
+                             f'the run failed or was cut short')
+        if not run['complete']:
+            raise ParseError(f'{source} (IOzone run {n}): no "{_COMPLETE}" line; the run was '
+                             f'cut short')
+        runs.append(run)
+    return {'version': version.group(1) if version else '', 'runs': runs}
+
+
+def find_test(parsed, name):
+    """The last run's entry for test ``name`` (e.g. ``'initial writers'``)."""
+    for run in reversed(parsed['runs']):
+        if name in run['tests']:
+            return run['tests'][name]
+    have = sorted({t for r in parsed['runs'] for t in r['tests']})
+    raise ParseError(f'IOzone output has no {name!r} result (have: {", ".join(have)})')
+
+
+def to_gbps(kb_per_s):
+    """IOzone kB/s (1024 bytes) as GB/s (10^9 bytes/s), the published unit."""
+    return kb_per_s * KIB / 1e9
+
+
+def to_mbps(kb_per_s):
+    """IOzone kB/s as MB/s (10^6 bytes/s)."""
+    return kb_per_s * KIB / 1e6
+
+
+def stonewalled_tests(parsed):
+    """Names of the tests that stonewalling cut short, with the fraction moved."""
+    return {name: t['xfer_fraction'] for run in parsed['runs']
+            for name, t in run['tests'].items() if t['stonewalled']}

@@ -1,0 +1,277 @@
+"""IOzone N-to-N: T threads, one file each, dealt round-robin over the
+client nodes (the published pixstor methodology; docs/storage.md).
+
+``IOzoneSequential``: write pass, then read pass, transfer 16 MiB::
+
+    iozone -i0 -c -e -w -r 16M -s <FileSize> -t T -+n -+m threadlist -+h <master>
+    iozone -i1 -c -e -w -r 16M -s <FileSize> -t T -+n -+m threadlist -+h <master>
+
+``IOzoneRandom``: the files are created with the sequential write pass, then
+random 4 KiB reads and writes in operations per second::
+
+    iozone -i2 -O -w -r 4K -s <Size> -t T -+n -+m threadlist -+h <master>
+
+Cluster mode, started through Slurm: the job holds min(T, client nodes)
+nodes; ``clusterproof placement`` writes the ``-+m`` threadlist from
+``$SLURM_JOB_NODELIST`` in the job (one line per thread, round-robin), and
+IOzone starts each client with ``$RSH <client_node> -n '<command>'`` where
+``RSH`` is ``slurm/iozone-rsh`` (copied to the stage directory): it runs the
+client as a step of the job (``srun --overlap -N1 -n1 -w <client_node>``).
+The master runs in the job script on the first node; ``-+h`` gives the
+clients its address. On the ``local`` system (no scheduler) the threadlist
+names this machine and the wrapper starts the clients here: the same cluster
+mode code path of IOzone, on one node.
+
+Sizes: at least 2 x the RAM of clients and servers in all, divided by T
+(clusterproof/sizing.py); smoke mode uses small files with ``-I`` (O_DIRECT)
+and marks the results smoke. Files live in a directory of their own under the
+partition's scratch directory (clusterproof/scratch.py), removed by the job
+script, again after the run, and by the next run if the job was interrupted.
+
+Stonewalling stays IOzone's default (as published): when the first thread
+finishes, the others stop. A run where that cut the work (``Min xfer`` below
+the file size) is flagged in ``iozone_stonewalled`` (test and fraction of
+the file moved), never hidden; ``-S stonewall=false`` passes ``-x``.
+
+Figures: sequential in GB/s (10^9 B/s, as published; IOzone's kB/s are
+1024 B/s) with the slowest and fastest process in MB/s; random in IOPS.
+"""
+
+import os
+import shlex
+import shutil
+import sys
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import ClusterproofError, scratch, sizing
+from clusterproof import iozone
+from clusterproof.modes import by_mode
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import iozone as iozone_parser
+from clusterproof.paths import REPO
+from clusterproof.rfm import ClusterproofCheck
+
+IOZONE_SPEC = 'iozone'
+RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'
+THREADLIST = 'threadlist'
+
+
+class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    sourcesdir = None
+    tags = {'storage', 'iozone'}
+    time_limit = by_mode({'smoke': '10m', 'nightly': '2h', 'acceptance': '12h'})
+
+    #: keep IOzone's stonewalling (published); false passes -x
+    stonewall = variable(bool, value=True)
+
+    #: total data written; '' = the declared total or 2 x RAM of clients and
+    #: servers (smoke: small files with direct I/O)
+    total = variable(str, value='')
+
+    #: the master's address the clients connect back to (-+h); a shell
+    #: expression is evaluated in the job on the first node
+    master_address = variable(str, value='$(hostname)')
+
+    #: what ran (logged with each result)
+    iozone_file_size = variable(str, value='')
+    iozone_record_size = variable(str, value='')
+    iozone_direct_io = variable(bool, value=False)
+    iozone_client_nodes = variable(int, value=0)
+    iozone_test_dir = variable(str, value='')
+    #: tests cut short by stonewalling, 'test=fraction' ('' when none)
+    iozone_stonewalled = variable(str, value='')
+
+    #: which IOzone passes run: 'sequential' or 'random' (set by subclasses)
+    kind = 'sequential'
+
+    @run_after('setup')
+    def find_iozone(self):
+        self.iozone_path = self.use_binary('iozone', IOZONE_SPEC, version_argv=['{exe}', '-v'])
+        iozone.check_threads(self.threads, self.binary_version)
+
+    @run_after('setup')
+    def size_files(self):
+        storage = self.declared('storage', default=None)
+        self.skip_if(not storage, f'{self.current_partition.fullname} declares no '
+                                  f"extras['storage'] (scratch directory, client nodes)")
+        self.size = sizing.compute(storage, self.threads, total=self.total or None,
+                                   smoke=self.cp_smoke)
+        self.iozone_file_size = self.size.per_thread_arg
+        self.iozone_record_size = self.size.transfer_arg
+        self.iozone_direct_io = self.size.direct_io
+
+    @run_after('setup')
+    def place_threads(self):
+        nodes = int(self.declared('storage', 'client_nodes', default=1) or 1)
+        if self.current_partition.scheduler.registered_name == 'local':
+            nodes = 1
+        self.iozone_client_nodes = min(nodes, self.threads)
+        # One task per client node: the job holds the nodes, the IOzone clients
+        # run as overlapping steps started by the RSH wrapper.
+        self.num_tasks = self.iozone_client_nodes
+        self.num_tasks_per_node = 1
+
+    @run_before('run')
+    def make_test_dir(self):
+        root = self.declared('storage', 'scratch')
+        if self.is_dry_run():
+            self.scratch_root = root
+            self.test_dir = scratch.plan_test_dir(root, f'{self.unique_name}')
+        else:
+            try:
+                scratch.remove_leftovers(root)
+                sizing.check_fits(root, self.size.total,
+                                  f'IOzone {self.kind} with {self.threads} threads')
+                self.scratch_root = root
+                self.test_dir = scratch.create_test_dir(
+                    root, scratch.plan_test_dir(root, self.unique_name))
+            except ClusterproofError as err:
+                raise ClusterproofError(f'{self.current_partition.fullname}: {err}') from None
+        self.iozone_test_dir = str(self.test_dir)
+
+    @run_before('run')
+    def start_master_in_job_script(self):
+        self.job.launcher = getlauncher('local')()
+
+    @run_before('run')
+    def set_commands(self):
+        shutil.copy2(RSH_WRAPPER, os.path.join(self.stagedir, RSH_WRAPPER.name))
+        if self.current_partition.scheduler.registered_name == 'local':
+            nodes = '$(hostname)'
+        else:
+            nodes = '$SLURM_JOB_NODELIST'
+        cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
+        self.prerun_cmds = [
+            f'{cli} placement --nodes "{nodes}" --threads {self.threads} --format threadlist '
+            f'--workdir {shlex.quote(str(self.test_dir))} '
+            f'--iozone {shlex.quote(self.iozone_path)} > {THREADLIST} || exit 2',
+            f'export RSH="$PWD/{RSH_WRAPPER.name}"',
+        ]
+        first, second = self.passes()
+        self.executable = iozone.command_line(first, self.master_address)
+        self.executable_opts = []
+        self.postrun_cmds = [
+            'iozone_first_status=$?',
+            f'if [ $iozone_first_status -eq 0 ]; then '
+            f'{iozone.command_line(second, self.master_address)}; fi',
+            'iozone_second_status=$?',
+            scratch.shell_cleanup(self.test_dir),
+            'exit $(( iozone_first_status != 0 ? iozone_first_status : iozone_second_status ))',
+        ]
+
+    def passes(self):
+        raise NotImplementedError
+
+    @run_after('run')
+    def remove_test_dir(self):
+        if getattr(self, 'test_dir', None) and not self.is_dry_run():
+            scratch.remove_test_dir(self.scratch_root, self.test_dir)
+
+    def results(self):
+        if not hasattr(self, '_parsed'):
+            out = os.path.join(self.stagedir, str(self.job.stdout))
+            try:
+                with open(out) as f:
+                    text = f.read()
+                self._parsed = iozone_parser.parse(text, out)
+            except OSError as exc:
+                raise SanityError(f'cannot read the IOzone output: {exc}') from None
+            except ParseError as exc:
+                raise SanityError(str(exc)) from None
+        return self._parsed
+
+    @sanity_function
+    def both_passes_complete(self):
+        parsed = self.results()
+        runs = parsed['runs']
+        if len(runs) != 2:
+            raise SanityError(f'expected 2 IOzone runs in {self.job.stdout}, found {len(runs)}')
+        for run in runs:
+            if run['threads'] != self.threads or not run['cluster_mode']:
+                raise SanityError(f'IOzone ran {run["threads"]} threads (cluster mode: '
+                                  f'{run["cluster_mode"]}); expected {self.threads} in '
+                                  f'cluster mode: {run["command"]}')
+        for name in self.expected_tests:
+            entry = iozone_parser.find_test(parsed, name)
+            if entry['threads'] != self.threads:
+                raise SanityError(f'IOzone {name}: {entry["threads"]} children reported, '
+                                  f'expected {self.threads}')
+        walled = iozone_parser.stonewalled_tests(parsed)
+        self.iozone_stonewalled = ','.join(f'{name}={frac:.3f}'
+                                           for name, frac in sorted(walled.items()))
+        self.binary_version = parsed['version'] or self.binary_version
+        return True
+
+    def figure(self, test, key='children'):
+        return iozone_parser.find_test(self.results(), test)[key]
+
+
+@rfm.simple_test
+class IOzoneSequential(IOzoneBase):
+    descr = 'IOzone N-to-N sequential: write then read, one file per thread, GB/s'
+    threads = parameter(iozone.thread_list('sequential'))
+    kind = 'sequential'
+    expected_tests = ('initial writers', 'readers')
+
+    def passes(self):
+        return iozone.sequential_passes(self.iozone_path, self.size, self.threads, THREADLIST,
+                                        self.stonewall)
+
+    @performance_function('GB/s')
+    def write_gbs(self):
+        return iozone_parser.to_gbps(self.figure('initial writers'))
+
+    @performance_function('GB/s')
+    def read_gbs(self):
+        return iozone_parser.to_gbps(self.figure('readers'))
+
+    @performance_function('MB/s')
+    def write_min_process(self):
+        return iozone_parser.to_mbps(self.figure('initial writers', 'min'))
+
+    @performance_function('MB/s')
+    def write_max_process(self):
+        return iozone_parser.to_mbps(self.figure('initial writers', 'max'))
+
+    @performance_function('MB/s')
+    def read_min_process(self):
+        return iozone_parser.to_mbps(self.figure('readers', 'min'))
+
+    @performance_function('MB/s')
+    def read_max_process(self):
+        return iozone_parser.to_mbps(self.figure('readers', 'max'))
+
+
+@rfm.simple_test
+class IOzoneRandom(IOzoneBase):
+    descr = 'IOzone N-to-N random 4 KiB: files created sequentially, then random I/O, IOPS'
+    threads = parameter(iozone.thread_list('random'))
+    kind = 'random'
+    expected_tests = ('initial writers', 'random readers', 'random writers')
+
+    def passes(self):
+        return iozone.random_passes(self.iozone_path, self.size, self.threads, THREADLIST,
+                                    self.stonewall)
+
+    @performance_function('IOPS')
+    def random_write(self):
+        return self.figure('random writers')
+
+    @performance_function('IOPS')
+    def random_read(self):
+        return self.figure('random readers')
+
+    @performance_function('IOPS')
+    def random_write_min_process(self):
+        return self.figure('random writers', 'min')
+
+    @performance_function('IOPS')
+    def random_read_min_process(self):
+        return self.figure('random readers', 'min')
