@@ -255,7 +255,9 @@ def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
         spread = statistics.pstdev(values) if len(values) > 1 else 0.0
         tol = max(min_tolerance, nsigma * spread / abs(ref)) if ref else min_tolerance
         lib = rs[0].lower_is_better
-        tol = min(tol, max_tolerance, 1.0)   # ReFrame's lower threshold is at least -100%
+        tol = min(tol, max_tolerance)
+        if not lib:
+            tol = min(tol, 1.0)     # ReFrame's lower threshold is at least -100%
         tol = float(f'{tol:.4g}')
         out.append(NewReference(check, list(index), path, figure, ref,
                                 None if lib else -tol, tol if lib else None,

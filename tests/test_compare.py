@@ -1,0 +1,104 @@
+"""clusterproof compare: a real round trip through ReFrame on ``local``
+(run, bless, run again, compare; a slowed run is a regression), and drift on
+a history recorded from real runs."""
+
+import dataclasses
+import re
+
+import pytest
+
+from clusterproof import compare
+from clusterproof.bless import derive, merged_entries
+from clusterproof.results import load_sessions, records
+from conftest import run_reframe
+from results_helpers import SELFTEST_CHECKS, clusterproof, recorded_results
+
+
+def _run(results, refs, *extra):
+    proc = run_reframe(['-c', str(SELFTEST_CHECKS), '-r', '--system', 'local',
+                        '-S', 'copy_mib=192', *extra],
+                       results, mode='nightly', extra_env={'CLUSTERPROOF_REFERENCES': str(refs)},
+                       timeout=300)
+    found = re.findall(r'Current session stored with UUID: ([0-9a-f-]+)', proc.stdout)
+    assert found, proc.stdout + proc.stderr
+    return proc, found[-1]
+
+
+def test_round_trip_bless_compare_and_slowed_run(tmp_path):
+    results, refs = tmp_path / 'results', tmp_path / 'refs'
+    ids = [_run(results, refs)[1] for _ in range(2)]
+    # This machine is shared with other jobs: dd's rate varies about 2x from
+    # run to run, so the tolerance is widened to 300%; the slowed run below
+    # is some 30x slower and must still be caught.
+    sel = [a for i in ids for a in ('--session', i)]
+    out = clusterproof(['bless', *sel, '--min-tolerance', '300', '--max-tolerance', '300',
+                        '--write', '--reason', 'round trip test'], results, refs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (refs / 'local.yaml').is_file()
+
+    proc, again = _run(results, refs)
+    assert proc.returncode == 0, proc.stdout    # ReFrame judged it against the blessed file
+    assert 'copy_time' in proc.stdout
+    out = clusterproof(['compare', again, '--drift-nights', '0'], results, refs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert 'REGRESSION' not in out.stdout and 'verdicts: pass 4\n' in out.stdout
+
+    proc, slowed = _run(results, refs, '-S', 'block_size=512')
+    assert proc.returncode != 0                 # ReFrame's own performance check fails too
+    out = clusterproof(['compare', slowed, '--drift-nights', '0'], results, refs)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert re.search(r'copy_time\s+s\s+\S+\s+\S+\s+\S+\s+\S+\s+REGRESSION', out.stdout)
+    out = clusterproof(['compare', again, slowed, '--history', '0'], results, refs)
+    assert out.returncode == 1 and 'REGRESSION' in out.stdout
+
+
+def test_compare_names_unknown_session(tmp_path):
+    results = recorded_results(tmp_path)
+    out = clusterproof(['compare', 'deadbeef'], results, tmp_path)
+    assert out.returncode == 2 and "session 'deadbeef' is not in" in out.stderr
+
+
+def _history(tmp_path):
+    """A 20-night history synthesized ONLY for drift: copies of the real
+    records of the first recorded session with their values adjusted."""
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
+    base = [r for r in records(sessions[:1]) if r.figure == 'copy_bw']
+    refs = {'local': merged_entries({}, derive(base))}
+    return base, refs
+
+
+def _nights(base, factors):
+    out = []
+    for night, f in enumerate(factors):
+        for r in base:
+            out.append(dataclasses.replace(r, session=f'night{night}', start=r.start + night * 86400,
+                                           value=r.value * f))
+    return out
+
+
+def test_drift_rolling_median(tmp_path):
+    base, refs = _history(tmp_path)
+    # Each night within the 2% tolerance of the night before, never a
+    # single-night regression against the night before, but 10% down in all.
+    hist = _nights(base, [1.0] * 10 + [0.97, 0.92, 0.95, 0.91, 0.93, 0.9, 0.92])
+    found = compare.drift(hist, refs, window=5, drop=0.05, nights=0)
+    assert {d.kind for d in found} == {'median'} and len(found) == len(base)
+    assert compare.drift(hist, refs, window=5, drop=0.15, nights=0) == []
+
+
+def test_drift_nights_in_a_row(tmp_path):
+    base, refs = _history(tmp_path)
+    hist = _nights(base, [1.0, 1.01, 0.995, 0.99, 0.985, 0.98, 0.975])
+    found = compare.drift(hist, refs, window=7, drop=0.05, nights=5)
+    assert [d.kind for d in found] == ['streak'] * len(base)
+    assert compare.drift(hist, refs, window=7, drop=0.05, nights=6) == []
+
+
+def test_verdicts_by_direction():
+    assert compare.judge(90, 100, -0.05, None, False) == 'REGRESSION'
+    assert compare.judge(96, 100, -0.05, None, False) == 'pass'
+    assert compare.judge(200, 100, -0.05, None, False) == 'pass'
+    assert compare.judge(1.2, 1.0, None, 0.1, True) == 'REGRESSION'
+    assert compare.judge(0.5, 1.0, None, 0.1, True) == 'pass'
+    assert compare.judge(float('nan'), 1.0, None, 0.1, True) == 'FAILED'
+    assert compare.judge(1.0, None, None, None, True) == 'no-ref'
