@@ -1,0 +1,201 @@
+"""mdtest: metadata rates of the file system under test.
+
+    mdtest -n <files per task> -u -N <stride> -i <repetitions> -w 3901 -e 3901 -d <dir>
+
+T tasks (``threads``, from the mode) are dealt round-robin over the client
+nodes exactly as for IOR (docs/ior-mdtest.md): ``srun --distribution=cyclic``,
+a hostfile under mpirun, mpirun on this machine for ``local``. Each task
+works in a directory of its own (``-u``); ``-N`` shifts the tasks between
+phases so that the stat and read phases touch files another client node
+created (1 under round-robin placement: the next rank is on the next node;
+the stride is computed from the placement and recorded in ``mdtest_stride``).
+``-w``/``-e`` write and read 3901 bytes per file (IO500's size), so the read
+phase reads data, not just open/close (without them mdtest warns).
+
+The test directory is created under the partition's scratch directory only
+and removed after the run, also when mdtest fails.
+
+Sanity: the ``SUMMARY rate`` table is there with every reported operation,
+the task count matches, no ``WARNING:`` or ``ERROR`` line. Figures (ops/s,
+mean over the repetitions): file creation, stat, read, removal, tree
+creation and removal; never taken from the ``SUMMARY time`` table.
+"""
+
+import math
+import os
+import shlex
+import sys
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import ClusterproofError, placement, scratch
+from clusterproof.hpl import mpirun_env
+from clusterproof.modes import by_mode
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import mdtest as mdtest_parser
+from clusterproof.rfm import ClusterproofCheck
+
+MDTEST_SPEC = 'ior@4.0.0'
+HOSTFILE = 'hostfile'
+
+#: the reported rows and their figure names
+FIGURES = {
+    'file_creation': 'File creation', 'file_stat': 'File stat', 'file_read': 'File read',
+    'file_removal': 'File removal', 'tree_creation': 'Tree creation',
+    'tree_removal': 'Tree removal',
+}
+
+
+@rfm.simple_test
+class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'mdtest metadata rates (file creation, stat, read, removal; tree creation, removal)'
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    tags = {'storage', 'mdtest'}
+    time_limit = '2h'
+
+    #: T, the number of tasks (MPI ranks)
+    threads = parameter(by_mode({'smoke': [2, 4], 'nightly': [4, 16, 64],
+                                 'acceptance': [2 ** i for i in range(10)]}))
+
+    #: files (and directories) per task (-n)
+    files_per_task = variable(int, value=by_mode({'smoke': 50, 'nightly': 1000,
+                                                  'acceptance': 10000}))
+
+    #: repetitions (-i)
+    repetitions = variable(int, value=by_mode({'smoke': 1, 'nightly': 3, 'acceptance': 3}))
+
+    #: bytes written to and read from each file (-w, -e)
+    file_bytes = variable(int, value=3901)
+
+    #: what ran (logged with each result)
+    mdtest_stride = variable(int, value=0)
+    mdtest_test_dir = variable(str, value='')
+    mdtest_client_nodes = variable(int, value=0)
+
+    @run_after('setup')
+    def find_mdtest(self):
+        # mdtest has no version option; the version comes from its output.
+        self.executable = self.use_binary('mdtest', MDTEST_SPEC, version_argv=['true'])
+
+    @run_after('setup')
+    def place_tasks(self):
+        launcher = self.current_partition.launcher_type.registered_name
+        nodes = int(self.declared('storage', 'client_nodes', default=1) or 1)
+        if launcher not in ('srun', 'mpirun'):
+            nodes = 1
+        self.mdtest_client_nodes = min(nodes, self.threads)
+        self.num_tasks = self.threads
+        self.num_tasks_per_node = math.ceil(self.threads / self.mdtest_client_nodes)
+        cores = self.current_partition.processor.num_cpus
+        self.oversubscribed = bool(cores) and self.num_tasks_per_node > cores
+        if self.oversubscribed and self.current_partition.scheduler.registered_name == 'slurm':
+            self.job.options += ['--overcommit']
+        # The pattern of round-robin placement does not depend on the node names.
+        order = placement.place([f'node{i}' for i in range(self.mdtest_client_nodes)],
+                                self.threads).order()
+        self.mdtest_stride = mdtest_parser.stride(order)
+
+    @run_before('run')
+    def make_test_dir(self):
+        try:
+            root = scratch.check_scratch(self.declared('storage', 'scratch', default=None))
+            os.makedirs(root, exist_ok=True)
+            self.scratch_root = root
+            self.test_dir = scratch.create_test_dir(
+                root, scratch.plan_test_dir(root, f'mdtest-t{self.threads}'))
+        except ClusterproofError as err:
+            self.skip(f'{self.current_partition.fullname}: {err}')
+        self.mdtest_test_dir = str(self.test_dir)
+
+    @run_before('run')
+    def set_launcher(self):
+        launcher = self.current_partition.launcher_type.registered_name
+        if launcher == 'srun':
+            self.job.launcher.options = ['--distribution=cyclic'] + (
+                ['--overcommit'] if self.oversubscribed else [])
+        elif launcher == 'mpirun':
+            cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
+            self.prerun_cmds = [
+                f'{cli} placement --nodes "$SLURM_JOB_NODELIST" --threads {self.threads} '
+                f'--format hostfile > {HOSTFILE}']
+            self.job.launcher.options = ['--hostfile', HOSTFILE, '--map-by', 'node'] + (
+                ['--oversubscribe'] if self.oversubscribed else [])
+        else:
+            self.job.launcher = getlauncher('mpirun')()
+            self.job.launcher.options = ['--oversubscribe']
+            self.env_vars.update(mpirun_env(os.geteuid()))
+
+    @run_before('run')
+    def set_command(self):
+        self.executable_opts = [
+            '-n', str(self.files_per_task), '-u', '-N', str(self.mdtest_stride),
+            '-i', str(self.repetitions), '-w', str(self.file_bytes), '-e', str(self.file_bytes),
+            '-d', f'{self.test_dir}/mdtest']
+        self.postrun_cmds = ['mdtest_status=$?', scratch.shell_cleanup(self.test_dir),
+                             'exit $mdtest_status']
+
+    @run_after('run')
+    def remove_test_dir(self):
+        if getattr(self, 'test_dir', None):
+            scratch.remove_test_dir(self.scratch_root, self.test_dir)
+
+    def result(self):
+        if not hasattr(self, '_result'):
+            out = os.path.join(self.stagedir, str(self.job.stdout))
+            err = os.path.join(self.stagedir, str(self.job.stderr))
+            try:
+                with open(out) as f:
+                    stdout = f.read()
+                with open(err) as f:
+                    stderr = f.read()
+                self._result = mdtest_parser.parse(stdout, out, stderr=stderr)
+            except OSError as exc:
+                raise SanityError(f'cannot read the mdtest output: {exc}') from None
+            except ParseError as exc:
+                raise SanityError(str(exc)) from None
+        return self._result
+
+    @sanity_function
+    def rates_reported(self):
+        run = self.result()
+        problems = run.problems()
+        if problems:
+            more = f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''
+            raise SanityError(f'mdtest reported: {problems[0]!r}{more}; see {run.source}')
+        missing = [op for op in FIGURES.values() if op not in run.rates]
+        if missing:
+            raise SanityError(f'{run.source}: no {", ".join(missing)} in the SUMMARY rate table')
+        if run.tasks != self.threads:
+            raise SanityError(f'{run.source}: mdtest ran {run.tasks} tasks, expected '
+                              f'{self.threads}')
+        self.binary_version = run.version or self.binary_version
+        return True
+
+    @performance_function('ops/s')
+    def file_creation(self):
+        return self.result().rate(FIGURES['file_creation'])
+
+    @performance_function('ops/s')
+    def file_stat(self):
+        return self.result().rate(FIGURES['file_stat'])
+
+    @performance_function('ops/s')
+    def file_read(self):
+        return self.result().rate(FIGURES['file_read'])
+
+    @performance_function('ops/s')
+    def file_removal(self):
+        return self.result().rate(FIGURES['file_removal'])
+
+    @performance_function('ops/s')
+    def tree_creation(self):
+        return self.result().rate(FIGURES['tree_creation'])
+
+    @performance_function('ops/s')
+    def tree_removal(self):
+        return self.result().rate(FIGURES['tree_removal'])
