@@ -1,0 +1,224 @@
+"""fio: the generated job file, the JSON parser on recorded fio 3.33 output,
+the references, and the emulated-pmem and psync checks end to end through
+ReFrame on ``local`` and on the local cluster ``emu``."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from clusterproof import ClusterproofError
+from clusterproof.fiojob import (FioJob, fio_size, parse_engines, worst_case_job)
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import fio
+
+from conftest import DATA, REPO, run_reframe
+
+FIO = DATA / 'fio'
+
+
+def read(name):
+    return (FIO / name).read_text()
+
+
+# -- job file ---------------------------------------------------------------
+
+def test_acceptance_job_is_the_published_one():
+    text = worst_case_job('libpmem', '/mnt/nvdimm', mode='acceptance').render()
+    lines = text.splitlines()
+    glob_opts = lines[1:lines.index('')]
+    assert glob_opts == ['blocksize=4k', 'sync=1', 'direct=1', 'buffered=0', 'ioengine=libpmem',
+                         'group_reporting=1', 'directory=/mnt/nvdimm', 'lat_percentiles=1',
+                         'iodepth=1', 'loops=10']
+    assert '[randread_8files]\nrw=randread\nfilesize=1G\nnumjobs=4\n' in text
+    assert '[randwrite_8files]\nrw=randwrite\nfilesize=1G\nnumjobs=4\n' in text
+
+
+def test_mode_sets_sizes_and_overrides_win():
+    smoke = worst_case_job('psync', '/scratch/x', mode='smoke')
+    assert (smoke.filesize, smoke.loops, smoke.numjobs) == (16 * 2 ** 20, 1, 2)
+    assert 'ioengine=psync' in smoke.render()
+    job = worst_case_job('psync', '/scratch/x', mode='nightly', filesize=2 ** 20, loops=3)
+    assert (job.filesize, job.loops, job.numjobs) == (2 ** 20, 3, 4)
+
+
+def test_devdax_aligns_block_size_and_turns_direct_off():
+    job = worst_case_job('dev-dax', '/dev/dax0.0', mode='smoke', devdax_align=2 * 2 ** 20)
+    text = job.render()
+    assert 'blocksize=2M' in text and 'direct=0' in text and 'buffered' not in text
+    assert 'filename=/dev/dax0.0' in text and 'offset_increment=16M' in text
+    assert job.layout_files('randread_8files') == []
+
+
+def test_layout_files_follow_fio_names():
+    job = worst_case_job('libpmem', '/mnt/nvdimm/t', mode='smoke')
+    assert job.layout_files('randwrite_8files') == [
+        ('/mnt/nvdimm/t/randwrite_8files.0.0', 16 * 2 ** 20),
+        ('/mnt/nvdimm/t/randwrite_8files.1.0', 16 * 2 ** 20)]
+
+
+@pytest.mark.parametrize('target', ['relative/dir', '/a:b', '/a\nb', '/a b', '/a;rm', '/a/../b',
+                                    '/x$HOME'])
+def test_unsafe_paths_are_refused(target):
+    with pytest.raises(ClusterproofError, match='fio job'):
+        worst_case_job('libpmem', target, mode='smoke')
+
+
+@pytest.mark.parametrize('field,value', [('filesize', 0), ('numjobs', -1), ('loops', 1.5)])
+def test_bad_numbers_are_refused(field, value):
+    kw = dict(engine='psync', target='/s', filesize=4096, numjobs=1, loops=1)
+    kw[field] = value
+    with pytest.raises(ClusterproofError, match=field):
+        FioJob(**kw)
+
+
+def test_fio_size_units():
+    assert [fio_size(n) for n in (2 ** 30, 3 * 2 ** 20, 8192, 1000)] == ['1G', '3M', '8k', '1000']
+
+
+def test_generated_job_parses_with_real_fio(tmp_path):
+    if not shutil.which('fio'):
+        pytest.skip('fio not installed')
+    job = worst_case_job('psync', str(tmp_path), mode='smoke')
+    (tmp_path / 'j.fio').write_text(job.render())
+    out = subprocess.run(['fio', '--parse-only', str(tmp_path / 'j.fio')],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    engines = parse_engines(subprocess.run(['fio', '--enghelp'], capture_output=True,
+                                           text=True).stdout)
+    assert 'psync' in engines and 'libpmem' in engines
+
+
+# -- parser on recorded output ----------------------------------------------
+
+def test_group_reporting_gives_one_entry_per_section():
+    doc = fio.load(read('libpmem-emulated-randwrite.json'))
+    assert [j['jobname'] for j in doc['jobs']] == ['randwrite_8files']
+    assert doc['global options']['ioengine'] == 'libpmem'
+
+
+def test_randwrite_figures_from_lat_ns():
+    figs = fio.section_figures(read('libpmem-emulated-randwrite.json'), 'randwrite_8files')
+    raw = json.loads(read('libpmem-emulated-randwrite.json'))['jobs'][0]['write']
+    assert figs['iops'] == pytest.approx(raw['iops'])
+    assert figs['bw'] == pytest.approx(raw['bw_bytes'] / 2 ** 20)
+    assert figs['lat_mean'] == pytest.approx(raw['lat_ns']['mean'] / 1000)
+    assert figs['lat_p99_99'] == pytest.approx(raw['lat_ns']['percentile']['99.990000'] / 1000)
+    assert figs['lat_p50'] <= figs['lat_p99'] <= figs['lat_p99_9'] <= figs['lat_p99_99']
+    assert figs['total_ios'] == 2 * 16 * 2 ** 20 // 4096     # 2 jobs x 16 MiB in 4 KiB
+
+
+@pytest.mark.parametrize('name,section,ddir', [
+    ('libpmem-emulated-randread.json', 'randread_8files', 'read'),
+    ('psync-randread.json', 'randread_8files', 'read'),
+    ('psync-randwrite.jsonplus', 'randwrite_8files', 'write')])
+def test_every_recording_parses(name, section, ddir):
+    jobs = fio.parse(read(name), name)
+    assert list(jobs[section]) == [ddir]
+    assert jobs[section][ddir]['iops'] > 0
+
+
+def test_text_before_json_is_skipped_and_error_named():
+    text = read('libpmem-not-pmem.txt')
+    assert not text.startswith('{')
+    with pytest.raises(ParseError, match=r'job randwrite_8files: error=95 .*persistent memory'):
+        fio.parse(text, 'libpmem-not-pmem.txt')
+
+
+def test_killed_run_with_error_0_and_no_io_is_refused():
+    doc = fio.load(read('libpmem-killed.txt'))
+    assert doc['jobs'][0]['error'] == 0
+    msgs = fio.problems(doc, 'libpmem-killed.txt')
+    assert len(msgs) == 1 and 'randwrite_8files' in msgs[0] and 'total_ios=0' in msgs[0]
+    assert 'terminating on signal 2' in msgs[0]
+
+
+def test_output_without_json_names_what_fio_said():
+    with pytest.raises(ParseError, match='is not a directory'):
+        fio.parse(read('psync-no-directory.txt'), 'psync-no-directory.txt')
+
+
+def test_cut_json_is_an_error():
+    text = read('psync-randread.json')
+    with pytest.raises(ParseError, match='cut or invalid'):
+        fio.parse(text[:len(text) // 2], 'cut.json')
+
+
+def test_missing_section_is_named():
+    with pytest.raises(ParseError, match="no job named 'randread_8files'"):
+        fio.section_figures(read('libpmem-emulated-randwrite.json'), 'randread_8files')
+
+
+# -- references ---------------------------------------------------------------
+
+def test_pmserver_references_are_the_published_figures():
+    refs = yaml.safe_load((REPO / 'site_config' / 'references' / 'pmserver.yaml').read_text())
+    pm = refs['PmemFio']
+    assert pm['$index'] == ['$partition', 'section']
+    rw = pm['pmserver:default']['randwrite_8files']
+    assert rw['iops'][0] == 422000 and rw['bw'][0] == 1647 and rw['lat_mean'][0] == 6.05
+    assert rw['lat_p99'][0] == 14.0 and rw['lat_p99_99'][0] == 24.4
+    for fig in ('iops', 'bw'):
+        assert rw[fig][1] < 0 and rw[fig][2] is None       # lower bound only
+    for fig in ('lat_mean', 'lat_p99', 'lat_p99_99'):
+        assert rw[fig][1] is None and rw[fig][2] > 0       # upper bound only
+    assert 'PmemFioEmulated' not in refs
+
+
+# -- end to end through ReFrame ----------------------------------------------
+
+def _perflog_rows(results, check):
+    """Rows of a check's perflog: the header's plain columns, plus
+    ``perf[name] = (value, unit, ref)`` for each ``name=value|unit|ref|lo|hi`` group."""
+    rows = []
+    for path in glob.glob(str(results / 'perflogs' / '*' / '*' / f'{check}.log')):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        header = lines[0].split('|')
+        for line in lines[1:]:
+            fields = line.split('|')
+            row = dict(zip(header, fields))
+            row['perf'] = {}
+            start = next(i for i, h in enumerate(header) if '_var=' in h)
+            for i, field in enumerate(fields):
+                if i >= start and '=' in field and i + 2 < len(fields):
+                    name, value = field.split('=', 1)
+                    row['perf'][name] = (float(value), fields[i + 1], fields[i + 2])
+            rows.append(row)
+    return rows
+
+
+def _assert_fio_results(res, results):
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    emu = _perflog_rows(results, 'PmemFioEmulated')
+    base = _perflog_rows(results, 'StorageFioBaseline')
+    assert len(emu) == 2 and len(base) == 2
+    for row in emu:
+        assert row['cp_emulated'].lower() == 'true' and 'emulated' in row['descr'].lower()
+        assert row['perf']['iops'][2] in ('0', '0.0')     # never a pmem reference
+        assert row['perf']['iops'][0] > 0 and row['perf']['lat_p99'][0] > 0
+        assert row['perf']['lat_p99'][1] == 'us'
+    for row in base:
+        assert row['cp_emulated'].lower() == 'false' and row['perf']['bw'][0] > 0
+    assert 'PmemFio %section' in res.stdout and 'declares no DAX mount' in res.stdout
+    # nothing left behind on tmpfs or scratch
+    assert not [p for p in glob.glob('/dev/shm/clusterproof/fio-*')]
+    assert not [p for p in glob.glob(str(results / 'scratch' / 'fio-*'))]
+
+
+FIO_ARGS = ['-c', 'reframe_checks/pmem.py', '-r', '-S', 'StorageFioBaseline.filesize=1048576']
+
+
+def test_emulated_and_psync_on_local(tmp_path):
+    res = run_reframe(FIO_ARGS + ['--system', 'local'], tmp_path, timeout=300)
+    _assert_fio_results(res, tmp_path)
+
+
+def test_emulated_and_psync_on_emu(tmp_path, emu_cluster):
+    res = run_reframe(FIO_ARGS + ['--system', 'emu:srun'], tmp_path, extra_env=emu_cluster,
+                      timeout=400)
+    _assert_fio_results(res, tmp_path)
