@@ -192,7 +192,7 @@ def _perflog_rows(results, check):
     return rows
 
 
-def _assert_fio_results(res, results):
+def _assert_fio_results(res, results, tmpfs_dir):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     emu = _perflog_rows(results, 'PmemFioEmulated')
     base = _perflog_rows(results, 'StorageFioBaseline')
@@ -206,19 +206,31 @@ def _assert_fio_results(res, results):
         assert row['cp_emulated'].lower() == 'false' and row['perf']['bw'][0] > 0
     assert 'PmemFio %section' in res.stdout and 'declares no DAX mount' in res.stdout
     # nothing left behind on tmpfs or scratch
-    assert not [p for p in glob.glob('/dev/shm/clusterproof/fio-*')]
+    assert not glob.glob(f'{tmpfs_dir}/fio-*')
     assert not [p for p in glob.glob(str(results / 'scratch' / 'fio-*'))]
 
 
 FIO_ARGS = ['-c', 'reframe_checks/pmem.py', '-r', '-S', 'StorageFioBaseline.filesize=1048576']
 
 
-def test_emulated_and_psync_on_local(tmp_path):
-    res = run_reframe(FIO_ARGS + ['--system', 'local'], tmp_path, timeout=300)
-    _assert_fio_results(res, tmp_path)
+@pytest.fixture
+def tmpfs_dir(tmp_path):
+    """A directory of this test's own on /dev/shm for the emulated check."""
+    path = f'/dev/shm/cp-test-{os.getpid()}-{tmp_path.name}'
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
-def test_emulated_and_psync_on_emu(tmp_path, emu_cluster):
-    res = run_reframe(FIO_ARGS + ['--system', 'emu:srun'], tmp_path, extra_env=emu_cluster,
-                      timeout=400)
-    _assert_fio_results(res, tmp_path)
+def _args(tmpfs_dir):
+    return FIO_ARGS + ['-S', f'PmemFioEmulated.tmpfs_dir={tmpfs_dir}']
+
+
+def test_emulated_and_psync_on_local(tmp_path, tmpfs_dir):
+    res = run_reframe(_args(tmpfs_dir) + ['--system', 'local'], tmp_path, timeout=300)
+    _assert_fio_results(res, tmp_path, tmpfs_dir)
+
+
+def test_emulated_and_psync_on_emu(tmp_path, tmpfs_dir, emu_cluster):
+    res = run_reframe(_args(tmpfs_dir) + ['--system', 'emu:srun'], tmp_path,
+                      extra_env=emu_cluster, timeout=400)
+    _assert_fio_results(res, tmp_path, tmpfs_dir)
