@@ -185,8 +185,13 @@ def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None
             args.append(system)
         if where:
             query += ' WHERE ' + ' AND '.join(where)
-        query += ' ORDER BY session_start_unix'
-        rows = conn.execute(query, args).fetchall()
+        if last is not None and not mode:
+            # newest N in SQL: only their reports are decoded
+            query += ' ORDER BY session_start_unix DESC LIMIT ?'
+            rows = conn.execute(query, args + [max(last, 0)]).fetchall()[::-1]
+        else:
+            query += ' ORDER BY session_start_unix'
+            rows = conn.execute(query, args).fetchall()
     finally:
         conn.close()
 
