@@ -69,7 +69,8 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     #: T, the number of threads (MPI ranks)
     threads = parameter(by_mode({'smoke': [1, 2, 4], 'nightly': [1, 4, 16, 64],
-                                 'acceptance': [2 ** i for i in range(10)]}))
+                                 'acceptance': [2 ** i for i in range(10)]}),
+                        type=int)
 
     #: read reordering: '-C' (another node's data), '-Z' (random) or '' (none)
     read_reorder = variable(str, value='-C')

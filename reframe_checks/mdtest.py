@@ -60,7 +60,8 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     #: T, the number of tasks (MPI ranks)
     threads = parameter(by_mode({'smoke': [2, 4], 'nightly': [4, 16, 64],
-                                 'acceptance': [2 ** i for i in range(10)]}))
+                                 'acceptance': [2 ** i for i in range(10)]}),
+                        type=int)
 
     #: files (and directories) per task (-n)
     files_per_task = variable(int, value=by_mode({'smoke': 50, 'nightly': 1000,

@@ -1,0 +1,258 @@
+"""IOR: the parser on output recorded from real IOR 4.0.0 and 3.3.0 runs
+(tests/data/ior/README.md says how each was made), and the IorSharedFile
+check end to end through ReFrame on ``local`` and on the local Slurm cluster
+whenever an ``ior`` binary is available (Spack view or PATH)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterproof import binaries
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import ior
+from conftest import DATA, REPO, need_netns, run_reframe
+
+IOR_DATA = DATA / 'ior'
+CHECK = REPO / 'reframe_checks' / 'ior.py'
+
+
+def text(name):
+    return (IOR_DATA / name).read_text()
+
+
+def parse_recording(stem):
+    out = IOR_DATA / f'{stem}.out'
+    err = IOR_DATA / f'{stem}.err'
+    js = IOR_DATA / f'{stem}.json'
+    return ior.parse(out.read_text(), str(out),
+                     json_text=js.read_text() if js.exists() else None, json_source=str(js),
+                     stderr=err.read_text() if err.exists() else '')
+
+
+# -- text output ----------------------------------------------------------
+
+def test_shared_file_write():
+    run = parse_recording('ior-4.0.0-write')
+    assert run.source_format == 'text'
+    assert run.version == '4.0.0'
+    assert run.access == ior.SHARED_FILE
+    assert run.tasks == 4 and run.nodes == 1
+    assert not run.reorder
+    w = run.summary['write']
+    assert w['max_mib'] == 219.93 and w['mean_mib'] == 219.93
+    assert w['stonewall_s'] is None and w['stonewall_mib'] is None
+    assert w['file_per_proc'] == 0 and w['block_bytes'] == 64 * 2 ** 20
+    assert [r['bw_mib'] for r in run.iterations] == [219.93]
+    assert run.problems() == []
+    assert ior.check_access(run, ior.SHARED_FILE) is None
+    assert 'file-per-process' in ior.check_access(run, ior.FILE_PER_PROCESS)
+
+
+def test_values_of_3600_and_more_have_no_decimals():
+    # Per-iteration rows print 8776, 7248, 6670 ...: a pattern demanding
+    # decimals would lose every one of them.
+    run = parse_recording('ior-4.0.0-read-C-cached-3iter')
+    assert [r['bw_mib'] for r in run.iterations] == [7248.0, 6670.0, 7019.0]
+    assert [r['iops'] for r in run.iterations] == [7269.0, 6677.0, 7025.0]
+    assert [r['iter'] for r in run.iterations] == [0, 1, 2]
+    assert run.summary['read']['max_mib'] == 7247.62
+    assert run.summary['read']['mean_mib'] == 6978.77
+    assert run.summary['read']['repetitions'] == 3
+    single = parse_recording('ior-4.0.0-read-C')
+    assert [r['bw_mib'] for r in single.iterations] == [8776.0]
+
+
+def test_values_below_one_have_six_decimals():
+    run = parse_recording('ior-4.0.0-write-tiny')
+    assert run.iterations[0]['bw_mib'] == 0.001871
+    assert run.summary['write']['max_mib'] == 0.0
+
+
+def test_read_with_reordering_is_recorded():
+    assert parse_recording('ior-4.0.0-read-C').reorder
+    assert parse_recording('ior-4.0.0-read-C').summary['read']['reorder'] == 1
+    assert not parse_recording('ior-4.0.0-read-noC').reorder
+
+
+def test_file_per_process_is_recognised():
+    run = parse_recording('ior-4.0.0-write-fpp')
+    assert run.access == ior.FILE_PER_PROCESS
+    assert run.summary['write']['file_per_proc'] == 1
+    assert 'single-shared-file' in ior.check_access(run, ior.SHARED_FILE)
+    # the "remove" row (no -k) holds "-" placeholders and is not a result
+    assert [r['operation'] for r in run.iterations] == ['write']
+
+
+def test_stonewalled_run_warns_with_na_columns():
+    run = parse_recording('ior-4.0.0-write-stonewall')
+    assert not run.stonewalled
+    assert run.summary['write']['stonewall_s'] is None
+    assert run.warnings[0] == 'WARNING: Expected aggregate file size       = 1073741824'
+    assert any('deadlineForStonewalling' in w for w in run.warnings)
+    assert len(run.warnings) == 4
+
+
+def test_stonewalled_run_with_wear_out_has_numeric_columns():
+    run = parse_recording('ior-4.0.0-write-stonewall-wearout')
+    assert run.stonewalled
+    assert run.summary['write']['stonewall_s'] == 0.79
+    assert run.summary['write']['stonewall_mib'] == 322.58
+    # every task finished its 256 pairs within the deadline: nothing to warn about
+    assert run.warnings == [] and run.errors == []
+
+
+@pytest.mark.parametrize('stem', ['ior-4.0.0-error-unwritable', 'ior-4.0.0-read-missing'])
+def test_errors_are_reported_with_the_line(stem):
+    with pytest.raises(ParseError) as err:
+        parse_recording(stem)
+    assert 'ERROR: open64(' in str(err.value)
+    assert stem in str(err.value)
+    errors, _ = ior.problem_lines(text(f'{stem}.out'), text(f'{stem}.err'))
+    assert errors[0].startswith('ERROR: open64(')
+    assert any('MPI_ABORT' in e for e in errors)
+
+
+def test_ior_3_3_0_text():
+    run = parse_recording('ior-3.3.0-write')
+    assert run.version == '3.3.0' and run.access == ior.SHARED_FILE
+    assert run.summary['write']['max_mib'] == 252.27
+    cached = parse_recording('ior-3.3.0-read-C-cached-3iter')
+    assert [r['bw_mib'] for r in cached.iterations] == [14502.0, 11648.0, 7557.0]
+    assert cached.reorder
+
+
+def test_truncated_output_is_an_error_naming_the_source():
+    body = text('ior-4.0.0-write.out')
+    cut = body[:body.index('Summary of all tests:')]
+    with pytest.raises(ParseError, match='cut.out: no "Summary of all tests:"'):
+        ior.parse_text(cut, 'cut.out')
+
+
+def test_gb_per_s():
+    run = parse_recording('ior-4.0.0-read-C')
+    assert run.bandwidth('read', 'max', 'GB/s') == pytest.approx(8776.49 * 2 ** 20 / 1e9)
+    with pytest.raises(ParseError, match='no write max bandwidth'):
+        run.bandwidth('write')
+
+
+# -- JSON summary ---------------------------------------------------------
+
+def test_json_summary_is_used_when_valid():
+    run = parse_recording('ior-4.0.0-read-C-json')
+    assert run.source_format == 'json'
+    assert run.version == '4.0.0' and run.access == ior.SHARED_FILE and run.reorder
+    assert run.summary['read']['max_mib'] == 11046.9539
+    assert run.summary['read']['mean_mib'] == 7831.3416
+    assert [r['bw_mib'] for r in run.iterations] == [6446.2671, 11046.9539, 6000.8038]
+    assert [r['iter'] for r in run.iterations] == [0, 1, 2]
+
+
+def test_json_run_keeps_the_warnings_of_stdout():
+    run = parse_recording('ior-4.0.0-write-json')
+    assert run.source_format == 'json'
+    assert run.warnings == ['WARNING: The file "/tmp/ior-rec/tst.file" exists already and '
+                            'will be overwritten']
+
+
+def test_json_stonewall_fields():
+    run = parse_recording('ior-4.0.0-write-stonewall-json')
+    assert run.stonewalled
+    assert run.summary['write']['stonewall_s'] == 0.7828
+    assert run.summary['write']['stonewall_mib'] == 327.017
+
+
+def test_ior_3_3_0_json_with_verbose_is_valid():
+    run = parse_recording('ior-3.3.0-read-C-json-verbose')
+    assert run.source_format == 'json' and run.version == '3.3.0'
+    assert run.summary['read']['max_mib'] == 10926.5459
+
+
+def test_invalid_json_of_ior_4_0_0_with_verbose():
+    js = IOR_DATA / 'ior-4.0.0-write-json-verbose.json'
+    with pytest.raises(ValueError):
+        json.loads(js.read_text())
+    with pytest.raises(ParseError, match=r'write-json-verbose.json: not valid JSON .*line 90'):
+        ior.parse_json(js.read_text(), str(js))
+    # stdout has no table either when a summary file is written: both are named
+    with pytest.raises(ParseError, match='not valid JSON.*and .*no "Summary of all tests:"'):
+        parse_recording('ior-4.0.0-write-json-verbose')
+
+
+def test_invalid_json_falls_back_to_the_text():
+    js = (IOR_DATA / 'ior-4.0.0-write-json-verbose.json').read_text()
+    run = ior.parse(text('ior-4.0.0-write.out'), 'w.out', json_text=js)
+    assert run.source_format == 'text' and run.summary['write']['max_mib'] == 219.93
+
+
+# -- end to end -------------------------------------------------------------
+
+def _need_ior():
+    if binaries.locate('ior') is None:
+        pytest.skip(f'ior not found in the Spack view ({binaries.spack_view()}) or on PATH; '
+                    f'build it with: {binaries.build_command("ior@4.0.0")}')
+
+
+def _cases(results):
+    reports = sorted((results / 'reports').glob('run-report-*.json'))
+    assert reports, f'no run report in {results / "reports"}'
+    return [tc for run in json.loads(reports[-1].read_text())['runs']
+            for tc in run['testcases']]
+
+
+def _test_dirs_left(results):
+    scratch = results / 'scratch'
+    return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
+
+
+def test_ior_on_local(tmp_path):
+    _need_ior()
+    proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=2',
+                        '--system', 'local', '-r'], tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    [case] = _cases(tmp_path)
+    assert case['result'] == 'pass', case.get('fail_reason')
+    figures = {key.split(':')[-1]: entry[0] for key, entry in case['perfvalues'].items()}
+    for name in ('write_max', 'write_mean', 'read_max', 'read_mean',
+                 'write_max_gbs', 'read_max_gbs'):
+        assert figures[name] > 0, (name, case['perfvalues'])
+    assert case['ior_read_reorder'] == '-C'
+    assert case['ior_direct_io'] is True      # smoke: O_DIRECT
+    assert case['cp_smoke'] is True
+    assert case['binary_version'] not in ('', 'unknown')      # from IOR's banner
+    assert 'read[0]=' in case['ior_iterations']
+    assert _test_dirs_left(tmp_path) == []
+
+
+def test_ior_failure_fails_sanity_and_removes_the_test_dir(tmp_path):
+    _need_ior()
+    # O_DIRECT (smoke) with 1000-byte transfers: the writes fail, IOR stops with ERROR.
+    proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=1',
+                        '-S', 'IorSharedFile.transfer_size=1000', '--system', 'local', '-r'],
+                       tmp_path, timeout=300)
+    assert proc.returncode != 0
+    [case] = _cases(tmp_path)
+    assert case['result'] == 'fail'
+    assert 'sanity' in case['fail_phase']
+    # IOR reports the failed writes as WARNING lines; sanity quotes the first
+    assert "IOR reported: 'WARNING: write(" in case['fail_reason']
+    assert 'Invalid argument' in case['fail_reason']
+    assert _test_dirs_left(tmp_path) == []
+
+
+@need_netns
+def test_ior_on_the_local_cluster(emu_cluster, tmp_path):
+    _need_ior()
+    proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=8',
+                        '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = _cases(tmp_path)
+    assert sorted(tc['partition'] for tc in cases) == ['mpirun', 'srun']
+    for case in cases:
+        assert case['result'] == 'pass', case.get('fail_reason')
+        assert sorted(case['job_nodelist']) == ['n1', 'n2', 'n3', 'n4']
+        out = (Path(case['outputdir']) / 'rfm_job.out').read_text()
+        # 8 threads round-robin over 4 client nodes: 2 per node, in both runs
+        assert out.count('nodes               : 4') == 2, out[:2000]
+        assert out.count('clients per node    : 2') == 2
+    assert _test_dirs_left(tmp_path) == []
