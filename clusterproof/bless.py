@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.paths import REFERENCES_DIR
+from clusterproof.references import reference_file
 from clusterproof.results import percentile
 
 DEFAULT_NSIGMA = 3.0
@@ -38,14 +38,6 @@ DEFAULT_MAX_TOLERANCE = 0.5
 SPECIAL_INDEX = ('$system', '$partition', '$environ')
 
 
-def references_dir():
-    """Where ``<system>.yaml`` reference files live: ``CLUSTERPROOF_REFERENCES``
-    or ``site_config/references``."""
-    return Path(os.environ.get('CLUSTERPROOF_REFERENCES', REFERENCES_DIR)).resolve()
-
-
-def reference_file(system):
-    return references_dir() / f'{system}.yaml'
 
 
 # -- reading ------------------------------------------------------------------

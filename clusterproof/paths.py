@@ -11,6 +11,12 @@ CHECKS_DIR = REPO / 'reframe_checks'
 CHECK_SOURCES = CHECKS_DIR / 'src'
 
 
+def references_dir():
+    """Where ``<system>.yaml`` reference files live: ``CLUSTERPROOF_REFERENCES``
+    or ``site_config/references/`` of the repository."""
+    return Path(os.environ.get('CLUSTERPROOF_REFERENCES', REFERENCES_DIR)).resolve()
+
+
 def results_dir():
     """The one directory that holds perflogs, the results database, run
     reports, stage and output directories. ``CLUSTERPROOF_RESULTS`` sets it;

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.paths import REFERENCES_DIR
+from clusterproof.paths import references_dir
 
 #: units a reference may carry; the direction says which bound makes sense
 LOWER_IS_BETTER_UNITS = {'s', 'ms', 'us', 'ns', 'ms/op', 'us/op'}
@@ -32,8 +32,9 @@ def lower_is_better(unit):
     return unit in LOWER_IS_BETTER_UNITS
 
 
-def reference_file(system, directory=REFERENCES_DIR):
-    return Path(directory) / f'{system}.yaml'
+def reference_file(system, directory=None):
+    """``<references dir>/<system>.yaml`` (see ``paths.references_dir``)."""
+    return Path(directory or references_dir()) / f'{system}.yaml'
 
 
 def load(path):

@@ -38,7 +38,6 @@ from reframe.core.exceptions import SanityError
 from clusterproof import ClusterproofError, fiojob, scratch
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio as fioparser
-from clusterproof.paths import REFERENCES_DIR
 from clusterproof.rfm import ClusterproofCheck
 
 JOB_FILE = 'worst_case.fio'
@@ -165,12 +164,6 @@ class PmemFio(FioWorstCaseBase):
     descr = 'fio worst-case job with the libpmem engine on the DAX mount (fsdax)'
     valid_systems = ['*']
     tags = {'pmem', 'fio'}
-    reference = {'$ref': str(REFERENCES_DIR / 'pmserver.yaml')}
-
-    @run_after('init')
-    def no_reference_for_smoke(self):
-        if self.cp_smoke:
-            self.reference = {}     # smoke sizes are never compared with published figures
 
     @run_after('setup')
     def verify_dax_mount(self):
@@ -196,12 +189,6 @@ class PmemFioDevDax(FioWorstCaseBase):
     valid_systems = ['*']
     tags = {'pmem', 'fio'}
     engine = 'dev-dax'
-    reference = {'$ref': str(REFERENCES_DIR / 'pmserver.yaml')}
-
-    @run_after('init')
-    def no_reference_for_smoke(self):
-        if self.cp_smoke:
-            self.reference = {}
 
     @run_after('setup')
     def find_device(self):
