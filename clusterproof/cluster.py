@@ -197,6 +197,7 @@ def template_values(spec, controller_host, db_pass='@DB_PASS@'):
         'slurmdbd_port': inst.port('slurmdbd'), 'mariadb_port': inst.port('mariadb'),
         'db_user': DB_USER, 'db_pass': db_pass, 'db_name': DB_NAME,
         'node_lines': node_lines, 'hostlist': hostlist(spec.nodes),
+        'slurm_conf': str(lay.slurm_conf),
     }
 
 
@@ -226,6 +227,7 @@ def render_all(spec, controller_host, db_pass):
         'slurmdbd.conf': render('slurmdbd.conf.in', values),
         'my.cnf': render('my.cnf.in', values),
         'mariadb-init.sql': render('mariadb-init.sql.in', values),
+        'prolog-slurmctld.sh': render('prolog-slurmctld.sh.in', values),
         'hosts': render_hosts(spec, controller_host),
     }
 
@@ -300,7 +302,8 @@ class Cluster:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=kw.pop('env', self.env), **kw)
         if check and proc.returncode != 0:
             msg = (proc.stderr or proc.stdout).strip().splitlines()
-            raise ClusterproofError(f'{" ".join(map(str, cmd))} failed (exit {proc.returncode}): '
+            raise ClusterproofError(f'{Path(str(cmd[0])).name} {cmd[1] if len(cmd) > 1 else ""} '
+                                    f'failed (exit {proc.returncode}): '
                                     f'{msg[-1] if msg else "no output"}')
         return proc
 
@@ -374,6 +377,11 @@ class Cluster:
             if not _port_free(port):
                 raise ClusterproofError(f'port {port} ({daemon} of instance {self.inst.k}) is in use; '
                                         f'stop what holds it (ss -ltnp sport = :{port}) or use another --instance')
+        for parent in self.spec.run_dir.resolve().parents:
+            if parent.exists() and not parent.stat().st_mode & 0o001:
+                raise ClusterproofError(f'{parent} (above the run directory) is not searchable by others '
+                                        f'(mode {parent.stat().st_mode & 0o777:o}): munged and ordinary users need '
+                                        f'it; chmod o+x {parent} or choose another --run-dir')
         leftovers = self.network_leftovers()
         if leftovers:
             raise ClusterproofError(f'instance {self.inst.k} has leftovers ({", ".join(leftovers)}); '
@@ -415,6 +423,7 @@ class Cluster:
             self._wait_nodes_idle()
         except BaseException:
             self.log('  start failed: stopping what was started')
+            self.down(quiet=True)
             # MariaDB may not have written its pid file yet: stop it by its process
             for proc in self._children:
                 if proc.poll() is None:
@@ -423,7 +432,6 @@ class Cluster:
                         proc.wait(timeout=15)
                     except subprocess.TimeoutExpired:
                         proc.kill()
-            self.down(quiet=True)
             raise
         self.lay.marker.write_text(json.dumps(self.spec.to_dict()) + '\n')
         self.log(f'cluster {self.inst.cluster} is up in {time.monotonic() - t0:.1f} s; for client commands:')
@@ -460,7 +468,7 @@ class Cluster:
                 _write_private(path, text.encode())
             else:
                 path.write_text(text)
-                path.chmod(0o644)
+                path.chmod(0o755 if name.endswith('.sh') else 0o644)
         self._step(f'configuration written to {lay.etc}')
 
     def _start_munged(self):

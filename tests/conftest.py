@@ -6,6 +6,8 @@ them. ``emu_cluster`` starts the local Slurm cluster once per test session
 brought down at the end of the session.
 """
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -59,6 +61,31 @@ def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=900):
 #: instance of the local cluster the tests use (``clusterproof cluster up --instance K``)
 EMU_INSTANCE = int(os.environ.get('CLUSTERPROOF_TEST_INSTANCE', '7'))
 
+# Several test sessions may share the instance: each holds a shared lock on
+# this file while it uses the cluster; bringing the cluster up or down takes
+# the exclusive lock. The last session out brings down a cluster that a test
+# session started (marked in its run directory); one started by hand stays up.
+_EMU_LOCK_PATH = Path(f'/tmp/clusterproof-cluster{EMU_INSTANCE}.lock')
+_emu_lock = None
+
+
+def _emu_marker(run_dir):
+    return Path(run_dir) / 'started-by-tests'
+
+
+@contextlib.contextmanager
+def emu_cluster_exclusive():
+    """Exclusive use of the session's cluster (to take it down and up again);
+    skips the test when another test session is using it."""
+    try:
+        fcntl.flock(_emu_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pytest.skip(f'local cluster instance {EMU_INSTANCE} is in use by another test session')
+    try:
+        yield
+    finally:
+        fcntl.flock(_emu_lock, fcntl.LOCK_SH)
+
 
 @pytest.fixture(scope='session')
 def emu_cluster():
@@ -66,8 +93,9 @@ def emu_cluster():
     default 7; 4 nodes), up for the whole session. Yields the environment to
     merge into a subprocess environment (``SLURM_CONF``,
     ``CLUSTERPROOF_EMU_NODES``, ``CLUSTERPROOF_EMU_CPUS``). A cluster already
-    up at that instance is reused and left up; one started here is brought
-    down at the end."""
+    up at that instance is reused; one started by a test session is brought
+    down by the last session using it."""
+    global _emu_lock
     if not have_netns():
         pytest.skip('the local cluster needs root and network namespaces (ip, nsenter, unshare --net)')
     missing = [p for p in ('slurmctld', 'slurmd', 'slurmdbd', 'munged', 'mariadbd') if not shutil.which(p)]
@@ -77,13 +105,27 @@ def emu_cluster():
     run_dir = lc.Instance(EMU_INSTANCE).default_run_dir()
     spec = lc.Spec(instance=EMU_INSTANCE, nodes=4, run_dir=run_dir)
     cluster = lc.Cluster(spec, log=lambda text: None)
-    started = not cluster.is_up()
-    if started:
-        cluster.up()
-    else:
-        spec = lc.load_spec(EMU_INSTANCE, run_dir)
+    _emu_lock = open(_EMU_LOCK_PATH, 'a+')
+    fcntl.flock(_emu_lock, fcntl.LOCK_EX)
+    try:
+        if cluster.is_up():
+            spec = lc.load_spec(EMU_INSTANCE, run_dir)
+        else:
+            cluster.up()
+            _emu_marker(run_dir).write_text('brought up by a test session; the last one out brings it down\n')
+    except BaseException:
+        _emu_lock.close()
+        raise
+    fcntl.flock(_emu_lock, fcntl.LOCK_SH)
     try:
         yield lc.env_dict(spec)
     finally:
-        if started:
-            cluster.down(quiet=True)
+        try:
+            fcntl.flock(_emu_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _emu_marker(run_dir).exists():
+                lc.Cluster(lc.load_spec(EMU_INSTANCE, run_dir), log=lambda text: None).down(quiet=True)
+                _emu_marker(run_dir).unlink()
+        except BlockingIOError:
+            pass    # another session still uses it; it brings it down
+        finally:
+            _emu_lock.close()

@@ -18,7 +18,7 @@ import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
-from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, run_reframe
+from conftest import EMU_INSTANCE, VENV_BIN, emu_cluster_exclusive, need_netns, run_reframe
 
 CHECKS = Path(__file__).resolve().parent / 'checks'
 
@@ -267,6 +267,11 @@ class _FailsAfterSlurmdbd(lc.Cluster):
 def test_life_cycle_down_up_twice_port_in_use_and_half_way_failure(emu_cluster):
     """Runs last in this file: takes the session cluster down and brings it
     back up with the same run directory, so its environment stays valid."""
+    with emu_cluster_exclusive():
+        _life_cycle(emu_cluster)
+
+
+def _life_cycle(emu_cluster):
     k = EMU_INSTANCE
     spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
     rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
