@@ -6,6 +6,7 @@ Verdicts of one figure:
 ``REGRESSION``  worse than the tolerance allows (lower throughput, higher time)
 ``better``      better than the tolerance (not a failure: consider re-blessing)
 ``no-ref``      nothing to compare with
+``not-judged``  a smoke or emulated figure: never judged against references
 ``FAILED``      the test case failed before its figures were measured
 
 Drift is what no single night trips: the rolling median of the last
@@ -92,7 +93,12 @@ def against_references(recs, refs_by_system=None):
         found = lookup(refs_by_system[r.system], r)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
                   flags=r.flags, lower_is_better=r.lower_is_better)
-        if found:
+        if found and (r.smoke or r.emulated):
+            # Smoke sizes and emulated hardware are not comparable with a
+            # real system's references: show the reference, judge nothing.
+            row.base, row.lower, row.upper = found[0], found[1], found[2]
+            row.verdict = 'not-judged'
+        elif found:
             row.base, row.lower, row.upper = found[0], found[1], found[2]
             row.verdict = judge(r.value, row.base, row.lower, row.upper, r.lower_is_better)
         rows.append(row)

@@ -42,7 +42,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
 th{background:#f3f3f3}.num{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#1a7f37}.REGRESSION,.FAILED{color:#fff;background:#cf222e}
-.better{color:#0550ae}.no-ref,.missing{color:#777}
+.better{color:#0550ae}.no-ref,.not-judged,.missing{color:#777}
 .flag{display:inline-block;padding:0 4px;margin-left:3px;border-radius:3px;
 background:#fff3cd;color:#7a5a00;border:1px solid #e0c060;font-size:.8em}
 .banner{padding:.6em;background:#fff3cd;border:1px solid #e0c060;margin:.5em 0}
