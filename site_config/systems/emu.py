@@ -48,7 +48,9 @@ _env_vars = [
 
 _partition = {
     'scheduler': 'slurm',
-    'access': ['--partition=emu'],
+    # --no-requeue: after a node failure Slurm would otherwise run the benchmark
+    # again later, unannounced, on the file system under test.
+    'access': ['--partition=emu', '--no-requeue'],
     'environs': ['gnu'],
     'max_jobs': 4,
     'time_limit': '10m',

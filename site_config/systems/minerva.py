@@ -25,7 +25,9 @@ def _partition(model):
         'descr': f'2 x AMD EPYC {model} ({cores} cores, {ghz} GHz), NPS4',
         'scheduler': 'slurm',
         'launcher': 'srun',
-        'access': [f'--partition=rome{model}', '--exclusive'],
+        # --no-requeue: after a node failure Slurm would otherwise run the benchmark
+        # again later, unannounced, on the file system under test.
+        'access': [f'--partition=rome{model}', '--exclusive', '--no-requeue'],
         'environs': ['gnu'],
         'max_jobs': 8,
         'time_limit': '2h',

@@ -36,7 +36,9 @@ system = {
         'descr': '16 storage client nodes',
         'scheduler': 'slurm',
         'launcher': 'srun',
-        'access': ['--partition=clients', '--exclusive'],
+        # --no-requeue: after a node failure Slurm would otherwise run the benchmark
+        # again later, unannounced, on the file system under test.
+        'access': ['--partition=clients', '--exclusive', '--no-requeue'],
         'environs': ['gnu'],
         'max_jobs': 1,
         'time_limit': '12h',

@@ -49,7 +49,9 @@ _partition = {
     'descr': 'NVDIMM server',
     'scheduler': 'slurm',
     'launcher': 'srun',
-    'access': ['--partition=pmem', '--exclusive'],
+    # --no-requeue: after a node failure Slurm would otherwise run the benchmark
+    # again later, unannounced, on the file system under test.
+    'access': ['--partition=pmem', '--exclusive', '--no-requeue'],
     'environs': ['gnu'],
     'max_jobs': 1,
     'time_limit': '2h',
