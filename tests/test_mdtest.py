@@ -1,0 +1,158 @@
+"""mdtest: the parser on output recorded from real mdtest 4.0.0 and 3.3.0
+runs (tests/data/mdtest/README.md), the -N stride from a placement, and the
+Mdtest check end to end through ReFrame on ``local`` and on the local Slurm
+cluster whenever an ``mdtest`` binary is available (Spack view or PATH)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterproof import binaries, placement
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import mdtest
+from conftest import DATA, REPO, need_netns, run_reframe
+
+MD_DATA = DATA / 'mdtest'
+CHECK = REPO / 'reframe_checks' / 'mdtest.py'
+
+
+def parse_recording(stem):
+    out = MD_DATA / f'{stem}.out'
+    err = MD_DATA / f'{stem}.err'
+    return mdtest.parse(out.read_text(), str(out), stderr=err.read_text() if err.exists() else '')
+
+
+def test_rate_table_of_two_iterations():
+    run = parse_recording('mdtest-4.0.0-u-N1-w-e')
+    assert run.version == '4.0.0' and run.tasks == 4 and run.nodes == 1
+    assert run.iterations == 2 and run.items == 400 and run.shift == 1
+    assert list(run.rates) == list(mdtest.OPERATIONS)
+    assert run.rates['File creation'] == {'max': 844.622, 'min': 519.561, 'mean': 682.091,
+                                          'stddev': 229.852}
+    assert run.rate('File stat', 'max') == 333278.029
+    assert run.rate('Tree removal') == 363.113
+    assert run.problems() == []
+
+
+def test_rates_are_never_taken_from_the_time_table():
+    # -P prints "SUMMARY time" after "SUMMARY rate" with the same row names.
+    run = parse_recording('mdtest-4.0.0-u-N1-w-e-P-F')
+    assert run.rate('File creation') == 926.494          # rate table; time table: 0.432
+    assert run.rate('File removal') == 568.991           # time table: 0.703
+    assert run.rate('Tree removal') == 104.625           # time table: 0.010
+    # -F: files only, no directory rows
+    assert list(run.rates) == ['File creation', 'File stat', 'File read', 'File removal',
+                               'Tree creation', 'Tree removal']
+    with pytest.raises(ParseError, match="no 'Directory creation' row"):
+        run.rate('Directory creation')
+
+
+def test_mdtest_3_3_0_rows_with_colons():
+    run = parse_recording('mdtest-3.3.0-u-N1-w-e')
+    assert run.version == '3.3.0' and run.iterations == 2
+    assert run.rate('File creation') == 1002.853
+    assert run.rate('Directory stat', 'max') == 1773411.245
+    assert 'Directory rename' not in run.rates           # 3.3.0 has no rename phase
+
+
+def test_read_without_bytes_warns():
+    run = parse_recording('mdtest-4.0.0-u-N1')
+    assert run.rate('File read') == 197923.005
+    assert len(run.warnings) == 4
+    assert run.warnings[0] == ('WARNING: Read bytes is 0, thus, a read test will actually '
+                               'just open/close')
+    big = parse_recording('mdtest-4.0.0-u-N1-n1000')
+    assert big.items == 4000
+
+
+def test_error_run_names_the_file_and_quotes_the_error():
+    with pytest.raises(ParseError) as err:
+        parse_recording('mdtest-4.0.0-error-unwritable')
+    msg = str(err.value)
+    assert 'mdtest-4.0.0-error-unwritable.out: no "SUMMARY rate" table' in msg
+    assert 'ERROR: open64("/proc/mdtest-unwritable/' in msg
+
+
+def test_truncated_table_is_an_error():
+    body = (MD_DATA / 'mdtest-4.0.0-u-N1-w-e.out').read_text()
+    cut = body[:body.index('   Directory creation')]
+    with pytest.raises(ParseError, match='no operation rows'):
+        mdtest.parse(cut, 'cut.out')
+
+
+@pytest.mark.parametrize('nodes,threads,expected', [
+    (4, 8, 1),      # round-robin: the next rank is on the next client node
+    (16, 32, 1),
+    (4, 2, 1),
+    (1, 4, 1),      # one node: no shift leaves it; 1 still shifts ranks
+])
+def test_stride_from_round_robin_placement(nodes, threads, expected):
+    order = placement.place([f'n{i}' for i in range(nodes)], threads).order()
+    s = mdtest.stride(order)
+    assert s == expected
+    if nodes > 1:
+        assert all(order[r] != order[(r + s) % threads] for r in range(threads))
+
+
+def test_stride_for_block_placement_is_tasks_per_node():
+    order = ['a'] * 4 + ['b'] * 4 + ['c'] * 4
+    assert mdtest.stride(order) == 4
+
+
+# -- end to end -------------------------------------------------------------
+
+def _need_mdtest():
+    if binaries.locate('mdtest') is None:
+        pytest.skip(f'mdtest not found in the Spack view ({binaries.spack_view()}) or on '
+                    f'PATH; build it with: {binaries.build_command("ior@4.0.0")}')
+
+
+def _cases(results):
+    reports = sorted((results / 'reports').glob('run-report-*.json'))
+    assert reports, f'no run report in {results / "reports"}'
+    return [tc for run in json.loads(reports[-1].read_text())['runs']
+            for tc in run['testcases']]
+
+
+def _test_dirs_left(results):
+    scratch = results / 'scratch'
+    return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
+
+
+def _figures(case):
+    return {key.split(':')[-1]: entry[0] for key, entry in case['perfvalues'].items()}
+
+
+def test_mdtest_on_local(tmp_path):
+    _need_mdtest()
+    proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=2',
+                        '--system', 'local', '-r'], tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    [case] = _cases(tmp_path)
+    assert case['result'] == 'pass', case.get('fail_reason')
+    figures = _figures(case)
+    assert sorted(figures) == ['file_creation', 'file_read', 'file_removal', 'file_stat',
+                               'tree_creation', 'tree_removal']
+    assert all(v > 0 for v in figures.values()), figures
+    assert case['mdtest_stride'] == 1
+    out = (Path(case['outputdir']) / 'rfm_job.out').read_text()
+    assert 'launched with 2 total task(s)' in out
+    assert _test_dirs_left(tmp_path) == []
+
+
+@need_netns
+def test_mdtest_on_the_local_cluster(emu_cluster, tmp_path):
+    _need_mdtest()
+    proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=8',
+                        '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = _cases(tmp_path)
+    assert sorted(tc['partition'] for tc in cases) == ['mpirun', 'srun']
+    for case in cases:
+        assert case['result'] == 'pass', case.get('fail_reason')
+        out = (Path(case['outputdir']) / 'rfm_job.out').read_text()
+        assert 'launched with 8 total task(s) on 4 node(s)' in out
+        # round-robin: ranks 0..7 on nodes 1,2,3,4,1,2,3,4 -> the shift of 1 changes node
+        assert 'Shifting ranks by 1 for each phase' in out
+    assert _test_dirs_left(tmp_path) == []
