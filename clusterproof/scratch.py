@@ -22,12 +22,15 @@ Rules (each refusal is a :class:`ClusterproofError` naming the path and rule):
 
 Interruption: the job script removes the directory in its ``postrun_cmds``
 (:func:`shell_cleanup`), the check removes it again after the run
-(:func:`remove_test_dir`, idempotent), and a later run removes leftovers
-whose creating process is gone (:func:`remove_leftovers`). Every created
+(:func:`remove_test_dir`, idempotent), the process that created it removes
+it when it exits (an interrupted ``reframe`` cancels its jobs, then exits:
+:func:`remove_created_here`), and a later run removes leftovers whose
+creating process is gone (:func:`remove_leftovers`). Every created
 directory is also recorded in ``<scratch>/.clusterproof-registry`` so
 leftovers can be found even when they are not direct children.
 """
 
+import atexit
 import json
 import os
 import pwd
@@ -202,7 +205,26 @@ def create_test_dir(scratch, path):
     with open(real / MARKER, 'x') as f:
         json.dump(record, f)
     _register(root, record)
+    if not _created_here:
+        atexit.register(remove_created_here)
+    _created_here.append((root, real))
     return real
+
+
+#: (scratch, test directory) created by this process, removed at its exit
+_created_here = []
+
+
+def remove_created_here():
+    """Remove the test directories this process created that are still
+    there (idempotent; only directories with their marker). Runs at exit, so
+    an interrupted run leaves no test files behind."""
+    while _created_here:
+        root, path = _created_here.pop()
+        try:
+            remove_test_dir(root, path)
+        except (ClusterproofError, OSError):
+            pass
 
 
 def read_marker(path):

@@ -122,9 +122,10 @@ def test_shell_cleanup_removes_only_marked(root):
 
 
 def test_leftovers_of_dead_processes_are_removed(root):
-    # A directory created by a process that has exited (an interrupted run).
-    code = ('import sys; from clusterproof import scratch; '
-            'r = sys.argv[1]; print(scratch.create_test_dir(r, scratch.plan_test_dir(r, "dead")))')
+    # A directory created by a process that was killed (no exit handlers ran).
+    code = ('import os, sys; from clusterproof import scratch; '
+            'r = sys.argv[1]; print(scratch.create_test_dir(r, scratch.plan_test_dir(r, "dead")), '
+            'flush=True); os._exit(0)')
     out = subprocess.run([os.sys.executable, '-c', code, str(root)], capture_output=True,
                          text=True, check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     dead = root / os.path.basename(out.stdout.strip())
