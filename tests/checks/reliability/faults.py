@@ -1,0 +1,127 @@
+"""Small checks for the reliability tests: long enough to be hit by a fault,
+short enough for the test suite.
+
+``ReliabilityQuick``  one task prints its host name; one figure (the task
+                      count), so a completed result lands in the perflog and
+                      the results database.
+``ReliabilityHold``   one task per client node: each writes a file into the
+                      test's own directory under the scratch directory
+                      (clusterproof.scratch, as the storage checks do), holds
+                      for ``hold`` seconds, then reports done. A node that dies
+                      meanwhile fails sanity with a message naming it.
+``ReliabilityHang``   a program that never ends; the mode's time limit ends it
+                      and the failure says timeout.
+"""
+
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (performance_function, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import reliability, scratch
+from clusterproof.modes import by_mode
+from clusterproof.rfm import ClusterproofCheck
+
+
+def _job_output(check):
+    text = ''
+    for name in (check.job.stdout, check.job.stderr):
+        try:
+            with open(os.path.join(check.stagedir, str(name))) as f:
+                text += f.read()
+        except OSError:
+            pass
+    return text
+
+
+@rfm.simple_test
+class ReliabilityQuick(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'One task prints its host name (a result that completes)'
+    valid_systems = ['emu:srun', 'local']
+    valid_prog_environs = ['*']
+    num_tasks = 1
+    time_limit = '1m'
+
+    @run_after('setup')
+    def find_hostname(self):
+        self.executable = self.use_binary('hostname', 'hostname')
+
+    @sanity_function
+    def printed_a_name(self):
+        return sn.assert_found(r'^\S+\s*$', self.stdout)
+
+    @performance_function('count')
+    def tasks(self):
+        return sn.count(sn.extractall(r'^(\S+)\s*$', self.stdout, 1))
+
+
+@rfm.simple_test
+class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'One task per client node writes a file in its test directory and holds'
+    valid_systems = ['emu:srun', 'local']
+    valid_prog_environs = ['*']
+    num_tasks_per_node = 1
+    time_limit = '2m'
+
+    #: seconds each task holds before reporting done
+    hold = variable(int, value=30)
+
+    @run_after('setup')
+    def one_task_per_node(self):
+        nodes = 1
+        if self.current_partition.scheduler.registered_name != 'local':
+            nodes = int(self.declared('storage', 'client_nodes'))
+        self.num_tasks = nodes
+
+    @run_after('setup')
+    def find_sleep(self):
+        self.sleep = self.use_binary('sleep', 'coreutils')
+
+    @run_before('run')
+    def make_test_dir(self):
+        self.scratch_root = self.declared('storage', 'scratch')
+        scratch.remove_leftovers(self.scratch_root)
+        self.test_dir = scratch.create_test_dir(
+            self.scratch_root, scratch.plan_test_dir(self.scratch_root, 'hold'))
+        self.executable = 'sh'
+        self.executable_opts = ['-c', f"'h=$(hostname); echo start $h; "
+                                      f"echo data > {self.test_dir}/file.$h; "
+                                      f"{self.sleep} {self.hold}; echo done $h'"]
+        self.postrun_cmds = [scratch.shell_cleanup(self.test_dir)]
+
+    @run_after('run')
+    def remove_test_dir(self):
+        scratch.remove_test_dir(self.scratch_root, self.test_dir)
+
+    @sanity_function
+    def every_node_done(self):
+        done = sn.evaluate(sn.extractall(r'^done (\S+)', self.stdout, 1))
+        if len(set(done)) == self.num_tasks:
+            return True
+        cause = reliability.failure_cause(_job_output(self), self.job.state, self.time_limit)
+        raise SanityError(f'{len(set(done))} of {self.num_tasks} nodes finished '
+                          f'({", ".join(sorted(set(done))) or "none"}); {cause or "cause unknown"}')
+
+
+@rfm.simple_test
+class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'A program that never ends: the time limit of the mode ends it'
+    valid_systems = ['emu:srun', 'local']
+    valid_prog_environs = ['*']
+    executable_opts = ['3600']
+    num_tasks = 1
+    time_limit = by_mode({'smoke': '10s', 'nightly': '1m', 'acceptance': '5m'})
+
+    @run_after('setup')
+    def find_sleep(self):
+        self.executable = self.use_binary('sleep', 'coreutils')
+
+    @sanity_function
+    def finished(self):
+        if sn.evaluate(sn.count(sn.extractall(r'never printed', self.stdout))) > 0:
+            return True
+        cause = reliability.failure_cause(_job_output(self), self.job.state, self.time_limit)
+        raise SanityError(cause or f'the program ended without output (Slurm state {self.job.state})')

@@ -1,0 +1,257 @@
+"""Faults during a run, on the local cluster (``emu_cluster``) and on
+``local``: a node dies mid-benchmark, a benchmark hangs, the run is
+interrupted (SIGINT, SIGTERM), the scratch file system fills up.
+
+Each test asserts the outcome a user sees (the failure message names the
+node, the time limit, the "no space" cause), and that nothing was lost:
+the results database passes sqlite's integrity check and holds every
+completed result, perflogs stay readable, no failed figure is recorded as a
+pass, test files are removed, no Slurm job is left behind.
+
+Each scenario records ``reliability=fault`` and ``results_lost=N`` for the
+counts printed at the end of the test run (tests/conftest.py).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from clusterproof import cluster as lc
+from clusterproof import reliability
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, have_root, need_netns, reframe_env
+
+FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
+CHECKS = REPO / 'reframe_checks'
+
+
+# ------------------------------------------------------------------ helpers
+
+def _cases(results_dir):
+    """Test cases of the newest run report in ``results_dir``."""
+    reports = sorted((Path(results_dir) / 'reports').glob('run-report-*.json'),
+                     key=lambda p: p.stat().st_mtime)
+    assert reports, f'no run report in {results_dir}/reports'
+    report = json.loads(reports[-1].read_text())
+    return {tc['name'].split()[0]: tc for run in report['runs'] for tc in run['testcases']}
+
+
+def _db_cases(results_dir):
+    """{session uuid: {test name: result}} from the results database."""
+    import sqlite3
+    db = Path(results_dir) / 'results.db'
+    ok, msg = reliability.database_intact(db)
+    assert ok, msg
+    con = sqlite3.connect(f'file:{db}?mode=ro', uri=True)
+    try:
+        rows = con.execute('SELECT uuid, json_blob FROM sessions').fetchall()
+    finally:
+        con.close()
+    out = {}
+    for sess, blob in rows:
+        data = json.loads(blob)
+        out[sess] = {tc['name'].split()[0]: tc['result']
+                     for run in data['runs'] for tc in run['testcases']}
+    return out
+
+
+def _perflog_results(results_dir):
+    """[(check, result, line)] of every perflog line; every file must parse."""
+    found = []
+    for path in (Path(results_dir) / 'perflogs').rglob('*.log'):
+        lines = path.read_text().splitlines()
+        assert lines, f'{path} is empty'
+        for line in lines[1:]:              # the first line is the header
+            fields = line.split('|')
+            assert len(fields) > 3, f'{path}: unreadable line {line!r}'
+            found.append((path.stem, fields[1], line))
+    return found
+
+
+def _lost(completed, results_dir):
+    """Completed results (names) missing from the database or perflogs."""
+    in_db = set()
+    for cases in _db_cases(results_dir).values():
+        in_db |= {n for n, r in cases.items() if r == 'pass'}
+    return sorted(set(completed) - in_db)
+
+
+def _emu_env(emu_cluster, results_dir, scratch_dir, mode='smoke'):
+    env = reframe_env(results_dir, mode, emu_cluster)
+    env['CLUSTERPROOF_SCRATCH'] = str(scratch_dir)
+    return env
+
+
+def _start_reframe(args, env):
+    return subprocess.Popen([str(VENV_BIN / 'reframe')] + args, cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _poll(what, ready, timeout, proc=None):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if ready():
+            return
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f'reframe ended before {what}:\n{proc.stdout.read()[-3000:]}')
+        time.sleep(0.1)
+    pytest.fail(f'{what}: not within {timeout} s')
+
+
+def _text(path):
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ''
+
+
+def _squeue(env, name=None):
+    out = subprocess.run(['squeue', '-h', '-o', '%i %j %T %N'], env=env, capture_output=True,
+                         text=True).stdout.split('\n')
+    return [ln.split() for ln in out if ln.strip() and (name is None or name in ln)]
+
+
+def _spec():
+    return lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
+
+
+# ---------------------------------------------------- a node dies; a hang
+
+@pytest.fixture(scope='module')
+def node_death_session(emu_cluster, tmp_path_factory):
+    """One ReFrame session on emu with three checks: ReliabilityQuick
+    (completes), ReliabilityHold on all four nodes (node n2 is killed while it
+    runs) and ReliabilityHang (never ends; the smoke time limit ends it)."""
+    results = tmp_path_factory.mktemp('node-death')
+    scratch_dir = results / 'scratch'
+    env = _emu_env(emu_cluster, results, scratch_dir)
+    spec = _spec()
+    proc = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                           '-S', 'ReliabilityHold.hold=25'], env)
+    try:
+        # the Hold job runs on all nodes and its step runs on n2
+        _poll('ReliabilityHold running on n2',
+              lambda: any(j[2] == 'RUNNING' for j in _squeue(env, 'Hold'))
+              and len(reliability.node_pids(spec, 'n2')) > 1, 60, proc)
+        killed = reliability.kill_node(spec, 'n2')
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    yield {'results': results, 'scratch': scratch_dir, 'out': out, 'rc': proc.returncode,
+           'killed': killed, 'env': env, 'spec': spec, 'cases': _cases(results)}
+    # bring n2 back whatever happened above
+    if not any(p for p in reliability.node_pids(spec, 'n2')):
+        reliability.restart_node(spec, 'n2')
+
+
+@need_netns
+def test_node_death_fails_naming_the_node_and_the_session_goes_on(node_death_session,
+                                                                  record_property):
+    record_property('reliability', 'fault')
+    s = node_death_session
+    assert s['killed'], 'nothing was killed on n2'
+    cases = s['cases']
+    lost = _lost([n for n, tc in cases.items() if tc['result'] == 'pass'], s['results'])
+    record_property('results_lost', len(lost))
+    hold = cases['ReliabilityHold']
+    assert hold['result'] == 'fail', s['out'][-3000:]
+    assert 'n2' in hold['fail_reason'] and 'node failure' in hold['fail_reason'], hold['fail_reason']
+    # the other tests of the session went on
+    assert cases['ReliabilityQuick']['result'] == 'pass', s['out'][-3000:]
+    assert 'ReliabilityHang' in cases
+    # every completed result is in the database and the perflog; nothing failed is a pass
+    assert lost == []
+    perf = _perflog_results(s['results'])
+    assert ('ReliabilityQuick', 'pass') in {(c, r) for c, r, _ in perf}
+    assert all(r != 'pass' for c, r, _ in perf if c in ('ReliabilityHold', 'ReliabilityHang'))
+    # Slurm does not run the failed job again later (--no-requeue)
+    _poll('the failed job to leave the queue', lambda: not _squeue(s['env'], 'Hold'), 30)
+    # the test directory of the failed check is gone
+    assert [p.name for p in s['scratch'].iterdir() if not p.name.startswith('.')] == []
+
+
+@need_netns
+def test_resumed_node_passes_a_rerun(node_death_session, record_property):
+    record_property('reliability', 'fault')
+    s = node_death_session
+    state = reliability.restart_node(s['spec'], 'n2')
+    assert state.startswith('idle')
+    proc = subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                           '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
+                          cwd=REPO, env=s['env'], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sorted(_cases(s['results'])['ReliabilityHold']['job_nodelist']) == ['n1', 'n2', 'n3', 'n4']
+    sessions = _db_cases(s['results'])
+    record_property('results_lost', 0 if len(sessions) == 2 else 1)
+    assert len(sessions) == 2          # the first session is still there
+    assert any(c.get('ReliabilityQuick') == 'pass' for c in sessions.values())
+
+
+@need_netns
+def test_hang_is_ended_by_the_time_limit_of_the_mode(node_death_session, record_property):
+    record_property('reliability', 'fault')
+    s = node_death_session
+    hang = s['cases']['ReliabilityHang']
+    record_property('results_lost', 0)
+    assert hang['result'] == 'fail'
+    assert 'timeout' in hang['fail_reason'] and 'time limit of 10 s' in hang['fail_reason'], hang['fail_reason']
+    acct = subprocess.run(['sacct', '-X', '-n', '-P', '-o', 'jobname,state'], env=s['env'],
+                          capture_output=True, text=True).stdout
+    assert 'rfm_ReliabilityHang|TIMEOUT' in acct, acct
+
+
+# ---------------------------------------------------------- interruption
+
+@need_netns
+@pytest.mark.parametrize('sig', ['SIGINT', 'SIGTERM'])
+def test_interrupted_run_cancels_jobs_removes_files_keeps_results(emu_cluster, tmp_path, sig,
+                                                                  record_property):
+    record_property('reliability', 'fault')
+    scratch_dir = tmp_path / 'scratch'
+    env = _emu_env(emu_cluster, tmp_path, scratch_dir)
+    proc = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                           '-n', 'ReliabilityQuick|ReliabilityHold',
+                           '-S', 'ReliabilityHold.hold=120'], env)
+    job_ids = []
+    try:
+        _poll('ReliabilityQuick finished and ReliabilityHold running',
+              lambda: not _squeue(env, 'Quick')
+              and any(j[2] == 'RUNNING' for j in _squeue(env, 'Hold'))
+              and '(1/2) ReliabilityQuick' in _text(tmp_path / 'reframe.log')
+              # finished means cleaned up too: ReFrame marks a test that is
+              # still cleaning up when interrupted as aborted
+              and (tmp_path / 'output' / 'emu' / 'srun' / 'gnu' / 'ReliabilityQuick').is_dir()
+              and not (tmp_path / 'stage' / 'emu' / 'srun' / 'gnu' / 'ReliabilityQuick').exists()
+              and len(list(scratch_dir.glob('hold-*/file.n*'))) == 4, 60, proc)
+        time.sleep(1)       # past the end of ReliabilityQuick's cleanup stage
+        job_ids = [j[0] for j in _squeue(env, 'Hold')]
+        proc.send_signal(getattr(signal, sig))
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            if job_ids:
+                subprocess.run(['scancel'] + job_ids, env=env)
+    assert proc.returncode != 0, out[-3000:]
+    # no Slurm job left; accounting says cancelled
+    _poll('the cancelled job to leave the queue', lambda: not _squeue(env, 'Hold'), 30)
+    acct = subprocess.run(['sacct', '-X', '-n', '-P', '-j', ','.join(job_ids), '-o', 'jobid,state'],
+                          env=env, capture_output=True, text=True).stdout
+    assert all('CANCELLED' in ln for ln in acct.split('\n') if ln.strip()), acct
+    # the completed result is kept
+    lost = _lost(['ReliabilityQuick'], tmp_path)
+    record_property('results_lost', len(lost))
+    assert lost == [], out[-3000:]
+    assert ('ReliabilityQuick', 'pass') in {(c, r) for c, r, _ in _perflog_results(tmp_path)}
+    # test files removed
+    left = [p.name for p in scratch_dir.iterdir() if not p.name.startswith('.')]
+    assert left == [], f'{left} left in {scratch_dir}; reframe said:\n{out[-2000:]}'
