@@ -130,11 +130,14 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         root = self.declared('storage', 'scratch', default=None)
         try:
             root = scratch.check_scratch(root)
-            os.makedirs(root, exist_ok=True)
-            sizing.check_fits(root, self.total_bytes, f'IOR with {self.threads} threads')
             self.scratch_root = root
-            self.test_dir = scratch.create_test_dir(
-                root, scratch.plan_test_dir(root, f'ior-t{self.threads}'))
+            planned = scratch.plan_test_dir(root, f'ior-t{self.threads}')
+            if self.is_dry_run():       # job scripts only: write nothing
+                self.test_dir = planned
+            else:
+                where = root if root.is_dir() else root.parent
+                sizing.check_fits(where, self.total_bytes, f'IOR with {self.threads} threads')
+                self.test_dir = scratch.create_test_dir(root, planned)
         except ClusterproofError as err:
             self.skip(f'{self.current_partition.fullname}: {err}')
         self.ior_test_dir = str(self.test_dir)

@@ -105,10 +105,10 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     def make_test_dir(self):
         try:
             root = scratch.check_scratch(self.declared('storage', 'scratch', default=None))
-            os.makedirs(root, exist_ok=True)
             self.scratch_root = root
-            self.test_dir = scratch.create_test_dir(
-                root, scratch.plan_test_dir(root, f'mdtest-t{self.threads}'))
+            planned = scratch.plan_test_dir(root, f'mdtest-t{self.threads}')
+            # a dry run only writes job scripts: nothing is created
+            self.test_dir = planned if self.is_dry_run() else scratch.create_test_dir(root, planned)
         except ClusterproofError as err:
             self.skip(f'{self.current_partition.fullname}: {err}')
         self.mdtest_test_dir = str(self.test_dir)
