@@ -8,8 +8,12 @@ test case: a result carries its mode, whether it was smoke or emulated, the
 project revision, the site configuration's hash and the binary that ran.
 """
 
+import platform
+import sys
+
 import reframe as rfm
-from reframe.core.builtins import run_after, variable
+from reframe.core.builtins import run_after, run_before, variable
+from reframe.core.exceptions import SanityError
 
 from clusterproof import ClusterproofError, binaries, references
 from clusterproof.hardware import declared
@@ -40,6 +44,9 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     binary_version = variable(str, value='')
     spack_spec = variable(str, value='')
     spack_lock_hash = variable(str, value='')
+
+    #: the copy of that spack.lock kept with the results (<results>/spack/)
+    spack_lock_copy = variable(str, value='')
 
     @run_after('init')
     def _cp_tags(self):
@@ -81,12 +88,47 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
 
         ``version_argv`` is the command that prints the program's version,
         with ``{exe}`` standing for the path (default: ``{exe} --version``).
+        A binary from the view also records its concretized spec from
+        ``spack.lock`` and the lock file's hash, and keeps a copy of the lock
+        file with the results (see clusterproof.binaries).
         """
         found = binaries.locate(executable, view_subdirs)
         self.skip_if(found is None,
                      f'{executable} not found in the Spack view ({binaries.spack_view()}) '
                      f'or on PATH; build it with: {binaries.build_command(spec)}')
+        if found.source == 'spack':
+            binaries.spack_provenance(found, spec)
         self.binary_path = found.path
+        self.spack_spec = found.spack_spec
+        self.spack_lock_hash = found.spack_lock_hash
+        self.spack_lock_copy = found.spack_lock_copy
         argv = [a.format(exe=found.path) for a in (version_argv or ['{exe}', '--version'])]
         self.binary_version = binaries.program_version(argv) or 'unknown'
         return found.path
+
+    def record_built_binary(self, path, source_files, compiler_version):
+        """Provenance of a binary this check (or its build fixture) compiled:
+        its path, and as its version the compiler and the sha256 of
+        ``source_files``."""
+        built = binaries.built_binary(path, source_files, compiler_version)
+        self.binary_path = built.path
+        self.binary_version = built.version
+        self.spack_spec = ''
+        self.spack_lock_hash = ''
+        self.spack_lock_copy = ''
+        return built.path
+
+    @run_before('sanity')
+    def _cp_require_provenance(self):
+        '''A result without provenance is not a result: a check must have
+        recorded the binary it ran (use_binary or record_built_binary).'''
+        if not self.binary_path and self.executable == sys.executable:
+            # The program is clusterproof itself (a ``python -m clusterproof.x``
+            # report): the interpreter and cp_git_rev say what ran.
+            self.binary_path = sys.executable
+            self.binary_version = f'Python {platform.python_version()}'
+        if not self.binary_path:
+            raise SanityError(
+                f'{type(self).__name__}: no binary provenance (binary_path is empty); '
+                f'the check must call self.use_binary(executable, spec) or '
+                f'self.record_built_binary(path, sources, compiler) before it runs')
