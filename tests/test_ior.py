@@ -187,10 +187,11 @@ def test_invalid_json_falls_back_to_the_text():
 
 # -- end to end -------------------------------------------------------------
 
-def _need_ior():
-    if binaries.locate('ior') is None:
-        pytest.skip(f'ior not found in the Spack view ({binaries.spack_view()}) or on PATH; '
-                    f'build it with: {binaries.build_command("ior@4.0.0")}')
+#: skip (before any cluster is started) when no ior binary is available
+need_ior = pytest.mark.skipif(
+    binaries.locate('ior') is None,
+    reason=f'ior not found in the Spack view ({binaries.spack_view()}) or on PATH; '
+           f'build it with: {binaries.build_command("ior@4.0.0")}')
 
 
 def _cases(results):
@@ -205,8 +206,8 @@ def _test_dirs_left(results):
     return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
 
 
+@need_ior
 def test_ior_on_local(tmp_path):
-    _need_ior()
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=2',
                         '--system', 'local', '-r'], tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -224,8 +225,8 @@ def test_ior_on_local(tmp_path):
     assert _test_dirs_left(tmp_path) == []
 
 
+@need_ior
 def test_ior_failure_fails_sanity_and_removes_the_test_dir(tmp_path):
-    _need_ior()
     # O_DIRECT (smoke) with 1000-byte transfers: the writes fail, IOR stops with ERROR.
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=1',
                         '-S', 'IorSharedFile.transfer_size=1000', '--system', 'local', '-r'],
@@ -240,9 +241,9 @@ def test_ior_failure_fails_sanity_and_removes_the_test_dir(tmp_path):
     assert _test_dirs_left(tmp_path) == []
 
 
+@need_ior
 @need_netns
 def test_ior_on_the_local_cluster(emu_cluster, tmp_path):
-    _need_ior()
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=8',
                         '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

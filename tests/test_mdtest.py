@@ -102,10 +102,11 @@ def test_stride_for_block_placement_is_tasks_per_node():
 
 # -- end to end -------------------------------------------------------------
 
-def _need_mdtest():
-    if binaries.locate('mdtest') is None:
-        pytest.skip(f'mdtest not found in the Spack view ({binaries.spack_view()}) or on '
-                    f'PATH; build it with: {binaries.build_command("ior@4.0.0")}')
+#: skip (before any cluster is started) when no mdtest binary is available
+need_mdtest = pytest.mark.skipif(
+    binaries.locate('mdtest') is None,
+    reason=f'mdtest not found in the Spack view ({binaries.spack_view()}) or on PATH; '
+           f'build it with: {binaries.build_command("ior@4.0.0")}')
 
 
 def _cases(results):
@@ -124,8 +125,8 @@ def _figures(case):
     return {key.split(':')[-1]: entry[0] for key, entry in case['perfvalues'].items()}
 
 
+@need_mdtest
 def test_mdtest_on_local(tmp_path):
-    _need_mdtest()
     proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=2',
                         '--system', 'local', '-r'], tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -141,9 +142,9 @@ def test_mdtest_on_local(tmp_path):
     assert _test_dirs_left(tmp_path) == []
 
 
+@need_mdtest
 @need_netns
 def test_mdtest_on_the_local_cluster(emu_cluster, tmp_path):
-    _need_mdtest()
     proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=8',
                         '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
