@@ -136,3 +136,34 @@ def hpccinf(n, nb, p, q, ptrans_n=None, ptrans_nb=None, threshold=DEFAULT_THRESH
     text += f'{len(ptrans_nb):<23}number of additional blocking sizes for PTRANS\n'
     text += ' '.join(str(v) for v in ptrans_nb) + '   values of NB\n'
     return text
+
+
+def partition_node_count(extras, scheduler):
+    """Nodes a partition offers: 1 under the local scheduler, otherwise
+    ``extras['max_nodes']`` or ``extras['storage']['client_nodes']``."""
+    if scheduler == 'local':
+        return 1
+    count = extras.get('max_nodes') or (extras.get('storage') or {}).get('client_nodes') or 1
+    return int(count)
+
+
+def ranks_per_node(hardware, emulated=False):
+    """MPI ranks per node: one per physical core; one per node when the nodes
+    are emulated on one machine (they share its cores)."""
+    if emulated:
+        return 1
+    return int(hardware['sockets']) * int(hardware['cores_per_socket'])
+
+
+def mpirun_env(euid):
+    """Environment OpenMPI's mpirun needs on a machine without a scheduler:
+    running as root must be allowed explicitly."""
+    if euid != 0:
+        return {}
+    return {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
+
+
+def emulated_mpi_env(emulated):
+    """On emulated nodes (all sharing this machine's cores) MPI ranks that
+    busy-poll starve each other: let OpenMPI yield when idle."""
+    return {'OMPI_MCA_mpi_yield_when_idle': '1'} if emulated else {}

@@ -11,7 +11,7 @@ from clusterproof.parsers import ParseError
 
 _TITLE = re.compile(r'^# (OSU .*?) v(\d+\.\d+(?:\.\d+)?)\s*$', re.M)
 _HEADER = re.compile(r'^#\s*Size\s+(.*)$', re.M)
-_ROW = re.compile(r'^(\d+)\s+([0-9.eE+-]+(?:\s+[0-9.eE+-]+)*)\s*$', re.M)
+_ROW = re.compile(r'^(\d+)[ \t]+([0-9.eE+-]+(?:[ \t]+[0-9.eE+-]+)*)[ \t]*$', re.M)
 
 
 def _columns(header):

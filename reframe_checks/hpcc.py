@@ -1,0 +1,146 @@
+"""HPC Challenge 1.5.0: HPL, DGEMM, STREAM, PTRANS, RandomAccess and FFT in
+one MPI run over the nodes of a partition.
+
+``Hpcc`` writes ``hpccinf.txt`` (HPL's N from a fraction of the nodes'
+memory, a multiple of NB; P x Q as square as possible; PTRANS at N/2), runs
+``hpcc`` (Debian's package, or Spack's) with one rank per physical core,
+and reads the summary section of ``hpccoutf.txt``. Sanity: ``Success=1``
+and the HPL residual PASSED with the closing count matching. Smoke mode
+caps N (seconds, not a measurement of the machine); on the emulated local
+cluster one rank runs per node, since the nodes share this machine's cores.
+
+Override with ``-S Hpcc.num_nodes=N``, ``-S Hpcc.problem_size=N``,
+``-S Hpcc.memory_fraction=0.5``.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import (performance_function, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import hpl
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import hpcc as hpcc_parser
+from clusterproof.rfm import ClusterproofCheck
+
+#: N of smoke runs (seconds on two cores)
+SMOKE_N = 1000
+
+
+@rfm.simple_test
+class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'HPC Challenge 1.5.0 (HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT) over MPI'
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    tags = {'compute', 'memory', 'hpcc'}
+    time_limit = '30m'
+    keep_files = ['hpccinf.txt', 'hpccoutf.txt']
+
+    #: nodes of the run; 0 = every node of the partition
+    num_nodes = variable(int, value=0)
+
+    #: HPL's N; 0 = from memory_fraction of the nodes' memory (capped in smoke mode)
+    problem_size = variable(int, value=0)
+
+    #: fraction of the nodes' memory HPL's matrix fills
+    memory_fraction = variable(float, value=hpl.DEFAULT_MEMORY_FRACTION)
+
+    #: blocking factor; 0 = declared extras['hardware']['hpl_nb'] or 192
+    block_size = variable(int, value=0)
+
+    @run_after('setup')
+    def find_hpcc(self):
+        # hpcc has no version option: the version comes from its summary after the run
+        self.executable = self.use_binary('hpcc', 'hpcc@1.5.0', version_argv=['true'])
+
+    @run_after('setup')
+    def set_ranks(self):
+        part = self.current_partition
+        self.cp_emulated = bool(part.extras.get('emulated'))
+        hw = self.declared('hardware')
+        if self.num_nodes == 0:
+            self.num_nodes = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
+        per_node = hpl.ranks_per_node(hw, self.cp_emulated)
+        self.num_tasks_per_node = per_node
+        self.num_tasks = self.num_nodes * per_node
+        self.env_vars['OMP_NUM_THREADS'] = '1'
+        self.env_vars['OPENBLAS_NUM_THREADS'] = '1'
+        self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))
+
+    @run_after('setup')
+    def write_input(self):
+        hw = self.declared('hardware')
+        nb = self.block_size or int(hw.get('hpl_nb', hpl.DEFAULT_NB))
+        if self.problem_size == 0:
+            memory_bytes = self.num_nodes * float(hw['memory_gib']) * 2 ** 30
+            n = hpl.problem_size(memory_bytes, nb, self.memory_fraction)
+            if self.cp_smoke:
+                nb = min(nb, 80)
+                n = max(nb, min(n, SMOKE_N) // nb * nb)
+            self.problem_size = n
+        p, q = hpl.process_grid(self.num_tasks)
+        with open(os.path.join(self.stagedir, 'hpccinf.txt'), 'w') as fp:
+            fp.write(hpl.hpccinf(self.problem_size, nb, p, q))
+
+    @run_before('run')
+    def use_mpirun_without_scheduler(self):
+        if self.current_partition.launcher_type.registered_name == 'local' and self.num_tasks > 1:
+            self.job.launcher = getlauncher('mpirun')()
+            self.env_vars.update(hpl.mpirun_env(os.geteuid()))
+
+    def result(self):
+        if not hasattr(self, '_result'):
+            path = os.path.join(self.stagedir, 'hpccoutf.txt')
+            try:
+                with open(path) as fp:
+                    self._result = hpcc_parser.parse(fp.read(), source=path)
+            except (OSError, ParseError) as err:
+                raise SanityError(str(err)) from None
+        return self._result
+
+    @sanity_function
+    def hpcc_succeeded(self):
+        summary = self.result()['summary']
+        self.binary_version = '.'.join(str(summary.get(k, '?')) for k in
+                                       ('VersionMajor', 'VersionMinor', 'VersionMicro'))
+        why = hpcc_parser.verdict(self.result())
+        if why:
+            raise SanityError(why)
+        return True
+
+    def figure(self, name):
+        value = self.result()['summary'].get(name)
+        if not isinstance(value, (int, float)):
+            raise SanityError(f'hpccoutf.txt: summary has no number for {name}')
+        return value
+
+    @performance_function('Tflops')
+    def HPL_Tflops(self):
+        return self.figure('HPL_Tflops')
+
+    @performance_function('Gflops')
+    def StarDGEMM_Gflops(self):
+        return self.figure('StarDGEMM_Gflops')
+
+    @performance_function('GB/s')
+    def StarSTREAM_Triad(self):
+        return self.figure('StarSTREAM_Triad')
+
+    @performance_function('GB/s')
+    def SingleSTREAM_Triad(self):
+        return self.figure('SingleSTREAM_Triad')
+
+    @performance_function('GB/s')
+    def PTRANS_GBs(self):
+        return self.figure('PTRANS_GBs')
+
+    @performance_function('GUPs')
+    def MPIRandomAccess_GUPs(self):
+        return self.figure('MPIRandomAccess_GUPs')
+
+    @performance_function('Gflops')
+    def MPIFFT_Gflops(self):
+        return self.figure('MPIFFT_Gflops')

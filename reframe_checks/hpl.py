@@ -1,0 +1,131 @@
+"""HPL 2.3: double-precision LU solve over MPI, one rank per physical core.
+
+``Hpl`` writes ``HPL.dat`` (N from a fraction of the nodes' memory, default
+80 %, rounded down to a multiple of NB; NB declared per processor as
+``extras['hardware']['hpl_nb']``, default 192; P x Q as square as possible,
+P <= Q) and runs ``xhpl`` from the Spack view on 1 node and, in acceptance
+mode, on 2, 4, ... up to the partition's size or 64 nodes. Smoke mode caps N
+(seconds, not a measurement of the machine).
+
+Sanity: every residual line PASSED (both the ``0.0038237`` and the
+``3.87059020e-03`` formats), none FAILED, and the closing count of passed
+tests equals the number of result rows. Figures: Gflops (Rmax) and, where
+the partition declares clock and FLOPs per cycle, efficiency = Rmax / Rpeak
+with Rpeak = nodes x cores x clock x DP FLOPs per cycle.
+
+Override with ``-S Hpl.problem_size=N``, ``-S Hpl.memory_fraction=0.5``,
+``-S Hpl.block_size=224``.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import hpl
+from clusterproof.modes import by_mode
+from clusterproof.parsers import hpl as hpl_parser
+from clusterproof.rfm import ClusterproofCheck
+
+#: N of smoke runs (seconds on two cores)
+SMOKE_N = 2000
+
+
+@rfm.simple_test
+class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    descr = 'HPL 2.3 (Rmax and efficiency against Rpeak), single node and multi-node scaling'
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    tags = {'compute', 'hpl'}
+    time_limit = '2h'
+    keep_files = ['HPL.dat']
+
+    #: nodes of the run: 1, 2, 4, ... up to 64 in acceptance mode
+    num_nodes = parameter(by_mode({'smoke': [1], 'nightly': [1],
+                                   'acceptance': hpl.scaling_nodes(hpl.MAX_SCALING_NODES)}))
+
+    #: N; 0 = from memory_fraction of the nodes' memory (capped in smoke mode)
+    problem_size = variable(int, value=0)
+
+    #: fraction of the nodes' memory the matrix fills
+    memory_fraction = variable(float, value=hpl.DEFAULT_MEMORY_FRACTION)
+
+    #: blocking factor; 0 = declared extras['hardware']['hpl_nb'] or 192
+    block_size = variable(int, value=0)
+
+    @run_after('setup')
+    def find_xhpl(self):
+        # xhpl has no version option (it would start a run): the version comes
+        # from its output header after the run
+        self.executable = self.use_binary('xhpl', 'hpl@2.3', version_argv=['true'])
+
+    @run_after('setup')
+    def set_ranks(self):
+        part = self.current_partition
+        self.cp_emulated = bool(part.extras.get('emulated'))
+        available = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
+        self.skip_if(self.num_nodes > available,
+                     f'{self.num_nodes} nodes asked, {part.fullname} has {available}')
+        per_node = hpl.ranks_per_node(self.declared('hardware'), self.cp_emulated)
+        self.num_tasks_per_node = per_node
+        self.num_tasks = self.num_nodes * per_node
+        self.env_vars['OMP_NUM_THREADS'] = '1'
+        self.env_vars['OPENBLAS_NUM_THREADS'] = '1'
+        self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))
+
+    @run_after('setup')
+    def write_hpl_dat(self):
+        hw = self.declared('hardware')
+        nb = self.block_size or int(hw.get('hpl_nb', hpl.DEFAULT_NB))
+        if self.problem_size == 0:
+            memory_bytes = self.num_nodes * float(hw['memory_gib']) * 2 ** 30
+            n = hpl.problem_size(memory_bytes, nb, self.memory_fraction)
+            if self.cp_smoke:
+                n = max(nb, min(n, SMOKE_N) // nb * nb)
+            self.problem_size = n
+        self.block_size = nb
+        p, q = hpl.process_grid(self.num_tasks)
+        with open(os.path.join(self.stagedir, 'HPL.dat'), 'w') as fp:
+            fp.write(hpl.hpl_dat(self.problem_size, nb, p, q))
+
+    @run_before('run')
+    def use_mpirun_without_scheduler(self):
+        if self.current_partition.launcher_type.registered_name == 'local' and self.num_tasks > 1:
+            self.job.launcher = getlauncher('mpirun')()
+            self.env_vars.update(hpl.mpirun_env(os.geteuid()))
+
+    def result(self):
+        if not hasattr(self, '_result'):
+            path = os.path.join(self.stagedir, str(self.job.stdout))
+            try:
+                with open(path) as fp:
+                    self._result = hpl_parser.parse(fp.read(), source=path)
+            except OSError as err:
+                raise SanityError(str(err)) from None
+        return self._result
+
+    @sanity_function
+    def residuals_passed(self):
+        out = self.result()
+        why = hpl_parser.verdict(out)
+        if why:
+            raise SanityError(why)
+        self.binary_version = out['version'] or self.binary_version
+        return True
+
+    @run_before('performance')
+    def drop_efficiency_without_rpeak(self):
+        if hpl.declared_rpeak_gflops(self.declared('hardware'), self.num_nodes) is None:
+            self.perf_variables.pop('efficiency', None)
+
+    @performance_function('Gflops')
+    def gflops(self):
+        return max(r['gflops'] for r in self.result()['results'])
+
+    @performance_function('%')
+    def efficiency(self):
+        rpeak = hpl.declared_rpeak_gflops(self.declared('hardware'), self.num_nodes)
+        return 100.0 * max(r['gflops'] for r in self.result()['results']) / rpeak

@@ -1,0 +1,129 @@
+"""OSU micro-benchmarks 7.5 between two nodes.
+
+``OsuBandwidth`` runs ``osu_bw`` (uni-directional) and ``osu_bibw``
+(bi-directional) with one rank on each of two nodes: bandwidth at the
+largest message size (MB/s = 10^6 bytes/s), message rate at the smallest
+size, and bandwidth as a fraction of the declared link rate
+(``extras['network']['link_gbps']``; twice that for bi-directional).
+
+``OsuMessageRate`` runs ``osu_mbw_mr`` with all cores of one socket on each of
+two nodes (rank i talks to rank i + n/2 on the other node): the all-core
+message rate at the smallest size, which the BIOS "preferred I/O device"
+setting changes on AMD Rome.
+
+The binaries come from the Spack view (``libexec/osu-micro-benchmarks/mpi/pt2pt``)
+or PATH; when missing the checks are skipped with the build command.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   sanity_function)
+from reframe.core.exceptions import SanityError
+
+from clusterproof import hpl
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import osu as osu_parser
+from clusterproof.rfm import ClusterproofCheck
+
+OSU_SPEC = 'osu-micro-benchmarks@7.5.1'
+OSU_VIEW_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard',
+                 'libexec/osu-micro-benchmarks/mpi/pt2pt', 'bin')
+
+
+class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+    """One OSU benchmark on two nodes (base of both checks)."""
+
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    tags = {'network', 'osu'}
+    time_limit = '10m'
+    num_nodes = 2
+
+    def find_benchmark(self, name):
+        part = self.current_partition
+        self.cp_emulated = bool(part.extras.get('emulated'))
+        available = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
+        self.skip_if(available < 2, f'{name} measures the network between two nodes; '
+                                    f'{part.fullname} has {available}')
+        self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))
+        self.executable = self.use_binary(name, OSU_SPEC, version_argv=['true'],
+                                          view_subdirs=OSU_VIEW_DIRS)
+
+    def result(self):
+        if not hasattr(self, '_result'):
+            path = os.path.join(self.stagedir, str(self.job.stdout))
+            try:
+                with open(path) as fp:
+                    self._result = osu_parser.parse(fp.read(), source=path)
+            except (OSError, ParseError) as err:
+                raise SanityError(str(err)) from None
+        return self._result
+
+    @sanity_function
+    def all_sizes_reported(self):
+        out = self.result()
+        self.binary_version = out['version']
+        if max(out['rows']) < 2 ** 20:
+            raise SanityError(f'{self.executable}: largest message size {max(out["rows"])} B; '
+                              f'the run stopped before 1 MiB')
+        return True
+
+    def link_mbs(self, directions):
+        gbps = self.declared('network', 'link_gbps', default=None)
+        return None if gbps is None else directions * gbps * 1e9 / 8 / 1e6
+
+
+@rfm.simple_test
+class OsuBandwidth(_OsuTwoNodes):
+    descr = 'OSU uni- and bi-directional bandwidth between two nodes, one core each'
+
+    #: benchmark and the number of directions the link carries data in
+    benchmark = parameter([('osu_bw', 1), ('osu_bibw', 2)], fmt=lambda b: b[0])
+
+    num_tasks = 2
+    num_tasks_per_node = 1
+
+    @run_after('setup')
+    def set_benchmark(self):
+        self.find_benchmark(self.benchmark[0])
+
+    @run_before('performance')
+    def drop_link_fraction_without_link_rate(self):
+        if self.link_mbs(1) is None:
+            self.perf_variables.pop('link_fraction', None)
+
+    @performance_function('MB/s')
+    def bandwidth(self):
+        return osu_parser.bandwidth_at_largest(self.result())[1]
+
+    @performance_function('msg/s')
+    def message_rate(self):
+        return osu_parser.message_rate_at_smallest(self.result())[1]
+
+    @performance_function('%')
+    def link_fraction(self):
+        return (100.0 * osu_parser.bandwidth_at_largest(self.result())[1]
+                / self.link_mbs(self.benchmark[1]))
+
+
+@rfm.simple_test
+class OsuMessageRate(_OsuTwoNodes):
+    descr = 'OSU multi-pair bandwidth and message rate, all cores of one socket on each of two nodes'
+
+    @run_after('setup')
+    def set_pairs(self):
+        self.find_benchmark('osu_mbw_mr')
+        hw = self.declared('hardware')
+        per_node = 1 if self.cp_emulated else int(hw['cores_per_socket'])
+        self.num_tasks_per_node = per_node
+        self.num_tasks = 2 * per_node
+
+    @performance_function('MB/s')
+    def bandwidth(self):
+        return osu_parser.bandwidth_at_largest(self.result())[1]
+
+    @performance_function('msg/s')
+    def message_rate(self):
+        return osu_parser.message_rate_at_smallest(self.result())[1]
