@@ -18,7 +18,9 @@ The pure parts (addresses, ports, host lists, configuration rendering) are
 plain functions over plain data; the rest runs programs.
 """
 
+import contextlib
 import dataclasses
+import fcntl
 import ipaddress
 import json
 import os
@@ -101,6 +103,34 @@ class Instance:
 
     def default_run_dir(self):
         return Path(f'/tmp/clusterproof-cluster{self.k}')
+
+
+def users_lock_path(k):
+    """Lock file of instance ``k`` held shared by whoever uses the cluster
+    for a while (a test session); ``down`` refuses while it is held."""
+    return Path(f'/tmp/clusterproof-cluster{k}.lock')
+
+
+def in_use(k):
+    """True if something holds the users lock of instance ``k``."""
+    path = users_lock_path(k)
+    if not path.exists():
+        return False
+    with open(path) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+@contextlib.contextmanager
+def operation_lock(k):
+    """One ``up`` or ``down`` of instance ``k`` at a time."""
+    with open(f'/tmp/clusterproof-cluster{k}.op.lock', 'a') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def node_names(nodes):
@@ -402,6 +432,10 @@ class Cluster:
 
     # ---- up
     def up(self):
+        with operation_lock(self.inst.k):
+            return self._up()
+
+    def _up(self):
         t0 = self._t0 = time.monotonic()
         if self.is_up():
             self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
@@ -423,7 +457,7 @@ class Cluster:
             self._wait_nodes_idle()
         except BaseException:
             self.log('  start failed: stopping what was started')
-            self.down(quiet=True)
+            self._down(quiet=True)
             # MariaDB may not have written its pid file yet: stop it by its process
             for proc in self._children:
                 if proc.poll() is None:
@@ -603,6 +637,10 @@ class Cluster:
     def down(self, quiet=False):
         """Stop this cluster's daemons and every process in its node
         namespaces; remove namespaces, links and bridge. Safe to repeat."""
+        with operation_lock(self.inst.k):
+            self._down(quiet)
+
+    def _down(self, quiet):
         say = (lambda text: None) if quiet else self._step
         t0 = time.monotonic()
         nodes = self._known_nodes()

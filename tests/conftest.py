@@ -65,7 +65,7 @@ EMU_INSTANCE = int(os.environ.get('CLUSTERPROOF_TEST_INSTANCE', '7'))
 # this file while it uses the cluster; bringing the cluster up or down takes
 # the exclusive lock. The last session out brings down a cluster that a test
 # session started (marked in its run directory); one started by hand stays up.
-_EMU_LOCK_PATH = Path(f'/tmp/clusterproof-cluster{EMU_INSTANCE}.lock')
+_EMU_LOCK_PATH = Path(f'/tmp/clusterproof-cluster{EMU_INSTANCE}.lock')   # clusterproof.cluster.users_lock_path
 _emu_lock = None
 
 

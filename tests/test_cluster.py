@@ -282,7 +282,10 @@ def _life_cycle(emu_cluster):
     assert f'export SLURM_CONF={spec.run_dir}/etc/slurm.conf' in proc.stdout
 
     # down leaves no process, namespace, link or bridge
+    # this session holds the users lock: down refuses without --force
     proc = _clusterproof('down', *rd)
+    assert proc.returncode == 2 and 'is in use' in proc.stderr, proc.stderr
+    proc = _clusterproof('down', '--force', *rd)
     assert proc.returncode == 0, proc.stderr
     assert _leftovers(k) == []
     assert _clusterproof('status', *rd).returncode == 1

@@ -2,6 +2,7 @@
 
 import json
 
+from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
 
 
@@ -35,6 +36,8 @@ def register(subparsers):
 
     down = sub.add_parser('down', help='stop the daemons, remove namespaces, links and bridge')
     _add_common(down)
+    down.add_argument('--force', action='store_true',
+                      help='bring it down even while a test session holds /tmp/clusterproof-clusterK.lock')
     down.set_defaults(func=cmd_down)
 
     status = sub.add_parser('status', help='daemons (pid, alive), nodes and their Slurm states')
@@ -59,6 +62,9 @@ def cmd_up(args):
 
 def cmd_down(args):
     spec = lc.load_spec(args.instance, args.run_dir)
+    if not args.force and lc.in_use(args.instance):
+        raise ClusterproofError(f'instance {args.instance} is in use (a test session holds '
+                                f'{lc.users_lock_path(args.instance)}); wait for it to end, or use --force')
     lc.Cluster(spec, log=lambda text: print(text, flush=True)).down()
     return 0
 
