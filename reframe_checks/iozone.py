@@ -59,6 +59,8 @@ from clusterproof.rfm import ClusterproofCheck
 IOZONE_SPEC = 'iozone'
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'
 THREADLIST = 'threadlist'
+#: serializes IOzone runs on a machine without scheduler (fixed ports)
+LOCAL_LOCK = '/tmp/clusterproof-iozone.lock'
 
 
 class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
@@ -117,6 +119,12 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         # run as overlapping steps started by the RSH wrapper.
         self.num_tasks = self.iozone_client_nodes
         self.num_tasks_per_node = 1
+        # IOzone 3.489 listens on fixed ports (20000 and up) and has no option
+        # to move them: two IOzone runs on one node collide and hang. Whole
+        # nodes under a scheduler; one run at a time on a node without one.
+        if self.current_partition.scheduler.registered_name != 'local' and \
+                '--exclusive' not in self.current_partition.access:
+            self.job.options += ['--exclusive']
 
     @run_before('run')
     def make_test_dir(self):
@@ -148,7 +156,10 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         else:
             nodes = '$SLURM_JOB_NODELIST'
         cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
-        self.prerun_cmds = [
+        self.prerun_cmds = [] if nodes != '$(hostname)' else [
+            f'exec 9>{shlex.quote(LOCAL_LOCK)} && flock 9',
+        ]
+        self.prerun_cmds += [
             f'{cli} placement --nodes "{nodes}" --threads {self.threads} --format threadlist '
             f'--workdir {shlex.quote(str(self.test_dir))} '
             f'--iozone {shlex.quote(self.iozone_path)} > {THREADLIST} || exit 2',

@@ -27,7 +27,7 @@ KIB = 1024
 
 _VERSION = re.compile(r'Version \$Revision: ([0-9.]+) \$')
 _CMD = re.compile(r'^\s*Command line used: (.*)$', re.M)
-_THREADS = re.compile(r'^\s*Throughput test with (\d+) (?:processes|threads)', re.M)
+_THREADS = re.compile(r'^\s*Throughput test with (\d+) (?:process(?:es)?|threads?)\b', re.M)
 _FILESIZE = re.compile(r'^\s*File size set to (\d+) kB', re.M)
 _RECORD = re.compile(r'^\s*Record Size (\d+) kB', re.M)
 _EACH = re.compile(r'^\s*Each (?:process|thread) writes a (\d+) kByte file in (\d+) kByte records',
