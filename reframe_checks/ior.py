@@ -53,12 +53,6 @@ HOSTFILE = 'hostfile'
 _BANNER = 'MPI Coordinated Test of Parallel I/O'
 
 
-def launch_mode(launcher_name):
-    """How ranks are placed for a partition's launcher: 'srun', 'mpirun'
-    (inside a Slurm allocation, with a hostfile) or 'local' (this machine)."""
-    return {'srun': 'srun', 'mpirun': 'mpirun'}.get(launcher_name, 'local')
-
-
 @rfm.simple_test
 class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     descr = 'IOR N-to-1 (one shared file): write, then read with -C, bandwidth Max/Mean'
@@ -115,8 +109,8 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def place_threads(self):
         nodes = int(self.declared('storage', 'client_nodes', default=1) or 1)
-        if launch_mode(self.current_partition.launcher_type.registered_name) == 'local':
-            nodes = 1
+        if self.current_partition.launcher_type.registered_name not in ('srun', 'mpirun'):
+            nodes = 1           # no scheduler: this machine only
         self.ior_client_nodes = min(nodes, self.threads)
         self.num_tasks = self.threads
         self.num_tasks_per_node = math.ceil(self.threads / self.ior_client_nodes)
@@ -135,6 +129,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             if self.is_dry_run():       # job scripts only: write nothing
                 self.test_dir = planned
             else:
+                scratch.remove_leftovers(root)      # of runs that were killed
                 where = root if root.is_dir() else root.parent
                 sizing.check_fits(where, self.total_bytes, f'IOR with {self.threads} threads')
                 self.test_dir = scratch.create_test_dir(root, planned)
@@ -144,21 +139,21 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @run_before('run')
     def set_launcher(self):
-        mode = launch_mode(self.current_partition.launcher_type.registered_name)
-        if mode == 'local':
-            self.job.launcher = getlauncher('mpirun')()
-            self.job.launcher.options = ['--oversubscribe']
-            self.env_vars.update(mpirun_env(os.geteuid()))
-        elif mode == 'srun':
+        launcher = self.current_partition.launcher_type.registered_name
+        if launcher == 'srun':
             self.job.launcher.options = ['--distribution=cyclic'] + (
                 ['--overcommit'] if self.oversubscribed else [])
-        else:
+        elif launcher == 'mpirun':
             cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
             self.prerun_cmds = [
                 f'{cli} placement --nodes "$SLURM_JOB_NODELIST" --threads {self.threads} '
                 f'--format hostfile > {HOSTFILE}']
             self.job.launcher.options = ['--hostfile', HOSTFILE, '--map-by', 'node'] + (
                 ['--oversubscribe'] if self.oversubscribed else [])
+        else:                   # no scheduler: MPI ranks on this machine
+            self.job.launcher = getlauncher('mpirun')()
+            self.job.launcher.options = ['--oversubscribe']
+            self.env_vars.update(mpirun_env(os.geteuid()))
 
     @run_before('run')
     def set_commands(self):

@@ -107,8 +107,11 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             root = scratch.check_scratch(self.declared('storage', 'scratch', default=None))
             self.scratch_root = root
             planned = scratch.plan_test_dir(root, f'mdtest-t{self.threads}')
-            # a dry run only writes job scripts: nothing is created
-            self.test_dir = planned if self.is_dry_run() else scratch.create_test_dir(root, planned)
+            if self.is_dry_run():       # job scripts only: write nothing
+                self.test_dir = planned
+            else:
+                scratch.remove_leftovers(root)      # of runs that were killed
+                self.test_dir = scratch.create_test_dir(root, planned)
         except ClusterproofError as err:
             self.skip(f'{self.current_partition.fullname}: {err}')
         self.mdtest_test_dir = str(self.test_dir)
