@@ -19,15 +19,18 @@ import os
 
 import reframe as rfm
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
-                                   sanity_function)
+                                   sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
 from clusterproof import hpl
+from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu as osu_parser
 from clusterproof.rfm import ClusterproofCheck
 
 OSU_SPEC = 'osu-micro-benchmarks@7.5.1'
+#: directions a benchmark moves data in at once (the line rate counts per direction)
+DIRECTIONS = {'osu_bw': 1, 'osu_bibw': 2}
 OSU_VIEW_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard',
                  'libexec/osu-micro-benchmarks/mpi/pt2pt', 'bin')
 
@@ -41,6 +44,10 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     time_limit = '10m'
     num_nodes = 2
 
+    #: OSU options: fewer iterations in smoke mode (seconds, not a measurement)
+    osu_options = variable(list, value=by_mode({'smoke': ['-i', '100', '-x', '10'],
+                                                'nightly': [], 'acceptance': []}))
+
     def find_benchmark(self, name):
         part = self.current_partition
         self.cp_emulated = bool(part.extras.get('emulated'))
@@ -50,6 +57,7 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))
         self.executable = self.use_binary(name, OSU_SPEC, version_argv=['true'],
                                           view_subdirs=OSU_VIEW_DIRS)
+        self.executable_opts = list(self.osu_options)
 
     def result(self):
         if not hasattr(self, '_result'):
@@ -79,15 +87,15 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 class OsuBandwidth(_OsuTwoNodes):
     descr = 'OSU uni- and bi-directional bandwidth between two nodes, one core each'
 
-    #: benchmark and the number of directions the link carries data in
-    benchmark = parameter([('osu_bw', 1), ('osu_bibw', 2)], fmt=lambda b: b[0])
+    #: uni-directional (osu_bw) or bi-directional (osu_bibw)
+    benchmark = parameter(['osu_bw', 'osu_bibw'])
 
     num_tasks = 2
     num_tasks_per_node = 1
 
     @run_after('setup')
     def set_benchmark(self):
-        self.find_benchmark(self.benchmark[0])
+        self.find_benchmark(self.benchmark)
 
     @run_before('performance')
     def drop_link_fraction_without_link_rate(self):
@@ -105,7 +113,7 @@ class OsuBandwidth(_OsuTwoNodes):
     @performance_function('%')
     def link_fraction(self):
         return (100.0 * osu_parser.bandwidth_at_largest(self.result())[1]
-                / self.link_mbs(self.benchmark[1]))
+                / self.link_mbs(DIRECTIONS[self.benchmark]))
 
 
 @rfm.simple_test
