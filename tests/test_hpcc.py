@@ -1,0 +1,111 @@
+"""HPCC: the summary parser on recorded hpccoutf.txt, and the check end to
+end for real: on ``local`` (mpirun, 2 ranks) and across the 4 nodes of the
+local Slurm cluster over MPI (both partitions of ``emu``)."""
+
+import glob
+import json
+import shutil
+
+import pytest
+
+from clusterproof.parsers import ParseError
+from clusterproof.parsers import hpcc as hpcc_parser
+from conftest import DATA, need_netns, run_reframe
+
+LOCAL = DATA / 'hpcc' / 'hpccoutf-local-np2.txt'
+FAILED = DATA / 'hpcc' / 'hpccoutf-local-np2-failed-residual.txt'
+EMU = DATA / 'hpcc' / 'hpccoutf-emu-4nodes.txt'
+
+need_hpcc = pytest.mark.skipif(shutil.which('hpcc') is None,
+                               reason='hpcc not on PATH (apt-get install hpcc, or spack -e . install hpcc)')
+
+
+def test_summary_of_a_successful_run():
+    out = hpcc_parser.parse(LOCAL.read_text(), str(LOCAL))
+    s = out['summary']
+    assert s['Success'] == 1 and s['CommWorldProcs'] == 2
+    assert (s['VersionMajor'], s['VersionMinor'], s['VersionMicro']) == (1, 5, 0)
+    assert s['HPL_Tflops'] == 0.0122319
+    assert s['StarSTREAM_Triad'] == 51.3635 and s['SingleSTREAM_Triad'] == 73.5697
+    assert s['StarDGEMM_Gflops'] == 21.7151
+    assert s['MPIRandomAccess_GUPs'] == 0.00308223
+    assert s['PTRANS_GBs'] == 0.146243
+    assert s['HPL_N'] == 1000 and s['HPL_nprow'] == 1 and s['HPL_npcol'] == 2
+    # only the HPL section's counts, not PTRANS's 20 residual checks
+    assert (out['hpl']['passed'], out['hpl']['failed']) == (1, 0)
+    assert hpcc_parser.verdict(out) is None
+
+
+def test_every_figure_the_check_reports_is_in_the_summary():
+    for path in (LOCAL, EMU):
+        s = hpcc_parser.summary(path.read_text(), str(path))
+        for name in hpcc_parser.FIGURES:
+            assert isinstance(s[name], float), (path.name, name)
+
+
+def test_run_across_four_nodes():
+    s = hpcc_parser.summary(EMU.read_text(), str(EMU))
+    assert s['CommWorldProcs'] == 4 and s['HPL_nprow'] * s['HPL_npcol'] == 4
+
+
+def test_failed_residual_fails_the_run():
+    out = hpcc_parser.parse(FAILED.read_text(), str(FAILED))
+    assert out['summary']['Success'] == 0
+    why = hpcc_parser.verdict(out)
+    assert 'Success=0' in why and 'FAILED' in why
+
+
+def test_unfinished_run_names_the_file():
+    text = LOCAL.read_text()
+    cut = text[:text.index('End of Summary section.')]
+    with pytest.raises(ParseError, match=r'cut/hpccoutf\.txt: no complete summary section'):
+        hpcc_parser.summary(cut, 'cut/hpccoutf.txt')
+    no_hpl = text.replace('End of HPL section.', '')
+    with pytest.raises(ParseError, match='no complete HPL section'):
+        hpcc_parser.parse(no_hpl, 'x')
+
+
+def _cases(results_dir):
+    cases = []
+    for path in glob.glob(str(results_dir / 'reports' / '*.json')):
+        for run in json.load(open(path))['runs']:
+            cases.extend(run['testcases'])
+    return cases
+
+
+def _check_passed(case, ranks):
+    assert case['result'] == 'pass', case.get('fail_reason')
+    assert case['num_tasks'] == ranks
+    perf = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
+    assert set(perf) == {'HPL_Tflops', 'StarDGEMM_Gflops', 'StarSTREAM_Triad', 'SingleSTREAM_Triad',
+                         'PTRANS_GBs', 'MPIRandomAccess_GUPs', 'MPIFFT_Gflops'}
+    assert all(v > 0 for v in perf.values())
+    assert case['binary_version'] == '1.5.0'
+    assert case['cp_smoke'] is True
+
+
+@need_hpcc
+def test_hpcc_on_local_over_mpirun(tmp_path):
+    res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'local'], tmp_path,
+                      timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:]
+    from clusterproof.topology import cpu_topology
+    topo = cpu_topology()
+    case, = _cases(tmp_path)
+    _check_passed(case, topo['sockets'] * topo['cores_per_socket'])
+    out = hpcc_parser.parse((tmp_path / 'output/local/default/gnu/Hpcc/hpccoutf.txt').read_text())
+    assert out['summary']['CommWorldProcs'] == case['num_tasks']
+
+
+@need_hpcc
+@need_netns
+def test_hpcc_across_four_nodes_of_the_local_cluster(tmp_path, emu_cluster):
+    res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'emu'], tmp_path,
+                      extra_env=emu_cluster, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:]
+    cases = _cases(tmp_path)
+    assert sorted(c['partition'] for c in cases) == ['mpirun', 'srun']
+    for case in cases:
+        _check_passed(case, 4)                         # one rank on each of the 4 nodes
+        assert case['cp_emulated'] is True
+        assert len(set(case['job_nodelist'])) == 4
