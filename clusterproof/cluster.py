@@ -48,6 +48,7 @@ DEFAULT_NODES, DEFAULT_CPUS, DEFAULT_MEM_MIB = 4, 2, 2048
 DB_NAME = 'slurm_acct_db'
 DB_USER = 'slurm'
 
+NEEDS_ROOT = 'needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up'
 #: daemons in the order ``up`` starts them; ``down`` stops them in reverse
 DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
 PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld', 'slurmd',
@@ -390,7 +391,7 @@ class Cluster:
     # ---- preflight
     def preflight(self):
         if os.geteuid() != 0:
-            raise ClusterproofError('needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up')
+            raise ClusterproofError(NEEDS_ROOT)
         missing = [p for p in PROGRAMS if not shutil.which(p)]
         if missing:
             raise ClusterproofError(f'missing programs: {", ".join(missing)}; install slurm-wlm slurmdbd munge '
@@ -437,6 +438,8 @@ class Cluster:
 
     def _up(self):
         t0 = self._t0 = time.monotonic()
+        if os.geteuid() != 0:
+            raise ClusterproofError(NEEDS_ROOT)
         if self.is_up():
             self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
             return False

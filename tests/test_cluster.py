@@ -122,6 +122,19 @@ def test_env_lines_and_a_run_dir_of_another_instance(tmp_path):
         lc.load_spec(2, tmp_path)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'), reason='needs root and setpriv')
+def test_up_without_root_fails_with_one_line_and_starts_nothing():
+    run_dir = Path(f'/tmp/clusterproof-test-not-root-{os.getpid()}')
+    proc = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
+                           str(VENV_BIN / 'clusterproof'), 'cluster', 'up', '--instance', '6',
+                           '--run-dir', str(run_dir)], capture_output=True, text=True, cwd='/')
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        'clusterproof cluster: error: needs root (network namespaces, bridge, daemons): '
+        'run as root, e.g. sudo clusterproof cluster up']
+    assert not run_dir.exists()
+
+
 # ------------------------------------------------------------- the real cluster
 
 def _env(emu_cluster, **extra):
