@@ -57,8 +57,9 @@ def parse_size(value, what='size'):
 
 
 def format_size(nbytes):
-    """``nbytes`` in the largest binary unit that divides it: ``16m``, ``3g``."""
-    for suffix, unit in (('t', TIB), ('g', GIB), ('m', MIB), ('k', KIB)):
+    """``nbytes`` in the largest binary unit up to GiB that divides it:
+    ``16m``, ``8192g`` (IOzone's ``-s`` knows k, m and g only)."""
+    for suffix, unit in (('g', GIB), ('m', MIB), ('k', KIB)):
         if nbytes % unit == 0:
             return f'{nbytes // unit}{suffix}'
     return str(nbytes)
