@@ -240,6 +240,22 @@ def test_spec_string_from_the_recorded_lock():
     assert sweep.startswith('clusterproof.mmap-sweep@develop')
 
 
+def test_default_mpi_as_concretized_for_a_cluster():
+    """minerva keeps the default MPI: openmpi 4.1.8 with Slurm, PMI, PMIx
+    4.2.9 and UCX with the InfiniBand transports, for zen2."""
+    lock = binaries.read_lock(SPACK_DATA / 'spack.lock.minerva')
+    specs = lock['concrete_specs']
+    mpi = specs[root_hash(lock, 'openmpi')]
+    assert mpi['version'] == '4.1.8'
+    assert mpi['parameters']['schedulers'] == ['slurm'] and mpi['parameters']['pmi'] is True
+    assert mpi['arch']['target'] == 'zen2' or mpi['arch']['target'].get('name') == 'zen2'
+    deps = {specs[d['hash']]['name']: specs[d['hash']] for d in mpi['dependencies']}
+    assert deps['pmix']['version'] == '4.2.9'
+    assert deps['slurm']['external']['path'] == '/usr'
+    assert all(deps['ucx']['parameters'][v] for v in ('verbs', 'rc', 'ud', 'dc', 'mlx5_dv'))
+    assert 'fabrics:=ucx' in binaries.spec_string(lock, root_hash(lock, 'openmpi'))
+
+
 def make_view(tmp_path, lock, name, exe):
     """A real install prefix named like Spack's, and a view linking to it."""
     h = root_hash(lock, name)
