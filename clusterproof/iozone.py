@@ -92,14 +92,23 @@ def pass_argv(iozone, test, record, size, threads, threadlist, direct_io=False,
     return argv
 
 
+#: the shell expressions ``master_address`` may be (evaluated on the first node)
+MASTER_EXPRESSIONS = ('$(hostname)', '$(hostname -f)', '$(hostname -s)', '$(hostname -i)')
+_HOST_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.:-]*$')
+
+
 def command_line(argv, master):
-    """Shell command of ``argv`` plus ``-+h <master>``; ``master`` may be a
-    shell expression such as ``$(hostname)`` (quoted as one word)."""
-    if master.startswith('$(') and master.endswith(')') and "'" not in master \
-            and '"' not in master:
+    """Shell command of ``argv`` plus ``-+h <master>``. ``master`` is a host
+    name or address, or one of :data:`MASTER_EXPRESSIONS` (evaluated in the
+    job); anything else is refused, so a value can never run a command."""
+    if master in MASTER_EXPRESSIONS:
         host = f'"{master}"'
-    else:
+    elif _HOST_RE.match(master or ''):
         host = shlex.quote(master)
+    else:
+        raise ClusterproofError(
+            f'IOzone master address {master!r}: not a host name or address; use letters, '
+            f'digits, . : - or one of {", ".join(MASTER_EXPRESSIONS)}')
     return f'{shlex.join(argv)} -+h {host}'
 
 

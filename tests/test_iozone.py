@@ -114,7 +114,10 @@ def test_published_command_lines():
     w, _ = iozone.sequential_passes('iozone', smoke, 2, 'tl', stonewall=False)
     assert w[-2:] == ['-I', '-x']
     assert iozone.command_line(['iozone', '-i0'], '$(hostname)') == 'iozone -i0 -+h "$(hostname)"'
-    assert iozone.command_line(['iozone'], 'a b') == "iozone -+h 'a b'"
+    assert iozone.command_line(['iozone'], '198.18.0.2') == 'iozone -+h 198.18.0.2'
+    for bad in ('a b', '$(touch /tmp/x)', 'n1;reboot', '`id`'):
+        with pytest.raises(ClusterproofError, match='master address'):
+            iozone.command_line(['iozone'], bad)
 
 
 def test_thread_lists_per_mode():
