@@ -6,7 +6,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SITE_CONFIG = REPO / 'site_config'
 SETTINGS_FILE = SITE_CONFIG / 'settings.py'
-REFERENCES_DIR = SITE_CONFIG / 'references'
+#: reference values, one YAML file per system; ``CLUSTERPROOF_REFERENCES`` names
+#: another directory (a site's own references, kept outside the repository)
+REFERENCES_DIR = Path(os.environ.get('CLUSTERPROOF_REFERENCES', SITE_CONFIG / 'references'))
 CHECKS_DIR = REPO / 'reframe_checks'
 CHECK_SOURCES = CHECKS_DIR / 'src'
 
