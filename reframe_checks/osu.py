@@ -45,7 +45,7 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     num_nodes = 2
 
     #: OSU options: fewer iterations in smoke mode (seconds, not a measurement)
-    osu_options = variable(list, value=by_mode({'smoke': ['-i', '100', '-x', '10'],
+    osu_options = variable(list, value=by_mode({'smoke': ['-i', '20', '-x', '2', '-m', '1:1048576'],
                                                 'nightly': [], 'acceptance': []}))
 
     def find_benchmark(self, name):
