@@ -16,13 +16,13 @@ directory, ``$CLUSTERPROOF_RESULTS`` (default: ``results/`` in the repository).
 
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 _here = Path(__file__).resolve().parent
 _repo = _here.parent
-if str(_repo) not in sys.path:
-    sys.path.insert(0, str(_repo))
+# The system files import the clusterproof package, installed (editable) in
+# .venv by scripts/setup. (Do not touch sys.path here: ReFrame restores it by
+# position after loading this file.)
 
 # Order matters for auto-detection: specific systems first, ``local`` last.
 SYSTEM_FILES = ['pmserver', 'pixstor', 'minerva', 'emu', 'local']
