@@ -136,13 +136,13 @@ def _pid_start(pid):
         return None
 
 
-def _marker_record(path, adopted):
+def _marker_record(path, adopted, owner_pid):
     return {
         'created_by': 'clusterproof',
         'path': str(path),
         'host': socket.gethostname(),
-        'pid': os.getpid(),
-        'pid_start': _pid_start(os.getpid()),
+        'pid': owner_pid,
+        'pid_start': _pid_start(owner_pid),
         'slurm_job_id': os.environ.get('SLURM_JOB_ID', ''),
         'time': time.time(),
         'adopted': adopted,
@@ -166,8 +166,11 @@ def _register(root, record):
         raise ClusterproofError(f'cannot record the test directory in {root / REGISTRY}: {err}')
 
 
-def create_test_dir(scratch, path):
+def create_test_dir(scratch, path, owner_pid=None):
     """Create ``path`` (under ``scratch``) for one test, with its marker.
+
+    ``owner_pid`` is the process that uses the directory (default: this
+    one); while it runs, :func:`remove_leftovers` leaves the directory alone.
 
     ``path`` must not exist yet, or be an empty directory (then it is
     adopted: cleanup empties it but leaves it), or be a directory this
@@ -201,13 +204,16 @@ def create_test_dir(scratch, path):
                                     f'another run uses the same name') from None
         except OSError as err:
             raise ClusterproofError(f'cannot create test directory {real}: {err}') from None
-    record = _marker_record(real, adopted)
+    record = _marker_record(real, adopted, owner_pid or os.getpid())
     with open(real / MARKER, 'x') as f:
         json.dump(record, f)
     _register(root, record)
-    if not _created_here:
-        atexit.register(remove_created_here)
-    _created_here.append((root, real))
+    if owner_pid in (None, os.getpid()):
+        # Used by this process: removed at its exit at the latest. A directory
+        # made for another process (a job script) lives as long as that one.
+        if not _created_here:
+            atexit.register(remove_created_here)
+        _created_here.append((root, real))
     return real
 
 
@@ -352,3 +358,45 @@ def _compact_registry(root):
     with open(tmp, 'w') as f:
         f.writelines(keep)
     os.replace(tmp, reg)
+
+
+def main(argv=None):
+    """``python -m clusterproof.scratch create SCRATCH NAME`` prints the path of
+    a new test directory, owned by the calling process or ``--owner-pid``; ``remove SCRATCH PATH`` removes one it created;
+    ``leftovers SCRATCH`` removes those of processes that are gone. For job
+    scripts; refusals go to stderr with exit status 2."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog='python -m clusterproof.scratch')
+    sub = p.add_subparsers(dest='action', required=True)
+    c = sub.add_parser('create')
+    c.add_argument('scratch')
+    c.add_argument('name')
+    c.add_argument('--owner-pid', type=int, default=None,
+                   help='process that uses the directory (a job script passes $$; '
+                        'default: the parent process)')
+    r = sub.add_parser('remove')
+    r.add_argument('scratch')
+    r.add_argument('path')
+    lo = sub.add_parser('leftovers')
+    lo.add_argument('scratch')
+    args = p.parse_args(argv)
+    try:
+        if args.action == 'create':
+            # The job script that called us owns the directory, not this process
+            # (in "$(...)" the parent is a subshell: pass --owner-pid $$).
+            print(create_test_dir(args.scratch, plan_test_dir(args.scratch, args.name),
+                                  owner_pid=args.owner_pid or os.getppid()))
+        elif args.action == 'remove':
+            remove_test_dir(args.scratch, args.path)
+        else:
+            for path in remove_leftovers(args.scratch):
+                print(f'removed leftover {path}')
+    except ClusterproofError as err:
+        print(f'clusterproof scratch: error: {err}', file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
