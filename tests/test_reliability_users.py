@@ -1,0 +1,132 @@
+"""Concurrency and users: two nightly runs at once (the second exits with a
+clear message, the results database stays intact), a check run by an
+ordinary user on the local cluster, and safe permissions on the local
+cluster's secrets."""
+
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from clusterproof import cluster as lc
+from clusterproof import reliability
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, need_root, reframe_env
+
+FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
+
+
+def test_two_nightly_runs_at_once(tmp_path, record_property):
+    record_property('reliability', 'fault')
+    env = reframe_env(tmp_path)
+    env['CLUSTERPROOF_CHECKS'] = str(FAULTS)
+    nightly = [str(REPO / 'scripts' / 'nightly'), '--system', 'local', '--',
+               '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=6']
+    first = subprocess.Popen(nightly, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        end = time.monotonic() + 60
+        while not (tmp_path / 'stage').exists() and time.monotonic() < end:
+            assert first.poll() is None, first.stdout.read()
+            time.sleep(0.1)
+        second = subprocess.run(nightly, cwd=REPO, env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert first.poll() is None, 'the first run ended before the second started'
+        out, _ = first.communicate(timeout=240)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert second.returncode == 3, second.stdout + second.stderr
+    assert 'another nightly run holds' in second.stderr and 'nightly.lock' in second.stderr
+    assert 'Use --wait' in second.stderr
+    assert first.returncode in (0, 1), out[-3000:]      # 1: no references to compare with
+    assert 'Current session stored with UUID' in out
+    ok, msg = reliability.database_intact(tmp_path / 'results.db')
+    record_property('results_lost', 0 if ok else 1)
+    assert ok, msg
+
+
+@need_netns
+def test_local_cluster_secrets_have_safe_permissions(emu_cluster, record_property):
+    record_property('reliability', 'fault')
+    record_property('results_lost', 0)
+    spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
+    lay = lc.Layout(spec.run_dir)
+    for path, mode in [(lay.munge_key, 0o600), (lay.slurmdbd_conf, 0o600), (lay.db_pass, 0o600),
+                       (lay.db_init, 0o600), (lay.db, 0o700), (lay.state, 0o700)]:
+        st = path.stat()
+        assert stat.S_IMODE(st.st_mode) == mode, f'{path}: mode {stat.S_IMODE(st.st_mode):o}'
+        assert st.st_uid == 0, f'{path}: owner {st.st_uid}'
+    # what ordinary users need stays readable, and nothing is writable by others
+    assert stat.S_IMODE(lay.slurm_conf.stat().st_mode) == 0o644
+    for path in lay.root.rglob('*'):
+        if path.is_symlink() or path.is_socket() or path.parent.name == 'tmp' or path.name == 'tmp':
+            continue
+        assert not path.stat().st_mode & stat.S_IWOTH, f'{path} is writable by others'
+
+
+def _reachable_by_others(path):
+    """True when every directory above ``path`` is searchable by others."""
+    return all(os.stat(p).st_mode & stat.S_IXOTH for p in Path(path).parents)
+
+
+@pytest.fixture
+def ordinary_user():
+    name = f'cprel{uuid.uuid4().hex[:6]}'
+    subprocess.run(['useradd', '--no-create-home', '--shell', '/bin/sh', name], check=True)
+    home = Path(tempfile.mkdtemp(prefix=f'{name}-'))
+    try:
+        pw = pwd.getpwnam(name)
+        os.chown(home, pw.pw_uid, pw.pw_gid)
+        yield name, home
+    finally:
+        subprocess.run(['userdel', name], check=False)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@need_root
+@need_netns
+def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_property):
+    record_property('reliability', 'fault')
+    name, home = ordinary_user
+    results = home / 'results'
+    env = reframe_env(results, extra=emu_cluster)
+    env.update({'HOME': str(home), 'USER': name, 'LOGNAME': name,
+                'CLUSTERPROOF_SCRATCH': str(home / 'scratch')})
+    keep = ['RFM_CONFIG_FILES', 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
+            'PATH', 'HOME', 'USER', 'LOGNAME', 'SLURM_CONF', 'CLUSTERPROOF_EMU_NODES',
+            'CLUSTERPROOF_EMU_CPUS']
+    reframe = [str(VENV_BIN / 'reframe')]
+    if not _reachable_by_others(os.path.realpath(VENV_BIN / 'python')):
+        # .venv made from an interpreter under a private home (e.g. pyenv in
+        # /root): run the same packages with the system's Python 3.11
+        system_py = Path('/usr/bin/python3.11')
+        if not system_py.exists():
+            pytest.skip(f'{os.path.realpath(VENV_BIN / "python")} is not reachable by '
+                        'ordinary users; recreate .venv from a system Python')
+        site = next((REPO / '.venv' / 'lib').glob('python3.11/site-packages'))
+        env['PYTHONPATH'] = f'{site}:{REPO}'
+        keep.append('PYTHONPATH')
+        reframe = [str(system_py), str(VENV_BIN / 'reframe')]
+    argv = ['runuser', '-u', name, '--', 'env', '-i'] + [f'{k}={env[k]}' for k in keep if k in env]
+    argv += reframe + ['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+             '-n', 'ReliabilityQuick|ReliabilityHold', '-S', 'ReliabilityHold.hold=1']
+    proc = subprocess.run(argv, cwd='/', capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+    # the user's results are the user's own
+    uid = pwd.getpwnam(name).pw_uid
+    for path in [results, results / 'results.db', *results.glob('perflogs/**/*.log')]:
+        assert path.stat().st_uid == uid, f'{path} is not owned by {name}'
+    ok, msg = reliability.database_intact(results / 'results.db')
+    record_property('results_lost', 0 if ok else 1)
+    assert ok, msg
+    acct = subprocess.run(['sacct', '-X', '-n', '-P', '-u', name, '-o', 'user,jobname,state'],
+                          env=dict(os.environ, **emu_cluster), capture_output=True, text=True).stdout
+    assert f'{name}|rfm_ReliabilityHold|COMPLETED' in acct, acct
