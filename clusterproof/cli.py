@@ -55,6 +55,11 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f'clusterproof {args.command}: interrupted', file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as cat does.
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == '__main__':
