@@ -86,7 +86,7 @@ class Placement:
 
     def _repeat_lines(self, lines):
         q, r = divmod(self.threads, len(lines))
-        return ''.join(lines * q + lines[:r])
+        return ''.join(lines) * q + ''.join(lines[:r])
 
     def hostfile(self):
         """One client node per line, one line per rank, round-robin order."""
