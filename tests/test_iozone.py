@@ -221,3 +221,28 @@ def test_end_to_end_on_this_machine(tmp_path):
                        '-n', 'IOzoneSequential%threads=2'], results, mode='smoke', timeout=300)
     _check_run(out, results, results / 'scratch', 1)
     assert 'P: read_gbs' in out.stdout
+
+
+# -- standalone job scripts ---------------------------------------------------
+
+@pytest.mark.parametrize('script, args, ram, words', [
+    ('iozone-n-to-n.sbatch', ['/', '8', '32m'], '0', 'system directory'),
+    ('iozone-n-to-n.sbatch', ['LINK', '8', '32m'], '0', 'system directory'),
+    ('iozone-n-to-n.sbatch', ['SCRATCH', '1025', '32m'], '0', '1 to 1024 threads'),
+    ('iozone-n-to-n.sbatch', ['SCRATCH', '4', '32m', 'backwards'], '0', 'unknown test'),
+    ('ior-n-to-1.sbatch', ['SCRATCH', '8', '1m'], '1', 'less than twice the RAM'),
+    ('ior-n-to-1.sbatch', ['SCRATCH', 'x', '32m'], '0', 'not a whole number'),
+    ('ior-n-to-1.sbatch', ['SCRATCH', '8', '100000t'], '0', 'only .* is free'),
+])
+def test_sbatch_templates_refuse_before_writing(tmp_path, script, args, ram, words):
+    scratch_dir = tmp_path / 'scratch'
+    (tmp_path / 'link').symlink_to('/etc')                 # resolves to a system directory
+    args = [a.replace('SCRATCH', str(scratch_dir)).replace('LINK', str(tmp_path / 'link'))
+            for a in args]
+    env = dict(os.environ, SLURM_JOB_NODELIST='n[1-4]', SLURM_JOB_ID='1', RAM_GIB=ram,
+               CLUSTERPROOF_REPO=str(REPO), IOR='/bin/true', IOZONE='/bin/true')
+    out = subprocess.run(['bash', str(REPO / 'slurm' / script)] + args, env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert re.search(words, out.stderr), out.stderr
+    assert not scratch_dir.exists() or list(scratch_dir.iterdir()) == []
