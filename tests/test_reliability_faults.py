@@ -188,7 +188,10 @@ def test_resumed_node_passes_a_rerun(node_death_session, record_property):
                            '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
                           cwd=REPO, env=s['env'], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert sorted(_cases(s['results'])['ReliabilityHold']['job_nodelist']) == ['n1', 'n2', 'n3', 'n4']
+    assert _cases(s['results'])['ReliabilityHold']['result'] == 'pass'
+    out = s['results'] / 'output' / 'emu' / 'srun' / 'gnu' / 'ReliabilityHold' / 'rfm_job.out'
+    assert sorted(ln.split()[1] for ln in out.read_text().splitlines()
+                  if ln.startswith('done ')) == ['n1', 'n2', 'n3', 'n4']
     sessions = _db_cases(s['results'])
     record_property('results_lost', 0 if len(sessions) == 2 else 1)
     assert len(sessions) == 2          # the first session is still there
