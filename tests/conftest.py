@@ -129,3 +129,30 @@ def emu_cluster():
             pass    # another session still uses it; it brings it down
         finally:
             _emu_lock.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Reliability counts of tests/test_reliability_*.py (docs/reliability.md):
+    each scenario records ``reliability`` (fault or bad_input) and, for faults,
+    ``results_lost``."""
+    tally = {'fault': [0, 0], 'bad_input': [0, 0]}
+    lost, skipped = 0, 0
+    for key in ('passed', 'failed', 'error', 'xfailed', 'xpassed', 'skipped'):
+        for rep in terminalreporter.stats.get(key, []):
+            props = dict(getattr(rep, 'user_properties', []) or [])
+            kind = props.get('reliability')
+            if kind not in tally or getattr(rep, 'when', 'call') not in ('call', 'setup'):
+                continue
+            if key == 'skipped':
+                skipped += 1
+                continue
+            if rep.when == 'setup' and key == 'passed':
+                continue
+            tally[kind][1] += 1
+            tally[kind][0] += key == 'passed'
+            lost += int(props.get('results_lost', 0) or 0)
+    if tally['fault'][1] or tally['bad_input'][1]:
+        terminalreporter.write_line(
+            f'reliability: faults survived {tally["fault"][0]}/{tally["fault"][1]}, '
+            f'bad inputs refused {tally["bad_input"][0]}/{tally["bad_input"][1]}, '
+            f'results lost {lost}' + (f' ({skipped} scenarios skipped)' if skipped else ''))
