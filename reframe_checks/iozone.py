@@ -56,7 +56,7 @@ from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.paths import REPO
 from clusterproof.rfm import ClusterproofCheck
 
-IOZONE_SPEC = 'iozone'
+IOZONE_SPEC = 'iozone@3_506'
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'
 THREADLIST = 'threadlist'
 #: serializes IOzone runs on a machine without scheduler (fixed ports)

@@ -79,6 +79,7 @@ class ReferenceProbe(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @run_before('run')
     def set_value(self):
+        self.executable = self.use_binary('echo', 'coreutils')
         self.executable_opts = [f'value {10 * self.num_threads}']
 
     @sanity_function
