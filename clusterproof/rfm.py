@@ -15,7 +15,7 @@ import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError, binaries, references
+from clusterproof import binaries, references
 from clusterproof.hardware import declared
 from clusterproof.modes import current_mode
 from clusterproof.provenance import git_revision, site_config_hash
@@ -132,3 +132,44 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
                 f'{type(self).__name__}: no binary provenance (binary_path is empty); '
                 f'the check must call self.use_binary(executable, spec) or '
                 f'self.record_built_binary(path, sources, compiler) before it runs')
+
+
+class RoundRobinRanks(rfm.RegressionTestPlugin):
+    """MPI ranks dealt round-robin over the client nodes of the allocation,
+    as the published storage methodology does (clusterproof/placement.py).
+
+    The check provides ``threads`` (the rank count) and ``oversubscribed``
+    (more ranks than cores). Under Slurm's srun: ``--distribution=cyclic``;
+    under mpirun: a hostfile with one client node per rank, written in the
+    job by ``clusterproof placement``, and ``--map-by node``; without a
+    scheduler (``local``): mpirun on this machine.
+    """
+
+    #: the hostfile the mpirun launcher reads, in the stage directory
+    hostfile = 'hostfile'
+
+    @run_before('run')
+    def place_ranks_round_robin(self):
+        import os
+        import shlex
+        import sys
+
+        from reframe.core.backends import getlauncher
+
+        from clusterproof.hpl import mpirun_env
+
+        launcher = self.current_partition.launcher_type.registered_name
+        if launcher == 'srun':
+            self.job.launcher.options = ['--distribution=cyclic'] + (
+                ['--overcommit'] if self.oversubscribed else [])
+        elif launcher == 'mpirun':
+            cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
+            self.prerun_cmds = [
+                f'{cli} placement --nodes "$SLURM_JOB_NODELIST" --threads {self.threads} '
+                f'--format hostfile > {self.hostfile}']
+            self.job.launcher.options = ['--hostfile', self.hostfile, '--map-by', 'node'] + (
+                ['--oversubscribe'] if self.oversubscribed else [])
+        else:                   # no scheduler: MPI ranks on this machine
+            self.job.launcher = getlauncher('mpirun')()
+            self.job.launcher.options = ['--oversubscribe']
+            self.env_vars.update(mpirun_env(os.geteuid()))

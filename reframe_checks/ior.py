@@ -33,28 +33,24 @@ bandwidths are in ``ior_iterations`` and in the stage directory's output.
 import math
 import os
 import shlex
-import sys
 
 import reframe as rfm
-from reframe.core.backends import getlauncher
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
 from clusterproof import ClusterproofError, scratch, sizing
-from clusterproof.hpl import mpirun_env
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior as ior_parser
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.rfm import ClusterproofCheck, RoundRobinRanks
 
 IOR_SPEC = 'ior@4.0.0'
-HOSTFILE = 'hostfile'
 _BANNER = 'MPI Coordinated Test of Parallel I/O'
 
 
 @rfm.simple_test
-class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
     descr = 'IOR N-to-1 (one shared file): write, then read with -C, bandwidth Max/Mean'
     valid_systems = ['*']
     valid_prog_environs = ['*']
@@ -137,23 +133,6 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             self.skip(f'{self.current_partition.fullname}: {err}')
         self.ior_test_dir = str(self.test_dir)
 
-    @run_before('run')
-    def set_launcher(self):
-        launcher = self.current_partition.launcher_type.registered_name
-        if launcher == 'srun':
-            self.job.launcher.options = ['--distribution=cyclic'] + (
-                ['--overcommit'] if self.oversubscribed else [])
-        elif launcher == 'mpirun':
-            cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
-            self.prerun_cmds = [
-                f'{cli} placement --nodes "$SLURM_JOB_NODELIST" --threads {self.threads} '
-                f'--format hostfile > {HOSTFILE}']
-            self.job.launcher.options = ['--hostfile', HOSTFILE, '--map-by', 'node'] + (
-                ['--oversubscribe'] if self.oversubscribed else [])
-        else:                   # no scheduler: MPI ranks on this machine
-            self.job.launcher = getlauncher('mpirun')()
-            self.job.launcher.options = ['--oversubscribe']
-            self.env_vars.update(mpirun_env(os.geteuid()))
 
     @run_before('run')
     def set_commands(self):

@@ -23,24 +23,19 @@ creation and removal; never taken from the ``SUMMARY time`` table.
 
 import math
 import os
-import shlex
-import sys
 
 import reframe as rfm
-from reframe.core.backends import getlauncher
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
 from clusterproof import ClusterproofError, placement, scratch
-from clusterproof.hpl import mpirun_env
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest as mdtest_parser
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.rfm import ClusterproofCheck, RoundRobinRanks
 
 MDTEST_SPEC = 'ior@4.0.0'
-HOSTFILE = 'hostfile'
 
 #: the reported rows and their figure names
 FIGURES = {
@@ -51,7 +46,7 @@ FIGURES = {
 
 
 @rfm.simple_test
-class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
     descr = 'mdtest metadata rates (file creation, stat, read, removal; tree creation, removal)'
     valid_systems = ['*']
     valid_prog_environs = ['*']
@@ -116,23 +111,6 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             self.skip(f'{self.current_partition.fullname}: {err}')
         self.mdtest_test_dir = str(self.test_dir)
 
-    @run_before('run')
-    def set_launcher(self):
-        launcher = self.current_partition.launcher_type.registered_name
-        if launcher == 'srun':
-            self.job.launcher.options = ['--distribution=cyclic'] + (
-                ['--overcommit'] if self.oversubscribed else [])
-        elif launcher == 'mpirun':
-            cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
-            self.prerun_cmds = [
-                f'{cli} placement --nodes "$SLURM_JOB_NODELIST" --threads {self.threads} '
-                f'--format hostfile > {HOSTFILE}']
-            self.job.launcher.options = ['--hostfile', HOSTFILE, '--map-by', 'node'] + (
-                ['--oversubscribe'] if self.oversubscribed else [])
-        else:
-            self.job.launcher = getlauncher('mpirun')()
-            self.job.launcher.options = ['--oversubscribe']
-            self.env_vars.update(mpirun_env(os.geteuid()))
 
     @run_before('run')
     def set_command(self):
