@@ -86,7 +86,7 @@ def test_rendered_configuration(tmp_path):
     conf = texts['slurm.conf']
     assert '${' not in ''.join(texts.values())
     assert 'ClusterName=cp3' in conf
-    assert f'SlurmctldHost=ctl(198.18.0.97)' in conf
+    assert 'SlurmctldHost=ctl(198.18.0.97)' in conf
     assert f'SlurmctldPort={lc.Instance(3).port("slurmctld")}' in conf
     assert 'NodeName=n1 NodeAddr=198.18.0.98' in conf
     assert 'NodeName=n4 NodeAddr=198.18.0.101' in conf

@@ -5,7 +5,6 @@ a history recorded from real runs."""
 import dataclasses
 import re
 
-import pytest
 
 from clusterproof import compare
 from clusterproof.bless import derive, merged_entries

@@ -1,7 +1,6 @@
 """Round-robin placement and Slurm hostlist expressions."""
 
 import subprocess
-import sys
 from collections import Counter
 
 import pytest

@@ -13,19 +13,16 @@ counts printed at the end of the test run (tests/conftest.py).
 """
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from clusterproof import cluster as lc
 from clusterproof import reliability
-from conftest import EMU_INSTANCE, REPO, VENV_BIN, have_root, need_netns, reframe_env
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, reframe_env
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 CHECKS = REPO / 'reframe_checks'

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import ClusterproofError, scratch
-from conftest import REPO, VENV_BIN, reframe_env, run_reframe
+from conftest import REPO, VENV_BIN, run_reframe
 
 CHECKS = REPO / 'reframe_checks'
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'

@@ -1,6 +1,5 @@
 """Sizes that defeat caches, and the free-space check."""
 
-import os
 import subprocess
 
 import pytest
