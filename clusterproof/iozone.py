@@ -128,3 +128,32 @@ def random_passes(iozone, sizing, threads, threadlist, stonewall=True):
                      threads=threads, threadlist=threadlist, direct_io=sizing.direct_io,
                      stonewall=stonewall, ops=True, include_close_fsync=False)
     return create, rand
+
+
+#: what the space watchdog prints when the test directory's file system is full
+NO_SPACE_MESSAGE = 'clusterproof: No space left on device'
+
+
+def space_watchdog(test_dir, interval=1):
+    """A shell snippet for a job script: a background loop that watches the
+    free space of ``test_dir``'s file system and, when none is left, says so
+    on stderr and stops every IOzone process of the job's session (TERM, then
+    KILL: IOzone's own signal handler can wait on a dead peer).
+
+    IOzone in cluster mode does not exit when a client hits ENOSPC: master
+    and clients wait for each other until the time limit, and the write error
+    shows nowhere in the job's output. The watchdog turns that hang into a
+    prompt failure that names the cause. It sets ``$iozone_watchdog`` to its
+    pid; :func:`stop_space_watchdog` ends it.
+    """
+    q = shlex.quote(str(test_dir))
+    return (f'( while sleep {int(interval)}; do '
+            f'avail=$(df -Pk {q} 2>/dev/null | awk \'NR==2 {{print $4}}\'); '
+            f'if [ "${{avail:-1}}" -eq 0 ] 2>/dev/null; then '
+            f'echo "{NO_SPACE_MESSAGE}: {test_dir} has 0 KiB free; stopping IOzone" >&2; '
+            f'pkill -TERM -s 0 -x iozone; sleep 2; pkill -KILL -s 0 -x iozone; '
+            f'break; fi; done ) & iozone_watchdog=$!')
+
+
+def stop_space_watchdog():
+    return 'kill $iozone_watchdog 2>/dev/null; wait $iozone_watchdog 2>/dev/null'

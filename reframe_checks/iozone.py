@@ -164,6 +164,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             f'--workdir {shlex.quote(str(self.test_dir))} '
             f'--iozone {shlex.quote(self.iozone_path)} > {THREADLIST} || exit 2',
             f'export RSH="$PWD/{RSH_WRAPPER.name}"',
+            iozone.space_watchdog(self.test_dir),
         ]
         first, second = self.passes()
         self.executable = iozone.command_line(first, self.master_address)
@@ -173,6 +174,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             f'if [ $iozone_first_status -eq 0 ]; then '
             f'{iozone.command_line(second, self.master_address)}; fi',
             'iozone_second_status=$?',
+            iozone.stop_space_watchdog(),
             scratch.shell_cleanup(self.test_dir),
             'exit $(( iozone_first_status != 0 ? iozone_first_status : iozone_second_status ))',
         ]
@@ -200,6 +202,12 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @sanity_function
     def both_passes_complete(self):
+        err = os.path.join(self.stagedir, str(self.job.stderr))
+        if os.path.exists(err):
+            with open(err) as f:
+                full = [line.strip() for line in f if iozone.NO_SPACE_MESSAGE in line]
+            if full:
+                raise SanityError(full[0])
         parsed = self.results()
         runs = parsed['runs']
         if len(runs) != 2:
