@@ -185,31 +185,31 @@ def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None
             args.append(system)
         if where:
             query += ' WHERE ' + ' AND '.join(where)
-        if last is not None and not mode:
-            # newest N in SQL: only their reports are decoded
-            query += ' ORDER BY session_start_unix DESC LIMIT ?'
-            rows = conn.execute(query, args + [max(last, 0)]).fetchall()[::-1]
+        if last is not None:
+            # newest first, so that only the reports of the newest N sessions
+            # that match are decoded (a year of history is tens of MB of JSON)
+            query += ' ORDER BY session_start_unix DESC'
+            if not mode:
+                query += f' LIMIT {max(int(last), 0)}'
         else:
             query += ' ORDER BY session_start_unix'
-            rows = conn.execute(query, args).fetchall()
+        sessions = []
+        for uuid, start, end, blob, report_file in conn.execute(query, args):
+            if last is not None and len(sessions) >= last:
+                break
+            report = json.loads(blob)
+            cases = [tc for run in report.get('runs', []) for tc in run.get('testcases', [])]
+            if system:
+                cases = [tc for tc in cases if tc.get('system') == system]
+            if mode:
+                cases = [tc for tc in cases if tc.get('cp_mode') == mode]
+                if not cases:
+                    continue
+            sessions.append(Session(uuid, start, end, report.get('session_info', {}),
+                                    report_file or '', cases))
     finally:
         conn.close()
-
-    sessions = []
-    for uuid, start, end, blob, report_file in rows:
-        report = json.loads(blob)
-        cases = [tc for run in report.get('runs', []) for tc in run.get('testcases', [])]
-        if system:
-            cases = [tc for tc in cases if tc.get('system') == system]
-        if mode:
-            cases = [tc for tc in cases if tc.get('cp_mode') == mode]
-            if not cases:
-                continue
-        sessions.append(Session(uuid, start, end, report.get('session_info', {}),
-                                report_file or '', cases))
-    if last is not None:
-        sessions = sessions[-last:] if last > 0 else []
-    return sessions
+    return sessions[::-1] if last is not None else sessions
 
 
 def _resolve_id(conn, db, ident):
