@@ -55,6 +55,13 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
             self.tags.add('smoke')
 
     @run_after('setup')
+    def _cp_mark_emulated_partition(self):
+        '''A partition that declares ``extras['emulated']`` (the local cluster)
+        makes every result on it an emulated one.'''
+        if self.current_partition.extras.get('emulated'):
+            self.cp_emulated = True
+
+    @run_after('setup')
     def _cp_load_references(self):
         '''References come from site_config/references/<system>.yaml, keyed by
         the check's class name. Smoke and emulated results never carry them:
