@@ -19,16 +19,15 @@ entry, comments included, is kept as it was.
 
 import datetime
 import math
-import os
 import re
 import statistics
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from clusterproof import ClusterproofError
+from clusterproof.paths import write_atomic
 from clusterproof.references import reference_file
 from clusterproof.results import percentile
 
@@ -403,17 +402,7 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
     for key, val in existing.items():
         if key not in entries and check.get(key) != val:
             raise ClusterproofError(f'{path}: entry {key} would change; nothing was written')
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
-    try:
-        with os.fdopen(fd, 'w') as fp:
-            fp.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text)
     hist = {
         'time': now.isoformat(timespec='seconds'),
         'system': system,

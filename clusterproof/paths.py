@@ -1,6 +1,7 @@
 """Where things are: the repository, the results directory, the site config."""
 
 import os
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,3 +33,26 @@ def results_db():
 
 def perflog_dir():
     return results_dir() / 'perflogs'
+
+
+def write_atomic(path, text, mode=0o644):
+    """Write ``text`` to ``path`` through a temporary file in the same
+    directory and a rename: readers see the old file or the new one, never
+    half of it, and a failure leaves the old file as it was."""
+    from clusterproof import ClusterproofError
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
+    except OSError as err:
+        raise ClusterproofError(f'cannot write {path}: {err.strerror}') from None
+    try:
+        with os.fdopen(fd, 'w') as fp:
+            fp.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

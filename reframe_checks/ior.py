@@ -133,7 +133,6 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
             self.skip(f'{self.current_partition.fullname}: {err}')
         self.ior_test_dir = str(self.test_dir)
 
-
     @run_before('run')
     def set_commands(self):
         self.ior_read_reorder = self.read_reorder

@@ -1,12 +1,9 @@
 """``clusterproof report``: a self-contained HTML page of measured sessions."""
 
-import os
-import tempfile
 from pathlib import Path
 
-from clusterproof import ClusterproofError
 from clusterproof import report
-from clusterproof.paths import results_dir
+from clusterproof.paths import results_dir, write_atomic
 from clusterproof.results import add_selection_args, records, select_sessions
 
 
@@ -37,20 +34,3 @@ def run(args):
     print(f'report of {len(sessions)} session(s), {len(recs)} figure(s): {out}')
     return 0
 
-
-def write_atomic(path, text):
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
-    except OSError as err:
-        raise ClusterproofError(f'cannot write {path}: {err.strerror}') from None
-    try:
-        with os.fdopen(fd, 'w') as fp:
-            fp.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
