@@ -85,6 +85,24 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         # An absolute path: ReFrame joins it to its reference prefix unchanged.
         self.reference = {'$ref': str(path)}
 
+    def read_job_output(self, program):
+        '''``(stdout, stderr, stdout_path, stderr_path)`` of the job; a file
+        that cannot be read fails sanity naming the program and the error.'''
+        import os
+
+        from reframe.core.exceptions import SanityError
+
+        out = os.path.join(self.stagedir, str(self.job.stdout))
+        err = os.path.join(self.stagedir, str(self.job.stderr))
+        try:
+            with open(out) as f:
+                stdout = f.read()
+            with open(err) as f:
+                stderr = f.read()
+        except OSError as exc:
+            raise SanityError(f'cannot read the {program} output: {exc}') from None
+        return stdout, stderr, out, err
+
     def declared(self, section, key=None, default=KeyError):
         """Declared hardware of the current partition (see clusterproof.hardware)."""
         return declared(self.current_partition, section, key, default)

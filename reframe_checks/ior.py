@@ -31,7 +31,6 @@ bandwidths are in ``ior_iterations`` and in the stage directory's output.
 """
 
 import math
-import os
 import shlex
 
 import reframe as rfm
@@ -167,15 +166,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     def runs(self):
         """``{'write': IorRun, 'read': IorRun}`` from the job's output."""
         if not hasattr(self, '_runs'):
-            out = os.path.join(self.stagedir, str(self.job.stdout))
-            err = os.path.join(self.stagedir, str(self.job.stderr))
-            try:
-                with open(out) as f:
-                    stdout = f.read()
-                with open(err) as f:
-                    stderr = f.read()
-            except OSError as exc:
-                raise SanityError(f'cannot read the IOR output: {exc}') from None
+            stdout, stderr, out, err = self.read_job_output('IOR')
             errors, warnings = ior_parser.problem_lines(stdout, stderr)
             problems = errors + warnings
             if problems:

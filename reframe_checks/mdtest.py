@@ -22,7 +22,6 @@ creation and removal; never taken from the ``SUMMARY time`` table.
 """
 
 import math
-import os
 
 import reframe as rfm
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
@@ -128,16 +127,9 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
 
     def result(self):
         if not hasattr(self, '_result'):
-            out = os.path.join(self.stagedir, str(self.job.stdout))
-            err = os.path.join(self.stagedir, str(self.job.stderr))
+            stdout, stderr, out, _err = self.read_job_output('mdtest')
             try:
-                with open(out) as f:
-                    stdout = f.read()
-                with open(err) as f:
-                    stderr = f.read()
                 self._result = mdtest_parser.parse(stdout, out, stderr=stderr)
-            except OSError as exc:
-                raise SanityError(f'cannot read the mdtest output: {exc}') from None
             except ParseError as exc:
                 raise SanityError(str(exc)) from None
         return self._result
