@@ -31,7 +31,22 @@ def have_netns():
     return probe.returncode == 0
 
 
+def closed_ancestor(path=REPO):
+    """The first directory above ``path`` that other users cannot enter
+    (no o+x), or None: tests that run commands of this checkout as another
+    user need every one of them open."""
+    import stat
+    for parent in [Path(path), *Path(path).parents]:
+        if not os.stat(parent).st_mode & stat.S_IXOTH:
+            return parent
+    return None
+
+
 need_root = pytest.mark.skipif(not have_root(), reason='needs root')
+need_repo_open_to_others = pytest.mark.skipif(
+    closed_ancestor() is not None,
+    reason=f'other users cannot reach this checkout ({closed_ancestor()} is not searchable '
+           f'by others); clone it where they can to run this test')
 need_netns = pytest.mark.skipif(not have_netns(),
                                 reason='needs root and network namespaces (ip, nsenter, unshare --net)')
 

@@ -18,7 +18,7 @@ import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
-from conftest import EMU_INSTANCE, VENV_BIN, emu_cluster_exclusive, need_netns, run_reframe
+from conftest import EMU_INSTANCE, VENV_BIN, emu_cluster_exclusive, need_netns, need_repo_open_to_others, run_reframe
 
 CHECKS = Path(__file__).resolve().parent / 'checks'
 
@@ -123,6 +123,7 @@ def test_env_lines_and_a_run_dir_of_another_instance(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'), reason='needs root and setpriv')
+@need_repo_open_to_others
 def test_up_without_root_fails_with_one_line_and_starts_nothing():
     run_dir = Path(f'/tmp/clusterproof-test-not-root-{os.getpid()}')
     proc = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',

@@ -17,7 +17,8 @@ import pytest
 
 from clusterproof import cluster as lc
 from clusterproof import reliability
-from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, need_root, reframe_env
+from conftest import (EMU_INSTANCE, REPO, VENV_BIN, need_netns, need_repo_open_to_others,
+                      need_root, reframe_env)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 
@@ -93,6 +94,7 @@ def ordinary_user():
 
 @need_root
 @need_netns
+@need_repo_open_to_others
 def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_property):
     record_property('reliability', 'fault')
     name, home = ordinary_user
