@@ -15,6 +15,12 @@ thresholds (``null`` = unbounded)::
 Blessing one test class rewrites only that class's entry (and within it
 only the figures and index values it measured); the text of every other
 entry, comments included, is kept as it was.
+
+Emulated results (the local cluster, pmem on tmpfs) are never references for
+real hardware. ``--allow-emulated`` blesses them into a file of their own,
+``<system>.emulated.yaml``, against which only emulated results are judged:
+it lets a nightly run on emulated hardware catch a regression of the
+toolkit or of the machine it runs on, never vouch for hardware.
 """
 
 import datetime
@@ -41,9 +47,10 @@ SPECIAL_INDEX = ('$system', '$partition', '$environ')
 
 # -- reading ------------------------------------------------------------------
 
-def load_references(system, path=None):
-    """The parsed reference file of ``system`` (``{}`` when there is none)."""
-    path = Path(path) if path else reference_file(system)
+def load_references(system, path=None, emulated=False):
+    """The parsed reference file of ``system`` (``{}`` when there is none);
+    with ``emulated``, the file blessed from emulated runs."""
+    path = Path(path) if path else reference_file(system, emulated=emulated)
     if not path.is_file():
         return {}
     try:
@@ -166,6 +173,7 @@ class NewReference:
     n: int
     values: list
     smoke: bool = False
+    emulated: bool = False
 
     @property
     def wide(self):
@@ -184,11 +192,13 @@ def round_sig(x, digits=6):
     return round(x, digits - 1 - int(math.floor(math.log10(abs(x)))))
 
 
-def refusals(recs, allow_smoke=False):
+def refusals(recs, allow_smoke=False, allow_emulated=False):
     """Why these records cannot become references, one :class:`Refusal` per
     session/test/figure: a failed sanity (or any failure other than the
     performance check), smoke sizes, emulated hardware, a binary whose
-    version differs between the sessions."""
+    version differs between the sessions. With ``allow_emulated`` the
+    records must all be emulated (they go to ``<system>.emulated.yaml``),
+    and a real one is refused instead."""
     out = []
     seen = set()
     versions = {}
@@ -204,10 +214,15 @@ def refusals(recs, allow_smoke=False):
         if r.smoke and not allow_smoke:
             out.append(Refusal(r.session, r.test, r.figure,
                                'smoke sizes (cp_smoke); run mode nightly or acceptance'))
-        if r.emulated:
+        if r.emulated and not allow_emulated:
             out.append(Refusal(r.session, r.test, r.figure,
                                f'emulated (cp_emulated or system {r.system}): figures for '
-                               f'function, not speed'))
+                               f'function, not speed; --allow-emulated blesses them into '
+                               f'{r.system}.emulated.yaml, for emulated runs only'))
+        if allow_emulated and not r.emulated:
+            out.append(Refusal(r.session, r.test, r.figure,
+                               'not emulated: --allow-emulated blesses emulated results only; '
+                               'bless real results without it'))
         versions.setdefault((r.system, r.partition, r.check), {}).setdefault(
             r.binary_version or '(none)', set()).add(r.session)
     for (system, part, check), vers in versions.items():
@@ -253,7 +268,8 @@ def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
         out.append(NewReference(check, list(index), path, figure, ref,
                                 None if lib else -tol, tol if lib else None,
                                 rs[0].unit, len(values), values,
-                                smoke=any(r.smoke for r in rs)))
+                                smoke=any(r.smoke for r in rs),
+                                emulated=any(r.emulated for r in rs)))
     return out
 
 
@@ -381,7 +397,11 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
     if not reason or not reason.strip():
         raise ClusterproofError('--reason is required with --write: say why the references '
                                 'change (e.g. "acceptance sign-off", "BIOS update")')
-    path = Path(path) if path else reference_file(system)
+    emulated = any(n.emulated for n in new_refs)
+    if emulated and not all(n.emulated for n in new_refs):
+        raise ClusterproofError('emulated and real results cannot be blessed together; '
+                                'nothing was written')
+    path = Path(path) if path else reference_file(system, emulated=emulated)
     old_text = path.read_text() if path.is_file() else ''
     existing = load_references(system, path)
     entries = merged_entries(existing, new_refs)
@@ -391,6 +411,8 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
     comment = (f'blessed {now:%Y-%m-%d %H:%M %z} from {len(sessions)} session(s) '
                f'({stat}; tolerance {nsigma:g} stddev, at least {min_tolerance * 100:g}%)'
                + (' FROM SMOKE SIZES: not a reference for real runs' if smoke else '')
+               + (' FROM EMULATED RUNS: judges emulated runs only, never hardware'
+                  if emulated else '')
                + f'\nreason: {reason.strip()}'
                + f'\nsessions: {" ".join(s.uuid for s in sessions)}')
     text = render(old_text, entries, comment)
@@ -411,6 +433,7 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
         'nsigma': nsigma,
         'min_tolerance': min_tolerance,
         'smoke': smoke,
+        'emulated': emulated,
         'sessions': [s.uuid for s in sessions],
         'references': [{'check': n.check, 'index': [str(p) for p in n.path],
                         'figure': n.figure, 'entry': n.entry, 'values': n.values}

@@ -6,12 +6,18 @@ Verdicts of one figure:
 ``REGRESSION``  worse than the tolerance allows (lower throughput, higher time)
 ``better``      better than the tolerance (not a failure: consider re-blessing)
 ``no-ref``      nothing to compare with
-``not-judged``  a smoke or emulated figure: never judged against references
+``not-judged``  a smoke figure, or an emulated figure with no reference
+                blessed from emulated runs: never judged against a real
+                system's references
 ``FAILED``      the test case failed before its figures were measured
 
 Drift is what no single night trips: the rolling median of the last
 ``window`` sessions worse than the reference by more than ``drop``, or a
 figure that got worse ``nights`` sessions in a row.
+
+An emulated figure is judged only against ``<system>.emulated.yaml``
+(``clusterproof bless --allow-emulated``); its row carries the flag
+``emulated-ref`` so that no reader takes it for a hardware verdict.
 """
 
 import math
@@ -74,6 +80,16 @@ def judge(value, ref, lower, upper, lower_is_better):
     return 'REGRESSION' if below else 'better' if above else 'pass'
 
 
+def references_for(refs_by_system, rec):
+    """The parsed references ``rec`` may be judged against: those of its
+    system, or for an emulated result those blessed from emulated runs.
+    ``refs_by_system`` caches them (keys ``system`` and ``system.emulated``)."""
+    key = f'{rec.system}.emulated' if rec.emulated else rec.system
+    if key not in refs_by_system:
+        refs_by_system[key] = load_references(rec.system, emulated=rec.emulated)
+    return refs_by_system[key]
+
+
 def _failed_row(r):
     return Row(r.system, r.partition, r.test, '(test)', '', None, None,
                verdict='FAILED', flags=r.flags + [f'{r.result} in {r.fail_phase}'])
@@ -88,14 +104,25 @@ def against_references(recs, refs_by_system=None):
         if not r.figure:
             rows.append(_failed_row(r))
             continue
-        if r.system not in refs_by_system:
-            refs_by_system[r.system] = load_references(r.system)
-        found = lookup(refs_by_system[r.system], r)
+        found = lookup(references_for(refs_by_system, r), r)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
                   flags=r.flags, lower_is_better=r.lower_is_better)
-        if found and (r.smoke or r.emulated):
-            # Smoke sizes and emulated hardware are not comparable with a
-            # real system's references: show the reference, judge nothing.
+        if found and r.emulated:
+            row.flags = row.flags + ['emulated-ref']
+        elif r.emulated:
+            # No reference blessed from emulated runs: show the system's
+            # own (real hardware) reference, if any, and judge nothing.
+            if r.system not in refs_by_system:
+                refs_by_system[r.system] = load_references(r.system)
+            found = lookup(refs_by_system[r.system], r)
+            if found:
+                row.base, row.lower, row.upper = found[0], found[1], found[2]
+                row.verdict = 'not-judged'
+            rows.append(row)
+            continue
+        if found and r.smoke:
+            # Smoke sizes are not comparable with any reference: show it,
+            # judge nothing.
             row.base, row.lower, row.upper = found[0], found[1], found[2]
             row.verdict = 'not-judged'
         elif found:
@@ -121,9 +148,7 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
                   flags=r.flags, lower_is_better=r.lower_is_better)
         b = base.get(r.key)
         if b is not None:
-            if r.system not in refs_by_system:
-                refs_by_system[r.system] = load_references(r.system)
-            found = lookup(refs_by_system[r.system], r)
+            found = lookup(references_for(refs_by_system, r), r)
             lower, upper = (found[1], found[2]) if found else (None, None)
             if lower is None and upper is None:
                 lower, upper = ((None, tolerance) if r.lower_is_better else (-tolerance, None))
@@ -170,9 +195,7 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
         last = rs[-1]
         lib = last.lower_is_better
         vals = [r.value for r in rs]
-        if last.system not in refs_by_system:
-            refs_by_system[last.system] = load_references(last.system)
-        found = lookup(refs_by_system[last.system], last)
+        found = lookup(references_for(refs_by_system, last), last)
         if found and found[0] and len(vals) >= window:
             med = statistics.median(vals[-window:])
             change = (med - found[0]) / abs(found[0])

@@ -32,9 +32,15 @@ def lower_is_better(unit):
     return unit in LOWER_IS_BETTER_UNITS
 
 
-def reference_file(system, directory=None):
-    """``<references dir>/<system>.yaml`` (see ``paths.references_dir``)."""
-    return Path(directory or references_dir()) / f'{system}.yaml'
+def reference_file(system, directory=None, emulated=False):
+    """``<references dir>/<system>.yaml`` (see ``paths.references_dir``).
+
+    With ``emulated``: ``<system>.emulated.yaml``, the references blessed
+    from emulated runs (``clusterproof bless --allow-emulated``). Only
+    emulated results are ever judged against that file, and emulated results
+    are judged against nothing else; no check loads it into ReFrame."""
+    name = f'{system}.emulated.yaml' if emulated else f'{system}.yaml'
+    return Path(directory or references_dir()) / name
 
 
 def load(path):

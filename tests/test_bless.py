@@ -71,6 +71,33 @@ def test_allow_smoke_says_so(recorded):
     assert 'smoke: true' in (refs / 'local.history').read_text()
 
 
+def test_allow_emulated_takes_emulated_results_only(recorded, tmp_path):
+    results, refs, sessions = recorded
+    # The recorded sessions ran on real hardware: --allow-emulated refuses them.
+    out = clusterproof(['bless', '--session', sessions[0].uuid, '--allow-emulated', '--write',
+                        '--reason', 'demo'], results, refs)
+    assert out.returncode == 2 and 'not emulated: --allow-emulated' in out.stdout
+    assert list(refs.iterdir()) == []
+    recs = records(sessions[:2])
+    emulated = [dataclasses.replace(r, emulated=True) for r in recs]
+    assert bless.refusals(emulated, allow_emulated=True) == []
+    assert bless.refusals(emulated[:1] + recs[1:], allow_emulated=True)
+    # Written beside the system's file, never into it.
+    (refs / 'local.yaml').write_text('# real hardware\nOther:\n  local:default:\n'
+                                     '    bw: [1.0, -0.1, null, MB/s]\n')
+    before = (refs / 'local.yaml').read_text()
+    new = bless.derive(emulated)
+    path = bless.write_references('local', new, 'emulated demo', sessions[:2],
+                                  path=bless.reference_file('local', refs, emulated=True))
+    assert path.name == 'local.emulated.yaml' and (refs / 'local.yaml').read_text() == before
+    assert 'FROM EMULATED RUNS' in path.read_text()
+    assert 'emulated: true' in (refs / 'local.emulated.history').read_text()
+    mixed = bless.derive(emulated[:2]) + bless.derive(recs[2:])
+    with pytest.raises(bless.ClusterproofError, match='emulated and real'):
+        bless.write_references('local', mixed, 'demo', sessions[:2], path=tmp_path / 'x.yaml')
+    assert not (tmp_path / 'x.yaml').exists()
+
+
 def test_diff_without_write_writes_nothing(recorded):
     results, refs, _ = recorded
     out = clusterproof(['bless', '--last', '3', '--mode', 'nightly'], results, refs)

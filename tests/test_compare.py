@@ -1,6 +1,6 @@
-"""clusterproof compare: a real round trip through ReFrame on ``local``
-(run, bless, run again, compare; a slowed run is a regression), and drift on
-a history recorded from real runs."""
+"""clusterproof compare: a real round trip through ReFrame on ``local`` and
+on the local Slurm cluster (run, bless, run again, compare; a slowed run is a
+regression), and drift on a history recorded from real runs."""
 
 import dataclasses
 import re
@@ -9,14 +9,17 @@ import re
 from clusterproof import compare
 from clusterproof.bless import derive, merged_entries
 from clusterproof.results import load_sessions, records
-from conftest import run_reframe
+import yaml
+
+from conftest import need_netns, run_reframe
 from results_helpers import SELFTEST_CHECKS, clusterproof, recorded_results
 
 
-def _run(results, refs, *extra):
-    proc = run_reframe(['-c', str(SELFTEST_CHECKS), '-r', '--system', 'local',
+def _run(results, refs, *extra, system='local', env=None):
+    proc = run_reframe(['-c', str(SELFTEST_CHECKS), '-r', '--system', system,
                         '-S', 'copy_mib=192', *extra],
-                       results, mode='nightly', extra_env={'CLUSTERPROOF_REFERENCES': str(refs)},
+                       results, mode='nightly',
+                       extra_env={'CLUSTERPROOF_REFERENCES': str(refs), **(env or {})},
                        timeout=300)
     found = re.findall(r'Current session stored with UUID: ([0-9a-f-]+)', proc.stdout)
     assert found, proc.stdout + proc.stderr
@@ -51,6 +54,48 @@ def test_round_trip_bless_compare_and_slowed_run(tmp_path):
     assert out.returncode == 1 and 'REGRESSION' in out.stdout
 
 
+@need_netns
+def test_round_trip_on_the_local_cluster(emu_cluster, tmp_path):
+    """The same round trip through Slurm on the local cluster. Every result
+    there is emulated: bless takes them only with --allow-emulated, into
+    emu.emulated.yaml, and compare judges them against that file only,
+    flagging each row emulated-ref."""
+    results, refs = tmp_path / 'results', tmp_path / 'refs'
+    ids = [_run(results, refs, system='emu', env=emu_cluster)[1] for _ in range(2)]
+    sel = [a for i in ids for a in ('--session', i)]
+    out = clusterproof(['bless', *sel, '--write', '--reason', 'emu round trip'], results, refs)
+    assert out.returncode == 2 and 'emulated' in out.stdout, out.stdout + out.stderr
+    assert not refs.exists() or not list(refs.iterdir())      # refused: nothing written
+
+    out = clusterproof(['bless', *sel, '--allow-emulated', '--min-tolerance', '300',
+                        '--max-tolerance', '300', '--write', '--reason', 'emu round trip'],
+                       results, refs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(p.name for p in refs.iterdir()) == ['emu.emulated.history',
+                                                      'emu.emulated.yaml']
+    text = (refs / 'emu.emulated.yaml').read_text()
+    assert 'FROM EMULATED RUNS' in text
+    entry = yaml.safe_load(text)['DevZeroCopy']
+    assert entry['$index'] == ['$partition', 'num_threads']
+    assert {'emu:srun', 'emu:mpirun'} <= set(entry)
+
+    proc, again = _run(results, refs, system='emu', env=emu_cluster)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    out = clusterproof(['compare', again, '--drift-nights', '0'], results, refs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert 'EMULATED' in out.stdout and 'emulated.yaml' in out.stdout
+    judged = re.findall(r'^  copy_\w+ .* (pass|REGRESSION|better) +emulated,emulated-ref$',
+                        out.stdout, re.M)
+    assert judged and set(judged) == {'pass'}, out.stdout
+    assert 'not-judged' not in out.stdout
+
+    proc, slowed = _run(results, refs, '-S', 'block_size=512', system='emu', env=emu_cluster)
+    assert proc.returncode == 0, proc.stdout[-3000:]   # ReFrame judges no emulated figure
+    out = clusterproof(['compare', slowed, '--drift-nights', '0'], results, refs)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert re.search(r'^  copy_time .* REGRESSION +emulated,emulated-ref$', out.stdout, re.M)
+
+
 def test_compare_names_unknown_session(tmp_path):
     results = recorded_results(tmp_path)
     out = clusterproof(['compare', 'deadbeef'], results, tmp_path)
@@ -73,6 +118,27 @@ def _nights(base, factors):
             out.append(dataclasses.replace(r, session=f'night{night}', start=r.start + night * 86400,
                                            value=r.value * f))
     return out
+
+
+def test_emulated_figures_are_judged_against_emulated_references_only(tmp_path):
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
+    real = [r for r in records(sessions[:1]) if r.figure]
+    emulated = [dataclasses.replace(r, emulated=True) for r in real]
+    blessed = merged_entries({}, derive(real))
+    halved = [dataclasses.replace(r, value=r.value / 2 if r.figure == 'copy_bw' else r.value)
+              for r in emulated]
+    # Only the real file: shown, never judged.
+    rows = compare.against_references(halved, {'local': blessed, 'local.emulated': {}})
+    assert {r.verdict for r in rows} == {'not-judged'}
+    assert all('emulated-ref' not in r.flags for r in rows)
+    # The file blessed from emulated runs: judged, and flagged so.
+    rows = compare.against_references(halved, {'local': {}, 'local.emulated': blessed})
+    assert {r.verdict for r in rows if r.figure == 'copy_bw'} == {'REGRESSION'}
+    assert {r.verdict for r in rows if r.figure == 'copy_time'} == {'pass'}
+    assert all(r.flags == ['emulated', 'emulated-ref'] for r in rows)
+    # A real result is never judged against the emulated file.
+    rows = compare.against_references(real, {'local': {}, 'local.emulated': blessed})
+    assert {r.verdict for r in rows} == {'no-ref'}
 
 
 def test_drift_rolling_median(tmp_path):

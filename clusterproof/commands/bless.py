@@ -18,7 +18,9 @@ def register(subparsers):
                     'lower bound for throughputs, an upper bound for times and latencies. '
                     'Refuses failed tests, smoke sizes, emulated hardware and mixed binary '
                     'versions. Writes only with --write, recording --reason in the file and '
-                    'in <system>.history.')
+                    'in <system>.history. With --allow-emulated, blesses emulated results '
+                    '(the local cluster, pmem on tmpfs) into <system>.emulated.yaml, against '
+                    'which compare judges emulated results and nothing else.')
     add_selection_args(p)
     p.add_argument('--check', metavar='REGEX',
                    help='only tests whose name matches (e.g. "^IOR"); others keep their '
@@ -37,6 +39,9 @@ def register(subparsers):
     p.add_argument('--allow-smoke', action='store_true',
                    help='accept smoke-size results (demonstrations only: the file then says '
                         'FROM SMOKE SIZES)')
+    p.add_argument('--allow-emulated', action='store_true',
+                   help='bless emulated results (only those) into <system>.emulated.yaml: '
+                        'references for emulated runs, never for hardware')
     p.set_defaults(func=run)
 
 
@@ -62,14 +67,15 @@ def run(args):
     system = systems[0]
     print(f'bless: {len(sessions)} session(s) of system {system}: '
           + ', '.join(s.label() for s in sessions))
-    refused = bless.refusals(recs, allow_smoke=args.allow_smoke)
+    refused = bless.refusals(recs, allow_smoke=args.allow_smoke,
+                             allow_emulated=args.allow_emulated)
     if refused:
         print(f'bless: refused, {len(refused)} problem(s):')
         for r in refused:
             print(f'  {r}')
         print('Select other sessions (--session/--last/--since) or tests (--check).')
         return 2
-    ref_path = bless.reference_file(system)
+    ref_path = bless.reference_file(system, emulated=args.allow_emulated)
     existing = bless.load_references(system, ref_path)
     good = [r for r in recs if r.figure]
     new = bless.derive(good, existing, pct=args.percentile, nsigma=args.nsigma,
@@ -87,6 +93,8 @@ def run(args):
                   f'tolerance exceeds 20%; it will only catch large regressions')
     if any(n.smoke for n in new):
         print('NOTE: from smoke sizes (--allow-smoke): these are no references for real runs')
+    if args.allow_emulated:
+        print('NOTE: from emulated runs (--allow-emulated): they judge emulated runs only')
     if not args.write:
         print('Nothing written; add --write --reason "..." to write these references.')
         return 0

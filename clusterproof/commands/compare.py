@@ -3,6 +3,7 @@ session, and slow drift over the history; exit status 1 on a regression."""
 
 from clusterproof import ClusterproofError
 from clusterproof import compare
+from clusterproof.references import reference_file
 from clusterproof.results import load_sessions, records
 
 
@@ -16,7 +17,10 @@ def register(subparsers):
                     'ratio, tolerance, verdict. Also looks for slow drift over the history '
                     'of the session\'s system: a rolling median worse than the reference by '
                     'more than --drift-percent, or a figure worse --drift-nights sessions in '
-                    'a row. Exit status 1 on a regression, a failed test or drift; 0 otherwise.')
+                    'a row. Emulated results are judged only against references blessed '
+                    'from emulated runs (<system>.emulated.yaml, bless --allow-emulated), '
+                    'flagged emulated-ref. Exit status 1 on a regression, a failed test or '
+                    'drift; 0 otherwise.')
     p.add_argument('sessions', nargs='*', metavar='SESSION',
                    help='session uuid or unique prefix: SESSION, or BASE SESSION')
     p.add_argument('--system', help='only test cases that ran on this system')
@@ -64,6 +68,12 @@ def run(args):
     else:
         print('against the references')
         rows = compare.against_references(new_recs)
+        if any('emulated-ref' in r.flags for r in rows):
+            files = sorted({str(reference_file(r.system, emulated=True))
+                            for r in new_recs if r.emulated})
+            print(f'emulated figures against references blessed from emulated runs '
+                  f'({", ".join(files)}): a check of the toolkit and this machine, '
+                  f'not of hardware')
     print(compare.format_rows(rows))
     regressions = [r for r in rows if r.regression]
     status = 1 if regressions else 0
