@@ -241,7 +241,7 @@ class PmemFioEmulated(FioWorstCaseBase):
         parent = os.path.dirname(self.tmpfs_dir.rstrip('/'))
         st = os.statvfs(parent)
         free = st.f_bavail * st.f_frsize
-        need = 4 * fiojob.worst_case_job('libpmem', '/x', mode='smoke').total_bytes
+        need = 4 * self.make_job('/x').total_bytes      # with -S filesize/numjobs
         self.skip_if(free < need, f'{parent}: {free} bytes free on tmpfs, want {need}')
         self.env_vars['PMEM_IS_PMEM_FORCE'] = '1'
 

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Side-by-side measurements for the pmem area.
 
-1. The same fio job (the emulated libpmem job, randwrite, smoke sizes, on
-   tmpfs with PMEM_IS_PMEM_FORCE=1) run directly and through the
-   ``PmemFioEmulated`` check, alternating, ROUNDS times each; prints the
-   median of each figure both ways and their ratio (check / direct; target:
-   within 5%, i.e. 0.95..1.05).
+1. The same fio job (the emulated libpmem job, randwrite, on tmpfs with
+   PMEM_IS_PMEM_FORCE=1) run directly and through the ``PmemFioEmulated``
+   check, alternating, ROUNDS times each; prints the median of each figure
+   both ways and their ratio (check / direct; target: within 5%, i.e.
+   0.95..1.05). The job is sized to run for seconds (--fio-filesize-mib,
+   --fio-loops): fio reports its run time in whole milliseconds, so the
+   smoke job (some 40 ms) would measure rounding and process start-up,
+   not the I/O.
 2. The mmap sweep over anonymous memory and over a file on the scratch
    directory (same size, a, b), alternating; prints the median throughput
    and the memory/file ratio of wall times (the published table's
    Mem.Ms/Device.Ms).
 
 Usage: .venv/bin/python scripts/bench_pmem.py [--rounds N] [--size-mib M]
+           [--fio-filesize-mib F] [--fio-loops L] [--fio-numjobs J]
 Measures on this machine only; figures on tmpfs are emulation figures.
 """
 
@@ -35,8 +39,8 @@ FIGS = ('iops', 'bw', 'lat_mean', 'lat_p50', 'lat_p99')
 SECTION = 'randwrite_8files'
 
 
-def fio_direct(tmpfs_dir):
-    job = fiojob.worst_case_job('libpmem', tmpfs_dir, mode='smoke')
+def fio_direct(tmpfs_dir, sizes):
+    job = fiojob.worst_case_job('libpmem', tmpfs_dir, mode='smoke', **sizes)
     os.makedirs(tmpfs_dir, exist_ok=True)
     try:
         for path, size in job.layout_files(SECTION):
@@ -54,12 +58,13 @@ def fio_direct(tmpfs_dir):
         os.rmdir(tmpfs_dir)
 
 
-def fio_through_check(results):
+def fio_through_check(results, sizes):
     env = dict(os.environ, RFM_CONFIG_FILES=str(REPO / 'site_config' / 'settings.py'),
                CLUSTERPROOF_RESULTS=str(results), CLUSTERPROOF_MODE='smoke')
     res = subprocess.run([str(REPO / '.venv' / 'bin' / 'reframe'), '-c',
                           str(REPO / 'reframe_checks' / 'pmem.py'), '-n',
-                          f'PmemFioEmulated%section={SECTION}', '-r', '--system', 'local'],
+                          f'PmemFioEmulated%section={SECTION}', '-r', '--system', 'local',
+                          *[a for k, v in sizes.items() for a in ('-S', f'{k}={v}')]],
                          capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     if res.returncode != 0:
         raise SystemExit(f'reframe failed:\n{res.stdout[-2000:]}')
@@ -79,14 +84,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--size-mib', type=int, default=256, help='mmap sweep size (MiB)')
+    ap.add_argument('--fio-filesize-mib', type=int, default=256,
+                    help='fio file size per job (MiB; default %(default)s)')
+    ap.add_argument('--fio-loops', type=int, default=8,
+                    help='fio loops over each file (default %(default)s)')
+    ap.add_argument('--fio-numjobs', type=int, default=2,
+                    help='fio jobs (default %(default)s: the smoke job count)')
     opts = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix='bench-pmem-'))
+    sizes = {'filesize': opts.fio_filesize_mib * 2**20, 'loops': opts.fio_loops,
+             'numjobs': opts.fio_numjobs}
 
     direct, check = [], []
     for r in range(opts.rounds):
-        direct.append(fio_direct(f'/dev/shm/clusterproof-bench-{os.getpid()}'))
-        check.append(fio_through_check(work / f'results-{r}'))
-    print(f'fio {SECTION}, emulated libpmem on tmpfs, smoke sizes, median of {opts.rounds} '
+        direct.append(fio_direct(f'/dev/shm/clusterproof-bench-{os.getpid()}', sizes))
+        check.append(fio_through_check(work / f'results-{r}', sizes))
+    print(f'fio {SECTION}, emulated libpmem on tmpfs, {opts.fio_numjobs} job(s) x '
+          f'{opts.fio_filesize_mib} MiB x {opts.fio_loops} loop(s), median of {opts.rounds} '
           'alternating runs')
     print(f'{"figure":10} {"direct":>12} {"check":>12} {"check/direct":>13}')
     for fig in FIGS:

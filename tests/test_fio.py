@@ -5,6 +5,7 @@ ReFrame on ``local`` and on the local cluster ``emu``."""
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -237,3 +238,15 @@ def test_emulated_and_psync_on_emu(tmp_path, tmpfs_dir, emu_cluster):
     res = run_reframe(_args(tmpfs_dir) + ['--system', 'emu:srun'], tmp_path,
                       extra_env=emu_cluster, timeout=400)
     _assert_fio_results(res, tmp_path, tmpfs_dir, emulated_partition=True)
+
+
+def test_emulated_job_larger_than_tmpfs_is_skipped_with_the_sizes(tmp_path, tmpfs_dir):
+    # -S filesize sets the job's size; the free-space check counts it (64 jobs
+    # x 1 TiB cannot fit on any /dev/shm here), and nothing is written.
+    res = run_reframe(['-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
+                       '-n', 'PmemFioEmulated', '-S', f'PmemFioEmulated.tmpfs_dir={tmpfs_dir}',
+                       '-S', 'PmemFioEmulated.filesize=1099511627776',
+                       '-S', 'PmemFioEmulated.numjobs=64'], tmp_path, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert re.search(r'bytes free on tmpfs, want \d+', res.stdout), res.stdout[-3000:]
+    assert 'SKIP' in res.stdout and not os.path.exists(tmpfs_dir)
