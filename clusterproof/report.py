@@ -11,6 +11,9 @@ checks ran:
   references (DRAM and pmem side by side where both ran)
 - HPL efficiency (figures named ``*efficiency*``)
 - fio latency percentiles (figures ``lat*_pNN``)
+- mmap sweep: memory/device ratios of wall time per point and access, as in
+  the published table (figures ``memory_wall`` and ``<device>_wall`` of one
+  test case)
 - history of every figure over the sessions, with the reference band
 - provenance of every session
 
@@ -125,6 +128,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
         _stream_section(page, latest_recs, refs)
         _hpl_section(page, latest_recs, refs)
         _latency_section(page, latest_recs)
+        _mmap_section(page, latest_recs)
     if len(sessions) > 1:
         _history_section(page, recs, refs)
     _provenance_section(page, sessions)
@@ -289,6 +293,45 @@ def _latency_section(page, recs):
         page.plot(traces, {'title': {'text': f'latency percentiles @{system}:{part}'},
                            'xaxis': {'title': {'text': 'percentile'}, 'type': 'category'},
                            'yaxis': {'title': {'text': unit}, 'type': 'log'}})
+
+
+WALL_RE = re.compile(r'^(\w+)_wall$')
+
+
+def _mmap_section(page, recs):
+    """Memory/device wall-time ratios of each mmap sweep test case: the
+    published table's Mem.Ms/Device.Ms (near 1: the device keeps up with
+    memory for that access pattern)."""
+    cases = {}
+    for r in recs:
+        m = WALL_RE.match(r.figure or '')
+        if m and math.isfinite(r.value):
+            cases.setdefault((r.system, r.partition, r.test), {})[m.group(1)] = r
+    rows = []
+    for (system, part, test), walls in sorted(cases.items()):
+        mem = walls.get('memory')
+        if mem is None:
+            continue
+        for target, dev in sorted(walls.items()):
+            if target != 'memory':
+                ratio = mem.value / dev.value if dev.value else None
+                rows.append((test, f'{system}:{part}', target, mem, dev, ratio,
+                             sorted(set(mem.flags) | set(dev.flags))))
+    if not rows:
+        return
+    page.add('<h2 id="mmap-ratios">mmap sweep: memory / device wall time</h2>'
+             '<p>Wall time of the sweep over memory divided by the same sweep over a file on '
+             'the device (the published Mem/Device ratio): near 1, the device keeps up with '
+             'memory for that access; small, the sweep waited for the device. Smoke files fit '
+             'in the page cache, so smoke ratios are cache figures.</p>'
+             '<table id="mmap-ratio-table"><tr><th>test</th><th>partition</th><th>device</th>'
+             '<th>memory wall (s)</th><th>device wall (s)</th><th>memory/device</th></tr>')
+    for test, part, target, mem, dev, ratio, flags in rows:
+        page.add(f'<tr><td>{html.escape(test)}{_flags_html(flags)}</td>'
+                 f'<td>{html.escape(part)}</td><td>{html.escape(target)}</td>'
+                 f'<td class="num">{_num(mem.value)}</td><td class="num">{_num(dev.value)}</td>'
+                 f'<td class="num">{"-" if ratio is None else f"{ratio:.3f}"}</td></tr>')
+    page.add('</table>')
 
 
 def _history_section(page, recs, refs):

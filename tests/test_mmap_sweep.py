@@ -3,6 +3,7 @@ its parser on recorded output, the sizing, and the check end to end through
 ReFrame on ``local`` and on the local cluster ``emu``."""
 
 import glob
+import re
 import shutil
 import subprocess
 
@@ -12,7 +13,7 @@ from clusterproof import ClusterproofError, mmap_sweep
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
 
-from conftest import DATA, REPO, run_reframe
+from conftest import DATA, REPO, reframe_env, run_reframe
 
 SRC = REPO / 'reframe_checks' / 'src' / 'mmap_sweep' / 'mmap_sweep.c'
 
@@ -165,6 +166,20 @@ def test_sweep_on_local(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/mmap_sweep.py', '-r', '--system', 'local'],
                       tmp_path, timeout=300)
     _assert_sweep_results(res, tmp_path)
+    # The report shows the published table's memory/device ratio per test case.
+    page = tmp_path / 'report.html'
+    out = subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof'), 'report', '--last', '1',
+                          '-o', str(page)], cwd=REPO, capture_output=True, text=True,
+                         env=reframe_env(tmp_path), timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    table = page.read_text().split('id="mmap-ratio-table"')[1].split('</table>')[0]
+    rows = re.findall(r'<tr><td>(MmapSweep [^<]*)<span class="flag">SMOKE</span></td>'
+                      r'<td>local:default</td><td>scratch</td><td class="num">([\d.e-]+)</td>'
+                      r'<td class="num">([\d.e-]+)</td><td class="num">([\d.]+)</td></tr>',
+                      table)
+    assert len(rows) == 4, table
+    for _test, mem, dev, ratio in rows:
+        assert float(ratio) == pytest.approx(float(mem) / float(dev), abs=1e-3)
 
 
 def test_sweep_on_emu(tmp_path, emu_cluster):

@@ -13,7 +13,8 @@ def register(subparsers):
         description='Write one self-contained HTML page (plots with plotly.js inlined; no '
                     'network needed to view it): the newest selected session against the '
                     'references, scaling with the thread count, STREAM kernels, HPL '
-                    'efficiency, latency percentiles, the history of every figure over the '
+                    'efficiency, latency percentiles, mmap sweep memory/device ratios, the '
+                    'history of every figure over the '
                     'selected sessions with its reference band, and the provenance of each '
                     'session. Smoke and emulated results are labelled so.')
     add_selection_args(p, default_help='the newest 30 sessions')
