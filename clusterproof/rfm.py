@@ -144,6 +144,25 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         return built.path
 
     @run_before('sanity')
+    def _cp_job_wrote_output(self):
+        '''A job that never wrote its output file (its node died before the
+        program started, or Slurm never ran it) fails naming the job's state,
+        its nodes and the likely cause, not a missing file.'''
+        import os
+
+        from clusterproof.reliability import failure_cause
+
+        job = self.build_job if isinstance(self, rfm.CompileOnlyRegressionTest) else self.job
+        if job is None or os.path.exists(os.path.join(self.stagedir, str(job.stdout))):
+            return
+        state = job.state or 'unknown'
+        nodes = ', '.join(sorted(job.nodelist or [])) or 'unknown'
+        cause = failure_cause('', state, self.time_limit)
+        raise SanityError(f'the job wrote no output ({job.stdout}); job {job.jobid} ended in '
+                          f'state {state} on node(s) {nodes}'
+                          + (f': {cause}' if cause else ''))
+
+    @run_before('sanity')
     def _cp_require_provenance(self):
         '''A result without provenance is not a result: a check must have
         recorded the binary it ran (use_binary or record_built_binary).'''

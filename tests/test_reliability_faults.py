@@ -130,7 +130,9 @@ def node_death_session(emu_cluster, tmp_path_factory):
     env = _emu_env(emu_cluster, results, scratch_dir)
     spec = _spec()
     proc = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
-                           '-S', 'ReliabilityHold.hold=25'], env)
+                           '-S', 'ReliabilityHold.hold=25',
+                           '-S', 'ReliabilityQuick.avoid_nodes=n2',
+                           '-S', 'ReliabilityHang.avoid_nodes=n2'], env)
     try:
         # the Hold job runs on all nodes and its step runs on n2
         _poll('ReliabilityHold running on n2',
@@ -206,6 +208,36 @@ def test_hang_is_ended_by_the_time_limit_of_the_mode(node_death_session, record_
     acct = subprocess.run(['sacct', '-X', '-n', '-P', '-o', 'jobname,state'], env=s['env'],
                           capture_output=True, text=True).stdout
     assert 'rfm_ReliabilityHang|TIMEOUT' in acct, acct
+
+
+@need_netns
+def test_job_cancelled_before_it_ran_fails_naming_state_and_cause(emu_cluster, tmp_path,
+                                                                  record_property):
+    """An administrator cancels a queued job (scancel): it never wrote its
+    output, and the failure says so with Slurm's state, not a missing file."""
+    record_property('reliability', 'fault')
+    env = _emu_env(emu_cluster, tmp_path, tmp_path / 'scratch')
+    proc = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                           '-n', 'ReliabilityQuick', '-S', 'ReliabilityQuick.begin=now+1hour'],
+                          env)
+    try:
+        _poll('ReliabilityQuick queued', lambda: any(j[2] == 'PENDING'
+                                                     for j in _squeue(env, 'Quick')), 60, proc)
+        subprocess.run(['scancel', '--name', 'rfm_ReliabilityQuick'], env=env, check=True)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0, out[-3000:]
+    quick = _cases(tmp_path)['ReliabilityQuick']
+    record_property('results_lost', 0)
+    assert quick['result'] == 'fail' and quick['fail_phase'] == 'sanity', quick
+    assert 'the job wrote no output (rfm_job.out)' in quick['fail_reason'], quick['fail_reason']
+    assert 'state CANCELLED' in quick['fail_reason'], quick['fail_reason']
+    assert 'cancelled: the job was cancelled before it finished' in quick['fail_reason']
+    # and nothing of it is recorded as a pass
+    assert all(r != 'pass' for c, r, _ in _perflog_results(tmp_path) if c == 'ReliabilityQuick')
 
 
 # ---------------------------------------------------------- interruption

@@ -37,8 +37,27 @@ def _job_output(check):
     return text
 
 
+class SlurmPlacement(rfm.RegressionTestPlugin):
+    #: Slurm nodes this test must not run on (``-S avoid_nodes=n2``): the node
+    #: test kills n2 and only ReliabilityHold is meant to be on it
+    avoid_nodes = variable(str, value='')
+
+    #: ``sbatch --begin`` (e.g. ``now+1hour``): the job stays queued, to be
+    #: cancelled before it runs
+    begin = variable(str, value='')
+
+    @run_before('run')
+    def slurm_options(self):
+        if self.current_partition.scheduler.registered_name != 'slurm':
+            return
+        if self.avoid_nodes:
+            self.job.options += [f'--exclude={self.avoid_nodes}']
+        if self.begin:
+            self.job.options += [f'--begin={self.begin}']
+
+
 @rfm.simple_test
-class ReliabilityQuick(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class ReliabilityQuick(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlacement):
     descr = 'One task prints its host name (a result that completes)'
     valid_systems = ['emu:srun', 'local']
     valid_prog_environs = ['*']
@@ -107,7 +126,7 @@ class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
 
 @rfm.simple_test
-class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlacement):
     descr = 'A program that never ends: the time limit of the mode ends it'
     valid_systems = ['emu:srun', 'local']
     valid_prog_environs = ['*']
@@ -121,7 +140,8 @@ class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @sanity_function
     def finished(self):
-        if sn.evaluate(sn.count(sn.extractall(r'never printed', self.stdout))) > 0:
+        text = _job_output(self)
+        if 'never printed' in text:
             return True
-        cause = reliability.failure_cause(_job_output(self), self.job.state, self.time_limit)
+        cause = reliability.failure_cause(text, self.job.state, self.time_limit)
         raise SanityError(cause or f'the program ended without output (Slurm state {self.job.state})')
