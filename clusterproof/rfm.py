@@ -152,6 +152,8 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
 
         from clusterproof.reliability import failure_cause
 
+        if self.is_dry_run():           # --dry-run: nothing ran, nothing to read
+            return
         job = self.build_job if isinstance(self, rfm.CompileOnlyRegressionTest) else self.job
         if job is None or os.path.exists(os.path.join(self.stagedir, str(job.stdout))):
             return
