@@ -53,6 +53,24 @@ def problem_size(memory_bytes, nb, fraction=DEFAULT_MEMORY_FRACTION):
     return n
 
 
+def input_size(hardware, num_nodes, memory_fraction, block_size=0, n=0, smoke_n=None,
+               smoke_max_nb=None):
+    """``(N, NB)`` of an HPL-type run (HPL, HPCC) on ``num_nodes`` nodes.
+
+    NB: ``block_size``, else the declared ``hpl_nb``, else 192. N: ``n``,
+    else from ``memory_fraction`` of the nodes' declared memory; with
+    ``smoke_n`` (smoke mode) N is capped there, keeping a multiple of NB,
+    and NB at ``smoke_max_nb`` when given."""
+    nb = block_size or int(hardware.get('hpl_nb', DEFAULT_NB))
+    if n == 0:
+        memory_bytes = num_nodes * float(hardware['memory_gib']) * 2 ** 30
+        n = problem_size(memory_bytes, nb, memory_fraction)
+        if smoke_n:
+            nb = min(nb, smoke_max_nb or nb)
+            n = max(nb, min(n, smoke_n) // nb * nb)
+    return n, nb
+
+
 def scaling_nodes(partition_nodes, limit=MAX_SCALING_NODES):
     """1, 2, 4, ... up to the partition's node count (or ``limit``)."""
     top = max(1, min(int(partition_nodes), limit))

@@ -17,6 +17,8 @@ from reframe.core.exceptions import SanityError
 
 from clusterproof import binaries, references
 from clusterproof.hardware import declared
+from clusterproof.hpl import emulated_mpi_env, mpirun_env
+from clusterproof.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
 from clusterproof.provenance import git_revision, site_config_hash
 
@@ -180,6 +182,32 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
                 f'self.record_built_binary(path, sources, compiler) before it runs')
 
 
+class OneRankPerCore(rfm.RegressionTestPlugin):
+    """MPI ranks of the HPL-type runs (HPL, HPCC): one per physical core of
+    each node, or one per node on the emulated cluster (its nodes share this
+    machine's cores); single-threaded OpenMP and BLAS; OpenMPI's mpirun on
+    this machine when the partition has no scheduler."""
+
+    def set_mpi_ranks(self, num_nodes):
+        self.cp_emulated = bool(self.current_partition.extras.get('emulated'))
+        per_node = hpl_ranks_per_node(self.declared('hardware'), self.cp_emulated)
+        self.num_tasks_per_node = per_node
+        self.num_tasks = num_nodes * per_node
+        self.env_vars['OMP_NUM_THREADS'] = '1'
+        self.env_vars['OPENBLAS_NUM_THREADS'] = '1'
+        self.env_vars.update(emulated_mpi_env(self.cp_emulated))
+
+    @run_before('run')
+    def use_mpirun_without_scheduler(self):
+        import os
+
+        from reframe.core.backends import getlauncher
+
+        if self.current_partition.launcher_type.registered_name == 'local' and self.num_tasks > 1:
+            self.job.launcher = getlauncher('mpirun')()
+            self.env_vars.update(mpirun_env(os.geteuid()))
+
+
 class RoundRobinRanks(rfm.RegressionTestPlugin):
     """MPI ranks dealt round-robin over the client nodes of the allocation,
     as the published storage methodology does (clusterproof/placement.py).
@@ -201,8 +229,6 @@ class RoundRobinRanks(rfm.RegressionTestPlugin):
         import sys
 
         from reframe.core.backends import getlauncher
-
-        from clusterproof.hpl import mpirun_env
 
         launcher = self.current_partition.launcher_type.registered_name
         if launcher == 'srun':

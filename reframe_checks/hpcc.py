@@ -16,22 +16,20 @@ Override with ``-S Hpcc.num_nodes=N``, ``-S Hpcc.problem_size=N``,
 import os
 
 import reframe as rfm
-from reframe.core.backends import getlauncher
-from reframe.core.builtins import (performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import performance_function, run_after, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
 from clusterproof import hpl
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpcc as hpcc_parser
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.rfm import ClusterproofCheck, OneRankPerCore
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 1000
 
 
 @rfm.simple_test
-class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
     descr = 'HPC Challenge 1.5.0 (HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT) over MPI'
     valid_systems = ['*']
     valid_prog_environs = ['*']
@@ -59,37 +57,18 @@ class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def set_ranks(self):
         part = self.current_partition
-        self.cp_emulated = bool(part.extras.get('emulated'))
-        hw = self.declared('hardware')
         if self.num_nodes == 0:
             self.num_nodes = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
-        per_node = hpl.ranks_per_node(hw, self.cp_emulated)
-        self.num_tasks_per_node = per_node
-        self.num_tasks = self.num_nodes * per_node
-        self.env_vars['OMP_NUM_THREADS'] = '1'
-        self.env_vars['OPENBLAS_NUM_THREADS'] = '1'
-        self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))
+        self.set_mpi_ranks(self.num_nodes)
 
     @run_after('setup')
     def write_input(self):
-        hw = self.declared('hardware')
-        nb = self.block_size or int(hw.get('hpl_nb', hpl.DEFAULT_NB))
-        if self.problem_size == 0:
-            memory_bytes = self.num_nodes * float(hw['memory_gib']) * 2 ** 30
-            n = hpl.problem_size(memory_bytes, nb, self.memory_fraction)
-            if self.cp_smoke:
-                nb = min(nb, 80)
-                n = max(nb, min(n, SMOKE_N) // nb * nb)
-            self.problem_size = n
+        self.problem_size, nb = hpl.input_size(
+            self.declared('hardware'), self.num_nodes, self.memory_fraction, self.block_size,
+            self.problem_size, smoke_n=SMOKE_N if self.cp_smoke else None, smoke_max_nb=80)
         p, q = hpl.process_grid(self.num_tasks)
         with open(os.path.join(self.stagedir, 'hpccinf.txt'), 'w') as fp:
             fp.write(hpl.hpccinf(self.problem_size, nb, p, q))
-
-    @run_before('run')
-    def use_mpirun_without_scheduler(self):
-        if self.current_partition.launcher_type.registered_name == 'local' and self.num_tasks > 1:
-            self.job.launcher = getlauncher('mpirun')()
-            self.env_vars.update(hpl.mpirun_env(os.geteuid()))
 
     def result(self):
         if not hasattr(self, '_result'):

@@ -20,7 +20,6 @@ Override with ``-S Hpl.problem_size=N``, ``-S Hpl.memory_fraction=0.5``,
 import os
 
 import reframe as rfm
-from reframe.core.backends import getlauncher
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
@@ -28,14 +27,14 @@ from reframe.core.exceptions import SanityError
 from clusterproof import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import hpl as hpl_parser
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.rfm import ClusterproofCheck, OneRankPerCore
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 2000
 
 
 @rfm.simple_test
-class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
     descr = 'HPL 2.3 (Rmax and efficiency against Rpeak), single node and multi-node scaling'
     valid_systems = ['*']
     valid_prog_environs = ['*']
@@ -65,37 +64,19 @@ class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def set_ranks(self):
         part = self.current_partition
-        self.cp_emulated = bool(part.extras.get('emulated'))
         available = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
         self.skip_if(self.num_nodes > available,
                      f'{self.num_nodes} nodes asked, {part.fullname} has {available}')
-        per_node = hpl.ranks_per_node(self.declared('hardware'), self.cp_emulated)
-        self.num_tasks_per_node = per_node
-        self.num_tasks = self.num_nodes * per_node
-        self.env_vars['OMP_NUM_THREADS'] = '1'
-        self.env_vars['OPENBLAS_NUM_THREADS'] = '1'
-        self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))
+        self.set_mpi_ranks(self.num_nodes)
 
     @run_after('setup')
     def write_hpl_dat(self):
-        hw = self.declared('hardware')
-        nb = self.block_size or int(hw.get('hpl_nb', hpl.DEFAULT_NB))
-        if self.problem_size == 0:
-            memory_bytes = self.num_nodes * float(hw['memory_gib']) * 2 ** 30
-            n = hpl.problem_size(memory_bytes, nb, self.memory_fraction)
-            if self.cp_smoke:
-                n = max(nb, min(n, SMOKE_N) // nb * nb)
-            self.problem_size = n
-        self.block_size = nb
+        self.problem_size, self.block_size = hpl.input_size(
+            self.declared('hardware'), self.num_nodes, self.memory_fraction, self.block_size,
+            self.problem_size, smoke_n=SMOKE_N if self.cp_smoke else None)
         p, q = hpl.process_grid(self.num_tasks)
         with open(os.path.join(self.stagedir, 'HPL.dat'), 'w') as fp:
-            fp.write(hpl.hpl_dat(self.problem_size, nb, p, q))
-
-    @run_before('run')
-    def use_mpirun_without_scheduler(self):
-        if self.current_partition.launcher_type.registered_name == 'local' and self.num_tasks > 1:
-            self.job.launcher = getlauncher('mpirun')()
-            self.env_vars.update(hpl.mpirun_env(os.geteuid()))
+            fp.write(hpl.hpl_dat(self.problem_size, self.block_size, p, q))
 
     def result(self):
         if not hasattr(self, '_result'):

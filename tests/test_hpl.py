@@ -155,3 +155,13 @@ def test_hpl_on_local(tmp_path):
     perf = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
     assert perf['gflops'] > 0 and 'efficiency' not in perf   # no clock declared on local
     assert case['binary_version'] == '2.3'
+
+
+def test_input_size_from_memory_with_smoke_caps():
+    hw = {'memory_gib': 4, 'hpl_nb': 192}
+    n, nb = hpl.input_size(hw, 2, 0.5)
+    assert nb == 192 and n == hpl.problem_size(2 * 4 * 2 ** 30, 192, 0.5)
+    assert hpl.input_size(hw, 2, 0.5, smoke_n=2000) == (1920, 192)
+    assert hpl.input_size(hw, 2, 0.5, smoke_n=1000, smoke_max_nb=80) == (960, 80)
+    assert hpl.input_size(hw, 2, 0.5, block_size=100, n=5000, smoke_n=1000) == (5000, 100)
+    assert hpl.input_size({'memory_gib': 4}, 1, 0.8)[1] == hpl.DEFAULT_NB
