@@ -8,6 +8,7 @@ brought down at the end of the session.
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -63,6 +64,21 @@ def reframe_env(results_dir, mode='smoke', extra=None):
     })
     env.update(extra or {})
     return env
+
+
+def report_cases(results_dir):
+    """Test cases of the newest ReFrame run report under ``results_dir``."""
+    reports = sorted(Path(results_dir, 'reports').glob('run-report-*.json'),
+                     key=lambda p: p.stat().st_mtime)
+    assert reports, f'no run report in {Path(results_dir, "reports")}'
+    data = json.loads(reports[-1].read_text())
+    return [tc for run in data['runs'] for tc in run['testcases']]
+
+
+def scratch_dirs_left(results_dir):
+    """Directories left under ``<results_dir>/scratch`` (the default scratch)."""
+    scratch = Path(results_dir) / 'scratch'
+    return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
 
 
 def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=900):

@@ -2,15 +2,13 @@
 end for real: on ``local`` (mpirun, 2 ranks) and across the 4 nodes of the
 local Slurm cluster over MPI (both partitions of ``emu``)."""
 
-import glob
-import json
 import shutil
 
 import pytest
 
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpcc as hpcc_parser
-from conftest import DATA, need_netns, run_reframe
+from conftest import DATA, need_netns, report_cases, run_reframe
 
 LOCAL = DATA / 'hpcc' / 'hpccoutf-local-np2.txt'
 FAILED = DATA / 'hpcc' / 'hpccoutf-local-np2-failed-residual.txt'
@@ -65,14 +63,6 @@ def test_unfinished_run_names_the_file():
         hpcc_parser.parse(no_hpl, 'x')
 
 
-def _cases(results_dir):
-    cases = []
-    for path in glob.glob(str(results_dir / 'reports' / '*.json')):
-        for run in json.load(open(path))['runs']:
-            cases.extend(run['testcases'])
-    return cases
-
-
 def _check_passed(case, ranks):
     assert case['result'] == 'pass', case.get('fail_reason')
     assert case['num_tasks'] == ranks
@@ -91,7 +81,7 @@ def test_hpcc_on_local_over_mpirun(tmp_path):
     assert res.returncode == 0, res.stdout[-3000:]
     from clusterproof.topology import cpu_topology
     topo = cpu_topology()
-    case, = _cases(tmp_path)
+    case, = report_cases(tmp_path)
     _check_passed(case, topo['sockets'] * topo['cores_per_socket'])
     out = hpcc_parser.parse((tmp_path / 'output/local/default/gnu/Hpcc/hpccoutf.txt').read_text())
     assert out['summary']['CommWorldProcs'] == case['num_tasks']
@@ -103,7 +93,7 @@ def test_hpcc_across_four_nodes_of_the_local_cluster(tmp_path, emu_cluster):
     res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'emu'], tmp_path,
                       extra_env=emu_cluster, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:]
-    cases = _cases(tmp_path)
+    cases = report_cases(tmp_path)
     assert sorted(c['partition'] for c in cases) == ['mpirun', 'srun']
     for case in cases:
         _check_passed(case, 4)                         # one rank on each of the 4 nodes

@@ -2,8 +2,6 @@
 formats, a FAILED residual), HPL.dat generation and Rpeak, and the check end
 to end when ``xhpl`` is present."""
 
-import glob
-import json
 import math
 
 import pytest
@@ -12,7 +10,7 @@ from clusterproof import ClusterproofError, binaries, hpl
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpl as hpl_parser
 from clusterproof.parsers import hpcc as hpcc_parser
-from conftest import DATA, run_reframe
+from conftest import DATA, report_cases, run_reframe
 
 PASSED = DATA / 'hpl' / 'hpl-2.3-passed.txt'
 FAILED = DATA / 'hpl' / 'hpl-2.3-failed-residual.txt'
@@ -127,14 +125,6 @@ def test_node_counts_and_ranks():
     assert hpl.ranks_per_node({'sockets': 2, 'cores_per_socket': 32}, emulated=True) == 1
 
 
-def _cases(results_dir):
-    cases = []
-    for path in glob.glob(str(results_dir / 'reports' / '*.json')):
-        for run in json.load(open(path))['runs']:
-            cases.extend(run['testcases'])
-    return cases
-
-
 def test_hpl_skipped_with_the_build_command_when_xhpl_is_missing(tmp_path):
     if binaries.locate('xhpl'):
         pytest.skip('xhpl is present here (see test_hpl_on_local)')
@@ -150,7 +140,7 @@ def test_hpl_on_local(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/hpl.py', '-r', '--system', 'local'], tmp_path,
                       timeout=300)
     assert res.returncode == 0, res.stdout[-3000:]
-    case = next(c for c in _cases(tmp_path) if c['display_name'] == 'Hpl %num_nodes=1')
+    case = next(c for c in report_cases(tmp_path) if c['display_name'] == 'Hpl %num_nodes=1')
     assert case['result'] == 'pass'
     perf = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
     assert perf['gflops'] > 0 and 'efficiency' not in perf   # no clock declared on local

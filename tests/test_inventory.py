@@ -2,13 +2,11 @@
 hardware, and the SystemInventory check run for real through ReFrame on
 ``local`` and on the local Slurm cluster (``emu``)."""
 
-import json
-from pathlib import Path
 
 import pytest
 
 from clusterproof import inventory, topology
-from conftest import DATA, run_reframe
+from conftest import DATA, report_cases, run_reframe
 
 INV = DATA / 'inventory'
 
@@ -132,18 +130,11 @@ def test_reports_missing_node_duplicate_and_error():
 
 # -- the check, for real --------------------------------------------------------
 
-def _cases(results_dir):
-    reports = sorted(Path(results_dir, 'reports').glob('run-report-*.json'))
-    assert reports, f'no run report under {results_dir}'
-    data = json.loads(reports[-1].read_text())
-    return [tc for run in data['runs'] for tc in run['testcases']]
-
-
 def test_inventory_passes_on_local(tmp_path):
     proc = run_reframe(['-c', 'reframe_checks/inventory.py', '-r', '--system', 'local'],
                        tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    cases = {tc['name']: tc for tc in _cases(tmp_path)}
+    cases = {tc['name']: tc for tc in report_cases(tmp_path)}
     assert cases['SystemInventory']['result'] == 'pass'
     assert cases['PmemProvisioning']['result'] == 'skip'
     out = (tmp_path / 'output' / 'local' / 'default' / 'gnu' / 'SystemInventory'
@@ -158,7 +149,7 @@ def test_inventory_fails_on_other_figures_with_node_field_expected_found(tmp_pat
                         '-S', 'SystemInventory.expect_sockets=3',
                         '-S', 'SystemInventory.expect_memory_gib=1024'], tmp_path)
     assert proc.returncode != 0
-    case, = _cases(tmp_path)
+    case, = report_cases(tmp_path)
     assert case['result'] == 'fail' and case['fail_phase'] == 'sanity'
     hw = topology.detect_hardware()
     node = inventory.node_report()['node']
@@ -171,7 +162,7 @@ def test_inventory_on_four_emulated_nodes(tmp_path, emu_cluster):
     proc = run_reframe(['-c', 'reframe_checks/inventory.py', '-r', '--system', 'emu',
                         '-n', 'SystemInventory'], tmp_path, extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    cases = _cases(tmp_path)
+    cases = report_cases(tmp_path)
     assert {tc['partition'] for tc in cases} == {'srun', 'mpirun'}
     assert all(tc['result'] == 'pass' for tc in cases)
     for part in ('srun', 'mpirun'):

@@ -11,7 +11,7 @@ import pytest
 from clusterproof import binaries
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior
-from conftest import DATA, REPO, need_netns, run_reframe
+from conftest import DATA, REPO, need_netns, report_cases, run_reframe, scratch_dirs_left
 
 IOR_DATA = DATA / 'ior'
 CHECK = REPO / 'reframe_checks' / 'ior.py'
@@ -194,24 +194,12 @@ need_ior = pytest.mark.skipif(
            f'build it with: {binaries.build_command("ior@4.0.0")}')
 
 
-def _cases(results):
-    reports = sorted((results / 'reports').glob('run-report-*.json'))
-    assert reports, f'no run report in {results / "reports"}'
-    return [tc for run in json.loads(reports[-1].read_text())['runs']
-            for tc in run['testcases']]
-
-
-def _test_dirs_left(results):
-    scratch = results / 'scratch'
-    return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
-
-
 @need_ior
 def test_ior_on_local(tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=2',
                         '--system', 'local', '-r'], tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    [case] = _cases(tmp_path)
+    [case] = report_cases(tmp_path)
     assert case['result'] == 'pass', case.get('fail_reason')
     figures = {key.split(':')[-1]: entry[0] for key, entry in case['perfvalues'].items()}
     for name in ('write_max', 'write_mean', 'read_max', 'read_mean',
@@ -222,7 +210,7 @@ def test_ior_on_local(tmp_path):
     assert case['cp_smoke'] is True
     assert case['binary_version'] not in ('', 'unknown')      # from IOR's banner
     assert 'read[0]=' in case['ior_iterations']
-    assert _test_dirs_left(tmp_path) == []
+    assert scratch_dirs_left(tmp_path) == []
 
 
 @need_ior
@@ -232,13 +220,13 @@ def test_ior_failure_fails_sanity_and_removes_the_test_dir(tmp_path):
                         '-S', 'IorSharedFile.transfer_size=1000', '--system', 'local', '-r'],
                        tmp_path, timeout=300)
     assert proc.returncode != 0
-    [case] = _cases(tmp_path)
+    [case] = report_cases(tmp_path)
     assert case['result'] == 'fail'
     assert 'sanity' in case['fail_phase']
     # IOR reports the failed writes as WARNING lines; sanity quotes the first
     assert "IOR reported: 'WARNING: write(" in case['fail_reason']
     assert 'Invalid argument' in case['fail_reason']
-    assert _test_dirs_left(tmp_path) == []
+    assert scratch_dirs_left(tmp_path) == []
 
 
 @need_ior
@@ -247,7 +235,7 @@ def test_ior_on_the_local_cluster(emu_cluster, tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=8',
                         '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    cases = _cases(tmp_path)
+    cases = report_cases(tmp_path)
     assert sorted(tc['partition'] for tc in cases) == ['mpirun', 'srun']
     for case in cases:
         assert case['result'] == 'pass', case.get('fail_reason')
@@ -256,4 +244,4 @@ def test_ior_on_the_local_cluster(emu_cluster, tmp_path):
         # 8 threads round-robin over 4 client nodes: 2 per node, in both runs
         assert out.count('nodes               : 4') == 2, out[:2000]
         assert out.count('clients per node    : 2') == 2
-    assert _test_dirs_left(tmp_path) == []
+    assert scratch_dirs_left(tmp_path) == []

@@ -3,7 +3,6 @@ runs (tests/data/mdtest/README.md), the -N stride from a placement, and the
 Mdtest check end to end through ReFrame on ``local`` and on the local Slurm
 cluster whenever an ``mdtest`` binary is available (Spack view or PATH)."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from clusterproof import binaries, placement
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest
-from conftest import DATA, REPO, need_netns, run_reframe
+from conftest import DATA, REPO, need_netns, report_cases, run_reframe, scratch_dirs_left
 
 MD_DATA = DATA / 'mdtest'
 CHECK = REPO / 'reframe_checks' / 'mdtest.py'
@@ -109,18 +108,6 @@ need_mdtest = pytest.mark.skipif(
            f'build it with: {binaries.build_command("ior@4.0.0")}')
 
 
-def _cases(results):
-    reports = sorted((results / 'reports').glob('run-report-*.json'))
-    assert reports, f'no run report in {results / "reports"}'
-    return [tc for run in json.loads(reports[-1].read_text())['runs']
-            for tc in run['testcases']]
-
-
-def _test_dirs_left(results):
-    scratch = results / 'scratch'
-    return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
-
-
 def _figures(case):
     return {key.split(':')[-1]: entry[0] for key, entry in case['perfvalues'].items()}
 
@@ -130,7 +117,7 @@ def test_mdtest_on_local(tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=2',
                         '--system', 'local', '-r'], tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    [case] = _cases(tmp_path)
+    [case] = report_cases(tmp_path)
     assert case['result'] == 'pass', case.get('fail_reason')
     figures = _figures(case)
     assert sorted(figures) == ['file_creation', 'file_read', 'file_removal', 'file_stat',
@@ -139,7 +126,7 @@ def test_mdtest_on_local(tmp_path):
     assert case['mdtest_stride'] == 1
     out = (Path(case['outputdir']) / 'rfm_job.out').read_text()
     assert 'launched with 2 total task(s)' in out
-    assert _test_dirs_left(tmp_path) == []
+    assert scratch_dirs_left(tmp_path) == []
 
 
 @need_mdtest
@@ -148,7 +135,7 @@ def test_mdtest_on_the_local_cluster(emu_cluster, tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=8',
                         '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    cases = _cases(tmp_path)
+    cases = report_cases(tmp_path)
     assert sorted(tc['partition'] for tc in cases) == ['mpirun', 'srun']
     for case in cases:
         assert case['result'] == 'pass', case.get('fail_reason')
@@ -156,4 +143,4 @@ def test_mdtest_on_the_local_cluster(emu_cluster, tmp_path):
         assert 'launched with 8 total task(s) on 4 node(s)' in out
         # round-robin: ranks 0..7 on nodes 1,2,3,4,1,2,3,4 -> the shift of 1 changes node
         assert 'Shifting ranks by 1 for each phase' in out
-    assert _test_dirs_left(tmp_path) == []
+    assert scratch_dirs_left(tmp_path) == []

@@ -2,15 +2,13 @@
 across two nodes of the local cluster), and the checks end to end on the
 local cluster when the binaries are present."""
 
-import glob
-import json
 
 import pytest
 
 from clusterproof import binaries
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu
-from conftest import DATA, need_netns, run_reframe
+from conftest import DATA, need_netns, report_cases, run_reframe
 
 OSU_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard', 'libexec/osu-micro-benchmarks/mpi/pt2pt',
             'bin')
@@ -59,14 +57,6 @@ def test_malformed_output_names_the_file():
         osu.column(osu.parse(text), 'Messages/s')
 
 
-def _cases(results_dir):
-    cases = []
-    for path in glob.glob(str(results_dir / 'reports' / '*.json')):
-        for run in json.load(open(path))['runs']:
-            cases.extend(run['testcases'])
-    return cases
-
-
 def test_osu_skipped_on_one_node(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/osu.py', '-r', '--system', 'local'], tmp_path,
                       timeout=120)
@@ -83,7 +73,7 @@ def test_osu_between_two_nodes_of_the_local_cluster(tmp_path, emu_cluster):
     res = run_reframe(['-c', 'reframe_checks/osu.py', '-r', '--system', 'emu:srun'], tmp_path,
                       extra_env=emu_cluster, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:]
-    for case in _cases(tmp_path):
+    for case in report_cases(tmp_path):
         assert case['result'] == 'pass'
         assert len(set(case['job_nodelist'])) == 2
         perf = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}

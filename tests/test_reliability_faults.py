@@ -22,7 +22,7 @@ import pytest
 
 from clusterproof import cluster as lc
 from clusterproof import reliability
-from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, reframe_env
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, reframe_env, report_cases
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 CHECKS = REPO / 'reframe_checks'
@@ -31,12 +31,8 @@ CHECKS = REPO / 'reframe_checks'
 # ------------------------------------------------------------------ helpers
 
 def _cases(results_dir):
-    """Test cases of the newest run report in ``results_dir``."""
-    reports = sorted((Path(results_dir) / 'reports').glob('run-report-*.json'),
-                     key=lambda p: p.stat().st_mtime)
-    assert reports, f'no run report in {results_dir}/reports'
-    report = json.loads(reports[-1].read_text())
-    return {tc['name'].split()[0]: tc for run in report['runs'] for tc in run['testcases']}
+    """Test cases of the newest run report in ``results_dir``, by check name."""
+    return {tc['name'].split()[0]: tc for tc in report_cases(results_dir)}
 
 
 def _db_cases(results_dir):

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import reliability
-from conftest import REPO, need_root, run_reframe
+from conftest import REPO, need_root, report_cases, run_reframe
 
 CHECKS = REPO / 'reframe_checks'
 IOR_DIRS = [Path('/opt/ior-4.0.0/bin')]
@@ -87,12 +87,6 @@ class Filler(threading.Thread):
             time.sleep(0.005)
 
 
-def _cases(results_dir):
-    reports = sorted((Path(results_dir) / 'reports').glob('run-report-*.json'))
-    assert reports, f'no run report in {results_dir}'
-    return [tc for run in json.loads(reports[-1].read_text())['runs'] for tc in run['testcases']]
-
-
 def _assert_no_pass_recorded(results_dir):
     db = Path(results_dir) / 'results.db'
     ok, msg = reliability.database_intact(db)
@@ -129,7 +123,7 @@ def _run_full(args, results_dir, scratch_dir, extra_path=None, fill=False):
 
 
 def _check_outcome(proc, results_dir, scratch_dir, name):
-    cases = _cases(results_dir)
+    cases = report_cases(results_dir)
     assert cases, proc.stdout[-3000:]
     for tc in cases:
         assert tc['result'] == 'fail', f'{tc["name"]}: {tc["result"]}\n{proc.stdout[-3000:]}'

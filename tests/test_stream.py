@@ -1,15 +1,13 @@
 """STREAM: the parser on recorded output, sizing/threading/peak functions,
 and the check end to end on ``local`` (built from the STREAM source)."""
 
-import glob
-import json
 
 import pytest
 
 from clusterproof import ClusterproofError, memory
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import stream as stream_parser
-from conftest import DATA, REPO, run_reframe
+from conftest import DATA, REPO, report_cases, run_reframe
 
 RECORDED = DATA / 'stream' / 'stream-5.10-17M-2threads-local.txt'
 
@@ -103,21 +101,13 @@ def test_l3_domains_of_this_machine():
     assert memory.l3_domains_from_sysfs() >= 1
 
 
-def _cases(results_dir):
-    cases = []
-    for path in glob.glob(str(results_dir / 'reports' / '*.json')):
-        for run in json.load(open(path))['runs']:
-            cases.extend(run['testcases'])
-    return cases
-
-
 @pytest.mark.skipif(not (REPO / '.venv/share/clusterproof/stream/stream.c').is_file(),
                     reason='no STREAM source: run scripts/setup (make setup) to fetch it')
 def test_stream_on_local_built_from_source(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/stream.py', '-r', '--system', 'local'],
                       tmp_path, timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    cases = {c['display_name']: c for c in _cases(tmp_path)}
+    cases = {c['display_name']: c for c in report_cases(tmp_path)}
     build = next(c for n, c in cases.items() if n.startswith('StreamBuild'))
     assert build['result'] == 'pass'
     for placement in ('cores', 'l3'):
