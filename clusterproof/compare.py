@@ -80,13 +80,14 @@ def judge(value, ref, lower, upper, lower_is_better):
     return 'REGRESSION' if below else 'better' if above else 'pass'
 
 
-def references_for(refs_by_system, rec):
-    """The parsed references ``rec`` may be judged against: those of its
-    system, or for an emulated result those blessed from emulated runs.
-    ``refs_by_system`` caches them (keys ``system`` and ``system.emulated``)."""
-    key = f'{rec.system}.emulated' if rec.emulated else rec.system
+def references_for(refs_by_system, system, emulated=False):
+    """The parsed references of ``system``, or with ``emulated`` those blessed
+    from its emulated runs (the only ones an emulated result is judged
+    against). ``refs_by_system`` caches them (keys ``system`` and
+    ``system.emulated``)."""
+    key = f'{system}.emulated' if emulated else system
     if key not in refs_by_system:
-        refs_by_system[key] = load_references(rec.system, emulated=rec.emulated)
+        refs_by_system[key] = load_references(system, emulated=emulated)
     return refs_by_system[key]
 
 
@@ -104,7 +105,7 @@ def against_references(recs, refs_by_system=None):
         if not r.figure:
             rows.append(_failed_row(r))
             continue
-        found = lookup(references_for(refs_by_system, r), r)
+        found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
                   flags=r.flags, lower_is_better=r.lower_is_better)
         if found and r.emulated:
@@ -112,9 +113,7 @@ def against_references(recs, refs_by_system=None):
         elif r.emulated:
             # No reference blessed from emulated runs: show the system's
             # own (real hardware) reference, if any, and judge nothing.
-            if r.system not in refs_by_system:
-                refs_by_system[r.system] = load_references(r.system)
-            found = lookup(refs_by_system[r.system], r)
+            found = lookup(references_for(refs_by_system, r.system), r)
             if found:
                 row.base, row.lower, row.upper = found[0], found[1], found[2]
                 row.verdict = 'not-judged'
@@ -148,7 +147,7 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
                   flags=r.flags, lower_is_better=r.lower_is_better)
         b = base.get(r.key)
         if b is not None:
-            found = lookup(references_for(refs_by_system, r), r)
+            found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
             lower, upper = (found[1], found[2]) if found else (None, None)
             if lower is None and upper is None:
                 lower, upper = ((None, tolerance) if r.lower_is_better else (-tolerance, None))
@@ -195,7 +194,7 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
         last = rs[-1]
         lib = last.lower_is_better
         vals = [r.value for r in rs]
-        found = lookup(references_for(refs_by_system, last), last)
+        found = lookup(references_for(refs_by_system, last.system, last.emulated), last)
         if found and found[0] and len(vals) >= window:
             med = statistics.median(vals[-window:])
             change = (med - found[0]) / abs(found[0])
