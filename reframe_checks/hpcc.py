@@ -19,10 +19,10 @@ import reframe as rfm
 from reframe.core.builtins import performance_function, run_after, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from clusterproof import hpl
+from clusterproof.methods import hpl
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpcc as hpcc_parser
-from clusterproof.rfm import ClusterproofCheck, OneRankPerCore
+from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 1000

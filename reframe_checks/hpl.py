@@ -24,10 +24,10 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import hpl
+from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import hpl as hpl_parser
-from clusterproof.rfm import ClusterproofCheck, OneRankPerCore
+from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 2000

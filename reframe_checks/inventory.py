@@ -2,7 +2,7 @@
 declares?
 
 ``SystemInventory`` runs one task per node; each task prints its node's
-report (``python3 -m clusterproof.inventory --report``). Sanity compares
+report (``python3 -m clusterproof.site.inventory --report``). Sanity compares
 sockets, cores per socket, threads per core, NUMA nodes and memory with the
 partition's ``extras['hardware']`` and fails with one message per
 mismatch, naming node, field, expected and found.
@@ -30,8 +30,9 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from clusterproof import inventory, pmem
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.site import inventory
+from clusterproof.site import pmem
+from clusterproof.checks.base import ClusterproofCheck
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,7 +60,7 @@ class _NodeReport(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_before('run')
     def set_report_command(self):
         self.executable = sys.executable
-        self.executable_opts = ['-m', 'clusterproof.inventory'] + self.report_args
+        self.executable_opts = ['-m', 'clusterproof.site.inventory'] + self.report_args
         self.env_vars['PYTHONPATH'] = REPO
 
     def node_reports(self):

@@ -12,15 +12,15 @@ option in force is recorded in ``ior_read_reorder`` (``-S
 IorSharedFile.read_reorder=`` turns it off, ``-Z`` picks random reordering).
 
 T (``threads``) comes from the mode: 1..512 in powers of two in acceptance.
-Threads are dealt round-robin over the client nodes (clusterproof/placement.py):
+Threads are dealt round-robin over the client nodes (clusterproof/methods/placement.py):
 ``srun --distribution=cyclic`` under Slurm's srun launcher, a hostfile with
 one client node per rank (written in the job by ``clusterproof placement``)
 under mpirun, and mpirun on this machine for the ``local`` system.
 
 FileSize per thread: at least 2 x the RAM of clients and servers in all,
-divided by T (clusterproof/sizing.py); smoke mode uses small sizes with
+divided by T (clusterproof/methods/sizing.py); smoke mode uses small sizes with
 ``--posix.odirect`` and marks the results smoke. The test directory is
-created under the partition's scratch directory only (clusterproof/scratch.py)
+created under the partition's scratch directory only (clusterproof/checks/scratch.py)
 and removed after the run, also when IOR fails.
 
 Sanity: both runs finished with a summary, the access was one shared file,
@@ -38,11 +38,13 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError, scratch, sizing
+from clusterproof import ClusterproofError
+from clusterproof.checks import scratch
+from clusterproof.methods import sizing
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior as ior_parser
-from clusterproof.rfm import ClusterproofCheck, RoundRobinRanks
+from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
 
 IOR_SPEC = 'ior@4.0.0'
 _BANNER = 'MPI Coordinated Test of Parallel I/O'

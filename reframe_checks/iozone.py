@@ -23,9 +23,9 @@ names this machine and the wrapper starts the clients here: the same cluster
 mode code path of IOzone, on one node.
 
 Sizes: at least 2 x the RAM of clients and servers in all, divided by T
-(clusterproof/sizing.py); smoke mode uses small files with ``-I`` (O_DIRECT)
+(clusterproof/methods/sizing.py); smoke mode uses small files with ``-I`` (O_DIRECT)
 and marks the results smoke. Files live in a directory of their own under the
-partition's scratch directory (clusterproof/scratch.py), removed by the job
+partition's scratch directory (clusterproof/checks/scratch.py), removed by the job
 script, again after the run, and by the next run if the job was interrupted.
 
 Stonewalling stays IOzone's default (as published): when the first thread
@@ -48,13 +48,15 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError, scratch, sizing
-from clusterproof import iozone
+from clusterproof import ClusterproofError
+from clusterproof.checks import scratch
+from clusterproof.methods import sizing
+from clusterproof.methods import iozone
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.paths import REPO
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck
 
 IOZONE_SPEC = 'iozone@3_506'
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'

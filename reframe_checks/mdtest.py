@@ -28,11 +28,13 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError, placement, scratch
+from clusterproof import ClusterproofError
+from clusterproof.methods import placement
+from clusterproof.checks import scratch
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest as mdtest_parser
-from clusterproof.rfm import ClusterproofCheck, RoundRobinRanks
+from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
 
 MDTEST_SPEC = 'ior@4.0.0'
 

@@ -11,7 +11,7 @@ figures of one test can be set side by side as in the published table.
 Figures per target: ``<target>_wall`` and ``<target>_cpu`` (s),
 ``<target>_io_idle`` (s, wall - cpu/threads) and ``<target>_throughput``
 (MiB/s). Sizes come from the mode and the node's memory
-(``clusterproof.mmap_sweep.sizes``): in smoke mode every target is 32 MiB,
+(``clusterproof.methods.mmap_sweep.sizes``): in smoke mode every target is 32 MiB,
 which the page cache holds, so smoke figures are never device figures.
 """
 
@@ -24,12 +24,14 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError, mmap_sweep, scratch
+from clusterproof import ClusterproofError
+from clusterproof.methods import mmap_sweep
+from clusterproof.checks import scratch
 from clusterproof.modes import current_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
-from clusterproof.rfm import ClusterproofCheck
-from clusterproof.topology import detect_hardware
+from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.site.topology import detect_hardware
 
 SWEEP_SCRIPT = 'sweep_targets.sh'
 _HW = detect_hardware()

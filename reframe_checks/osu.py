@@ -22,11 +22,11 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import hpl
+from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu as osu_parser
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck
 
 OSU_SPEC = 'osu-micro-benchmarks@7.5.1'
 #: directions a benchmark moves data in at once (the line rate counts per direction)

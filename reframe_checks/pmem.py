@@ -19,7 +19,7 @@ reads or writes, sync, one I/O in flight, four jobs), one test per section.
 Figures per section: iops, bw (MiB/s), lat_mean and lat_p50/p99/p99_9/p99_99
 (us, from fio's ``lat_ns``). Sanity: every job has error 0 and did I/O.
 
-The job file is generated (``clusterproof.fiojob``) into the stage
+The job file is generated (``clusterproof.methods.fiojob``) into the stage
 directory; sizes, loops and jobs come from the mode and can be set with
 ``-S filesize=<bytes> -S numjobs=N -S loops=N``.
 """
@@ -35,10 +35,12 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError, fiojob, scratch
+from clusterproof import ClusterproofError
+from clusterproof.methods import fiojob
+from clusterproof.checks import scratch
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio as fioparser
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck
 
 JOB_FILE = 'worst_case.fio'
 FIO_SPEC = 'fio@3.37+pmem'
@@ -52,7 +54,7 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     section = parameter(list(fiojob.SECTIONS))
 
-    #: 0: from the mode (clusterproof.fiojob.MODE_PARAMS)
+    #: 0: from the mode (clusterproof.methods.fiojob.MODE_PARAMS)
     filesize = variable(int, value=0)
     numjobs = variable(int, value=0)
     loops = variable(int, value=0)
@@ -174,7 +176,7 @@ class PmemFio(FioWorstCaseBase):
         ndctl = shutil.which('ndctl')
         self.skip_if(ndctl is None, 'ndctl not installed: cannot verify that '
                                     f'{self.dax_mount} is on an fsdax namespace')
-        from clusterproof.pmem import verify_dax_target
+        from clusterproof.site.pmem import verify_dax_target
         listing = subprocess.run([ndctl, 'list', '-N'], capture_output=True, text=True)
         verdict = verify_dax_target(self.dax_mount, _mounts_text(), listing.stdout)
         self.skip_if(not verdict, f'not persistent memory: {verdict.reason}')
@@ -233,7 +235,7 @@ class PmemFioEmulated(FioWorstCaseBase):
 
     @run_after('setup')
     def check_tmpfs(self):
-        from clusterproof.pmem import mount_of, parse_mounts
+        from clusterproof.site.pmem import mount_of, parse_mounts
         mnt = mount_of(self.tmpfs_dir, parse_mounts(_mounts_text()))
         self.skip_if(mnt is None or mnt.fstype != 'tmpfs',
                      f'{self.tmpfs_dir} is not on tmpfs (it is on '

@@ -28,12 +28,14 @@ from reframe.core.builtins import (fixture, parameter, performance_function, run
                                    run_before, sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import binaries, memory, topology
+from clusterproof.site import binaries
+from clusterproof.methods import memory
+from clusterproof.site import topology
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import stream as stream_parser
 from clusterproof.paths import REPO
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck
 
 STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
 STREAM_SPEC = 'stream@5.10 +openmp'

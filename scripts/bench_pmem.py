@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clusterproof import fiojob  # noqa: E402
+from clusterproof.methods import fiojob  # noqa: E402
 from clusterproof.parsers import fio as fioparser  # noqa: E402
 from clusterproof.parsers import mmap_sweep as sweepparser  # noqa: E402
 

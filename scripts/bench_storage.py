@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clusterproof import hostlist, placement            # noqa: E402
+from clusterproof.methods import placement  # noqa: E402
+from clusterproof.site import hostlist  # noqa: E402
 from clusterproof.parsers import iozone as parser        # noqa: E402
 
 

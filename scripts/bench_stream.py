@@ -24,7 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clusterproof import memory, topology  # noqa: E402
+from clusterproof.site import topology  # noqa: E402
+from clusterproof.methods import memory  # noqa: E402
 from clusterproof.parsers import stream as stream_parser  # noqa: E402
 
 SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'

@@ -6,9 +6,9 @@ import dataclasses
 import re
 
 
-from clusterproof import compare
-from clusterproof.bless import derive, merged_entries
-from clusterproof.results import load_sessions, records
+from clusterproof.results import compare
+from clusterproof.references.bless import derive, merged_entries
+from clusterproof.results.database import load_sessions, records
 import yaml
 
 from conftest import need_netns, run_reframe

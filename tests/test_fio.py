@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.fiojob import (FioJob, fio_size, parse_engines, worst_case_job)
+from clusterproof.methods.fiojob import (FioJob, fio_size, parse_engines, worst_case_job)
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio
 

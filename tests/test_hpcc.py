@@ -79,7 +79,7 @@ def test_hpcc_on_local_over_mpirun(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'local'], tmp_path,
                       timeout=300)
     assert res.returncode == 0, res.stdout[-3000:]
-    from clusterproof.topology import cpu_topology
+    from clusterproof.site.topology import cpu_topology
     topo = cpu_topology()
     case, = report_cases(tmp_path)
     _check_passed(case, topo['sockets'] * topo['cores_per_socket'])

@@ -6,7 +6,9 @@ import math
 
 import pytest
 
-from clusterproof import ClusterproofError, binaries, hpl
+from clusterproof import ClusterproofError
+from clusterproof.site import binaries
+from clusterproof.methods import hpl
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpl as hpl_parser
 from clusterproof.parsers import hpcc as hpcc_parser

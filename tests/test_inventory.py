@@ -5,7 +5,8 @@ hardware, and the SystemInventory check run for real through ReFrame on
 
 import pytest
 
-from clusterproof import inventory, topology
+from clusterproof.site import inventory
+from clusterproof.site import topology
 from conftest import DATA, report_cases, run_reframe
 
 INV = DATA / 'inventory'

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof import binaries
+from clusterproof.site import binaries
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior
 from conftest import DATA, REPO, need_netns, report_cases, run_reframe, scratch_dirs_left

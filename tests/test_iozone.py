@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof import ClusterproofError, hostlist, iozone, sizing
+from clusterproof import ClusterproofError
+from clusterproof.site import hostlist
+from clusterproof.methods import iozone
+from clusterproof.methods import sizing
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import iozone as parser
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof import binaries, placement
+from clusterproof.site import binaries
+from clusterproof.methods import placement
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest
 from conftest import DATA, REPO, need_netns, report_cases, run_reframe, scratch_dirs_left

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from clusterproof import ClusterproofError, mmap_sweep
+from clusterproof import ClusterproofError
+from clusterproof.methods import mmap_sweep
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
 

@@ -5,7 +5,7 @@ local cluster when the binaries are present."""
 
 import pytest
 
-from clusterproof import binaries
+from clusterproof.site import binaries
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu
 from conftest import DATA, need_netns, report_cases, run_reframe

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof import hostlist
-from clusterproof.placement import place, render
+from clusterproof.site import hostlist
+from clusterproof.methods.placement import place, render
 
 from conftest import REPO, VENV_BIN
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from clusterproof import pmem
+from clusterproof.site import pmem
 from conftest import DATA, REPO
 
 IPMCTL, NDCTL, MOUNTS = DATA / 'ipmctl', DATA / 'ndctl', DATA / 'mounts'
@@ -236,7 +236,7 @@ def test_compare_pmem_on_one_machine_end_to_end():
 
 def test_pmem_declarations_validate_and_errors_name_the_key():
     from clusterproof import ClusterproofError
-    from clusterproof.hardware import validate_pmem
+    from clusterproof.site.hardware import validate_pmem
     for name, declared in pmserver_systems().items():
         validate_pmem(declared, f'site_config/systems/pmserver.py: system {name}')
     bad = dict(pmserver_systems()['pmserver'], provisioning='appdirect',

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof import references
+from clusterproof.references import judge as references
 from clusterproof.paths import REFERENCES_DIR
 from conftest import REPO, VENV_BIN, reframe_env
 
@@ -68,7 +68,7 @@ CHECK = '''
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, performance_function, run_before, sanity_function
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck
 
 @rfm.simple_test
 class ReferenceProbe(rfm.RunOnlyRegressionTest, ClusterproofCheck):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import cluster as lc
-from clusterproof import reliability
+from clusterproof.checks import reliability
 from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, reframe_env, report_cases
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'

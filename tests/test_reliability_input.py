@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof import ClusterproofError, scratch
+from clusterproof import ClusterproofError
+from clusterproof.checks import scratch
 from conftest import REPO, VENV_BIN, run_reframe
 
 CHECKS = REPO / 'reframe_checks'

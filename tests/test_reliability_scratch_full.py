@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof import reliability
+from clusterproof.checks import reliability
 from conftest import REPO, need_root, report_cases, run_reframe
 
 CHECKS = REPO / 'reframe_checks'

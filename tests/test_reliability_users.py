@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import cluster as lc
-from clusterproof import reliability
+from clusterproof.checks import reliability
 from conftest import (EMU_INSTANCE, REPO, VENV_BIN, need_netns, need_repo_open_to_others,
                       need_root, reframe_env)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.report import build
-from clusterproof.results import load_sessions, records
+from clusterproof.results.report import build
+from clusterproof.results.database import load_sessions, records
 from results_helpers import clusterproof, recorded_results
 
 CHROMIUM = shutil.which('chromium') or '/usr/bin/chromium'

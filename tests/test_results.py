@@ -7,9 +7,9 @@ import time
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.results import (load_sessions, lower_is_better, parse_since, percentile,
+from clusterproof.results.database import (load_sessions, lower_is_better, parse_since, percentile,
                                   records)
-from clusterproof.results import test_params as params_of
+from clusterproof.results.database import test_params as params_of
 from results_helpers import RECORDED_DB, recorded_results
 
 

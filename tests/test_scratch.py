@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof import scratch
+from clusterproof.checks import scratch
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_shell_cleanup_removes_only_marked(root):
 
 def test_leftovers_of_dead_processes_are_removed(root):
     # A directory created by a process that was killed (no exit handlers ran).
-    code = ('import os, sys; from clusterproof import scratch; '
+    code = ('import os, sys; from clusterproof.checks import scratch; '
             'r = sys.argv[1]; print(scratch.create_test_dir(r, scratch.plan_test_dir(r, "dead")), '
             'flush=True); os._exit(0)')
     out = subprocess.run([os.sys.executable, '-c', code, str(root)], capture_output=True,
@@ -141,16 +141,16 @@ def test_leftovers_of_dead_processes_are_removed(root):
 
 
 def test_directory_created_for_a_job_script_is_owned_by_it(root):
-    # `python -m clusterproof.scratch create` exits at once; the shell that
+    # `python -m clusterproof.checks.scratch create` exits at once; the shell that
     # called it owns the directory, so a concurrent sweep must leave it alone.
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = (f'd=$({os.sys.executable} -m clusterproof.scratch create --owner-pid $$ {root} job) || exit 2; '
-              f'{os.sys.executable} -m clusterproof.scratch leftovers {root}; '
+    script = (f'd=$({os.sys.executable} -m clusterproof.checks.scratch create --owner-pid $$ {root} job) || exit 2; '
+              f'{os.sys.executable} -m clusterproof.checks.scratch leftovers {root}; '
               f'test -d "$d" || exit 3; echo "$d"; '
-              f'{os.sys.executable} -m clusterproof.scratch remove {root} "$d"; test ! -e "$d"')
+              f'{os.sys.executable} -m clusterproof.checks.scratch remove {root} "$d"; test ! -e "$d"')
     out = subprocess.run(['bash', '-c', script], capture_output=True, text=True, cwd=repo,
                          env=dict(os.environ, PYTHONPATH=repo))
     assert out.returncode == 0, out.stderr
-    bad = subprocess.run([os.sys.executable, '-m', 'clusterproof.scratch', 'create', '/', 'x'],
+    bad = subprocess.run([os.sys.executable, '-m', 'clusterproof.checks.scratch', 'create', '/', 'x'],
                          capture_output=True, text=True, cwd=repo)
     assert bad.returncode == 2 and 'system directory' in bad.stderr

@@ -5,8 +5,8 @@ import subprocess
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof import sizing
-from clusterproof.sizing import GIB, MIB, TIB
+from clusterproof.methods import sizing
+from clusterproof.methods.sizing import GIB, MIB, TIB
 
 from conftest import REPO, VENV_BIN
 

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterproof import ClusterproofError, binaries, spackenv
+from clusterproof import ClusterproofError
+from clusterproof.site import binaries
+from clusterproof.site import spackenv
 from conftest import DATA, REPO, run_reframe
 
 SPACK_DATA = DATA / 'spack'
@@ -112,7 +114,7 @@ def test_default_mpi_is_openmpi_4_1_8_with_slurm_and_pmix_4_2_9():
 def test_environment_settings():
     env = manifest()
     assert env['concretizer']['unify'] is True
-    # the view is where clusterproof.binaries looks
+    # the view is where clusterproof.site.binaries looks
     view = env['view']['default']['root']
     assert (REPO / view) == binaries.spack_view() or 'CLUSTERPROOF_SPACK_VIEW' in os.environ
     # compilers through the language virtuals, never on `all`

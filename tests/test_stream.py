@@ -4,7 +4,8 @@ and the check end to end on ``local`` (built from the STREAM source)."""
 
 import pytest
 
-from clusterproof import ClusterproofError, memory
+from clusterproof import ClusterproofError
+from clusterproof.methods import memory
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import stream as stream_parser
 from conftest import DATA, REPO, report_cases, run_reframe
@@ -124,5 +125,5 @@ def test_stream_on_local_built_from_source(tmp_path):
 
 
 def case_llc_mib():
-    from clusterproof.topology import llc_mib
+    from clusterproof.site.topology import llc_mib
     return llc_mib()

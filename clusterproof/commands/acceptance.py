@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 from clusterproof import ClusterproofError
-from clusterproof import report
-from clusterproof.bless import load_references, lookup, reference_file
-from clusterproof.compare import judge
+from clusterproof.results import report
+from clusterproof.references.bless import load_references, lookup, reference_file
+from clusterproof.results.compare import judge
 from clusterproof.commands.report import write_atomic
 from clusterproof.paths import CHECKS_DIR, REPO, SETTINGS_FILE, results_dir
-from clusterproof.results import load_sessions, records
+from clusterproof.results.database import load_sessions, records
 
 _UUID_RE = re.compile(r'Current session stored with UUID: ([0-9a-f-]+)')
 

@@ -3,8 +3,8 @@
 import re
 
 from clusterproof import ClusterproofError
-from clusterproof import bless
-from clusterproof.results import add_selection_args, records, select_sessions
+from clusterproof.references import bless
+from clusterproof.results.database import add_selection_args, records, select_sessions
 
 
 def register(subparsers):

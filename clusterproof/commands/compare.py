@@ -2,9 +2,9 @@
 session, and slow drift over the history; exit status 1 on a regression."""
 
 from clusterproof import ClusterproofError
-from clusterproof import compare
-from clusterproof.references import reference_file
-from clusterproof.results import load_sessions, records
+from clusterproof.results import compare
+from clusterproof.references.judge import reference_file
+from clusterproof.results.database import load_sessions, records
 
 
 def register(subparsers):

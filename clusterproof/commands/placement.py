@@ -1,13 +1,13 @@
 """``clusterproof placement``: print the round-robin placement of T threads
 over client nodes as an MPI hostfile, IOzone's ``-+m`` threadlist, or the
-``srun``/``mpirun`` options (see clusterproof/placement.py and docs/storage.md).
+``srun``/``mpirun`` options (see clusterproof/methods/placement.py and docs/storage.md).
 """
 
 import os
 import sys
 
 from clusterproof import ClusterproofError
-from clusterproof import placement
+from clusterproof.methods import placement
 
 
 def register(subparsers):

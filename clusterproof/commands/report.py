@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from clusterproof import report
+from clusterproof.results import report
 from clusterproof.paths import results_dir, write_atomic
-from clusterproof.results import add_selection_args, records, select_sessions
+from clusterproof.results.database import add_selection_args, records, select_sessions
 
 
 def register(subparsers):

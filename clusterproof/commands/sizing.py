@@ -6,7 +6,7 @@ import importlib.util
 import sys
 
 from clusterproof import ClusterproofError
-from clusterproof import sizing
+from clusterproof.methods import sizing
 from clusterproof.paths import SETTINGS_FILE
 
 

@@ -3,8 +3,9 @@ environment of the repository (``spack.yaml``) for a system."""
 
 import argparse
 
-from clusterproof import ClusterproofError, spackenv
-from clusterproof.binaries import (HASH_DIGITS, file_sha256, read_lock, spack_lock_path,
+from clusterproof import ClusterproofError
+from clusterproof.site import spackenv
+from clusterproof.site.binaries import (HASH_DIGITS, file_sha256, read_lock, spack_lock_path,
                                    spack_view, spec_string)
 
 

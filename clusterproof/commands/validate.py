@@ -1,6 +1,6 @@
 """``clusterproof validate``: check the site configuration and the references."""
 
-from clusterproof.validate import (find_system, load_site_configuration,
+from clusterproof.site.validate import (find_system, load_site_configuration,
                                    validate_references, validate_system)
 
 

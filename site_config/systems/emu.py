@@ -13,7 +13,7 @@ Two partitions: ``srun`` (launcher ``srun --mpi=pmix``) and ``mpirun``
 import os
 from pathlib import Path
 
-from clusterproof.topology import detect_hardware
+from clusterproof.site.topology import detect_hardware
 
 _results = Path(os.environ.get('CLUSTERPROOF_RESULTS',
                                Path(__file__).resolve().parents[2] / 'results')).resolve()

@@ -10,7 +10,7 @@ node reports at run time (and with ReFrame's own topology detection).
 import os
 from pathlib import Path
 
-from clusterproof.topology import detect_hardware
+from clusterproof.site.topology import detect_hardware
 
 _results = Path(os.environ.get('CLUSTERPROOF_RESULTS',
                                Path(__file__).resolve().parents[2] / 'results')).resolve()

@@ -6,7 +6,7 @@ short enough for the test suite.
                       the results database.
 ``ReliabilityHold``   one task per client node: each writes a file into the
                       test's own directory under the scratch directory
-                      (clusterproof.scratch, as the storage checks do), holds
+                      (clusterproof.checks.scratch, as the storage checks do), holds
                       for ``hold`` seconds, then reports done. A node that dies
                       meanwhile fails sanity with a message naming it.
 ``ReliabilityHang``   a program that never ends; the mode's time limit ends it
@@ -21,9 +21,10 @@ from reframe.core.builtins import (performance_function, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import reliability, scratch
+from clusterproof.checks import reliability
+from clusterproof.checks import scratch
 from clusterproof.modes import by_mode
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck
 
 
 def _job_output(check):

@@ -15,8 +15,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
-from clusterproof.bless import reference_file
-from clusterproof.rfm import ClusterproofCheck
+from clusterproof.references.bless import reference_file
+from clusterproof.checks.base import ClusterproofCheck
 
 
 @rfm.simple_test

@@ -5,7 +5,7 @@ A node report is one line on standard output::
 
     CLUSTERPROOF-INVENTORY {"node": "n1", "hardware": {...}, ...}
 
-printed by ``python3 -m clusterproof.inventory --report`` on every node of
+printed by ``python3 -m clusterproof.site.inventory --report`` on every node of
 the job (one task per node). :func:`node_report` gathers it from /sys and
 /proc (with ``lscpu`` as the fallback where /sys has no CPU topology);
 :func:`parse_reports` reads the lines back; :func:`compare_reports` returns
@@ -26,7 +26,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from clusterproof import topology
+from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
 EXACT_FIELDS = ('sockets', 'cores_per_socket', 'threads_per_core', 'numa_nodes')
@@ -214,7 +214,7 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog='python3 -m clusterproof.inventory',
+        prog='python3 -m clusterproof.site.inventory',
         description='Print what this node has (sockets, cores, threads per core, NUMA nodes, '
                     f'memory) as one line tagged {REPORT_TAG}, for the SystemInventory check.')
     parser.add_argument('--report', action='store_true', required=True,

@@ -361,13 +361,13 @@ def _compact_registry(root):
 
 
 def main(argv=None):
-    """``python -m clusterproof.scratch create SCRATCH NAME`` prints the path of
+    """``python -m clusterproof.checks.scratch create SCRATCH NAME`` prints the path of
     a new test directory, owned by the calling process or ``--owner-pid``; ``remove SCRATCH PATH`` removes one it created;
     ``leftovers SCRATCH`` removes those of processes that are gone. For job
     scripts; refusals go to stderr with exit status 2."""
     import argparse
     import sys
-    p = argparse.ArgumentParser(prog='python -m clusterproof.scratch')
+    p = argparse.ArgumentParser(prog='python -m clusterproof.checks.scratch')
     sub = p.add_subparsers(dest='action', required=True)
     c = sub.add_parser('create')
     c.add_argument('scratch')

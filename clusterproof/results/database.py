@@ -7,7 +7,7 @@ indexes the test cases by name, system, partition and completion time).
 Each test case of the report carries its performance values
 (``perfvalues``: ``"<system>:<partition>:<figure>": [value, reference,
 lower, upper, unit, result]``) and every loggable variable of the check:
-the provenance of :class:`clusterproof.rfm.ClusterproofCheck` (``cp_mode``,
+the provenance of :class:`clusterproof.checks.base.ClusterproofCheck` (``cp_mode``,
 ``cp_smoke``, ``cp_emulated``, ``cp_git_rev``, ``cp_config_hash``,
 ``binary_path``, ``binary_version``, ``spack_spec``, ``spack_lock_hash``),
 its parameters and ``job_nodelist``. So the database is the one record;

@@ -15,7 +15,7 @@ Declared provisioning (see ``site_config/systems/pmserver.py``)::
         'devdax': [{'chardev': 'dax0.0'}],
     }
 
-Every comparison returns :class:`clusterproof.inventory.Mismatch` objects
+Every comparison returns :class:`clusterproof.site.inventory.Mismatch` objects
 naming the field, what was expected and what was found. Parsers raise
 ``ValueError`` naming the source when the text is not what the tool prints.
 """
@@ -25,7 +25,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from clusterproof.inventory import Mismatch
+from clusterproof.site.inventory import Mismatch
 
 PMEM_MEMORY_TYPE = 'Logical Non-Volatile Device'
 

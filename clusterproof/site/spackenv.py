@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.binaries import spack_env_dir, spack_lock_path
+from clusterproof.site.binaries import spack_env_dir, spack_lock_path
 
 #: environment variable that selects spack/systems/<system>/ in spack.yaml
 SYSTEM_VAR = 'CLUSTERPROOF_SYSTEM'

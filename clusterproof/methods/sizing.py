@@ -201,12 +201,12 @@ def check_fits(path, nbytes, what='test files'):
 
 
 def main(argv=None):
-    """``python -m clusterproof.sizing --threads T --total 8T [--ram-gib R]
+    """``python -m clusterproof.methods.sizing --threads T --total 8T [--ram-gib R]
     [--transfer 16m] [--scratch DIR]``: print the size per thread (IOzone
     ``-s`` / IOR ``-b``) for job scripts; refusals go to stderr, exit 2."""
     import argparse
     import sys
-    p = argparse.ArgumentParser(prog='python -m clusterproof.sizing')
+    p = argparse.ArgumentParser(prog='python -m clusterproof.methods.sizing')
     p.add_argument('--threads', type=int, required=True)
     p.add_argument('--total', required=True, help='total data, e.g. 8T')
     p.add_argument('--ram-gib', type=float, default=0,

@@ -7,7 +7,7 @@ problem names the file, key and value.
 import re
 
 from clusterproof import ClusterproofError
-from clusterproof.hardware import validate_hardware, validate_pmem
+from clusterproof.site.hardware import validate_hardware, validate_pmem
 from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE
 
 #: characters that would make a value a shell command
@@ -96,7 +96,7 @@ def validate_system(system):
 
 
 def validate_references(directory=REFERENCES_DIR):
-    from clusterproof.references import validate_file
+    from clusterproof.references.judge import validate_file
     counts = {}
     for path in sorted(directory.glob('*.yaml')):
         counts[path.name] = validate_file(path)

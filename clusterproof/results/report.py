@@ -26,9 +26,9 @@ import json
 import math
 import re
 
-from clusterproof.bless import bounds, load_references, lookup
-from clusterproof.compare import against_references
-from clusterproof.results import THREAD_ATTRS
+from clusterproof.references.bless import bounds, load_references, lookup
+from clusterproof.results.compare import against_references
+from clusterproof.results.database import THREAD_ATTRS
 
 STREAM_RE = re.compile(r'^(copy|scale|add|triad)(?:_bw|_rate)?$', re.I)
 

@@ -34,8 +34,8 @@ import yaml
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import write_atomic
-from clusterproof.references import reference_file
-from clusterproof.results import percentile
+from clusterproof.references.judge import reference_file
+from clusterproof.results.database import percentile
 
 DEFAULT_NSIGMA = 3.0
 DEFAULT_MIN_TOLERANCE = 0.02

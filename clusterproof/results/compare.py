@@ -24,7 +24,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from clusterproof.bless import bounds, load_references, lookup
+from clusterproof.references.bless import bounds, load_references, lookup
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7

@@ -26,7 +26,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
-from clusterproof import hostlist
+from clusterproof.site import hostlist
 
 FORMATS = ('hostfile', 'slots', 'threadlist', 'srun', 'mpirun')
 

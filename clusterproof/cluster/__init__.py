@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.hostlist import compress
+from clusterproof.site.hostlist import compress
 from clusterproof.paths import REPO
 
 TEMPLATES = REPO / 'slurm' / 'local-cluster'

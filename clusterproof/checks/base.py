@@ -15,12 +15,13 @@ import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
-from clusterproof import binaries, references
-from clusterproof.hardware import declared
-from clusterproof.hpl import emulated_mpi_env, mpirun_env
-from clusterproof.hpl import ranks_per_node as hpl_ranks_per_node
+from clusterproof.site import binaries
+from clusterproof.references import judge as references
+from clusterproof.site.hardware import declared
+from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
+from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
-from clusterproof.provenance import git_revision, site_config_hash
+from clusterproof.checks.provenance import git_revision, site_config_hash
 
 
 class ClusterproofCheck(rfm.RegressionTestPlugin):
@@ -106,7 +107,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         return stdout, stderr, out, err
 
     def declared(self, section, key=None, default=KeyError):
-        """Declared hardware of the current partition (see clusterproof.hardware)."""
+        """Declared hardware of the current partition (see clusterproof.site.hardware)."""
         return declared(self.current_partition, section, key, default)
 
     def use_binary(self, executable, spec, version_argv=None, view_subdirs=('bin',)):
@@ -117,7 +118,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         with ``{exe}`` standing for the path (default: ``{exe} --version``).
         A binary from the view also records its concretized spec from
         ``spack.lock`` and the lock file's hash, and keeps a copy of the lock
-        file with the results (see clusterproof.binaries).
+        file with the results (see clusterproof.site.binaries).
         """
         found = binaries.locate(executable, view_subdirs)
         self.skip_if(found is None,
@@ -152,7 +153,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         its nodes and the likely cause, not a missing file.'''
         import os
 
-        from clusterproof.reliability import failure_cause
+        from clusterproof.checks.reliability import failure_cause
 
         if self.is_dry_run():           # --dry-run: nothing ran, nothing to read
             return
@@ -210,7 +211,7 @@ class OneRankPerCore(rfm.RegressionTestPlugin):
 
 class RoundRobinRanks(rfm.RegressionTestPlugin):
     """MPI ranks dealt round-robin over the client nodes of the allocation,
-    as the published storage methodology does (clusterproof/placement.py).
+    as the published storage methodology does (clusterproof/methods/placement.py).
 
     The check provides ``threads`` (the rank count) and ``oversubscribed``
     (more ranks than cores). Under Slurm's srun: ``--distribution=cyclic``;

@@ -1,0 +1,1 @@
+"""Checks: what every ReFrame check shares (provenance, references, scratch, failure causes)."""

@@ -1,0 +1,1 @@
+"""Methods: per benchmark, the command lines, input files, sizes and thread counts."""

@@ -1,0 +1,1 @@
+"""References: loading, lookup, bounds, direction and judging of reference values; bless."""

@@ -1,0 +1,1 @@
+"""Results: the results database, comparisons, acceptance and the HTML report."""

@@ -1,0 +1,1 @@
+"""Site: declared hardware, topology, inventory, validation, binaries, Spack."""
