@@ -30,7 +30,8 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog='clusterproof',
         description='HPC benchmark and acceptance toolkit around ReFrame and Slurm. '
-                    'The checks themselves run with: reframe -c reframe_checks -r')
+                    'The checks themselves run with: reframe -c reframe_checks -r '
+                    '[--mode smoke|nightly|acceptance]')
     parser.add_argument('--version', action='version', version=f'clusterproof {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     for name in COMMANDS:

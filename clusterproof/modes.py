@@ -4,11 +4,22 @@
 ``nightly``     a short subset of the methodology, compared with references
 ``acceptance``  the full published methodology
 
-The mode is read from ``CLUSTERPROOF_MODE`` (default ``smoke``) when the checks
-are loaded, because it decides their parameter lists (thread counts, sizes).
+Choose one with ReFrame's own option, ``reframe -c reframe_checks -r --mode
+nightly``: ``site_config/settings.py`` declares the modes from :data:`MODES`
+(:func:`reframe_modes`), so ReFrame refuses a name that is none of them.
+
+The mode decides the checks' parameter lists (thread counts, sizes), so it
+must be known when ReFrame imports the check files, before it applies any
+``-S`` option. :func:`current_mode` is the one place that decides it: the
+``--mode`` of the running ``reframe`` command line, else ``CLUSTERPROOF_MODE``
+(for tools that start ReFrame without options), else ``smoke``. Both given
+and different is an error, so the two can never disagree.
 """
 
+import argparse
 import os
+import sys
+from pathlib import Path
 
 from clusterproof import ClusterproofError
 
@@ -16,13 +27,46 @@ MODES = ('smoke', 'nightly', 'acceptance')
 DEFAULT_MODE = 'smoke'
 ENV_VAR = 'CLUSTERPROOF_MODE'
 
+def reframe_modes():
+    """The ``modes`` section of the ReFrame configuration.
 
-def current_mode(environ=None):
+    Each mode also sets the checks' ``cp_mode`` variable (``-S``), so the
+    expansion ReFrame logs (``-vv``) names the mode it applied.
+    """
+    return [{'name': mode, 'options': ['-S', f'cp_mode={mode}']} for mode in MODES]
+
+
+def _is_reframe(argv0):
+    path = Path(argv0 or '')
+    return path.name == 'reframe' or (path.name == '__main__.py' and path.parent.name == 'reframe')
+
+
+def reframe_mode(argv=None):
+    """The ``--mode`` given to the running ``reframe`` command, or None (no
+    ``--mode``, or this process is not ReFrame)."""
+    argv = sys.argv if argv is None else argv
+    if not argv or not _is_reframe(argv[0]):
+        return None
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument('--mode')
+    known, _ = parser.parse_known_args(argv[1:])
+    return known.mode
+
+
+def current_mode(environ=None, argv=None):
+    """The mode of this run (see the module documentation)."""
     environ = os.environ if environ is None else environ
-    mode = environ.get(ENV_VAR, DEFAULT_MODE) or DEFAULT_MODE
-    if mode not in MODES:
+    from_env = environ.get(ENV_VAR) or None
+    from_reframe = reframe_mode(argv)
+    if from_env and from_reframe and from_env != from_reframe:
         raise ClusterproofError(
-            f'{ENV_VAR}={mode!r} is not a mode; choose one of {", ".join(MODES)}')
+            f'reframe --mode {from_reframe} and {ENV_VAR}={from_env} disagree; give the mode '
+            f'once (reframe --mode {from_reframe}, with {ENV_VAR} unset)')
+    mode = from_reframe or from_env or DEFAULT_MODE
+    if mode not in MODES:
+        where = f'reframe --mode {mode}' if from_reframe else f'{ENV_VAR}={mode}'
+        raise ClusterproofError(f'{where!s}: {mode!r} is not a mode; choose one of '
+                                f'{", ".join(MODES)}')
     return mode
 
 

@@ -10,6 +10,10 @@ matches this host; ``local`` matches any host and comes last, so a machine
 that is no declared cluster runs the suite on itself. ``--system NAME``
 chooses explicitly (``--system emu`` for the local Slurm cluster).
 
+Modes: ``reframe --mode smoke|nightly|acceptance`` (ReFrame's own option);
+the list of modes comes from ``clusterproof.modes``, which the checks ask for
+the mode of the run.
+
 Results: perflogs, the results database and run reports go under one
 directory, ``$CLUSTERPROOF_RESULTS`` (default: ``results/`` in the repository).
 """
@@ -17,6 +21,8 @@ directory, ``$CLUSTERPROOF_RESULTS`` (default: ``results/`` in the repository).
 import importlib.util
 import os
 from pathlib import Path
+
+from clusterproof.modes import reframe_modes
 
 _here = Path(__file__).resolve().parent
 _repo = _here.parent
@@ -99,6 +105,7 @@ site_configuration = {
         'purge_environment': False,
         'clean_stagedir': True,
     }],
+    'modes': reframe_modes(),
     'storage': [{
         'enable': True,
         'backend': 'sqlite',

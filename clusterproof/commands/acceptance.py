@@ -13,6 +13,7 @@ from clusterproof.results import report
 from clusterproof.references.bless import load_references, lookup, reference_file
 from clusterproof.results.compare import judge
 from clusterproof.commands.report import write_atomic
+from clusterproof.modes import ENV_VAR
 from clusterproof.paths import CHECKS_DIR, REPO, SETTINGS_FILE, results_dir
 from clusterproof.results.database import load_sessions, records
 
@@ -22,7 +23,7 @@ _UUID_RE = re.compile(r'Current session stored with UUID: ([0-9a-f-]+)')
 def register(subparsers):
     p = subparsers.add_parser(
         'acceptance', help='the full methodology, three repetitions, a verdict',
-        description='Run the checks in mode acceptance on SYSTEM --repetitions times (each '
+        description='Run the checks (reframe --mode acceptance) on SYSTEM --repetitions times (each '
                     'a ReFrame session in the results database), judge the median of each '
                     'figure against the declared references of '
                     'site_config/references/<system>.yaml (the vendor\'s or the site\'s), '
@@ -43,10 +44,13 @@ def register(subparsers):
 def run(args):
     if args.repetitions < 1:
         raise ClusterproofError(f'--repetitions {args.repetitions}: give 1 or more')
-    env = dict(os.environ, CLUSTERPROOF_MODE='acceptance',
-               RFM_CONFIG_FILES=os.environ.get('RFM_CONFIG_FILES', str(SETTINGS_FILE)))
+    # The mode is ReFrame's --mode; a CLUSTERPROOF_MODE left in the shell
+    # would only contradict it.
+    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    env['RFM_CONFIG_FILES'] = os.environ.get('RFM_CONFIG_FILES', str(SETTINGS_FILE))
     reframe = os.path.join(os.path.dirname(sys.executable), 'reframe')
-    cmd = [reframe, '-c', args.checks, '-r', '--system', args.system] + args.reframe_args
+    cmd = [reframe, '-c', args.checks, '-r', '--mode', 'acceptance',
+           '--system', args.system] + args.reframe_args
     uuids = []
     for i in range(1, args.repetitions + 1):
         print(f'acceptance: repetition {i}/{args.repetitions}: {shlex.join(cmd)}', flush=True)
