@@ -252,9 +252,9 @@ def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
 def _leftovers(k):
     """Processes, namespaces and links of instance k (none when down)."""
     inst = lc.Instance(k)
-    links = lc._links()
+    links = lc.links()
     found = [ln for ln in links if ln == inst.bridge or ln.startswith(f'cp{k}n')]
-    found += [ns for ns in lc._netns_list() if ns.startswith(f'cp{k}n')]
+    found += [ns for ns in lc.netns_list() if ns.startswith(f'cp{k}n')]
     run_dir = str(inst.default_run_dir())
     for proc in Path('/proc').iterdir():
         if not proc.name.isdigit():
@@ -264,7 +264,7 @@ def _leftovers(k):
             env = (proc / 'environ').read_bytes().decode(errors='replace')
         except OSError:
             continue
-        if cmd and (run_dir + '/') in cmd + env and lc._alive(int(proc.name)):
+        if cmd and (run_dir + '/') in cmd + env and lc.alive(int(proc.name)):
             found.append(f'pid {proc.name}: {cmd.strip()}')
     return found
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import cluster as lc
+from clusterproof.cluster import faults
 from clusterproof.checks import reliability
 from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, reframe_env, report_cases
 
@@ -133,8 +134,8 @@ def node_death_session(emu_cluster, tmp_path_factory):
         # the Hold job runs on all nodes and its step runs on n2
         _poll('ReliabilityHold running on n2',
               lambda: any(j[2] == 'RUNNING' for j in _squeue(env, 'Hold'))
-              and len(reliability.node_pids(spec, 'n2')) > 1, 60, proc)
-        killed = reliability.kill_node(spec, 'n2')
+              and len(faults.node_pids(spec, 'n2')) > 1, 60, proc)
+        killed = faults.kill_node(spec, 'n2')
         out, _ = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
@@ -143,8 +144,8 @@ def node_death_session(emu_cluster, tmp_path_factory):
     yield {'results': results, 'scratch': scratch_dir, 'out': out, 'rc': proc.returncode,
            'killed': killed, 'env': env, 'spec': spec, 'cases': _cases(results)}
     # bring n2 back whatever happened above
-    if not any(p for p in reliability.node_pids(spec, 'n2')):
-        reliability.restart_node(spec, 'n2')
+    if not any(p for p in faults.node_pids(spec, 'n2')):
+        faults.restart_node(spec, 'n2')
 
 
 @need_netns
@@ -177,7 +178,7 @@ def test_node_death_fails_naming_the_node_and_the_session_goes_on(node_death_ses
 def test_resumed_node_passes_a_rerun(node_death_session, record_property):
     record_property('reliability', 'fault')
     s = node_death_session
-    state = reliability.restart_node(s['spec'], 'n2')
+    state = faults.restart_node(s['spec'], 'n2')
     assert state.startswith('idle')
     proc = subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(FAULTS), '-r', '--system', 'emu:srun',
                            '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
