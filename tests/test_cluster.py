@@ -18,7 +18,8 @@ import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
-from conftest import EMU_INSTANCE, VENV_BIN, emu_cluster_exclusive, need_netns, need_repo_open_to_others, run_reframe
+from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns,
+                      need_repo_open_to_others, run_reframe, wait_for)
 
 CHECKS = Path(__file__).resolve().parent / 'checks'
 
@@ -144,7 +145,7 @@ def _env(emu_cluster, **extra):
     return env
 
 
-def _run(cmd, env, timeout=120, **kw):
+def _run(cmd, env, timeout=WAIT_S, **kw):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
 
 
@@ -200,14 +201,15 @@ def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
     proc = _run(['srun', '-N4', '--job-name=cp-hostname', 'hostname'], env)
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.split()) == ['n1', 'n2', 'n3', 'n4']
-    # the accounting record arrives about 1 s after the job ends
-    for _ in range(50):
+    # the accounting record arrives after the job ends (about 1 s when idle)
+    rows = []
+
+    def completed():
         acct = _run(['sacct', '-n', '-X', '-P', '--name=cp-hostname', '-o', 'JobID,NodeList,State'], env)
-        rows = [r.split('|') for r in acct.stdout.split()]
-        if rows and rows[-1][2] == 'COMPLETED':
-            break
-        subprocess.run(['sleep', '0.2'])
-    assert rows and rows[-1][1:] == ['n[1-4]', 'COMPLETED'], acct.stdout + acct.stderr
+        rows[:] = [r.split('|') for r in acct.stdout.split()]
+        return rows and rows[-1][2] == 'COMPLETED'
+    wait_for('the accounting record of the job', completed)
+    assert rows[-1][1:] == ['n[1-4]', 'COMPLETED'], rows
 
 
 @need_netns
@@ -236,7 +238,7 @@ def test_mpi_with_mpirun_in_salloc(emu_cluster, mpi_hello):
 @need_netns
 def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
     proc = run_reframe(['-c', str(CHECKS / 'node_hostnames.py'), '-r', '--system', 'emu'],
-                       tmp_path, extra_env=emu_cluster, timeout=300)
+                       tmp_path, extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     reports = sorted((tmp_path / 'reports').glob('run-report-*.json'))
     assert reports, f'no run report in {tmp_path / "reports"}'

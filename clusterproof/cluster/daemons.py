@@ -28,6 +28,10 @@ from clusterproof.cluster.procs import alive, is_ours, pid_from, run, write_priv
 NEEDS_ROOT = 'needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up'
 #: daemons in the order ``up`` starts them; ``down`` stops them in reverse
 DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
+#: bound of each wait of ``up`` for a daemon or the nodes, in seconds. A wait
+#: ends as soon as its daemon is ready (or its process is gone); the bound
+#: only turns a hang into an error, generous for a loaded machine.
+START_WAIT_S = 300
 PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld', 'slurmd',
             'sacctmgr', 'sinfo', 'ip', 'nsenter', 'unshare']
 
@@ -88,15 +92,20 @@ class Cluster:
         while time.monotonic() < end:
             if ready():
                 return
-            if pid_file is not None and Path(pid_file).exists() and not alive(pid_from(pid_file)):
+            # the daemon died; a pid file just created may not hold its pid yet
+            pid = pid_from(pid_file) if pid_file is not None else None
+            if pid is not None and not alive(pid):
+                gone = f'{what} (pid {pid}) ended before it was ready'
                 break
             time.sleep(0.05)
+        else:
+            gone = f'{what} did not come up within {timeout:g} s'
         hint = f'; see {logfile}' if logfile else ''
         last = ''
         if logfile and Path(logfile).exists():
             tail = [ln for ln in Path(logfile).read_text(errors='replace').splitlines() if ln.strip()]
             last = f' (last log line: {tail[-1].strip()})' if tail else ''
-        raise ClusterproofError(f'{what} did not come up within {timeout:g} s{hint}{last}')
+        raise ClusterproofError(f'{gone}{hint}{last}')
 
     # ---- state
     def daemon_pids(self):
@@ -241,8 +250,8 @@ class Cluster:
         self._run(['munged', f'--socket={lay.munge_socket}', f'--key-file={lay.munge_key}',
                    f'--pid-file={lay.pid_file("munged")}', f'--log-file={lay.log / "munged.log"}',
                    f'--seed-file={lay.munge_dir / "munged.seed"}', '--num-threads=4'])
-        self._wait('munged', lambda: lay.munge_socket.exists() and lay.pid_file('munged').exists(), 10,
-                   lay.log / 'munged.log')
+        self._wait('munged', lambda: lay.munge_socket.exists() and lay.pid_file('munged').exists(),
+                   START_WAIT_S, lay.log / 'munged.log')
         self._step(f'munged running (socket {lay.munge_socket})')
 
     def _start_mariadb(self):
@@ -270,7 +279,7 @@ class Cluster:
             if proc.poll() is not None:
                 raise ClusterproofError(f'MariaDB exited (status {proc.returncode}); see {self.lay.log / "mariadb.log"}')
             return self.lay.pid_file('mariadb').exists() and port_open(port)
-        self._wait('MariaDB', ready, 30, self.lay.log / 'mariadb.log')
+        self._wait('MariaDB', ready, START_WAIT_S, self.lay.log / 'mariadb.log')
         self._step(f'MariaDB running (127.0.0.1:{port}, pid {proc.pid})')
 
     def _make_network(self):
@@ -283,8 +292,8 @@ class Cluster:
         lay = self.lay
         self._run(['slurmdbd'])   # reads slurmdbd.conf from the directory of $SLURM_CONF
         port = self.inst.port('slurmdbd')
-        self._wait('slurmdbd', lambda: lay.pid_file('slurmdbd').exists() and port_open(port), 30,
-                   lay.log / 'slurmdbd.log', pid_file=lay.pid_file('slurmdbd'))
+        self._wait('slurmdbd', lambda: lay.pid_file('slurmdbd').exists() and port_open(port),
+                   START_WAIT_S, lay.log / 'slurmdbd.log', pid_file=lay.pid_file('slurmdbd'))
         self._step(f'slurmdbd running (port {port}, pid {pid_from(lay.pid_file("slurmdbd"))})')
 
     def _register_cluster(self):
@@ -298,8 +307,8 @@ class Cluster:
         lay = self.lay
         self._run(['slurmctld', '-i', '-f', str(lay.slurm_conf)])
         port = self.inst.port('slurmctld')
-        self._wait('slurmctld', lambda: lay.pid_file('slurmctld').exists() and port_open(port), 30,
-                   lay.log / 'slurmctld.log', pid_file=lay.pid_file('slurmctld'))
+        self._wait('slurmctld', lambda: lay.pid_file('slurmctld').exists() and port_open(port),
+                   START_WAIT_S, lay.log / 'slurmctld.log', pid_file=lay.pid_file('slurmctld'))
         self._step(f'slurmctld running (port {port}, pid {pid_from(lay.pid_file("slurmctld"))})')
 
     def slurmd_argv(self, i):
@@ -312,18 +321,21 @@ class Cluster:
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for i in range(1, self.spec.nodes + 1)]
         for i, proc in enumerate(procs, 1):
-            out, _ = proc.communicate(timeout=30)
+            out, _ = proc.communicate(timeout=START_WAIT_S)
             if proc.returncode != 0:
                 raise ClusterproofError(f'slurmd of n{i} failed to start (exit {proc.returncode}): '
                                         f'{out.strip().splitlines()[-1] if out.strip() else "see " + str(lay.log / f"slurmd-n{i}.log")}')
         for node in node_names(self.spec.nodes):
             pf = lay.slurmd_pid_file(node)
-            self._wait(f'slurmd of {node}', pf.exists, 15, lay.log / f'slurmd-{node}.log')
+            self._wait(f'slurmd of {node}', pf.exists, START_WAIT_S, lay.log / f'slurmd-{node}.log')
         self._step(f'{self.spec.nodes} slurmd running ({hostlist(self.spec.nodes)})')
 
     def node_states(self):
         """{node: Slurm state} from sinfo, or {} when slurmctld does not answer."""
-        proc = self._run(['sinfo', '-N', '-h', '-o', '%N %T'], check=False, timeout=20)
+        try:
+            proc = self._run(['sinfo', '-N', '-h', '-o', '%N %T'], check=False, timeout=START_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return {}
         if proc.returncode != 0:
             return {}
         states = {}
@@ -342,10 +354,11 @@ class Cluster:
             last = self.node_states()
             return want <= {n for n, s in last.items() if s.rstrip('*') in ('idle', 'mixed', 'allocated')}
         try:
-            self._wait('nodes', ready, 30, self.lay.log / 'slurmctld.log')
+            self._wait('nodes', ready, START_WAIT_S, self.lay.log / 'slurmctld.log')
         except ClusterproofError:
             states = ', '.join(f'{n}={s}' for n, s in sorted(last.items())) or 'sinfo gave nothing'
-            raise ClusterproofError(f'nodes not idle within 30 s ({states}); see {self.lay.log}') from None
+            raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s ({states}); '
+                                    f'see {self.lay.log}') from None
         self._step(f'nodes idle: {hostlist(self.spec.nodes)}')
 
     # ---- down

@@ -1,7 +1,9 @@
 """Faults injected into the local cluster by the reliability tests: a node
 dies (every process in its network namespace is killed: its slurmd, the job
 steps and the tasks, which is what a node crash looks like to Slurm) and
-comes back (its slurmd started again the way ``up`` does, the node resumed).
+comes back (its slurmd started again the way ``up`` does, the node resumed);
+and the way back to a known state after any of that (:func:`recover`: no
+job, every node idle), which the tests use between scenarios.
 """
 
 import os
@@ -11,10 +13,10 @@ import subprocess
 import time
 
 from clusterproof import ClusterproofError
-from clusterproof.cluster.config import Layout
-from clusterproof.cluster.daemons import Cluster
+from clusterproof.cluster.config import Layout, node_names
+from clusterproof.cluster.daemons import START_WAIT_S, Cluster
 from clusterproof.cluster.network import netns_pids
-from clusterproof.cluster.procs import pid_from
+from clusterproof.cluster.procs import pid_from, run
 
 
 def _node_index(spec, node):
@@ -29,7 +31,7 @@ def node_pids(spec, node):
     return netns_pids(spec.inst.netns(_node_index(spec, node)))
 
 
-def kill_node(spec, node, timeout=10):
+def kill_node(spec, node, timeout=60):
     """Kill (SIGKILL) every process of ``node``: slurmd, step daemons, tasks.
     Returns the pids killed. Only processes inside the node's own namespace
     are touched."""
@@ -51,7 +53,7 @@ def kill_node(spec, node, timeout=10):
     return killed
 
 
-def restart_node(spec, node, timeout=30):
+def restart_node(spec, node, timeout=START_WAIT_S):
     """Start ``node``'s slurmd again (as ``clusterproof cluster up`` does) and
     resume it in Slurm; wait until it is idle. Returns its Slurm state."""
     i = _node_index(spec, node)
@@ -79,3 +81,51 @@ def restart_node(spec, node, timeout=30):
         time.sleep(0.2)
     raise ClusterproofError(f'{node} is {state or "unknown"} {timeout} s after its slurmd '
                             f'started; see {lay.log / f"slurmd-{node}.log"}')
+
+
+def recover(spec, timeout=START_WAIT_S):
+    """Bring the cluster back to a known state after whatever happened to it:
+    start the slurmd of every node whose slurmd is gone, cancel every job,
+    resume nodes that are down, drained or failing, and wait until every node
+    is idle and the queue empty. Returns what was done, one line each; raises
+    naming the nodes and their states when that takes over ``timeout`` s."""
+    lay = Layout(spec.run_dir)
+    c = Cluster(spec, log=lambda text: None)
+    done = []
+    for node in node_names(spec.nodes):
+        if not c.our_pid(f'slurmd {node}', pid_from(lay.slurmd_pid_file(node))):
+            kill_node(spec, node)           # what is left in its namespace
+            restart_node(spec, node, timeout)
+            done.append(f'slurmd of {node} started again')
+    jobs = _queue(c)
+    if jobs:
+        run(['scancel', *jobs], env=c.env, check=False, timeout=timeout)
+        done.append(f'jobs {",".join(jobs)} cancelled')
+    end = time.monotonic() + timeout
+    resumed = set()
+    while True:
+        states = c.node_states()
+        bad = sorted(n for n, s in states.items() if any(w in s for w in ('down', 'drain', 'fail')))
+        for node in bad:
+            run(['scontrol', 'update', f'nodename={node}', 'state=resume'], env=c.env, check=False,
+                timeout=timeout)
+            resumed.add(node)
+        jobs = _queue(c)
+        idle = {n for n, s in states.items() if s == 'idle'}
+        if not jobs and idle >= set(node_names(spec.nodes)):
+            break
+        if time.monotonic() > end:
+            listed = ', '.join(f'{n}={s}' for n, s in sorted(states.items())) or 'sinfo gave nothing'
+            raise ClusterproofError(f'cluster {spec.inst.cluster} not back to idle within {timeout} s '
+                                    f'({listed}; jobs left: {",".join(jobs) or "none"}); '
+                                    f'see {lay.log}')
+        time.sleep(0.2)
+    if resumed:
+        done.append(f'{", ".join(sorted(resumed))} resumed')
+    return done
+
+
+def _queue(cluster):
+    """Ids of the jobs in the queue."""
+    proc = run(['squeue', '-h', '-o', '%i'], env=cluster.env, check=False, timeout=START_WAIT_S)
+    return proc.stdout.split() if proc.returncode == 0 else []
