@@ -107,6 +107,47 @@ def test_rendered_configuration(tmp_path):
     assert texts['hosts'].splitlines()[2:] == [f'198.18.0.{98 + i} n{i + 1}' for i in range(4)]
 
 
+HETERO = 'n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024'
+
+
+def test_a_node_spec_gives_each_node_its_cpus_and_memory(tmp_path):
+    spec = lc.Spec(instance=3, node_spec=HETERO, run_dir=tmp_path)
+    assert spec.nodes == 16
+    assert spec.hardware == [(2, 2048)] * 8 + [(1, 1024)] * 8
+    assert lc.describe(spec) == 'n[1-8] x 2 CPUs, 2048 MiB; n[9-16] x 1 CPU, 1024 MiB'
+    conf = lc.render_all(spec, 'ctl', 'secret')['slurm.conf']
+    assert 'NodeName=DEFAULT CPUs=2 RealMemory=2048' in conf
+    assert re.search(r'^NodeName=n8 NodeAddr=\S+$', conf, re.M)
+    assert re.search(r'^NodeName=n9 NodeAddr=\S+ CPUs=1 RealMemory=1024$', conf, re.M)
+    assert re.search(r'^PartitionName=emu Nodes=n\[1-16\] ', conf, re.M)
+    assert 'DefMemPerCPU=1024' in conf                     # fits the smallest node
+    assert lc.env_dict(spec)['CLUSTERPROOF_EMU_CPUS'] == '1'
+    # a key left out takes the per-node default; the spec survives cluster.json
+    spec = lc.Spec(instance=3, cpus=4, mem=4096, node_spec='n[1-2]:mem=1024; n3:cpus=1',
+                   run_dir=tmp_path)
+    assert spec.hardware == [(4, 1024), (4, 1024), (1, 4096)]
+    lc.Layout(tmp_path).marker.write_text(json.dumps(spec.to_dict()))
+    assert lc.load_spec(3, tmp_path) == spec
+
+
+@pytest.mark.parametrize('bad, words', [
+    ('', 'is empty'),
+    ('n[1-4]', "part 'n\\[1-4\\]': write NODES:cpus=C,mem=MiB"),
+    ('n[1-4:cpus=2', "part 'n\\[1-4:cpus=2': 'n\\[1-4' is not a node set"),
+    ('n[1-4]:cpu=2', "'cpu=2' is not one of cpus=N, mem=N"),
+    ('n[1-4]:cpus=two', "cpus='two' is not a whole number of CPUs"),
+    ('n[1-4]:mem=0', "mem='0' is not a whole number of MiB"),
+    ('n[1-4]:cpus=4,mem=128', 'mem=128 MiB is less than 64 MiB per CPU'),
+    ('n[1-4]:cpus=2;n4:cpus=1', "part 'n4:cpus=1': node n4 is already in part 'n\\[1-4\\]:cpus=2'"),
+    ('n[1-2]:cpus=2;n[4-5]:cpus=1', 'leaves out n3: name every node n1..n5 once'),
+    ('gpu[1-2]:cpus=2', "node 'gpu1': the local cluster's nodes are n1..n29"),
+    ('n[1-30]:cpus=1', '30 nodes; an instance has at most 29'),
+])
+def test_a_bad_node_spec_names_the_part_at_fault(bad, words):
+    with pytest.raises(ClusterproofError, match=words):
+        lc.parse_node_spec(bad)
+
+
 def test_a_template_with_an_unknown_placeholder_names_file_and_placeholder(tmp_path):
     (tmp_path / 'x.conf.in').write_text('A=${nope}\n')
     with pytest.raises(ClusterproofError, match=r'x\.conf\.in: placeholder \$\{nope\}'):
@@ -269,6 +310,39 @@ def _leftovers(k):
         if cmd and (run_dir + '/') in cmd + env and lc.alive(int(proc.name)):
             found.append(f'pid {proc.name}: {cmd.strip()}')
     return found
+
+
+@need_netns
+def test_heterogeneous_nodes_register_their_own_cpus_and_memory(emu_cluster):
+    """A cluster brought up with --node-spec: Slurm reports each node's CPUs
+    and memory, and a 1-CPU node's jobs see one processor. The session's
+    cluster is brought back as it was."""
+    with emu_cluster_exclusive():
+        k = EMU_INSTANCE
+        spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
+        rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
+        assert _clusterproof('down', '--force', *rd).returncode == 0
+        try:
+            proc = _clusterproof('up', *rd, '--node-spec', 'n[1-2]:cpus=2,mem=2048;n[3-5]:cpus=1,mem=1024')
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert 'n[1-2] x 2 CPUs, 2048 MiB; n[3-5] x 1 CPU, 1024 MiB' in proc.stdout
+            assert 'export CLUSTERPROOF_EMU_NODES=5' in proc.stdout
+            env = _env(emu_cluster)
+            show = _run(['scontrol', '-o', 'show', 'node'], env)
+            assert show.returncode == 0, show.stderr
+            found = {}
+            for line in show.stdout.splitlines():
+                fields = dict(f.split('=', 1) for f in line.split() if '=' in f)
+                found[fields['NodeName']] = (int(fields['CPUTot']), int(fields['RealMemory']))
+            assert found == {'n1': (2, 2048), 'n2': (2, 2048),
+                             'n3': (1, 1024), 'n4': (1, 1024), 'n5': (1, 1024)}
+            nproc = _run(['srun', '-w', 'n3', 'nproc'], env)
+            assert nproc.stdout.split() == ['1'], nproc.stdout + nproc.stderr
+        finally:
+            _clusterproof('down', '--force', *rd)
+            proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
+                                 '--mem-per-node', str(spec.mem))
+            assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 class _FailsAfterSlurmdbd(lc.Cluster):

@@ -29,9 +29,10 @@ The names below are the package's public interface.
 """
 
 from clusterproof.cluster.config import (DB_NAME, DB_USER, DEFAULT_CPUS, DEFAULT_MEM_MIB,
-                                         DEFAULT_NODES, TEMPLATES, Layout, Spec, env_dict,
-                                         env_lines, hostlist, load_spec, node_names, render,
-                                         render_all, render_hosts, run_dir_for, template_values)
+                                         DEFAULT_NODES, TEMPLATES, Layout, Spec, describe, env_dict,
+                                         env_lines, hostlist, load_spec, node_names, parse_node_spec,
+                                         render, render_all, render_hosts, run_dir_for,
+                                         template_values)
 from clusterproof.cluster.daemons import (DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster, in_use,
                                           operation_lock, users_lock_path)
 from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, PORT_OFFSETS,
@@ -40,7 +41,8 @@ from clusterproof.cluster.procs import alive, pid_from
 
 __all__ = [
     'DB_NAME', 'DB_USER', 'DEFAULT_CPUS', 'DEFAULT_MEM_MIB', 'DEFAULT_NODES', 'TEMPLATES',
-    'Layout', 'Spec', 'env_dict', 'env_lines', 'hostlist', 'load_spec', 'node_names', 'render',
+    'Layout', 'Spec', 'describe', 'env_dict', 'env_lines', 'hostlist', 'load_spec', 'node_names',
+    'parse_node_spec', 'render',
     'render_all', 'render_hosts', 'run_dir_for', 'template_values',
     'DAEMONS', 'NEEDS_ROOT', 'PROGRAMS', 'Cluster', 'in_use', 'operation_lock', 'users_lock_path',
     'INSTANCES', 'MAX_NODES', 'NETWORK', 'PORT_OFFSETS', 'SUBNET_PREFIX', 'Instance', 'links',

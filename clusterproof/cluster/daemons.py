@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.cluster.config import Layout, env_lines, hostlist, node_names, render_all
+from clusterproof.cluster.config import Layout, describe, env_lines, hostlist, node_names, render_all
 from clusterproof.cluster.network import (SUBNET_PREFIX, in_node, make_network, netns_list,
                                           netns_pids, network_leftovers, port_free, port_open,
                                           remove_network)
@@ -33,7 +33,7 @@ DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
 #: only turns a hang into an error, generous for a loaded machine.
 START_WAIT_S = 300
 PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld', 'slurmd',
-            'sacctmgr', 'sinfo', 'ip', 'nsenter', 'unshare']
+            'sacctmgr', 'sinfo', 'ip', 'nsenter', 'unshare', 'taskset']
 
 
 def users_lock_path(k):
@@ -181,9 +181,8 @@ class Cluster:
             self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
             return False
         self.preflight()
-        self.log(f'starting cluster {self.inst.cluster}: {self.spec.nodes} nodes x {self.spec.cpus} CPUs, '
-                 f'{self.spec.mem} MiB each, bridge {self.inst.bridge} {self.inst.subnet}, '
-                 f'run directory {self.spec.run_dir}')
+        self.log(f'starting cluster {self.inst.cluster}: {describe(self.spec)}, '
+                 f'bridge {self.inst.bridge} {self.inst.subnet}, run directory {self.spec.run_dir}')
         try:
             self._prepare_files()
             self._start_munged()
@@ -311,9 +310,24 @@ class Cluster:
                    START_WAIT_S, lay.log / 'slurmctld.log', pid_file=lay.pid_file('slurmctld'))
         self._step(f'slurmctld running (port {port}, pid {pid_from(lay.pid_file("slurmctld"))})')
 
+    def node_cpus(self, i):
+        """Processors of this machine node ``n<i>`` runs on: as many as it
+        has CPUs in Slurm, the nodes taking the machine's processors in turn;
+        all of them when it has as many CPUs as the machine or more."""
+        host = sorted(os.sched_getaffinity(0))
+        hardware = self.spec.hardware
+        cpus = hardware[i - 1][0]
+        if cpus >= len(host):
+            return host
+        first = sum(c for c, _ in hardware[:i - 1])
+        return sorted({host[(first + j) % len(host)] for j in range(cpus)})
+
     def slurmd_argv(self, i):
-        """argv starting node ``n<i>``'s slurmd in the node's namespaces."""
-        return in_node(self.inst, i, self.lay.hosts, f'exec slurmd -f {self.lay.slurm_conf}')
+        """argv starting node ``n<i>``'s slurmd in the node's namespaces, bound
+        (CPU affinity, inherited by its job steps) to the node's processors."""
+        cpus = ','.join(map(str, self.node_cpus(i)))
+        return in_node(self.inst, i, self.lay.hosts,
+                       f'exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}')
 
     def _start_slurmds(self):
         lay = self.lay
