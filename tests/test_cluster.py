@@ -255,7 +255,9 @@ def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
 
 @need_netns
 def test_mpi_with_srun_pmix(emu_cluster, mpi_hello):
-    proc = _run(['srun', '--mpi=pmix', '-N4', '-n4', str(mpi_hello)], _env(emu_cluster, **MPI_ENV))
+    # a rank that dies ends the step at once: the others would wait for it in MPI until the bound
+    proc = _run(['srun', '--mpi=pmix', '--kill-on-bad-exit=1', '-N4', '-n4', str(mpi_hello)],
+                _env(emu_cluster, **MPI_ENV))
     assert proc.returncode == 0, proc.stderr
     _assert_hello_across_4_nodes(proc.stdout)
 
