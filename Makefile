@@ -8,7 +8,7 @@ export RFM_CONFIG_FILES := $(CURDIR)/site_config/settings.py
 
 help:
 	@echo "make run         set up, then run the suite on this machine (system local, mode smoke)"
-	@echo "make test        set up, then run the whole test suite"
+	@echo "make test        set up, then run the whole test suite (PYTEST_ARGS='...' for pytest)"
 	@echo "make setup       set up only (Debian packages as root, .venv/ with pinned packages)"
 	@echo "make spack       concretize and install the Spack environment (needs spack)"
 	@echo "make acceptance SYSTEM=S   the full methodology on system S"
@@ -20,7 +20,7 @@ run: setup
 	@bash scripts/run-local
 
 test: setup
-	@bash scripts/run-tests
+	@bash scripts/run-tests $(PYTEST_ARGS)
 
 spack: setup
 	@$(VENV)/bin/clusterproof spack concretize

@@ -3,7 +3,10 @@
 ``need_root`` / ``need_netns`` skip with the reason where the machine lacks
 them. ``emu_cluster`` starts the local Slurm cluster once per test session
 (4 nodes) and yields its environment (``SLURM_CONF`` and friends); it is
-brought down at the end of the session.
+brought down at the end of the session. Every test that uses it is marked
+``cluster`` (``pytest -m cluster`` runs them) and finds the cluster in a
+known state, and leaves it so, whatever happened before: no job, every node
+idle (``emu_known_state``).
 """
 
 import contextlib
@@ -12,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,28 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / '.venv' / 'bin'
 DATA = Path(__file__).resolve().parent / 'data'
+
+#: Bound of every wait in the tests, in seconds: for a job state, a file, a
+#: log line, a program's end. A wait ends at its event; the bound only turns
+#: a hang into a failure, so it is generous enough for a loaded machine (the
+#: suite must pass while other work shares the processors).
+WAIT_S = 1200
+
+
+def wait_for(what, ready, timeout=WAIT_S, proc=None, interval=0.2):
+    """Return as soon as ``ready()`` is true. Fail naming ``what`` when
+    ``timeout`` seconds pass first, or at once when ``proc`` (a Popen whose
+    output is a pipe) ends before the event."""
+    end = time.monotonic() + timeout
+    while True:
+        if ready():
+            return
+        if proc is not None and proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ''
+            pytest.fail(f'the program ended before {what}:\n{(out or "")[-3000:]}')
+        if time.monotonic() > end:
+            pytest.fail(f'{what}: not within {timeout} s')
+        time.sleep(interval)
 
 
 def have_root():
@@ -81,7 +107,7 @@ def scratch_dirs_left(results_dir):
     return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
 
 
-def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=900):
+def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=WAIT_S):
     """Run ``reframe -c ... -r`` for real; returns the CompletedProcess."""
     cmd = [str(VENV_BIN / 'reframe')] + list(args)
     return subprocess.run(cmd, cwd=REPO, env=reframe_env(results_dir, mode, extra_env),
@@ -110,6 +136,7 @@ def emu_cluster_exclusive():
     try:
         fcntl.flock(_emu_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        fcntl.flock(_emu_lock, fcntl.LOCK_SH)     # a failed conversion drops the shared lock
         pytest.skip(f'local cluster instance {EMU_INSTANCE} is in use by another test session')
     try:
         yield
@@ -159,6 +186,55 @@ def emu_cluster():
             pass    # another session still uses it; it brings it down
         finally:
             _emu_lock.close()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'emu_shared_state: shares the state of the local cluster (a dead node) with '
+                   'the other tests of its module; their module fixture restores it')
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if 'emu_cluster' in getattr(item, 'fixturenames', ()):
+            item.add_marker(pytest.mark.cluster)
+
+
+def restore_emu_cluster():
+    """Bring the session's local cluster back to no job and every node idle
+    (:func:`clusterproof.cluster.faults.recover`); fails naming the nodes
+    that do not get there. Left alone while another test session uses the
+    same instance: its jobs are not ours to cancel."""
+    from clusterproof import cluster as lc
+    from clusterproof.cluster import faults
+    try:
+        fcntl.flock(_emu_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fcntl.flock(_emu_lock, fcntl.LOCK_SH)
+        return ['left alone: another test session uses this instance']
+    try:
+        spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
+        return faults.recover(spec, timeout=WAIT_S)
+    except Exception as err:
+        pytest.fail(f'the local cluster could not be brought back to a known state: {err}')
+    finally:
+        fcntl.flock(_emu_lock, fcntl.LOCK_SH)
+
+
+@pytest.fixture(autouse=True)
+def emu_known_state(request):
+    """Around every test that uses the local cluster: no job left, drained or
+    down nodes resumed, dead slurmds started again, every node idle, before
+    the test and after it (even when it failed). Tests marked
+    ``emu_shared_state`` share such a state on purpose and are left alone."""
+    if ('emu_cluster' not in request.fixturenames
+            or request.node.get_closest_marker('emu_shared_state')):
+        yield
+        return
+    request.getfixturevalue('emu_cluster')
+    restore_emu_cluster()
+    yield
+    restore_emu_cluster()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from conftest import WAIT_S
+
 REPO = Path(__file__).resolve().parent.parent
 RECORDED_DB = REPO / 'tests' / 'data' / 'results' / 'results.db'
 SELFTEST_CHECKS = REPO / 'tests' / 'checks' / 'results'
@@ -26,7 +28,7 @@ def cp_env(results, refs):
     return env
 
 
-def clusterproof(args, results, refs, timeout=300):
+def clusterproof(args, results, refs, timeout=WAIT_S):
     return subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof')] + list(args),
                           cwd=REPO, env=cp_env(results, refs), capture_output=True,
                           text=True, timeout=timeout)

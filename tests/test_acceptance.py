@@ -7,6 +7,7 @@ The check is the small real copy benchmark of the results tests
 test into a references directory of its own.
 """
 
+from conftest import WAIT_S
 from results_helpers import SELFTEST_CHECKS, clusterproof
 
 ARGS = ['acceptance', '--system', 'local', '--repetitions', '2',
@@ -30,7 +31,7 @@ def test_acceptance_passes_against_a_reachable_reference(tmp_path):
     refs = references(tmp_path, 1)              # 1 MB/s: any working machine
     out = tmp_path / 'acceptance.html'
     proc = clusterproof(ARGS[:1] + ['-o', str(out)] + ARGS[1:], tmp_path / 'results', refs,
-                        timeout=600)
+                        timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert 'repetition 2/2' in proc.stdout
     assert 'acceptance of local:' in proc.stdout and '0 not passed' in proc.stdout
@@ -42,6 +43,6 @@ def test_acceptance_passes_against_a_reachable_reference(tmp_path):
 
 def test_acceptance_fails_an_item_below_its_reference(tmp_path):
     refs = references(tmp_path, 10**9)          # 1 PB/s: no machine reaches it
-    proc = clusterproof(ARGS, tmp_path / 'results', refs, timeout=600)
+    proc = clusterproof(ARGS, tmp_path / 'results', refs, timeout=WAIT_S)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert 'FAIL' in proc.stdout and 'copy_bw' in proc.stdout

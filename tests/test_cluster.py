@@ -18,7 +18,8 @@ import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
-from conftest import EMU_INSTANCE, VENV_BIN, emu_cluster_exclusive, need_netns, need_repo_open_to_others, run_reframe
+from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns,
+                      need_repo_open_to_others, run_reframe, wait_for)
 
 CHECKS = Path(__file__).resolve().parent / 'checks'
 
@@ -106,6 +107,47 @@ def test_rendered_configuration(tmp_path):
     assert texts['hosts'].splitlines()[2:] == [f'198.18.0.{98 + i} n{i + 1}' for i in range(4)]
 
 
+HETERO = 'n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024'
+
+
+def test_a_node_spec_gives_each_node_its_cpus_and_memory(tmp_path):
+    spec = lc.Spec(instance=3, node_spec=HETERO, run_dir=tmp_path)
+    assert spec.nodes == 16
+    assert spec.hardware == [(2, 2048)] * 8 + [(1, 1024)] * 8
+    assert lc.describe(spec) == 'n[1-8] x 2 CPUs, 2048 MiB; n[9-16] x 1 CPU, 1024 MiB'
+    conf = lc.render_all(spec, 'ctl', 'secret')['slurm.conf']
+    assert 'NodeName=DEFAULT CPUs=2 RealMemory=2048' in conf
+    assert re.search(r'^NodeName=n8 NodeAddr=\S+$', conf, re.M)
+    assert re.search(r'^NodeName=n9 NodeAddr=\S+ CPUs=1 RealMemory=1024$', conf, re.M)
+    assert re.search(r'^PartitionName=emu Nodes=n\[1-16\] ', conf, re.M)
+    assert 'DefMemPerCPU=1024' in conf                     # fits the smallest node
+    assert lc.env_dict(spec)['CLUSTERPROOF_EMU_CPUS'] == '1'
+    # a key left out takes the per-node default; the spec survives cluster.json
+    spec = lc.Spec(instance=3, cpus=4, mem=4096, node_spec='n[1-2]:mem=1024; n3:cpus=1',
+                   run_dir=tmp_path)
+    assert spec.hardware == [(4, 1024), (4, 1024), (1, 4096)]
+    lc.Layout(tmp_path).marker.write_text(json.dumps(spec.to_dict()))
+    assert lc.load_spec(3, tmp_path) == spec
+
+
+@pytest.mark.parametrize('bad, words', [
+    ('', 'is empty'),
+    ('n[1-4]', "part 'n\\[1-4\\]': write NODES:cpus=C,mem=MiB"),
+    ('n[1-4:cpus=2', "part 'n\\[1-4:cpus=2': 'n\\[1-4' is not a node set"),
+    ('n[1-4]:cpu=2', "'cpu=2' is not one of cpus=N, mem=N"),
+    ('n[1-4]:cpus=two', "cpus='two' is not a whole number of CPUs"),
+    ('n[1-4]:mem=0', "mem='0' is not a whole number of MiB"),
+    ('n[1-4]:cpus=4,mem=128', 'mem=128 MiB is less than 64 MiB per CPU'),
+    ('n[1-4]:cpus=2;n4:cpus=1', "part 'n4:cpus=1': node n4 is already in part 'n\\[1-4\\]:cpus=2'"),
+    ('n[1-2]:cpus=2;n[4-5]:cpus=1', 'leaves out n3: name every node n1..n5 once'),
+    ('gpu[1-2]:cpus=2', "node 'gpu1': the local cluster's nodes are n1..n29"),
+    ('n[1-30]:cpus=1', '30 nodes; an instance has at most 29'),
+])
+def test_a_bad_node_spec_names_the_part_at_fault(bad, words):
+    with pytest.raises(ClusterproofError, match=words):
+        lc.parse_node_spec(bad)
+
+
 def test_a_template_with_an_unknown_placeholder_names_file_and_placeholder(tmp_path):
     (tmp_path / 'x.conf.in').write_text('A=${nope}\n')
     with pytest.raises(ClusterproofError, match=r'x\.conf\.in: placeholder \$\{nope\}'):
@@ -144,7 +186,7 @@ def _env(emu_cluster, **extra):
     return env
 
 
-def _run(cmd, env, timeout=120, **kw):
+def _run(cmd, env, timeout=WAIT_S, **kw):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
 
 
@@ -200,19 +242,22 @@ def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
     proc = _run(['srun', '-N4', '--job-name=cp-hostname', 'hostname'], env)
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.split()) == ['n1', 'n2', 'n3', 'n4']
-    # the accounting record arrives about 1 s after the job ends
-    for _ in range(50):
+    # the accounting record arrives after the job ends (about 1 s when idle)
+    rows = []
+
+    def completed():
         acct = _run(['sacct', '-n', '-X', '-P', '--name=cp-hostname', '-o', 'JobID,NodeList,State'], env)
-        rows = [r.split('|') for r in acct.stdout.split()]
-        if rows and rows[-1][2] == 'COMPLETED':
-            break
-        subprocess.run(['sleep', '0.2'])
-    assert rows and rows[-1][1:] == ['n[1-4]', 'COMPLETED'], acct.stdout + acct.stderr
+        rows[:] = [r.split('|') for r in acct.stdout.split()]
+        return rows and rows[-1][2] == 'COMPLETED'
+    wait_for('the accounting record of the job', completed)
+    assert rows[-1][1:] == ['n[1-4]', 'COMPLETED'], rows
 
 
 @need_netns
 def test_mpi_with_srun_pmix(emu_cluster, mpi_hello):
-    proc = _run(['srun', '--mpi=pmix', '-N4', '-n4', str(mpi_hello)], _env(emu_cluster, **MPI_ENV))
+    # a rank that dies ends the step at once: the others would wait for it in MPI until the bound
+    proc = _run(['srun', '--mpi=pmix', '--kill-on-bad-exit=1', '-N4', '-n4', str(mpi_hello)],
+                _env(emu_cluster, **MPI_ENV))
     assert proc.returncode == 0, proc.stderr
     _assert_hello_across_4_nodes(proc.stdout)
 
@@ -236,7 +281,7 @@ def test_mpi_with_mpirun_in_salloc(emu_cluster, mpi_hello):
 @need_netns
 def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
     proc = run_reframe(['-c', str(CHECKS / 'node_hostnames.py'), '-r', '--system', 'emu'],
-                       tmp_path, extra_env=emu_cluster, timeout=300)
+                       tmp_path, extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     reports = sorted((tmp_path / 'reports').glob('run-report-*.json'))
     assert reports, f'no run report in {tmp_path / "reports"}'
@@ -252,9 +297,9 @@ def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
 def _leftovers(k):
     """Processes, namespaces and links of instance k (none when down)."""
     inst = lc.Instance(k)
-    links = lc._links()
+    links = lc.links()
     found = [ln for ln in links if ln == inst.bridge or ln.startswith(f'cp{k}n')]
-    found += [ns for ns in lc._netns_list() if ns.startswith(f'cp{k}n')]
+    found += [ns for ns in lc.netns_list() if ns.startswith(f'cp{k}n')]
     run_dir = str(inst.default_run_dir())
     for proc in Path('/proc').iterdir():
         if not proc.name.isdigit():
@@ -264,9 +309,42 @@ def _leftovers(k):
             env = (proc / 'environ').read_bytes().decode(errors='replace')
         except OSError:
             continue
-        if cmd and (run_dir + '/') in cmd + env and lc._alive(int(proc.name)):
+        if cmd and (run_dir + '/') in cmd + env and lc.alive(int(proc.name)):
             found.append(f'pid {proc.name}: {cmd.strip()}')
     return found
+
+
+@need_netns
+def test_heterogeneous_nodes_register_their_own_cpus_and_memory(emu_cluster):
+    """A cluster brought up with --node-spec: Slurm reports each node's CPUs
+    and memory, and a 1-CPU node's jobs see one processor. The session's
+    cluster is brought back as it was."""
+    with emu_cluster_exclusive():
+        k = EMU_INSTANCE
+        spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
+        rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
+        assert _clusterproof('down', '--force', *rd).returncode == 0
+        try:
+            proc = _clusterproof('up', *rd, '--node-spec', 'n[1-2]:cpus=2,mem=2048;n[3-5]:cpus=1,mem=1024')
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert 'n[1-2] x 2 CPUs, 2048 MiB; n[3-5] x 1 CPU, 1024 MiB' in proc.stdout
+            assert 'export CLUSTERPROOF_EMU_NODES=5' in proc.stdout
+            env = _env(emu_cluster)
+            show = _run(['scontrol', '-o', 'show', 'node'], env)
+            assert show.returncode == 0, show.stderr
+            found = {}
+            for line in show.stdout.splitlines():
+                fields = dict(f.split('=', 1) for f in line.split() if '=' in f)
+                found[fields['NodeName']] = (int(fields['CPUTot']), int(fields['RealMemory']))
+            assert found == {'n1': (2, 2048), 'n2': (2, 2048),
+                             'n3': (1, 1024), 'n4': (1, 1024), 'n5': (1, 1024)}
+            nproc = _run(['srun', '-w', 'n3', 'nproc'], env)
+            assert nproc.stdout.split() == ['1'], nproc.stdout + nproc.stderr
+        finally:
+            _clusterproof('down', '--force', *rd)
+            proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
+                                 '--mem-per-node', str(spec.mem))
+            assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 class _FailsAfterSlurmdbd(lc.Cluster):

@@ -19,8 +19,7 @@ def _run(results, refs, *extra, system='local', env=None):
     proc = run_reframe(['-c', str(SELFTEST_CHECKS), '-r', '--system', system,
                         '-S', 'copy_mib=192', *extra],
                        results, mode='nightly',
-                       extra_env={'CLUSTERPROOF_REFERENCES': str(refs), **(env or {})},
-                       timeout=300)
+                       extra_env={'CLUSTERPROOF_REFERENCES': str(refs), **(env or {})})
     found = re.findall(r'Current session stored with UUID: ([0-9a-f-]+)', proc.stdout)
     assert found, proc.stdout + proc.stderr
     return proc, found[-1]

@@ -230,13 +230,13 @@ def _args(tmpfs_dir):
 
 
 def test_emulated_and_psync_on_local(tmp_path, tmpfs_dir):
-    res = run_reframe(_args(tmpfs_dir) + ['--system', 'local'], tmp_path, timeout=300)
+    res = run_reframe(_args(tmpfs_dir) + ['--system', 'local'], tmp_path)
     _assert_fio_results(res, tmp_path, tmpfs_dir)
 
 
 def test_emulated_and_psync_on_emu(tmp_path, tmpfs_dir, emu_cluster):
     res = run_reframe(_args(tmpfs_dir) + ['--system', 'emu:srun'], tmp_path,
-                      extra_env=emu_cluster, timeout=400)
+                      extra_env=emu_cluster)
     _assert_fio_results(res, tmp_path, tmpfs_dir, emulated_partition=True)
 
 
@@ -246,7 +246,7 @@ def test_emulated_job_larger_than_tmpfs_is_skipped_with_the_sizes(tmp_path, tmpf
     res = run_reframe(['-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
                        '-n', 'PmemFioEmulated', '-S', f'PmemFioEmulated.tmpfs_dir={tmpfs_dir}',
                        '-S', 'PmemFioEmulated.filesize=1099511627776',
-                       '-S', 'PmemFioEmulated.numjobs=64'], tmp_path, timeout=300)
+                       '-S', 'PmemFioEmulated.numjobs=64'], tmp_path)
     assert res.returncode == 0, res.stdout[-3000:]
     assert re.search(r'bytes free on tmpfs, want \d+', res.stdout), res.stdout[-3000:]
     assert 'SKIP' in res.stdout and not os.path.exists(tmpfs_dir)

@@ -76,8 +76,7 @@ def _check_passed(case, ranks):
 
 @need_hpcc
 def test_hpcc_on_local_over_mpirun(tmp_path):
-    res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'local'], tmp_path,
-                      timeout=300)
+    res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'local'], tmp_path)
     assert res.returncode == 0, res.stdout[-3000:]
     from clusterproof.site.topology import cpu_topology
     topo = cpu_topology()
@@ -91,7 +90,7 @@ def test_hpcc_on_local_over_mpirun(tmp_path):
 @need_netns
 def test_hpcc_across_four_nodes_of_the_local_cluster(tmp_path, emu_cluster):
     res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'emu'], tmp_path,
-                      extra_env=emu_cluster, timeout=600)
+                      extra_env=emu_cluster)
     assert res.returncode == 0, res.stdout[-3000:]
     cases = report_cases(tmp_path)
     assert sorted(c['partition'] for c in cases) == ['mpirun', 'srun']

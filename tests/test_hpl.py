@@ -131,7 +131,7 @@ def test_hpl_skipped_with_the_build_command_when_xhpl_is_missing(tmp_path):
     if binaries.locate('xhpl'):
         pytest.skip('xhpl is present here (see test_hpl_on_local)')
     res = run_reframe(['-c', 'reframe_checks/hpl.py', '-r', '--system', 'local'], tmp_path,
-                      extra_env={'CLUSTERPROOF_SPACK_VIEW': str(tmp_path / 'no-view')}, timeout=120)
+                      extra_env={'CLUSTERPROOF_SPACK_VIEW': str(tmp_path / 'no-view')})
     assert res.returncode == 0, res.stdout[-3000:]
     assert 'SKIP' in res.stdout and 'spack -e . install hpl@2.3' in res.stdout
 
@@ -139,8 +139,7 @@ def test_hpl_skipped_with_the_build_command_when_xhpl_is_missing(tmp_path):
 @pytest.mark.skipif(binaries.locate('xhpl') is None,
                     reason='xhpl not in the Spack view or on PATH (spack -e . install hpl@2.3)')
 def test_hpl_on_local(tmp_path):
-    res = run_reframe(['-c', 'reframe_checks/hpl.py', '-r', '--system', 'local'], tmp_path,
-                      timeout=300)
+    res = run_reframe(['-c', 'reframe_checks/hpl.py', '-r', '--system', 'local'], tmp_path)
     assert res.returncode == 0, res.stdout[-3000:]
     case = next(c for c in report_cases(tmp_path) if c['display_name'] == 'Hpl %num_nodes=1')
     assert case['result'] == 'pass'

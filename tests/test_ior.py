@@ -197,7 +197,7 @@ need_ior = pytest.mark.skipif(
 @need_ior
 def test_ior_on_local(tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=2',
-                        '--system', 'local', '-r'], tmp_path, timeout=300)
+                        '--system', 'local', '-r'], tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     [case] = report_cases(tmp_path)
     assert case['result'] == 'pass', case.get('fail_reason')
@@ -218,7 +218,7 @@ def test_ior_failure_fails_sanity_and_removes_the_test_dir(tmp_path):
     # O_DIRECT (smoke) with 1000-byte transfers: the writes fail, IOR stops with ERROR.
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=1',
                         '-S', 'IorSharedFile.transfer_size=1000', '--system', 'local', '-r'],
-                       tmp_path, timeout=300)
+                       tmp_path)
     assert proc.returncode != 0
     [case] = report_cases(tmp_path)
     assert case['result'] == 'fail'
@@ -233,7 +233,7 @@ def test_ior_failure_fails_sanity_and_removes_the_test_dir(tmp_path):
 @need_netns
 def test_ior_on_the_local_cluster(emu_cluster, tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=8',
-                        '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
+                        '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     cases = report_cases(tmp_path)
     assert sorted(tc['partition'] for tc in cases) == ['mpirun', 'srun']

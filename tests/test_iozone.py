@@ -16,7 +16,7 @@ from clusterproof.methods import sizing
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import iozone as parser
 
-from conftest import DATA, REPO, run_reframe
+from conftest import DATA, REPO, WAIT_S, run_reframe
 
 REC = DATA / 'iozone'
 
@@ -135,7 +135,7 @@ def test_thread_lists_per_mode():
 def pixstor_scripts(tmp_path_factory):
     results = tmp_path_factory.mktemp('pixstor-dry')
     out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'pixstor', '--dry-run'],
-                      results, mode='acceptance', timeout=300)
+                      results, mode='acceptance')
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     scripts = {}
     for script in (results / 'stage').rglob('rfm_job.sh'):
@@ -199,7 +199,7 @@ def test_end_to_end_on_the_local_cluster(emu_cluster, tmp_path):
     scratch_dir = results / 'scratch'
     out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'emu:srun', '-r',
                        '--keep-stage-files'],
-                      results, mode='smoke', extra_env=emu_cluster, timeout=600)
+                      results, mode='smoke', extra_env=emu_cluster)
     _check_run(out, results, scratch_dir, 8)
     for t in (1, 2, 4, 8):
         assert f'IOzoneSequential %threads={t}' in out.stdout
@@ -221,7 +221,7 @@ def test_end_to_end_on_the_local_cluster(emu_cluster, tmp_path):
 def test_end_to_end_on_this_machine(tmp_path):
     results = tmp_path / 'results'
     out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'local', '-r',
-                       '-n', 'IOzoneSequential%threads=2'], results, mode='smoke', timeout=300)
+                       '-n', 'IOzoneSequential%threads=2'], results, mode='smoke')
     _check_run(out, results, results / 'scratch', 1)
     assert 'P: read_gbs' in out.stdout
 
@@ -245,7 +245,7 @@ def test_sbatch_templates_refuse_before_writing(tmp_path, script, args, ram, wor
     env = dict(os.environ, SLURM_JOB_NODELIST='n[1-4]', SLURM_JOB_ID='1', RAM_GIB=ram,
                CLUSTERPROOF_REPO=str(REPO), IOR='/bin/true', IOZONE='/bin/true')
     out = subprocess.run(['bash', str(REPO / 'slurm' / script)] + args, env=env, cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=WAIT_S)
     assert out.returncode == 2, out.stdout + out.stderr
     assert re.search(words, out.stderr), out.stderr
     assert not scratch_dir.exists() or list(scratch_dir.iterdir()) == []

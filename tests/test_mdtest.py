@@ -116,7 +116,7 @@ def _figures(case):
 @need_mdtest
 def test_mdtest_on_local(tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=2',
-                        '--system', 'local', '-r'], tmp_path, timeout=300)
+                        '--system', 'local', '-r'], tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     [case] = report_cases(tmp_path)
     assert case['result'] == 'pass', case.get('fail_reason')
@@ -134,7 +134,7 @@ def test_mdtest_on_local(tmp_path):
 @need_netns
 def test_mdtest_on_the_local_cluster(emu_cluster, tmp_path):
     proc = run_reframe(['-c', str(CHECK), '-n', 'Mdtest', '-P', 'threads=8',
-                        '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster, timeout=600)
+                        '--system', 'emu', '-r'], tmp_path, extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     cases = report_cases(tmp_path)
     assert sorted(tc['partition'] for tc in cases) == ['mpirun', 'srun']

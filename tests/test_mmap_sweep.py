@@ -14,7 +14,7 @@ from clusterproof.methods import mmap_sweep
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
 
-from conftest import DATA, REPO, reframe_env, run_reframe
+from conftest import DATA, REPO, WAIT_S, reframe_env, run_reframe
 
 SRC = REPO / 'reframe_checks' / 'src' / 'mmap_sweep' / 'mmap_sweep.c'
 
@@ -30,7 +30,7 @@ def binary(tmp_path_factory):
 
 
 def run(binary, *args):
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=WAIT_S)
 
 
 def test_help(binary):
@@ -165,13 +165,13 @@ def _assert_sweep_results(res, results):
 
 def test_sweep_on_local(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/mmap_sweep.py', '-r', '--system', 'local'],
-                      tmp_path, timeout=300)
+                      tmp_path)
     _assert_sweep_results(res, tmp_path)
     # The report shows the published table's memory/device ratio per test case.
     page = tmp_path / 'report.html'
     out = subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof'), 'report', '--last', '1',
                           '-o', str(page)], cwd=REPO, capture_output=True, text=True,
-                         env=reframe_env(tmp_path), timeout=120)
+                         env=reframe_env(tmp_path), timeout=WAIT_S)
     assert out.returncode == 0, out.stdout + out.stderr
     table = page.read_text().split('id="mmap-ratio-table"')[1].split('</table>')[0]
     rows = re.findall(r'<tr><td>(MmapSweep [^<]*)<span class="flag">SMOKE</span></td>'
@@ -185,5 +185,5 @@ def test_sweep_on_local(tmp_path):
 
 def test_sweep_on_emu(tmp_path, emu_cluster):
     res = run_reframe(['-c', 'reframe_checks/mmap_sweep.py', '-r', '--system', 'emu:srun'],
-                      tmp_path, extra_env=emu_cluster, timeout=400)
+                      tmp_path, extra_env=emu_cluster)
     _assert_sweep_results(res, tmp_path)

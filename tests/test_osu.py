@@ -58,8 +58,7 @@ def test_malformed_output_names_the_file():
 
 
 def test_osu_skipped_on_one_node(tmp_path):
-    res = run_reframe(['-c', 'reframe_checks/osu.py', '-r', '--system', 'local'], tmp_path,
-                      timeout=120)
+    res = run_reframe(['-c', 'reframe_checks/osu.py', '-r', '--system', 'local'], tmp_path)
     assert res.returncode == 0, res.stdout[-3000:]
     assert res.stdout.count('SKIP') == 3
     assert 'measures the network between two nodes; local:default has 1' in res.stdout
@@ -71,7 +70,7 @@ def test_osu_skipped_on_one_node(tmp_path):
                            '(spack -e . install osu-micro-benchmarks@7.5.1)')
 def test_osu_between_two_nodes_of_the_local_cluster(tmp_path, emu_cluster):
     res = run_reframe(['-c', 'reframe_checks/osu.py', '-r', '--system', 'emu:srun'], tmp_path,
-                      extra_env=emu_cluster, timeout=600)
+                      extra_env=emu_cluster)
     assert res.returncode == 0, res.stdout[-3000:]
     for case in report_cases(tmp_path):
         assert case['result'] == 'pass'

@@ -7,7 +7,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.references import judge as references
 from clusterproof.paths import REFERENCES_DIR
-from conftest import REPO, VENV_BIN, reframe_env
+from conftest import REPO, VENV_BIN, WAIT_S, reframe_env
 
 
 def write(tmp_path, text, name='sys.yaml'):
@@ -106,7 +106,7 @@ def run_probe(tmp_path, refs, mode):
         return subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(check), '-r',
                                '--system', 'local'],
                               cwd=REPO, env=reframe_env(tmp_path / 'results', mode),
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=WAIT_S)
     finally:
         ref.unlink()
 

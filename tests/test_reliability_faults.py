@@ -15,17 +15,25 @@ counts printed at the end of the test run (tests/conftest.py).
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from clusterproof import cluster as lc
+from clusterproof.cluster import faults
 from clusterproof.checks import reliability
-from conftest import EMU_INSTANCE, REPO, VENV_BIN, need_netns, reframe_env, report_cases
+from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, need_netns, reframe_env, report_cases,
+                      restore_emu_cluster, wait_for)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 CHECKS = REPO / 'reframe_checks'
+
+#: ReliabilityHold holds far longer than any wait for the fault (a killed
+#: node, a signal) may take on a loaded machine; the fault ends it, so the
+#: length costs nothing. Its time limit leaves room for Slurm to notice a dead
+#: node (SlurmdTimeout) however slow the machine is.
+_HOLD_UNTIL_THE_FAULT = ['-S', f'ReliabilityHold.hold={WAIT_S}',
+                         '-S', f'ReliabilityHold.time_limit={2 * WAIT_S}s']
 
 
 # ------------------------------------------------------------------ helpers
@@ -86,22 +94,21 @@ def _start_reframe(args, env):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _poll(what, ready, timeout, proc=None):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if ready():
-            return
-        if proc is not None and proc.poll() is not None:
-            pytest.fail(f'reframe ended before {what}:\n{proc.stdout.read()[-3000:]}')
-        time.sleep(0.1)
-    pytest.fail(f'{what}: not within {timeout} s')
-
-
 def _text(path):
     try:
         return Path(path).read_text()
     except OSError:
         return ''
+
+
+def _cleaned_up(log, check):
+    """True when ReFrame's debug log shows that it removed the stage
+    directory of ``check`` and then polled its jobs again: the loop iteration
+    that cleaned the check up is over."""
+    lines = _text(log).splitlines()
+    at = next((n for n, ln in enumerate(lines)
+               if f'{check} /' in ln and 'Removing stage directory' in ln), None)
+    return at is not None and any("[CMD] 'sacct" in ln for ln in lines[at + 1:])
 
 
 def _squeue(env, name=None):
@@ -120,34 +127,36 @@ def _spec():
 def node_death_session(emu_cluster, tmp_path_factory):
     """One ReFrame session on emu with three checks: ReliabilityQuick
     (completes), ReliabilityHold on all four nodes (node n2 is killed while it
-    runs) and ReliabilityHang (never ends; the smoke time limit ends it)."""
+    runs) and ReliabilityHang (never ends; the smoke time limit ends it).
+    Starts from a known state (no job, every node idle) and restores it at
+    the end, n2 included, whatever the tests did."""
+    restore_emu_cluster()
     results = tmp_path_factory.mktemp('node-death')
     scratch_dir = results / 'scratch'
     env = _emu_env(emu_cluster, results, scratch_dir)
     spec = _spec()
     proc = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
-                           '-S', 'ReliabilityHold.hold=25',
+                           *_HOLD_UNTIL_THE_FAULT,
                            '-S', 'ReliabilityQuick.avoid_nodes=n2',
                            '-S', 'ReliabilityHang.avoid_nodes=n2'], env)
     try:
         # the Hold job runs on all nodes and its step runs on n2
-        _poll('ReliabilityHold running on n2',
-              lambda: any(j[2] == 'RUNNING' for j in _squeue(env, 'Hold'))
-              and len(reliability.node_pids(spec, 'n2')) > 1, 60, proc)
-        killed = reliability.kill_node(spec, 'n2')
-        out, _ = proc.communicate(timeout=240)
+        wait_for('ReliabilityHold running on n2',
+                 lambda: any(j[2] == 'RUNNING' for j in _squeue(env, 'Hold'))
+                 and len(faults.node_pids(spec, 'n2')) > 1, proc=proc)
+        killed = faults.kill_node(spec, 'n2')
+        out, _ = proc.communicate(timeout=WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     yield {'results': results, 'scratch': scratch_dir, 'out': out, 'rc': proc.returncode,
            'killed': killed, 'env': env, 'spec': spec, 'cases': _cases(results)}
-    # bring n2 back whatever happened above
-    if not any(p for p in reliability.node_pids(spec, 'n2')):
-        reliability.restart_node(spec, 'n2')
+    restore_emu_cluster()
 
 
 @need_netns
+@pytest.mark.emu_shared_state
 def test_node_death_fails_naming_the_node_and_the_session_goes_on(node_death_session,
                                                                   record_property):
     record_property('reliability', 'fault')
@@ -168,20 +177,21 @@ def test_node_death_fails_naming_the_node_and_the_session_goes_on(node_death_ses
     assert ('ReliabilityQuick', 'pass') in {(c, r) for c, r, _ in perf}
     assert all(r != 'pass' for c, r, _ in perf if c in ('ReliabilityHold', 'ReliabilityHang'))
     # Slurm does not run the failed job again later (--no-requeue)
-    _poll('the failed job to leave the queue', lambda: not _squeue(s['env'], 'Hold'), 30)
+    wait_for('the failed job to leave the queue', lambda: not _squeue(s['env'], 'Hold'))
     # the test directory of the failed check is gone
     assert [p.name for p in s['scratch'].iterdir() if not p.name.startswith('.')] == []
 
 
 @need_netns
+@pytest.mark.emu_shared_state
 def test_resumed_node_passes_a_rerun(node_death_session, record_property):
     record_property('reliability', 'fault')
     s = node_death_session
-    state = reliability.restart_node(s['spec'], 'n2')
+    state = faults.restart_node(s['spec'], 'n2')
     assert state.startswith('idle')
     proc = subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(FAULTS), '-r', '--system', 'emu:srun',
                            '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
-                          cwd=REPO, env=s['env'], capture_output=True, text=True, timeout=180)
+                          cwd=REPO, env=s['env'], capture_output=True, text=True, timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert _cases(s['results'])['ReliabilityHold']['result'] == 'pass'
     out = s['results'] / 'output' / 'emu' / 'srun' / 'gnu' / 'ReliabilityHold' / 'rfm_job.out'
@@ -194,6 +204,7 @@ def test_resumed_node_passes_a_rerun(node_death_session, record_property):
 
 
 @need_netns
+@pytest.mark.emu_shared_state
 def test_hang_is_ended_by_the_time_limit_of_the_mode(node_death_session, record_property):
     record_property('reliability', 'fault')
     s = node_death_session
@@ -217,10 +228,10 @@ def test_job_cancelled_before_it_ran_fails_naming_state_and_cause(emu_cluster, t
                            '-n', 'ReliabilityQuick', '-S', 'ReliabilityQuick.begin=now+1hour'],
                           env)
     try:
-        _poll('ReliabilityQuick queued', lambda: any(j[2] == 'PENDING'
-                                                     for j in _squeue(env, 'Quick')), 60, proc)
+        wait_for('ReliabilityQuick queued', lambda: any(j[2] == 'PENDING'
+                                                     for j in _squeue(env, 'Quick')), proc=proc)
         subprocess.run(['scancel', '--name', 'rfm_ReliabilityQuick'], env=env, check=True)
-        out, _ = proc.communicate(timeout=120)
+        out, _ = proc.communicate(timeout=WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -247,22 +258,23 @@ def test_interrupted_run_cancels_jobs_removes_files_keeps_results(emu_cluster, t
     env = _emu_env(emu_cluster, tmp_path, scratch_dir)
     proc = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
                            '-n', 'ReliabilityQuick|ReliabilityHold',
-                           '-S', 'ReliabilityHold.hold=120'], env)
+                           *_HOLD_UNTIL_THE_FAULT], env)
     job_ids = []
     try:
-        _poll('ReliabilityQuick finished and ReliabilityHold running',
-              lambda: not _squeue(env, 'Quick')
-              and any(j[2] == 'RUNNING' for j in _squeue(env, 'Hold'))
-              and '(1/2) ReliabilityQuick' in _text(tmp_path / 'reframe.log')
-              # finished means cleaned up too: ReFrame marks a test that is
-              # still cleaning up when interrupted as aborted
-              and (tmp_path / 'output' / 'emu' / 'srun' / 'gnu' / 'ReliabilityQuick').is_dir()
-              and not (tmp_path / 'stage' / 'emu' / 'srun' / 'gnu' / 'ReliabilityQuick').exists()
-              and len(list(scratch_dir.glob('hold-*/file.n*'))) == 4, 60, proc)
-        time.sleep(1)       # past the end of ReliabilityQuick's cleanup stage
+        wait_for('ReliabilityQuick finished and ReliabilityHold running',
+                 lambda: not _squeue(env, 'Quick')
+                 and any(j[2] == 'RUNNING' for j in _squeue(env, 'Hold'))
+                 and '(1/2) ReliabilityQuick' in _text(tmp_path / 'reframe.log')
+                 # finished means cleaned up too: ReFrame marks a test that is
+                 # still cleaning up when interrupted as aborted
+                 and (tmp_path / 'output' / 'emu' / 'srun' / 'gnu' / 'ReliabilityQuick').is_dir()
+                 and not (tmp_path / 'stage' / 'emu' / 'srun' / 'gnu' / 'ReliabilityQuick').exists()
+                 and len(list(scratch_dir.glob('hold-*/file.n*'))) == 4
+                 # and past the end of that cleanup stage
+                 and _cleaned_up(tmp_path / 'reframe.log', 'ReliabilityQuick'), proc=proc)
         job_ids = [j[0] for j in _squeue(env, 'Hold')]
         proc.send_signal(getattr(signal, sig))
-        out, _ = proc.communicate(timeout=60)
+        out, _ = proc.communicate(timeout=WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -271,7 +283,7 @@ def test_interrupted_run_cancels_jobs_removes_files_keeps_results(emu_cluster, t
                 subprocess.run(['scancel'] + job_ids, env=env)
     assert proc.returncode != 0, out[-3000:]
     # no Slurm job left; accounting says cancelled
-    _poll('the cancelled job to leave the queue', lambda: not _squeue(env, 'Hold'), 30)
+    wait_for('the cancelled job to leave the queue', lambda: not _squeue(env, 'Hold'))
     acct = subprocess.run(['sacct', '-X', '-n', '-P', '-j', ','.join(job_ids), '-o', 'jobid,state'],
                           env=env, capture_output=True, text=True).stdout
     assert all('CANCELLED' in ln for ln in acct.split('\n') if ln.strip()), acct

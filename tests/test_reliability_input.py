@@ -20,7 +20,7 @@ import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof.checks import scratch
-from conftest import REPO, VENV_BIN, run_reframe
+from conftest import REPO, VENV_BIN, WAIT_S, run_reframe
 
 CHECKS = REPO / 'reframe_checks'
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
@@ -33,7 +33,7 @@ def _bad_input(record_property):
 
 def _clusterproof(*args, env=None):
     return subprocess.run([str(VENV_BIN / 'clusterproof'), *args], cwd=REPO, capture_output=True,
-                          text=True, env=dict(os.environ, **(env or {})), timeout=120)
+                          text=True, env=dict(os.environ, **(env or {})), timeout=WAIT_S)
 
 
 def _written(scratch_dir):
@@ -93,8 +93,7 @@ def test_reference_with_a_wrong_unit_is_refused_before_the_run(tmp_path):
         """)
     results = tmp_path / 'results'
     proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityQuick', '-r', '--system', 'local'],
-                       results, mode='nightly', extra_env={'CLUSTERPROOF_REFERENCES': str(refs)},
-                       timeout=120)
+                       results, mode='nightly', extra_env={'CLUSTERPROOF_REFERENCES': str(refs)})
     text = _refused_by_reframe(proc, results, 'local.yaml', 'tasks', "'MB/s'", "'count'")
     assert 'setup' in proc.stdout      # refused in the setup stage: the job never ran
     assert not list((results / 'output').rglob('rfm_job.out')), text
@@ -122,8 +121,7 @@ def test_impossible_tolerance_or_unit(tmp_path, entry, words):
 # ---------------------------------------------------- systems and partitions
 
 def test_unknown_system_reframe(tmp_path):
-    proc = run_reframe(['-c', str(FAULTS), '-r', '--system', 'nosuch'], tmp_path / 'results',
-                       timeout=120)
+    proc = run_reframe(['-c', str(FAULTS), '-r', '--system', 'nosuch'], tmp_path / 'results')
     assert proc.returncode != 0
     assert "'nosuch'" in proc.stdout + proc.stderr
     assert not (tmp_path / 'results' / 'stage').exists()
@@ -136,8 +134,7 @@ def test_unknown_system_clusterproof_validate():
 
 
 def test_unknown_partition(tmp_path):
-    proc = run_reframe(['-c', str(FAULTS), '-r', '--system', 'local:nosuch'], tmp_path / 'results',
-                       timeout=120)
+    proc = run_reframe(['-c', str(FAULTS), '-r', '--system', 'local:nosuch'], tmp_path / 'results')
     assert proc.returncode != 0
     assert 'nosuch' in proc.stdout + proc.stderr
     assert not (tmp_path / 'results' / 'stage').exists()
@@ -166,7 +163,7 @@ def test_site_configuration_missing_the_scratch_directory(tmp_path):
     results = tmp_path / 'results'
     proc = run_reframe(['-c', str(CHECKS / 'pmem.py'), '-n', 'StorageFioBaseline', '-r',
                         '--system', 'local'], results,
-                       extra_env={'RFM_CONFIG_FILES': str(site)}, timeout=120)
+                       extra_env={'RFM_CONFIG_FILES': str(site)})
     # refused: the check does not run (skip) and says which key of which file to declare
     cases = [tc for run in json.loads(sorted((results / 'reports').glob('*.json'))[-1].read_text())
              ['runs'] for tc in run['testcases']]
@@ -182,7 +179,7 @@ def test_iozone_thread_count_it_cannot_take(tmp_path, threads):
     results, scratch_dir = tmp_path / 'results', tmp_path / 'scratch'
     proc = run_reframe(['-c', str(CHECKS / 'iozone.py'), '-n', 'IOzoneSequential', '-r',
                         '--system', 'local', '-P', f'IOzoneSequential.threads={threads}'],
-                       results, extra_env={'CLUSTERPROOF_SCRATCH': str(scratch_dir)}, timeout=120)
+                       results, extra_env={'CLUSTERPROOF_SCRATCH': str(scratch_dir)})
     text = _refused_by_reframe(proc, results, threads)
     assert 'thread' in text
     assert _written(scratch_dir) == []
@@ -203,7 +200,7 @@ def test_sizes_zero_negative_or_larger_than_free_space(tmp_path, total, words):
     results, scratch_dir = tmp_path / 'results', tmp_path / 'scratch'
     proc = run_reframe(['-c', str(CHECKS / 'iozone.py'), '-n', 'IOzoneSequential%threads=1', '-r',
                         '--system', 'local', '-S', f'IOzoneSequential.total={total}'],
-                       results, extra_env={'CLUSTERPROOF_SCRATCH': str(scratch_dir)}, timeout=120)
+                       results, extra_env={'CLUSTERPROOF_SCRATCH': str(scratch_dir)})
     _refused_by_reframe(proc, results, *words)
     assert _written(scratch_dir) == []
 
@@ -217,7 +214,7 @@ def test_scratch_is_root_or_a_home_directory(tmp_path, where):
     before = set(os.listdir(target))
     proc = run_reframe(['-c', str(CHECKS / 'pmem.py'), '-n', 'StorageFioBaseline', '-r',
                         '--system', 'local'], results,
-                       extra_env={'CLUSTERPROOF_SCRATCH': target}, timeout=120)
+                       extra_env={'CLUSTERPROOF_SCRATCH': target})
     reasons = _fail_reasons(results)
     text = '\n'.join(r for _, r in reasons) + proc.stdout
     assert all(res != 'pass' for res, _ in reasons)
@@ -257,7 +254,7 @@ def test_metacharacters_in_the_scratch_directory(tmp_path, payload):
     results = tmp_path / 'results'
     proc = run_reframe(['-c', str(CHECKS / 'iozone.py'), '-n', 'IOzoneSequential%threads=1', '-r',
                         '--system', 'local'], results,
-                       extra_env={'CLUSTERPROOF_SCRATCH': f'{tmp_path}/s{cmd}'}, timeout=120)
+                       extra_env={'CLUSTERPROOF_SCRATCH': f'{tmp_path}/s{cmd}'})
     _refused_by_reframe(proc, results, 'not allowed')
     assert not pwned.exists()
 
@@ -268,7 +265,7 @@ def test_metacharacters_in_the_site_configuration(tmp_path, payload):
     results = tmp_path / 'results'
     proc = run_reframe(['-c', str(CHECKS / 'pmem.py'), '-n', 'StorageFioBaseline', '-r',
                         '--system', 'local'], results,
-                       extra_env={'RFM_CONFIG_FILES': str(site)}, timeout=120)
+                       extra_env={'RFM_CONFIG_FILES': str(site)})
     assert proc.returncode != 0 or all(r != 'pass' for r, _ in _fail_reasons(results))
     assert 'not allowed' in proc.stdout + '\n'.join(r for _, r in _fail_reasons(results))
     assert not pwned.exists()
@@ -279,7 +276,7 @@ def test_metacharacters_in_a_command_line_option(tmp_path, payload):
     results, scratch_dir = tmp_path / 'results', tmp_path / 'scratch'
     proc = run_reframe(['-c', str(CHECKS / 'iozone.py'), '-n', 'IOzoneSequential%threads=1', '-r',
                         '--system', 'local', '-S', f'IOzoneSequential.master_address={cmd}'],
-                       results, extra_env={'CLUSTERPROOF_SCRATCH': str(scratch_dir)}, timeout=120)
+                       results, extra_env={'CLUSTERPROOF_SCRATCH': str(scratch_dir)})
     _refused_by_reframe(proc, results, 'master address', cmd)
     assert not pwned.exists()
     assert _written(scratch_dir) == []

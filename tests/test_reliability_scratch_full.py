@@ -112,7 +112,7 @@ def _run_full(args, results_dir, scratch_dir, extra_path=None, fill=False):
     if filler:
         filler.start()
     try:
-        proc = run_reframe(args + ['--system', 'local'], results_dir, extra_env=env, timeout=300)
+        proc = run_reframe(args + ['--system', 'local'], results_dir, extra_env=env)
     finally:
         if filler:
             filler.stop.set()

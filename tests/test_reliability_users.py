@@ -9,7 +9,6 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -17,8 +16,8 @@ import pytest
 
 from clusterproof import cluster as lc
 from clusterproof.checks import reliability
-from conftest import (EMU_INSTANCE, REPO, VENV_BIN, need_netns, need_repo_open_to_others,
-                      need_root, reframe_env)
+from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, need_netns, need_repo_open_to_others,
+                      need_root, reframe_env, wait_for)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 
@@ -27,19 +26,21 @@ def test_two_nightly_runs_at_once(tmp_path, record_property):
     record_property('reliability', 'fault')
     env = reframe_env(tmp_path)
     env['CLUSTERPROOF_CHECKS'] = str(FAULTS)
+    # the first run holds until the second one has been refused
+    release = tmp_path / 'release'
     nightly = [str(REPO / 'scripts' / 'nightly'), '--system', 'local', '--',
-               '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=6']
+               '-n', 'ReliabilityHold', '-S', f'ReliabilityHold.hold={WAIT_S}',
+               '-S', f'ReliabilityHold.release={release}',
+               '-S', f'ReliabilityHold.time_limit={2 * WAIT_S}s']
     first = subprocess.Popen(nightly, cwd=REPO, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
-        end = time.monotonic() + 60
-        while not (tmp_path / 'stage').exists() and time.monotonic() < end:
-            assert first.poll() is None, first.stdout.read()
-            time.sleep(0.1)
+        wait_for('the first nightly run staging its test', (tmp_path / 'stage').exists, proc=first)
         second = subprocess.run(nightly, cwd=REPO, env=env, capture_output=True, text=True,
-                                timeout=60)
+                                timeout=WAIT_S)
         assert first.poll() is None, 'the first run ended before the second started'
-        out, _ = first.communicate(timeout=240)
+        release.touch()
+        out, _ = first.communicate(timeout=WAIT_S)
     finally:
         if first.poll() is None:
             first.kill()
@@ -112,7 +113,7 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     argv = ['runuser', '-u', name, '--', 'env', '-i'] + [f'{k}={env[k]}' for k in keep if k in env]
     argv += reframe + ['-c', str(FAULTS), '-r', '--system', 'emu:srun',
              '-n', 'ReliabilityQuick|ReliabilityHold', '-S', 'ReliabilityHold.hold=1']
-    proc = subprocess.run(argv, cwd='/', capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(argv, cwd='/', capture_output=True, text=True, timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
     # the user's results are the user's own
     uid = pwd.getpwnam(name).pw_uid

@@ -10,6 +10,7 @@ import pytest
 
 from clusterproof.results.report import build
 from clusterproof.results.database import load_sessions, records
+from conftest import WAIT_S
 from results_helpers import clusterproof, recorded_results
 
 CHROMIUM = shutil.which('chromium') or '/usr/bin/chromium'
@@ -23,7 +24,7 @@ def chromium(tmp_path, page, *action):
            '--disable-sync', f'--user-data-dir={tmp_path / "chromium-profile"}',
            '--enable-logging=stderr', '--v=0', '--virtual-time-budget=5000',
            '--window-size=1200,2400', *action, page.as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_S)
     return proc.stdout, proc.stderr
 
 

@@ -21,7 +21,7 @@ import yaml
 from clusterproof import ClusterproofError
 from clusterproof.site import binaries
 from clusterproof.site import spackenv
-from conftest import DATA, REPO, run_reframe
+from conftest import DATA, REPO, WAIT_S, run_reframe
 
 SPACK_DATA = DATA / 'spack'
 LOCK = SPACK_DATA / 'spack.lock.local'
@@ -352,8 +352,7 @@ def test_checks_record_the_spack_spec_and_fail_without_provenance(tmp_path):
     proc = run_reframe(['-c', str(REPO / 'tests' / 'checks' / 'spack' / 'provenance.py'), '-r',
                         '--system', 'local', '--report-file', str(tmp_path / 'report.json')],
                        results, extra_env={'CLUSTERPROOF_SPACK_ENV': str(tmp_path / 'env'),
-                                           'CLUSTERPROOF_SPACK_VIEW': ''},
-                       timeout=300)
+                                           'CLUSTERPROOF_SPACK_VIEW': ''})
     report = json.loads((tmp_path / 'report.json').read_text())
     cases = {c['name']: c for run in report['runs'] for c in run['testcases']}
     ok = cases['SpackBinaryCheck']
@@ -375,7 +374,7 @@ def test_command_says_how_to_get_spack(tmp_path):
     env = dict(os.environ, PATH=f'{tmp_path}:/usr/bin:/bin')
     clusterproof = REPO / '.venv' / 'bin' / 'clusterproof'
     proc = subprocess.run([str(clusterproof), 'spack', 'concretize', '--system', 'emu'],
-                          capture_output=True, text=True, env=env, timeout=60)
+                          capture_output=True, text=True, env=env, timeout=WAIT_S)
     if shutil.which('spack', path=env['PATH']):
         pytest.skip('spack is in /usr/bin')
     assert proc.returncode == 2
@@ -386,7 +385,7 @@ def test_command_says_how_to_get_spack(tmp_path):
 
 def test_command_rejects_an_unknown_system():
     proc = subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof'), 'spack', 'status',
-                           '--system', 'nosuch'], capture_output=True, text=True, timeout=60)
+                           '--system', 'nosuch'], capture_output=True, text=True, timeout=WAIT_S)
     assert proc.returncode == 2
     assert "no Spack settings for system 'nosuch'" in proc.stderr
     assert 'local' in proc.stderr and 'minerva' in proc.stderr
@@ -433,7 +432,7 @@ def test_spack_installs_mmap_sweep_from_the_project_source(env_copy):
                           env=dict(os.environ, CLUSTERPROOF_SYSTEM='local'))
     assert proc.returncode == 0, proc.stderr[-3000:]
     exe = env_copy / '.spack-env' / 'view' / 'bin' / 'mmap_sweep'
-    out = subprocess.run([str(exe), '--help'], capture_output=True, text=True, timeout=30)
+    out = subprocess.run([str(exe), '--help'], capture_output=True, text=True, timeout=WAIT_S)
     assert out.returncode == 0 and '--size' in out.stdout + out.stderr
     # built out of the checkout: nothing left in the source directory
     src = env_copy / 'reframe_checks' / 'src' / 'mmap_sweep'

@@ -106,7 +106,7 @@ def test_l3_domains_of_this_machine():
                     reason='no STREAM source: run scripts/setup (make setup) to fetch it')
 def test_stream_on_local_built_from_source(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/stream.py', '-r', '--system', 'local'],
-                      tmp_path, timeout=300)
+                      tmp_path)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     cases = {c['display_name']: c for c in report_cases(tmp_path)}
     build = next(c for n, c in cases.items() if n.startswith('StreamBuild'))

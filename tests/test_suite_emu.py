@@ -27,7 +27,7 @@ MAY_SKIP = {'IorSharedFile', 'Mdtest', 'Hpl', 'OsuBandwidth', 'OsuMessageRate',
 def test_whole_suite_on_the_local_cluster(emu_cluster, tmp_path):
     results = tmp_path / 'results'
     proc = run_reframe(['-c', str(REPO / 'reframe_checks'), '-r', '--system', 'emu'],
-                       results, mode='smoke', extra_env=emu_cluster, timeout=900)
+                       results, mode='smoke', extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout[-4000:]
     report = sorted(glob.glob(str(results / 'reports' / 'run-report-*.json')))[-1]
     cases = json.load(open(report))['runs'][0]['testcases']

@@ -7,12 +7,12 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.site.validate import (find_partition, find_system, load_site_configuration,
                                    validate_system)
-from conftest import REPO, VENV_BIN
+from conftest import REPO, VENV_BIN, WAIT_S
 
 
 def test_shipped_configuration_validates():
     proc = subprocess.run([str(VENV_BIN / 'clusterproof'), 'validate'], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=WAIT_S)
     assert proc.returncode == 0, proc.stderr
     for part in ('pmserver:default', 'pixstor:clients', 'minerva:rome7452',
                  'emu:srun', 'emu:mpirun', 'local:default'):

@@ -1,5 +1,4 @@
-"""Why a job failed, in one line; and the few operations the reliability
-tests perform on the local cluster (a node dying, a node coming back).
+"""Why a job failed, in one line; whether a results database is intact.
 
 :func:`failure_cause` reads the output of a job (the program's, srun's and
 slurmstepd's messages) and names the cause a user needs first: a node that
@@ -7,20 +6,13 @@ failed (by name), the job's time limit, a full file system, a cancellation.
 Checks call it in their sanity function so the failure message says what
 happened instead of "pattern not found".
 
-:func:`kill_node` and :func:`restart_node` act on one node of a cluster
-started by ``clusterproof cluster up``: the first kills every process in the
-node's network namespace (its slurmd, the job steps and the tasks), which is
-what a node crash looks like to Slurm; the second starts the node's slurmd
-again the way ``up`` does and resumes the node.
+The faults the reliability tests inject into the local cluster (a node
+dying, a node coming back) are in :mod:`clusterproof.cluster.faults`.
 """
 
 import re
 import sqlite3
-import subprocess
-import time
 from pathlib import Path
-
-from clusterproof import ClusterproofError
 
 _NODE_FAIL = [
     re.compile(r'srun: error: Node failure on (\S+)'),
@@ -71,78 +63,6 @@ def failure_cause(text, job_state=None, time_limit=None):
     if state.startswith('CANCELLED') or _CANCELLED.search(text):
         return 'cancelled: the job was cancelled before it finished'
     return None
-
-
-# ------------------------------------------------------------ local cluster
-
-def _node_index(spec, node):
-    m = re.fullmatch(r'n(\d+)', node)
-    if not m or not 1 <= int(m.group(1)) <= spec.nodes:
-        raise ClusterproofError(f'node {node!r}: the cluster has nodes n1..n{spec.nodes}')
-    return int(m.group(1))
-
-
-def node_pids(spec, node):
-    """Pids of every process in the network namespace of ``node``."""
-    from clusterproof import cluster as lc
-    return lc._netns_pids(spec.inst.netns(_node_index(spec, node)))
-
-
-def kill_node(spec, node, timeout=10):
-    """Kill (SIGKILL) every process of ``node``: slurmd, step daemons, tasks.
-    Returns the pids killed. Only processes inside the node's own namespace
-    are touched."""
-    import os
-    import signal
-    killed = []
-    for pid in node_pids(spec, node):
-        try:
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-        except ProcessLookupError:
-            pass
-    end = time.monotonic() + timeout
-    while node_pids(spec, node) and time.monotonic() < end:
-        for pid in node_pids(spec, node):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.05)
-    return killed
-
-
-def restart_node(spec, node, timeout=30):
-    """Start ``node``'s slurmd again (as ``clusterproof cluster up`` does) and
-    resume it in Slurm; wait until it is idle. Returns its Slurm state."""
-    from clusterproof import cluster as lc
-    i = _node_index(spec, node)
-    lay = lc.Layout(spec.run_dir)
-    c = lc.Cluster(spec, log=lambda text: None)
-    if c.our_pid(f'slurmd {node}', lc._pid_from(lay.slurmd_pid_file(node))):
-        raise ClusterproofError(f'slurmd of {node} is still running')
-    pid_file = lay.slurmd_pid_file(node)
-    if pid_file.exists():
-        pid_file.unlink()
-    script = f'mount --bind {lay.hosts} /etc/hosts && hostname {node} && exec slurmd -f {lay.slurm_conf}'
-    proc = subprocess.run(['nsenter', f'--net=/run/netns/{spec.inst.netns(i)}', 'unshare', '--uts',
-                           '--mount', 'sh', '-c', script], env=c.env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise ClusterproofError(f'slurmd of {node} did not start (exit {proc.returncode}): '
-                                f'{(proc.stderr or proc.stdout).strip()[-300:]}')
-    end = time.monotonic() + timeout
-    state = ''
-    while time.monotonic() < end:
-        state = c.node_states().get(node, '')
-        if state.rstrip('*~#') == 'idle':
-            return state
-        if any(s in state for s in ('down', 'drain', 'fail')):
-            subprocess.run(['scontrol', 'update', f'nodename={node}', 'state=resume'],
-                           env=c.env, capture_output=True, text=True)
-        time.sleep(0.2)
-    raise ClusterproofError(f'{node} is {state or "unknown"} {timeout} s after its slurmd '
-                            f'started; see {lay.log / f"slurmd-{node}.log"}')
 
 
 # ---------------------------------------------------------------- results

@@ -31,6 +31,11 @@ def register(subparsers):
                     help=f'CPUs Slurm gives each node (default {lc.DEFAULT_CPUS})')
     up.add_argument('--mem-per-node', type=int, default=lc.DEFAULT_MEM_MIB, metavar='MiB',
                     help=f'memory Slurm gives each node, MiB (default {lc.DEFAULT_MEM_MIB})')
+    up.add_argument('--node-spec', metavar='SPEC', default='',
+                    help="nodes that differ: 'n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024' gives each "
+                         'group of nodes its CPUs and memory (MiB); it names every node n1..nN once and '
+                         'sets the node count (a key left out takes --cpus-per-node/--mem-per-node). '
+                         "A node's slurmd and jobs are bound to that many of this machine's processors")
     _add_common(up)
     up.set_defaults(func=cmd_up)
 
@@ -51,8 +56,12 @@ def register(subparsers):
 
 
 def cmd_up(args):
+    if args.node_spec and args.nodes != lc.DEFAULT_NODES:
+        raise ClusterproofError('--nodes and --node-spec disagree: --node-spec names the nodes, '
+                                'leave --nodes out')
     spec = lc.Spec(instance=args.instance, nodes=args.nodes, cpus=args.cpus_per_node,
-                   mem=args.mem_per_node, run_dir=lc.run_dir_for(args.instance, args.run_dir))
+                   mem=args.mem_per_node, run_dir=lc.run_dir_for(args.instance, args.run_dir),
+                   node_spec=args.node_spec)
     cluster = lc.Cluster(spec, log=lambda text: print(text, flush=True))
     if not cluster.up():
         for line in lc.env_lines(lc.load_spec(args.instance, args.run_dir)):

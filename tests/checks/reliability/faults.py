@@ -7,7 +7,8 @@ short enough for the test suite.
 ``ReliabilityHold``   one task per client node: each writes a file into the
                       test's own directory under the scratch directory
                       (clusterproof.checks.scratch, as the storage checks do), holds
-                      for ``hold`` seconds, then reports done. A node that dies
+                      for ``hold`` seconds (or until the file ``release``
+                      exists, when given), then reports done. A node that dies
                       meanwhile fails sanity with a message naming it.
 ``ReliabilityHang``   a program that never ends; the mode's time limit ends it
                       and the failure says timeout.
@@ -89,6 +90,10 @@ class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     #: seconds each task holds before reporting done
     hold = variable(int, value=30)
 
+    #: a file: each task stops holding as soon as it exists (a test creates
+    #: it when it has seen what it waited for), ``hold`` seconds at most
+    release = variable(str, value='')
+
     @run_after('setup')
     def one_task_per_node(self):
         nodes = 1
@@ -106,10 +111,14 @@ class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         scratch.remove_leftovers(self.scratch_root)
         self.test_dir = scratch.create_test_dir(
             self.scratch_root, scratch.plan_test_dir(self.scratch_root, 'hold'))
+        hold = f'{self.sleep} {self.hold}'
+        if self.release:
+            hold = (f't=0; while [ ! -e {self.release} ] && [ $t -lt {self.hold} ]; '
+                    f'do {self.sleep} 1; t=$((t+1)); done')
         self.executable = 'sh'
         self.executable_opts = ['-c', f"'h=$(hostname); echo start $h; "
                                       f"echo data > {self.test_dir}/file.$h; "
-                                      f"{self.sleep} {self.hold}; echo done $h'"]
+                                      f"{hold}; echo done $h'"]
         self.postrun_cmds = [scratch.shell_cleanup(self.test_dir)]
 
     @run_after('run')

@@ -1,0 +1,286 @@
+"""What a local cluster is and the files that describe it: the spec ``up``
+builds (instance, nodes, CPUs and memory of each node, run directory), where
+each file lives under the run directory, and the Slurm, slurmdbd and MariaDB
+configuration rendered from the templates in ``slurm/local-cluster/``. Pure
+functions over plain data.
+
+Nodes may differ: a node spec such as ``n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024``
+gives each group of nodes its CPUs and memory (MiB). Node sets are read with
+ClusterShell's NodeSet, the library Slurm sites and ReFrame use for them.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import string
+from pathlib import Path
+
+from ClusterShell.NodeSet import NodeSet, NodeSetException
+
+from clusterproof import ClusterproofError
+from clusterproof.cluster.network import MAX_NODES, Instance
+from clusterproof.paths import REPO
+from clusterproof.site.hostlist import compress
+
+TEMPLATES = REPO / 'slurm' / 'local-cluster'
+DEFAULT_NODES, DEFAULT_CPUS, DEFAULT_MEM_MIB = 4, 2, 2048
+MIN_MEM_PER_CPU = 64             # MiB
+NODE_SPEC_KEYS = ('cpus', 'mem')
+DB_NAME = 'slurm_acct_db'
+DB_USER = 'slurm'
+
+
+def node_names(nodes):
+    return [f'n{i}' for i in range(1, nodes + 1)]
+
+
+def hostlist(nodes):
+    """Slurm host list of nodes n1..n<nodes>: ``n1`` or ``n[1-4]``."""
+    if nodes < 1:
+        raise ClusterproofError(f'a cluster needs at least one node, not {nodes}')
+    return compress(node_names(nodes))
+
+
+def run_dir_for(k, run_dir=None):
+    """--run-dir, else $CLUSTERPROOF_CLUSTER_DIR, else /tmp/clusterproof-cluster<K>."""
+    if run_dir:
+        return Path(run_dir).resolve()
+    if os.environ.get('CLUSTERPROOF_CLUSTER_DIR'):
+        return Path(os.environ['CLUSTERPROOF_CLUSTER_DIR']).resolve()
+    return Instance(k).default_run_dir()
+
+
+def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
+    """CPUs and memory (MiB) of each node from a node spec
+    ``NODES:cpus=C,mem=M;NODES:...`` (``NODES`` a Slurm node set such as
+    ``n[1-8]``; a key left out takes ``cpus``/``mem``). Returns
+    ``[(cpus, mem)]`` for n1..nN: the spec must name each of n1..nN exactly
+    once. Errors name the part of the spec at fault."""
+    if not text or not text.strip():
+        raise ClusterproofError('--node-spec is empty: give e.g. n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024')
+    nodes = {}                          # index -> (cpus, mem, part)
+    for part in (p.strip() for p in text.split(';')):
+        if not part:
+            continue
+        where = f'--node-spec part {part!r}'
+        names, sep, keys = part.partition(':')
+        if not sep:
+            raise ClusterproofError(f'{where}: write NODES:cpus=C,mem=MiB, e.g. n[1-4]:cpus=2,mem=2048')
+        try:
+            nodeset = NodeSet(names.strip())
+        except NodeSetException as err:
+            raise ClusterproofError(f'{where}: {names.strip()!r} is not a node set ({err})') from None
+        if len(nodeset) == 0:
+            raise ClusterproofError(f'{where}: names no node')
+        if len(nodeset) > MAX_NODES:
+            raise ClusterproofError(f'{where}: {len(nodeset)} nodes; an instance has at most {MAX_NODES}')
+        values = {'cpus': cpus, 'mem': mem}
+        for item in (k.strip() for k in keys.split(',')):
+            key, eq, value = item.partition('=')
+            key = key.strip()
+            if not eq or key not in NODE_SPEC_KEYS:
+                raise ClusterproofError(f'{where}: {item!r} is not one of '
+                                        f'{", ".join(k + "=N" for k in NODE_SPEC_KEYS)}')
+            if not re.fullmatch(r'[1-9][0-9]*', value.strip()):
+                raise ClusterproofError(f'{where}: {key}={value.strip()!r} is not a whole number of '
+                                        f'{"CPUs" if key == "cpus" else "MiB"} (1 or more)')
+            values[key] = int(value)
+        if values['mem'] < MIN_MEM_PER_CPU * values['cpus']:
+            raise ClusterproofError(f'{where}: mem={values["mem"]} MiB is less than {MIN_MEM_PER_CPU} MiB '
+                                    f'per CPU ({MIN_MEM_PER_CPU * values["cpus"]} MiB for {values["cpus"]} CPUs)')
+        for name in nodeset:
+            m = re.fullmatch(r'n([1-9][0-9]*)', name)
+            if not m:
+                raise ClusterproofError(f'{where}: node {name!r}: the local cluster\'s nodes are '
+                                        f'n1..n{MAX_NODES}')
+            i = int(m.group(1))
+            if i > MAX_NODES:
+                raise ClusterproofError(f'{where}: node {name}: an instance has at most {MAX_NODES} nodes')
+            if i in nodes:
+                raise ClusterproofError(f'{where}: node {name} is already in part {nodes[i][2]!r}')
+            nodes[i] = (values['cpus'], values['mem'], part)
+    if not nodes:
+        raise ClusterproofError('--node-spec names no node')
+    count = max(nodes)
+    missing = [f'n{i}' for i in range(1, count + 1) if i not in nodes]
+    if missing:
+        raise ClusterproofError(f'--node-spec {text!r} leaves out {NodeSet.fromlist(missing)}: name every node '
+                                f'n1..n{count} once')
+    return [nodes[i][:2] for i in range(1, count + 1)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What ``up`` builds. ``cpus`` and ``mem`` are each node's, unless
+    ``node_spec`` (see :func:`parse_node_spec`) gives nodes their own; then
+    ``nodes`` is the number of nodes it names."""
+    instance: int = 0
+    nodes: int = DEFAULT_NODES
+    cpus: int = DEFAULT_CPUS
+    mem: int = DEFAULT_MEM_MIB      # MiB per node
+    run_dir: Path = None
+    node_spec: str = ''
+
+    def __post_init__(self):
+        inst = Instance(self.instance)
+        if self.cpus < 1:
+            raise ClusterproofError(f'--cpus-per-node {self.cpus}: use 1 or more')
+        if self.mem < MIN_MEM_PER_CPU * self.cpus:
+            raise ClusterproofError(f'--mem-per-node {self.mem} MiB: use at least {MIN_MEM_PER_CPU} MiB per CPU '
+                                    f'({MIN_MEM_PER_CPU * self.cpus} MiB for {self.cpus} CPUs)')
+        if self.node_spec:
+            hardware = parse_node_spec(self.node_spec, self.cpus, self.mem)
+            object.__setattr__(self, 'nodes', len(hardware))
+        elif not 1 <= self.nodes <= MAX_NODES:
+            raise ClusterproofError(f'--nodes {self.nodes}: use 1..{MAX_NODES}')
+        if self.run_dir is None:
+            object.__setattr__(self, 'run_dir', inst.default_run_dir())
+        object.__setattr__(self, 'run_dir', Path(self.run_dir))
+
+    @property
+    def inst(self):
+        return Instance(self.instance)
+
+    @property
+    def hardware(self):
+        """``[(cpus, mem)]`` of nodes n1..nN."""
+        if self.node_spec:
+            return parse_node_spec(self.node_spec, self.cpus, self.mem)
+        return [(self.cpus, self.mem)] * self.nodes
+
+    @property
+    def min_cpus(self):
+        """CPUs of the smallest node: what a check may place on any node."""
+        return min(c for c, _ in self.hardware)
+
+    def to_dict(self):
+        return {'instance': self.instance, 'nodes': self.nodes, 'cpus': self.cpus,
+                'mem': self.mem, 'run_dir': str(self.run_dir), 'node_spec': self.node_spec}
+
+
+def describe(spec):
+    """``4 nodes x 2 CPUs, 2048 MiB each``, or one such phrase per group of
+    identical nodes: ``n[1-8] x 2 CPUs, 2048 MiB; n[9-16] x 1 CPU, 1024 MiB``."""
+    def hw(c, m):
+        return f'{c} CPU{"s" if c > 1 else ""}, {m} MiB'
+    if not spec.node_spec:
+        return f'{spec.nodes} nodes x {hw(spec.cpus, spec.mem)} each'
+    groups = {}
+    for i, cm in enumerate(spec.hardware, 1):
+        groups.setdefault(cm, []).append(f'n{i}')
+    return '; '.join(f'{NodeSet.fromlist(names)} x {hw(*cm)}' for cm, names in groups.items())
+
+
+class Layout:
+    """Where each file of a cluster lives under its run directory."""
+
+    def __init__(self, run_dir):
+        self.root = Path(run_dir)
+        self.etc = self.root / 'etc'
+        self.slurm_conf = self.etc / 'slurm.conf'
+        self.slurmdbd_conf = self.etc / 'slurmdbd.conf'   # next to slurm.conf: slurmdbd looks there
+        self.my_cnf = self.etc / 'my.cnf'
+        self.db_init = self.etc / 'mariadb-init.sql'
+        self.hosts = self.etc / 'hosts'
+        self.munge_key = self.etc / 'munge.key'
+        self.db_pass = self.etc / 'db.pass'
+        self.munge_dir = self.root / 'munge'
+        self.munge_socket = self.munge_dir / 'munge.socket.2'
+        self.run = self.root / 'run'
+        self.log = self.root / 'log'
+        self.state = self.root / 'state'
+        self.spool = self.root / 'spool'
+        self.tmp = self.root / 'tmp'
+        self.db = self.root / 'db'
+        self.marker = self.root / 'cluster.json'
+
+    def pid_file(self, daemon):
+        return self.run / f'{daemon}.pid'
+
+    def slurmd_pid_file(self, node):
+        return self.run / f'slurmd-{node}.pid'
+
+
+def template_values(spec, controller_host, db_pass='@DB_PASS@'):
+    inst, lay = spec.inst, Layout(spec.run_dir)
+    hardware = spec.hardware
+    node_lines = '\n'.join(f'NodeName=n{i} NodeAddr={inst.node_addr(i)}'
+                           + (f' CPUs={c} RealMemory={m}' if (c, m) != (spec.cpus, spec.mem) else '')
+                           for i, (c, m) in enumerate(hardware, 1))
+    return {
+        'cluster': inst.cluster, 'nodes': spec.nodes, 'cpus': spec.cpus, 'mem': spec.mem,
+        # small enough that a job's default memory fits on every node
+        'def_mem_per_cpu': min(m // c for c, m in hardware),
+        'run_dir': str(spec.run_dir), 'controller_host': controller_host,
+        'bridge_addr': inst.bridge_addr, 'munge_socket': str(lay.munge_socket),
+        'slurmctld_port': inst.port('slurmctld'), 'slurmd_port': inst.port('slurmd'),
+        'slurmdbd_port': inst.port('slurmdbd'), 'mariadb_port': inst.port('mariadb'),
+        'db_user': DB_USER, 'db_pass': db_pass, 'db_name': DB_NAME,
+        'node_lines': node_lines, 'hostlist': hostlist(spec.nodes),
+        'slurm_conf': str(lay.slurm_conf),
+    }
+
+
+def render(template_name, values, templates=TEMPLATES):
+    """Fill ``${name}`` placeholders of a template in slurm/local-cluster/."""
+    path = Path(templates) / template_name
+    try:
+        return string.Template(path.read_text()).substitute(values)
+    except KeyError as err:
+        raise ClusterproofError(f'{path}: placeholder ${{{err.args[0]}}} has no value') from None
+    except ValueError as err:
+        raise ClusterproofError(f'{path}: bad placeholder ({err})') from None
+
+
+def render_hosts(spec, controller_host):
+    inst = spec.inst
+    lines = ['127.0.0.1 localhost', f'{inst.bridge_addr} {controller_host}']
+    lines += [f'{inst.node_addr(i)} n{i}' for i in range(1, spec.nodes + 1)]
+    return '\n'.join(lines) + '\n'
+
+
+def render_all(spec, controller_host, db_pass):
+    """{file name: text} of every generated configuration file."""
+    values = template_values(spec, controller_host, db_pass)
+    return {
+        'slurm.conf': render('slurm.conf.in', values),
+        'slurmdbd.conf': render('slurmdbd.conf.in', values),
+        'my.cnf': render('my.cnf.in', values),
+        'mariadb-init.sql': render('mariadb-init.sql.in', values),
+        'prolog-slurmctld.sh': render('prolog-slurmctld.sh.in', values),
+        'hosts': render_hosts(spec, controller_host),
+    }
+
+
+def env_lines(spec_or_run_dir):
+    """The ``export`` lines that point client commands (and ReFrame's emu
+    system) at a cluster."""
+    run_dir = spec_or_run_dir.run_dir if isinstance(spec_or_run_dir, Spec) else Path(spec_or_run_dir)
+    lines = [f'export SLURM_CONF={Layout(run_dir).slurm_conf}']
+    if isinstance(spec_or_run_dir, Spec):
+        lines += [f'export CLUSTERPROOF_EMU_NODES={spec_or_run_dir.nodes}',
+                  f'export CLUSTERPROOF_EMU_CPUS={spec_or_run_dir.min_cpus}']
+    return lines
+
+
+def env_dict(spec):
+    return dict(line[len('export '):].split('=', 1) for line in env_lines(spec))
+
+
+def load_spec(instance, run_dir=None):
+    """The spec of the cluster at the run directory of ``instance``: from its
+    cluster.json when it is up, else the defaults."""
+    rd = run_dir_for(instance, run_dir)
+    marker = Layout(rd).marker
+    if marker.exists():
+        try:
+            data = json.loads(marker.read_text())
+            if data['instance'] != instance:
+                raise ClusterproofError(f'{rd} holds instance {data["instance"]}, not {instance}: '
+                                        f'use --instance {data["instance"]} or another --run-dir')
+            return Spec(instance=instance, nodes=data['nodes'], cpus=data['cpus'], mem=data['mem'], run_dir=rd,
+                        node_spec=data.get('node_spec', ''))
+        except (ValueError, KeyError) as err:
+            raise ClusterproofError(f'{marker}: unreadable ({err}); run clusterproof cluster down --instance {instance}') from None
+    return Spec(instance=instance, run_dir=rd)

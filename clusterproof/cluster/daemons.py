@@ -1,0 +1,469 @@
+"""The daemons of the local cluster: munged, MariaDB, slurmdbd, slurmctld and
+one slurmd per node, started by ``up`` in this order and stopped by ``down``
+in reverse (only the processes ``up`` started: pid files, command line
+checked). Node ``n<i>``'s slurmd runs in the node's namespaces
+(:mod:`clusterproof.cluster.network`); everything the cluster writes lives
+under its run directory (:class:`clusterproof.cluster.config.Layout`).
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from clusterproof import ClusterproofError
+from clusterproof.cluster.config import Layout, describe, env_lines, hostlist, node_names, render_all
+from clusterproof.cluster.network import (SUBNET_PREFIX, in_node, make_network, netns_list,
+                                          netns_pids, network_leftovers, port_free, port_open,
+                                          remove_network)
+from clusterproof.cluster.procs import alive, is_ours, pid_from, run, write_private
+
+NEEDS_ROOT = 'needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up'
+#: daemons in the order ``up`` starts them; ``down`` stops them in reverse
+DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
+#: bound of each wait of ``up`` for a daemon or the nodes, in seconds. A wait
+#: ends as soon as its daemon is ready (or its process is gone); the bound
+#: only turns a hang into an error, generous for a loaded machine.
+START_WAIT_S = 300
+PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld', 'slurmd',
+            'sacctmgr', 'sinfo', 'ip', 'nsenter', 'unshare', 'taskset']
+
+
+def users_lock_path(k):
+    """Lock file of instance ``k`` held shared by whoever uses the cluster
+    for a while (a test session); ``down`` refuses while it is held."""
+    return Path(f'/tmp/clusterproof-cluster{k}.lock')
+
+
+def in_use(k):
+    """True if something holds the users lock of instance ``k``."""
+    path = users_lock_path(k)
+    if not path.exists():
+        return False
+    with open(path) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+@contextlib.contextmanager
+def operation_lock(k):
+    """One ``up`` or ``down`` of instance ``k`` at a time."""
+    with open(f'/tmp/clusterproof-cluster{k}.op.lock', 'a') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+
+class Cluster:
+    """A local cluster at a run directory."""
+
+    def __init__(self, spec, log=print):
+        self.spec = spec
+        self.inst = spec.inst
+        self.lay = Layout(spec.run_dir)
+        self.log = log
+        self.env = dict(os.environ, SLURM_CONF=str(self.lay.slurm_conf))
+        self._children = []     # processes started here, not daemonized
+        self._t0 = None         # start of `up`, for the progress lines
+
+    # ---- helpers
+    def _run(self, cmd, check=True, **kw):
+        return run(cmd, env=kw.pop('env', self.env), check=check, **kw)
+
+    def _step(self, text):
+        if self._t0 is None:
+            self.log(f'  {text}')
+        else:
+            self.log(f'  [{time.monotonic() - self._t0:4.1f} s] {text}')
+
+    def _wait(self, what, ready, timeout, logfile=None, pid_file=None):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if ready():
+                return
+            # the daemon died; a pid file just created may not hold its pid yet
+            pid = pid_from(pid_file) if pid_file is not None else None
+            if pid is not None and not alive(pid):
+                gone = f'{what} (pid {pid}) ended before it was ready'
+                break
+            time.sleep(0.05)
+        else:
+            gone = f'{what} did not come up within {timeout:g} s'
+        hint = f'; see {logfile}' if logfile else ''
+        last = ''
+        if logfile and Path(logfile).exists():
+            tail = [ln for ln in Path(logfile).read_text(errors='replace').splitlines() if ln.strip()]
+            last = f' (last log line: {tail[-1].strip()})' if tail else ''
+        raise ClusterproofError(f'{gone}{hint}{last}')
+
+    # ---- state
+    def daemon_pids(self):
+        """{name: pid or None} of every daemon of this cluster, from pid files."""
+        pids = {d: pid_from(self.lay.pid_file(d)) for d in DAEMONS}
+        for node in node_names(self.spec.nodes):
+            pids[f'slurmd {node}'] = pid_from(self.lay.slurmd_pid_file(node))
+        return pids
+
+    def _program_of(self, name):
+        return {'mariadb': 'mariadbd', 'munged': 'munged'}.get(name, name.split()[0])
+
+    def _marker_of(self, name):
+        if name == 'munged':
+            return str(self.lay.munge_socket)
+        if name == 'mariadb':
+            return str(self.lay.my_cnf)
+        return str(self.lay.slurm_conf)     # slurmctld/slurmd: -f <conf>; slurmdbd: SLURM_CONF
+
+    def our_pid(self, name, pid):
+        return bool(pid) and alive(pid) and is_ours(pid, self._program_of(name), self._marker_of(name))
+
+    def is_up(self):
+        return self.lay.marker.exists() and self.our_pid('slurmctld', pid_from(self.lay.pid_file('slurmctld')))
+
+    # ---- preflight
+    def preflight(self):
+        if os.geteuid() != 0:
+            raise ClusterproofError(NEEDS_ROOT)
+        missing = [p for p in PROGRAMS if not shutil.which(p)]
+        if missing:
+            raise ClusterproofError(f'missing programs: {", ".join(missing)}; install slurm-wlm slurmdbd munge '
+                                    'mariadb-server iproute2 util-linux (make setup does)')
+        probe = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'], capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise ClusterproofError('no network namespace support here (unshare --net --uts --mount failed: '
+                                    f'{probe.stderr.strip() or probe.returncode}); run on a host or a privileged container')
+        if not Path('/sys/fs/cgroup').is_dir():
+            raise ClusterproofError('/sys/fs/cgroup is not mounted: slurmd needs it')
+        for daemon, port in self.inst.ports.items():
+            if daemon == 'slurmd':
+                continue    # slurmd listens inside the node namespaces
+            if not port_free(port):
+                raise ClusterproofError(f'port {port} ({daemon} of instance {self.inst.k}) is in use; '
+                                        f'stop what holds it (ss -ltnp sport = :{port}) or use another --instance')
+        for parent in self.spec.run_dir.resolve().parents:
+            if parent.exists() and not parent.stat().st_mode & 0o001:
+                raise ClusterproofError(f'{parent} (above the run directory) is not searchable by others '
+                                        f'(mode {parent.stat().st_mode & 0o777:o}): munged and ordinary users need '
+                                        f'it; chmod o+x {parent} or choose another --run-dir')
+        leftovers = self.network_leftovers()
+        if leftovers:
+            raise ClusterproofError(f'instance {self.inst.k} has leftovers ({", ".join(leftovers)}); '
+                                    f'run: clusterproof cluster down --instance {self.inst.k}')
+        running = [n for n, pid in self.daemon_pids().items() if self.our_pid(n, pid)]
+        if running:
+            raise ClusterproofError(f'instance {self.inst.k} is partly up ({", ".join(running)} running); '
+                                    f'run: clusterproof cluster down --instance {self.inst.k}')
+
+    def network_leftovers(self):
+        return network_leftovers(self.inst)
+
+    # ---- up
+    def up(self):
+        with operation_lock(self.inst.k):
+            return self._up()
+
+    def _up(self):
+        t0 = self._t0 = time.monotonic()
+        if os.geteuid() != 0:
+            raise ClusterproofError(NEEDS_ROOT)
+        if self.is_up():
+            self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
+            return False
+        self.preflight()
+        self.log(f'starting cluster {self.inst.cluster}: {describe(self.spec)}, '
+                 f'bridge {self.inst.bridge} {self.inst.subnet}, run directory {self.spec.run_dir}')
+        try:
+            self._prepare_files()
+            self._start_munged()
+            mariadb = self._start_mariadb()
+            self._make_network()
+            self._wait_mariadb(mariadb)
+            self._start_slurmdbd()
+            self._register_cluster()
+            self._start_slurmctld()
+            self._start_slurmds()
+            self._wait_nodes_idle()
+        except BaseException:
+            self.log('  start failed: stopping what was started')
+            self._down(quiet=True)
+            # MariaDB may not have written its pid file yet: stop it by its process
+            for proc in self._children:
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=15)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+            raise
+        self.lay.marker.write_text(json.dumps(self.spec.to_dict()) + '\n')
+        self.log(f'cluster {self.inst.cluster} is up in {time.monotonic() - t0:.1f} s; for client commands:')
+        for line in env_lines(self.spec):
+            self.log(line)
+        return True
+
+    def _prepare_files(self):
+        lay = self.lay
+        lay.root.mkdir(parents=True, exist_ok=True)
+        lay.root.chmod(0o755)           # ordinary users read slurm.conf and reach the munge socket
+        for d, mode in [(lay.etc, 0o755), (lay.run, 0o755), (lay.log, 0o755), (lay.state, 0o700),
+                        (lay.spool, 0o755), (lay.tmp, 0o755), (lay.munge_dir, 0o711)]:
+            d.mkdir(exist_ok=True)
+            d.chmod(mode)
+        for node in node_names(self.spec.nodes):
+            (lay.spool / node).mkdir(exist_ok=True)
+            tmp = lay.tmp / node
+            tmp.mkdir(exist_ok=True)
+            tmp.chmod(0o1777)
+        # stale pid files of an earlier run would confuse the waits below
+        for f in lay.run.glob('*.pid'):
+            f.unlink()
+        if not lay.munge_key.exists():
+            write_private(lay.munge_key, secrets.token_bytes(1024))
+        lay.munge_key.chmod(0o600)
+        if not lay.db_pass.exists():
+            write_private(lay.db_pass, secrets.token_hex(16).encode())
+        texts = render_all(self.spec, socket.gethostname(), lay.db_pass.read_text().strip())
+        for name, text in texts.items():
+            path = lay.etc / name
+            private = name in ('slurmdbd.conf', 'mariadb-init.sql')
+            if private:
+                write_private(path, text.encode())
+            else:
+                path.write_text(text)
+                path.chmod(0o755 if name.endswith('.sh') else 0o644)
+        self._step(f'configuration written to {lay.etc}')
+
+    def _start_munged(self):
+        lay = self.lay
+        self._run(['munged', f'--socket={lay.munge_socket}', f'--key-file={lay.munge_key}',
+                   f'--pid-file={lay.pid_file("munged")}', f'--log-file={lay.log / "munged.log"}',
+                   f'--seed-file={lay.munge_dir / "munged.seed"}', '--num-threads=4'])
+        self._wait('munged', lambda: lay.munge_socket.exists() and lay.pid_file('munged').exists(),
+                   START_WAIT_S, lay.log / 'munged.log')
+        self._step(f'munged running (socket {lay.munge_socket})')
+
+    def _start_mariadb(self):
+        lay = self.lay
+        if not (lay.db / 'mysql').is_dir():
+            if lay.db.exists():
+                shutil.rmtree(lay.db)
+            self._run(['mariadb-install-db', f'--defaults-file={lay.my_cnf}', '--user=root',
+                       '--auth-root-authentication-method=socket', '--skip-test-db'])
+            lay.db.chmod(0o700)
+            self._step(f'MariaDB data directory created in {lay.db}')
+        lay.db.chmod(0o700)
+        log = open(lay.log / 'mariadb.out', 'ab')
+        proc = subprocess.Popen(['mariadbd', f'--defaults-file={lay.my_cnf}', f'--init-file={lay.db_init}'],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, env=self.env)
+        log.close()
+        self._children.append(proc)
+        return proc
+
+    def _wait_mariadb(self, proc):
+        port = self.inst.port('mariadb')
+
+        def ready():
+            if proc.poll() is not None:
+                raise ClusterproofError(f'MariaDB exited (status {proc.returncode}); see {self.lay.log / "mariadb.log"}')
+            return self.lay.pid_file('mariadb').exists() and port_open(port)
+        self._wait('MariaDB', ready, START_WAIT_S, self.lay.log / 'mariadb.log')
+        self._step(f'MariaDB running (127.0.0.1:{port}, pid {proc.pid})')
+
+    def _make_network(self):
+        inst = self.inst
+        make_network(inst, self.spec.nodes, env=self.env)
+        self._step(f'network: bridge {inst.bridge} {inst.bridge_addr}/{SUBNET_PREFIX}, '
+                   f'namespaces {inst.netns(1)}..{inst.netns(self.spec.nodes)}')
+
+    def _start_slurmdbd(self):
+        lay = self.lay
+        self._run(['slurmdbd'])   # reads slurmdbd.conf from the directory of $SLURM_CONF
+        port = self.inst.port('slurmdbd')
+        self._wait('slurmdbd', lambda: lay.pid_file('slurmdbd').exists() and port_open(port),
+                   START_WAIT_S, lay.log / 'slurmdbd.log', pid_file=lay.pid_file('slurmdbd'))
+        self._step(f'slurmdbd running (port {port}, pid {pid_from(lay.pid_file("slurmdbd"))})')
+
+    def _register_cluster(self):
+        proc = self._run(['sacctmgr', '-i', 'add', 'cluster', self.inst.cluster], check=False)
+        out = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0 and 'already exist' not in out.lower():
+            raise ClusterproofError(f'sacctmgr add cluster {self.inst.cluster} failed: {out.splitlines()[-1] if out else proc.returncode}')
+        self._step(f'cluster {self.inst.cluster} registered in the accounting database')
+
+    def _start_slurmctld(self):
+        lay = self.lay
+        self._run(['slurmctld', '-i', '-f', str(lay.slurm_conf)])
+        port = self.inst.port('slurmctld')
+        self._wait('slurmctld', lambda: lay.pid_file('slurmctld').exists() and port_open(port),
+                   START_WAIT_S, lay.log / 'slurmctld.log', pid_file=lay.pid_file('slurmctld'))
+        self._step(f'slurmctld running (port {port}, pid {pid_from(lay.pid_file("slurmctld"))})')
+
+    def node_cpus(self, i):
+        """Processors of this machine node ``n<i>`` runs on: as many as it
+        has CPUs in Slurm, the nodes taking the machine's processors in turn;
+        all of them when it has as many CPUs as the machine or more."""
+        host = sorted(os.sched_getaffinity(0))
+        hardware = self.spec.hardware
+        cpus = hardware[i - 1][0]
+        if cpus >= len(host):
+            return host
+        first = sum(c for c, _ in hardware[:i - 1])
+        return sorted({host[(first + j) % len(host)] for j in range(cpus)})
+
+    def slurmd_argv(self, i):
+        """argv starting node ``n<i>``'s slurmd in the node's namespaces, bound
+        (CPU affinity, inherited by its job steps) to the node's processors."""
+        cpus = ','.join(map(str, self.node_cpus(i)))
+        return in_node(self.inst, i, self.lay.hosts,
+                       f'exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}')
+
+    def _start_slurmds(self):
+        lay = self.lay
+        procs = [subprocess.Popen(self.slurmd_argv(i), env=self.env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for i in range(1, self.spec.nodes + 1)]
+        for i, proc in enumerate(procs, 1):
+            out, _ = proc.communicate(timeout=START_WAIT_S)
+            if proc.returncode != 0:
+                raise ClusterproofError(f'slurmd of n{i} failed to start (exit {proc.returncode}): '
+                                        f'{out.strip().splitlines()[-1] if out.strip() else "see " + str(lay.log / f"slurmd-n{i}.log")}')
+        for node in node_names(self.spec.nodes):
+            pf = lay.slurmd_pid_file(node)
+            self._wait(f'slurmd of {node}', pf.exists, START_WAIT_S, lay.log / f'slurmd-{node}.log')
+        self._step(f'{self.spec.nodes} slurmd running ({hostlist(self.spec.nodes)})')
+
+    def node_states(self):
+        """{node: Slurm state} from sinfo, or {} when slurmctld does not answer."""
+        try:
+            proc = self._run(['sinfo', '-N', '-h', '-o', '%N %T'], check=False, timeout=START_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return {}
+        if proc.returncode != 0:
+            return {}
+        states = {}
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                states[parts[0]] = parts[1]
+        return states
+
+    def _wait_nodes_idle(self):
+        want = set(node_names(self.spec.nodes))
+        last = {}
+
+        def ready():
+            nonlocal last
+            last = self.node_states()
+            return want <= {n for n, s in last.items() if s.rstrip('*') in ('idle', 'mixed', 'allocated')}
+        try:
+            self._wait('nodes', ready, START_WAIT_S, self.lay.log / 'slurmctld.log')
+        except ClusterproofError:
+            states = ', '.join(f'{n}={s}' for n, s in sorted(last.items())) or 'sinfo gave nothing'
+            raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s ({states}); '
+                                    f'see {self.lay.log}') from None
+        self._step(f'nodes idle: {hostlist(self.spec.nodes)}')
+
+    # ---- down
+    def down(self, quiet=False):
+        """Stop this cluster's daemons and every process in its node
+        namespaces; remove namespaces, links and bridge. Safe to repeat."""
+        with operation_lock(self.inst.k):
+            self._down(quiet)
+
+    def _down(self, quiet):
+        say = (lambda text: None) if quiet else self._step
+        t0 = time.monotonic()
+        nodes = self._known_nodes()
+        # 1. slurmd and slurmctld, plus whatever runs in the node namespaces (job steps)
+        first = [f'slurmd {n}' for n in nodes] + ['slurmctld']
+        self._stop([(name, self._pid_of(name)) for name in first], say)
+        ns_pids = []
+        for ns in netns_list():
+            if ns.startswith(f'cp{self.inst.k}n'):
+                ns_pids += netns_pids(ns)
+        if ns_pids:
+            self._stop([(f'pid {p} in a node namespace', p) for p in ns_pids], say, check=False)
+        # 2. accounting, then database and munge
+        self._stop([('slurmdbd', self._pid_of('slurmdbd'))], say)
+        self._stop([('mariadb', self._pid_of('mariadb')), ('munged', self._pid_of('munged'))], say)
+        # 3. network
+        removed = self._remove_network()
+        if removed:
+            say(f'removed {", ".join(removed)}')
+        for f in list(self.lay.run.glob('*.pid')) if self.lay.run.exists() else []:
+            f.unlink()
+        if self.lay.munge_socket.exists():
+            self.lay.munge_socket.unlink()
+        if self.lay.marker.exists():
+            self.lay.marker.unlink()
+        if not quiet:
+            self.log(f'cluster {self.inst.cluster} is down ({time.monotonic() - t0:.1f} s); '
+                     f'state kept in {self.spec.run_dir}')
+
+    def _known_nodes(self):
+        nodes = set(node_names(self.spec.nodes))
+        if self.lay.run.exists():
+            nodes |= {p.stem[len('slurmd-'):] for p in self.lay.run.glob('slurmd-*.pid')}
+        return sorted(nodes, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+
+    def _pid_of(self, name):
+        if name.startswith('slurmd '):
+            return pid_from(self.lay.slurmd_pid_file(name.split()[1]))
+        return pid_from(self.lay.pid_file(name))
+
+    def _stop(self, named_pids, say, check=True, timeout=10):
+        targets = []
+        for name, pid in named_pids:
+            if not pid or not alive(pid):
+                continue
+            if check and not self.our_pid(name, pid):
+                say(f'{name}: pid {pid} is not ours (command line does not match); left alone')
+                continue
+            try:
+                os.kill(pid, signal.SIGTERM)
+                targets.append((name, pid))
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + timeout
+        while targets and time.monotonic() < end:
+            targets = [(n, p) for n, p in targets if alive(p)]
+            if targets:
+                time.sleep(0.05)
+        for name, pid in targets:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                say(f'{name} (pid {pid}) killed after {timeout} s')
+            except ProcessLookupError:
+                pass
+        stopped = [n for n, p in named_pids if p and not n.startswith('pid ')]
+        if stopped:
+            say(f'stopped {", ".join(stopped)}')
+
+    def _remove_network(self):
+        return remove_network(self.inst)
+
+    # ---- status
+    def status(self):
+        """Plain data: daemons (pid, alive), nodes and their Slurm states, network."""
+        daemons = {}
+        for name, pid in self.daemon_pids().items():
+            daemons[name] = {'pid': pid, 'alive': self.our_pid(name, pid)}
+        up = self.is_up()
+        states = self.node_states() if up else {}
+        return {'cluster': self.inst.cluster, 'instance': self.inst.k, 'run_dir': str(self.spec.run_dir),
+                'up': up, 'daemons': daemons, 'nodes': states,
+                'network': self.network_leftovers()}
+
+
