@@ -15,6 +15,7 @@ from clusterproof import ClusterproofError, __version__
 #: subcommands in the order ``--help`` lists them
 COMMANDS = [
     'cluster',      # the local Slurm cluster
+    'init',         # a new system's files, discovered from Slurm and its nodes
     'placement',    # round-robin placement of threads over client nodes
     'sizing',       # file sizes that defeat caches
     'spack',        # the Spack environment

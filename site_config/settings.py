@@ -31,7 +31,11 @@ _repo = _here.parent
 # position after loading this file.)
 
 # Order matters for auto-detection: specific systems first, ``local`` last.
+# Any other file in systems/ (``clusterproof init`` writes one) comes before
+# ``local``, in name order.
 SYSTEM_FILES = ['pmserver', 'pixstor', 'minerva', 'emu', 'local']
+SYSTEM_FILES[-1:-1] = sorted(p.stem for p in (_here / 'systems').glob('*.py')
+                             if p.stem not in SYSTEM_FILES and not p.stem.startswith('_'))
 
 
 def _load(name):

@@ -8,7 +8,8 @@ partition's ``extras``:
                         numa_nodes, memory_gib, memory_channels_per_socket,
                         memory_mts, clock_ghz, dp_flops_per_cycle, cpu_model
                         (and optional numa_dram / numa_pmem node lists,
-                        llc_mib, link_gbps)
+                        llc_mib, link_gbps; slurm_cpus, slurm_memory_mib:
+                        what Slurm gives jobs on each node)
 ``extras['storage']``   scratch, client_nodes, client_ram_gib, server_ram_gib
 ``extras['pmem']``      provisioning, dimms, memory_resources, namespaces,
                         dax_mounts, devdax

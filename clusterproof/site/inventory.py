@@ -13,7 +13,9 @@ one :class:`Mismatch` per node and field that differs from the declaration.
 
 Compared fields: ``sockets``, ``cores_per_socket``, ``threads_per_core`` and
 ``numa_nodes`` must be equal; ``memory_gib`` is compared with MemTotal
-within a tolerance (see :func:`memory_bounds`).
+within a tolerance (see :func:`memory_bounds`). Where the declaration has
+``slurm_cpus`` and ``slurm_memory_mib`` (``clusterproof init`` writes them),
+the node's own Slurm record (CPUTot, RealMemory) must equal them too.
 """
 
 import argparse
@@ -30,6 +32,8 @@ from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
 EXACT_FIELDS = ('sockets', 'cores_per_socket', 'threads_per_core', 'numa_nodes')
+#: what Slurm gives jobs on the node, compared when declared
+SLURM_FIELDS = ('slurm_cpus', 'slurm_memory_mib')
 
 #: MemTotal may be this much below the declared size (percent) ...
 MEMORY_TOLERANCE_PCT = 4.0
@@ -70,7 +74,7 @@ def compare_hardware(node, declared, found, tolerance_pct=MEMORY_TOLERANCE_PCT):
     """Mismatches between one node's reported ``found`` hardware and the
     ``declared`` hardware (both in the ``extras['hardware']`` shape)."""
     problems = []
-    for key in EXACT_FIELDS:
+    for key in EXACT_FIELDS + SLURM_FIELDS:
         if key not in declared:
             continue
         if key not in found:
@@ -199,6 +203,8 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             hw['source'] = 'lscpu'
         hw['memory_gib'] = topology.memory_gib(meminfo)
         hw['cpu_model'] = topology.cpu_model()
+        from clusterproof.site.discover import slurm_record
+        hw.update(slurm_record())
         rep['hardware'] = hw
     except (OSError, ValueError) as err:
         rep['error'] = str(err)
