@@ -27,6 +27,7 @@ from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu as osu_parser
 from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.site.hardware import is_emulated
 
 OSU_SPEC = 'osu-micro-benchmarks@7.5.1'
 #: directions a benchmark moves data in at once (the line rate counts per direction)
@@ -50,7 +51,7 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     def find_benchmark(self, name):
         part = self.current_partition
-        self.cp_emulated = bool(part.extras.get('emulated'))
+        self.cp_emulated = is_emulated(part)
         available = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
         self.skip_if(available < 2, f'{name} measures the network between two nodes; '
                                     f'{part.fullname} has {available}')

@@ -11,12 +11,14 @@ that is no declared cluster runs the suite on itself. ``--system NAME``
 chooses explicitly (``--system emu`` for the local Slurm cluster).
 
 Results: perflogs, the results database and run reports go under one
-directory, ``$CLUSTERPROOF_RESULTS`` (default: ``results/`` in the repository).
+directory, ``clusterproof.paths.results_dir()``: ``$CLUSTERPROOF_RESULTS``
+(default: ``results/`` in the repository).
 """
 
 import importlib.util
-import os
 from pathlib import Path
+
+from clusterproof.paths import results_dir
 
 _here = Path(__file__).resolve().parent
 _repo = _here.parent
@@ -36,7 +38,8 @@ def _load(name):
     return mod
 
 
-_results = Path(os.environ.get('CLUSTERPROOF_RESULTS', _repo / 'results')).resolve()
+# One definition of the results directory: clusterproof.paths.results_dir().
+_results = results_dir()
 _results.mkdir(parents=True, exist_ok=True)
 
 _systems, _environments = [], []

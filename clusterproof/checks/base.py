@@ -17,7 +17,7 @@ from reframe.core.exceptions import SanityError
 
 from clusterproof.site import binaries
 from clusterproof.references import judge as references
-from clusterproof.site.hardware import declared
+from clusterproof.site.hardware import declared, is_emulated
 from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
 from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
@@ -61,7 +61,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     def _cp_mark_emulated_partition(self):
         '''A partition that declares ``extras['emulated']`` (the local cluster)
         makes every result on it an emulated one.'''
-        if self.current_partition.extras.get('emulated'):
+        if is_emulated(self.current_partition):
             self.cp_emulated = True
 
     @run_after('setup')
@@ -190,7 +190,7 @@ class OneRankPerCore(rfm.RegressionTestPlugin):
     this machine when the partition has no scheduler."""
 
     def set_mpi_ranks(self, num_nodes):
-        self.cp_emulated = bool(self.current_partition.extras.get('emulated'))
+        self.cp_emulated = is_emulated(self.current_partition)
         per_node = hpl_ranks_per_node(self.declared('hardware'), self.cp_emulated)
         self.num_tasks_per_node = per_node
         self.num_tasks = num_nodes * per_node

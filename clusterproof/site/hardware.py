@@ -15,6 +15,9 @@ partition's ``extras``:
 ``extras['network']``   link_gbps, fabric
 ``extras['mmap_targets']``  named files or ``memory`` for the mmap sweep
 
+``extras['emulated']``  True when the nodes are emulated (the local cluster):
+                        see :func:`is_emulated`
+
 Checks read these through :func:`declared`; a missing key is an error that
 names system, partition and key, never a silent default.
 """
@@ -49,6 +52,20 @@ def declared(partition, section, key=None, default=KeyError):
             f'site configuration of {name}: extras[{section!r}] has no key {key!r}; '
             f'declare it in site_config/systems/{name.split(":")[0]}.py')
     return sect[key]
+
+
+def is_emulated(where):
+    """The one rule for "is this emulated".
+
+    A partition is emulated when its extras say ``emulated: True`` (the
+    local cluster, whose nodes share this machine); every result measured
+    there carries ``cp_emulated`` (set by the check base from this rule, or
+    by a check that emulates its hardware itself, like pmem on tmpfs).
+    ``where`` is a ReFrame partition, a partition's ``extras`` or a result's
+    test case (a dict with ``cp_emulated``).
+    """
+    fields = getattr(where, 'extras', where) or {}
+    return bool(fields.get('emulated') or fields.get('cp_emulated'))
 
 
 def validate_hardware(hw, where):
