@@ -17,6 +17,9 @@ COMMANDS = [
     'cluster',      # the local Slurm cluster
     'placement',    # round-robin placement of threads over client nodes
     'sizing',       # file sizes that defeat caches
+    'ior_args',     # the IOR options of the N-to-1 run, for job scripts
+    'scratch',      # test directories under a scratch directory, for job scripts
+    'inventory',    # this node's hardware, for the inventory checks
     'spack',        # the Spack environment
     'bless',        # references derived from measured sessions
     'compare',      # sessions against each other or against references

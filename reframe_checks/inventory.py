@@ -2,7 +2,7 @@
 declares?
 
 ``SystemInventory`` runs one task per node; each task prints its node's
-report (``python3 -m clusterproof.site.inventory --report``). Sanity compares
+report (``clusterproof inventory --report``). Sanity compares
 sockets, cores per socket, threads per core, NUMA nodes and memory with the
 partition's ``extras['hardware']`` and fails with one message per
 mismatch, naming node, field, expected and found.
@@ -60,7 +60,7 @@ class _NodeReport(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_before('run')
     def set_report_command(self):
         self.executable = sys.executable
-        self.executable_opts = ['-m', 'clusterproof.site.inventory'] + self.report_args
+        self.executable_opts = ['-m', 'clusterproof.cli', 'inventory'] + self.report_args
         self.env_vars['PYTHONPATH'] = REPO
 
     def node_reports(self):

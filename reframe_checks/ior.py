@@ -1,6 +1,8 @@
 """IOR N-to-1: T threads write one shared file, then read it back.
 
-The published command (pixstor methodology, docs/ior-mdtest.md), in one job:
+The published command (pixstor methodology, docs/ior-mdtest.md; the
+arguments come from clusterproof/methods/ior.py, as in slurm/ior-n-to-1.sbatch),
+in one job:
 
     ior -a POSIX -v -i 1 -d 3 -e -k -o <dir>/tst.file -w -s 1 -t 16m -b <FileSize>
     ior -a POSIX -v -i 1 -d 3 -e -k -o <dir>/tst.file -r -C -s 1 -t 16m -b <FileSize>
@@ -40,7 +42,7 @@ from reframe.core.exceptions import SanityError
 
 from clusterproof import ClusterproofError
 from clusterproof.checks import scratch
-from clusterproof.methods import sizing
+from clusterproof.methods import ior, sizing
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior as ior_parser
@@ -137,10 +139,10 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     @run_before('run')
     def set_commands(self):
         self.ior_read_reorder = self.read_reorder
-        self.executable_opts = self.ior_options('-w')
+        self.executable_opts = self.ior_options('write')
         self.job.num_tasks = self.num_tasks      # the launcher's -np / --ntasks
         launch = self.job.launcher.run_command(self.job)
-        read = shlex.join([self.executable] + self.ior_options('-r'))
+        read = shlex.join([self.executable] + self.ior_options('read'))
         cleanup = scratch.shell_cleanup(self.test_dir)
         self.postrun_cmds = [
             'ior_write_status=$?',
@@ -151,14 +153,8 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
         ]
 
     def ior_options(self, phase):
-        opts = ['-a', 'POSIX', '-v', '-i', str(self.repetitions), '-d', str(self.delay),
-                '-e', '-k', '-o', f'{self.test_dir}/tst.file', phase]
-        if phase == '-r' and self.read_reorder:
-            opts.append(self.read_reorder)
-        opts += ['-s', '1', '-t', self.ior_transfer_size, '-b', self.ior_block_size]
-        if self.ior_direct_io:
-            opts.append('--posix.odirect')
-        return opts
+        return ior.argv(phase, self.test_dir, self.ior_transfer_size, self.ior_block_size,
+                        self.repetitions, self.delay, self.read_reorder, self.ior_direct_io)
 
     @run_after('run')
     def remove_test_dir(self):

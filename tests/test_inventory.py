@@ -5,6 +5,7 @@ hardware, and the SystemInventory check run for real through ReFrame on
 
 import pytest
 
+from clusterproof import cli
 from clusterproof.site import inventory
 from clusterproof.site import topology
 from conftest import DATA, report_cases, run_reframe
@@ -54,7 +55,7 @@ def test_node_report_of_this_node_matches_sysfs():
 
 
 def test_report_line_round_trip(capsys):
-    inventory.main(['--report'])
+    cli.main(["inventory", "--report"])
     out = capsys.readouterr().out
     assert out.startswith(inventory.REPORT_TAG + ' ') and out.count('\n') == 1
     reports = inventory.parse_reports('some other line\n' + out)
