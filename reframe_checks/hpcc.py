@@ -23,6 +23,7 @@ from clusterproof.methods import hpl
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpcc as hpcc_parser
 from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
+from clusterproof.site.spackenv import pinned_spec
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 1000
@@ -52,7 +53,7 @@ class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
     @run_after('setup')
     def find_hpcc(self):
         # hpcc has no version option: the version comes from its summary after the run
-        self.executable = self.use_binary('hpcc', 'hpcc@1.5.0', version_argv=['true'])
+        self.executable = self.use_binary('hpcc', pinned_spec('hpcc'), version_argv=['true'])
 
     @run_after('setup')
     def set_ranks(self):

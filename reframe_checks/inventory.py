@@ -31,6 +31,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 from reframe.core.exceptions import SanityError
 
 from clusterproof.site import inventory
+from clusterproof.parsers import ipmctl
 from clusterproof.site import pmem
 from clusterproof.checks.base import ClusterproofCheck
 
@@ -129,7 +130,7 @@ class PmemProvisioning(_NodeReport):
         self.skip_if(missing, f'{" and ".join(missing)} not installed on this node '
                               '(apt-get install ipmctl ndctl)')
         probe = subprocess.run(['ipmctl', 'show', '-topology'], capture_output=True, text=True)
-        reason = pmem.no_pmem_reason(probe.stdout + probe.stderr)
+        reason = ipmctl.no_pmem_reason(probe.stdout + probe.stderr)
         self.skip_if(reason is not None, f'no persistent memory modules on this node: {reason}')
 
     @sanity_function

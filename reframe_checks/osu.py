@@ -28,8 +28,9 @@ from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu as osu_parser
 from clusterproof.checks.base import ClusterproofCheck
 from clusterproof.site.hardware import is_emulated
+from clusterproof.site.spackenv import pinned_spec
 
-OSU_SPEC = 'osu-micro-benchmarks@7.5.1'
+OSU_SPEC = pinned_spec('osu-micro-benchmarks')
 #: directions a benchmark moves data in at once (the line rate counts per direction)
 DIRECTIONS = {'osu_bw': 1, 'osu_bibw': 2}
 OSU_VIEW_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard',

@@ -31,7 +31,7 @@ def test_unknown_system_and_partition_named():
 def system_with(**extras):
     hw = {'sockets': 2, 'cores_per_socket': 4, 'threads_per_core': 1,
           'numa_nodes': 2, 'memory_gib': 16}
-    part = {'name': 'p', 'access': ['--partition=p'],
+    part = {'name': 'p', 'access': ['--partition=p'], 'scheduler': 'slurm',
             'extras': dict({'hardware': hw}, **extras)}
     return {'name': 'site', 'hostnames': ['.*'], 'partitions': [part]}
 
@@ -42,7 +42,8 @@ def system_with(**extras):
     ({'storage': {'scratch': 'relative/dir'}}, 'must be an absolute path'),
     ({'storage': {'scratch': '/scratch/$(rm -rf ~)'}}, 'characters that are not allowed'),
     ({'storage': {'scratch': '/home'}}, 'is a system directory'),
-    ({'storage': {'scratch': '/scratch/x', 'client_nodes': -1}}, 'client_nodes=-1'),
+    ({'storage': {'scratch': '/scratch/x', 'client_nodes': -1}}, "client_nodes']=-1"),
+    ({'storage': {'scratch': '/scratch/x'}}, "has no key 'client_nodes'"),
     ({'pmem': {'provisioning': 'both'}}, "provisioning='both'"),
 ])
 def test_bad_declarations_refused_with_file_key_value(change, message):
@@ -90,7 +91,8 @@ def test_validate_and_the_checks_agree_on_a_scratch_path(path, tmp_path, monkeyp
     path = {'HOME': str(home), 'LINK_TO_ETC': str(tmp_path / 'etc-link'),
             'LINK_UNDER_TMP': str(tmp_path / 'ok-link')}.get(path, path)
     by_checks = _refusal(scratch.check_scratch, path)
-    by_validate = _refusal(validate_system, system_with(storage={'scratch': path}))
+    by_validate = _refusal(validate_system,
+                           system_with(storage={'scratch': path, 'client_nodes': 1}))
     assert (by_checks is None) == (by_validate is None), (by_checks, by_validate)
     if by_checks:
         assert by_checks in by_validate

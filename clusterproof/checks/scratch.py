@@ -359,3 +359,19 @@ def _compact_registry(root):
         f.writelines(keep)
     os.replace(tmp, reg)
 
+
+def prepare_test_dir(scratch, name, nbytes=None, what='test files', dry_run=False):
+    """``(scratch, test directory)`` for one test: the scratch directory
+    checked, leftovers of killed runs removed, ``nbytes`` checked against the
+    free space (when given) and a fresh directory created. With ``dry_run``
+    (job scripts only) nothing is written: the directory is only planned.
+    Every refusal is a :class:`ClusterproofError`: the check fails with it."""
+    root = check_scratch(scratch)
+    planned = plan_test_dir(root, name)
+    if dry_run:
+        return root, planned
+    remove_leftovers(root)
+    if nbytes is not None:
+        from clusterproof.methods.sizing import check_fits
+        check_fits(root if root.is_dir() else root.parent, nbytes, what)
+    return root, create_test_dir(root, planned)

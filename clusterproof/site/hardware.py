@@ -54,6 +54,25 @@ def declared(partition, section, key=None, default=KeyError):
     return sect[key]
 
 
+def client_node_count(partition):
+    """How many client nodes a job of ``partition`` may spread threads over:
+    ``extras['storage']['client_nodes']`` under a scheduler, this machine
+    alone without one. A partition with a scheduler that does not declare
+    the count is an error naming the system and the key (never a silent 1).
+    """
+    scheduler = partition['scheduler'] if isinstance(partition, dict) \
+        else partition.scheduler.registered_name
+    if scheduler == 'local':
+        return 1
+    count = declared(partition, 'storage', 'client_nodes')
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        name = partition['fullname'] if isinstance(partition, dict) else partition.fullname
+        raise ClusterproofError(
+            f"site configuration of {name}: extras['storage']['client_nodes']={count!r} must "
+            f'be a whole number >= 1; fix site_config/systems/{name.split(":")[0]}.py')
+    return count
+
+
 def is_emulated(where):
     """The one rule for "is this emulated".
 

@@ -24,6 +24,7 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
+from clusterproof.parsers import lscpu
 from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
@@ -193,7 +194,7 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             if out['rc'] != 0:
                 raise ValueError(f'no {sys_cpu}/online and lscpu failed: '
                                  f'{out.get("missing") or out["stderr"].strip()}')
-            hw.update(topology.parse_lscpu(out['stdout']))
+            hw.update(lscpu.parse(out['stdout']))
             hw['source'] = 'lscpu'
         hw['memory_gib'] = topology.memory_gib(meminfo)
         hw['cpu_model'] = topology.cpu_model()

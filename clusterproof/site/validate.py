@@ -8,7 +8,7 @@ import re
 
 from clusterproof import ClusterproofError
 from clusterproof.checks.scratch import check_scratch
-from clusterproof.site.hardware import validate_hardware, validate_pmem
+from clusterproof.site.hardware import client_node_count, validate_hardware, validate_pmem
 from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE
 
 #: characters that would make a value a shell command
@@ -84,11 +84,12 @@ def validate_system(system):
                 check_scratch(storage.get('scratch'))
             except ClusterproofError as err:
                 raise ClusterproofError(f'{pwhere}: extras.storage.scratch: {err}') from None
-            for key in ('client_nodes',):
-                val = storage.get(key)
-                if val is not None and (not isinstance(val, int) or val < 1):
-                    raise ClusterproofError(f'{pwhere}: extras.storage.{key}={val!r} '
-                                            f'must be a whole number >= 1')
+            try:
+                client_node_count({'fullname': f'{name}:{part["name"]}',
+                                   'scheduler': part.get('scheduler', 'local'),
+                                   'extras': extras})
+            except ClusterproofError as err:
+                raise ClusterproofError(f'{pwhere}: {err}') from None
         checked.append(f'{name}:{part["name"]}')
     return checked
 
