@@ -80,14 +80,7 @@ class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
             fp.write(hpl.hpl_dat(self.problem_size, self.block_size, p, q))
 
     def result(self):
-        if not hasattr(self, '_result'):
-            path = os.path.join(self.stagedir, str(self.job.stdout))
-            try:
-                with open(path) as fp:
-                    self._result = hpl_parser.parse(fp.read(), source=path)
-            except OSError as err:
-                raise SanityError(str(err)) from None
-        return self._result
+        return self.parsed_output(hpl_parser.parse)
 
     @sanity_function
     def residuals_passed(self):

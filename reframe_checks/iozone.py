@@ -51,7 +51,6 @@ from clusterproof.checks import scratch
 from clusterproof.methods import sizing
 from clusterproof.methods import iozone
 from clusterproof.modes import by_mode
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.paths import REPO
 from clusterproof.checks.base import ClusterproofCheck, ThreadPlacement
@@ -172,17 +171,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement):
             scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     def results(self):
-        if not hasattr(self, '_parsed'):
-            out = os.path.join(self.stagedir, str(self.job.stdout))
-            try:
-                with open(out) as f:
-                    text = f.read()
-                self._parsed = iozone_parser.parse(text, out)
-            except OSError as exc:
-                raise SanityError(f'cannot read the IOzone output: {exc}') from None
-            except ParseError as exc:
-                raise SanityError(str(exc)) from None
-        return self._parsed
+        return self.parsed_output(iozone_parser.parse)
 
     @sanity_function
     def both_passes_complete(self):

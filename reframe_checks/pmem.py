@@ -33,11 +33,9 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
-from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import fiojob
 from clusterproof.checks import scratch
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio as fioparser
 from clusterproof.checks.base import ClusterproofCheck, ConfigurationError
 from clusterproof.site.spackenv import pinned_spec
@@ -112,14 +110,7 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     def figures(self):
-        if not hasattr(self, '_figures'):
-            path = os.path.join(self.stagedir, str(sn.evaluate(self.stdout)))
-            try:
-                with open(path) as f:
-                    self._figures = fioparser.section_figures(f.read(), self.section, path)
-            except (OSError, ParseError) as err:
-                raise SanityError(str(err)) from None
-        return self._figures
+        return self.parsed_output(fioparser.section_figures, section=self.section)
 
     @sanity_function
     def every_job_did_io(self):

@@ -32,7 +32,6 @@ from clusterproof.site import binaries
 from clusterproof.methods import memory
 from clusterproof.site import topology
 from clusterproof.modes import by_mode
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import stream as stream_parser
 from clusterproof.paths import REPO
 from clusterproof.checks.base import ClusterproofCheck
@@ -151,14 +150,7 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             self.job.launcher.options = ['--bind-to', 'none']
 
     def result(self):
-        if not hasattr(self, '_result'):
-            path = os.path.join(self.stagedir, str(self.job.stdout))
-            try:
-                with open(path) as fp:
-                    self._result = stream_parser.parse(fp.read(), source=path)
-            except (OSError, ParseError) as err:
-                raise SanityError(str(err)) from None
-        return self._result
+        return self.parsed_output(stream_parser.parse)
 
     @sanity_function
     def solution_validates(self):

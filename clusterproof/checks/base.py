@@ -136,6 +136,29 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
                                 f"extras[{section!r}] ({what})")
         return found
 
+    def parsed_output(self, parse, filename=None, **options):
+        """``parse(text, source=path, **options)`` of the job's standard
+        output (or of ``filename`` in the stage directory), read and parsed
+        once per test case; an unreadable file or a parse error fails sanity
+        with the parser's message, which names the file."""
+        import os
+
+        from clusterproof.parsers import ParseError
+
+        path = os.path.join(self.stagedir, filename or str(self.job.stdout))
+        cache = self.__dict__.setdefault('_cp_parsed', {})
+        key = (parse.__module__, parse.__qualname__, path, tuple(sorted(options)))
+        if key not in cache:
+            try:
+                with open(path) as f:
+                    text = f.read()
+                cache[key] = parse(text, source=path, **options)
+            except OSError as err:
+                raise SanityError(f'cannot read {path}: {err.strerror}') from None
+            except ParseError as err:
+                raise SanityError(str(err)) from None
+        return cache[key]
+
     def declared(self, section, key=None, default=KeyError):
         """Declared hardware of the current partition (see clusterproof.site.hardware)."""
         return declared(self.current_partition, section, key, default)
