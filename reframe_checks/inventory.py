@@ -33,6 +33,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.site import inventory
 from clusterproof.parsers import ipmctl
 from clusterproof.site import pmem
+from clusterproof.site.hardware import client_node_count
 from clusterproof.checks.base import ClusterproofCheck
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,10 +52,8 @@ class _NodeReport(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def set_node_count(self):
         if self.num_nodes == 0:
-            if self.current_partition.scheduler.registered_name == 'local':
-                self.num_nodes = 1
-            else:
-                self.num_nodes = int(self.declared('storage', 'client_nodes', default=1))
+            with self.configuration():
+                self.num_nodes = client_node_count(self.current_partition)
         self.num_tasks = self.num_nodes
         self.num_tasks_per_node = 1
 
