@@ -225,7 +225,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         '''A result without provenance is not a result: a check must have
         recorded the binary it ran (use_binary or record_built_binary).'''
         if not self.binary_path and self.executable == sys.executable:
-            # The program is clusterproof itself (a ``python -m clusterproof.x``
+            # The program is clusterproof itself (``python -m clusterproof.cli ...``
             # report): the interpreter and cp_git_rev say what ran.
             self.binary_path = sys.executable
             self.binary_version = f'Python {platform.python_version()}'
