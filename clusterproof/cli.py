@@ -18,6 +18,9 @@ COMMANDS = [
     'init',         # a new system's files, discovered from Slurm and its nodes
     'placement',    # round-robin placement of threads over client nodes
     'sizing',       # file sizes that defeat caches
+    'ior_args',     # the IOR options of the N-to-1 run, for job scripts
+    'scratch',      # test directories under a scratch directory, for job scripts
+    'inventory',    # this node's hardware, for the inventory checks
     'spack',        # the Spack environment
     'bless',        # references derived from measured sessions
     'compare',      # sessions against each other or against references

@@ -27,12 +27,14 @@ def results_dir():
     return Path(os.environ.get('CLUSTERPROOF_RESULTS', REPO / 'results')).resolve()
 
 
+def local_scratch():
+    """The scratch directory of the systems on this machine (``local``,
+    ``emu``): ``CLUSTERPROOF_SCRATCH``, default ``<results>/scratch``."""
+    return os.environ.get('CLUSTERPROOF_SCRATCH', str(results_dir() / 'scratch'))
+
+
 def results_db():
     return results_dir() / 'results.db'
-
-
-def perflog_dir():
-    return results_dir() / 'perflogs'
 
 
 def write_atomic(path, text, mode=0o644):

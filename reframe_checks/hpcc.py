@@ -20,9 +20,9 @@ from reframe.core.builtins import performance_function, run_after, sanity_functi
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import hpl
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpcc as hpcc_parser
 from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
+from clusterproof.site.spackenv import pinned_spec
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 1000
@@ -52,7 +52,7 @@ class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
     @run_after('setup')
     def find_hpcc(self):
         # hpcc has no version option: the version comes from its summary after the run
-        self.executable = self.use_binary('hpcc', 'hpcc@1.5.0', version_argv=['true'])
+        self.executable = self.use_binary('hpcc', pinned_spec('hpcc'), version_argv=['true'])
 
     @run_after('setup')
     def set_ranks(self):
@@ -71,14 +71,7 @@ class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
             fp.write(hpl.hpccinf(self.problem_size, nb, p, q))
 
     def result(self):
-        if not hasattr(self, '_result'):
-            path = os.path.join(self.stagedir, 'hpccoutf.txt')
-            try:
-                with open(path) as fp:
-                    self._result = hpcc_parser.parse(fp.read(), source=path)
-            except (OSError, ParseError) as err:
-                raise SanityError(str(err)) from None
-        return self._result
+        return self.parsed_output(hpcc_parser.parse, 'hpccoutf.txt')
 
     @sanity_function
     def hpcc_succeeded(self):

@@ -28,6 +28,7 @@ from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import hpl as hpl_parser
 from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
+from clusterproof.site.spackenv import pinned_spec
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 2000
@@ -59,7 +60,7 @@ class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
     def find_xhpl(self):
         # xhpl has no version option (it would start a run): the version comes
         # from its output header after the run
-        self.executable = self.use_binary('xhpl', 'hpl@2.3', version_argv=['true'])
+        self.executable = self.use_binary('xhpl', pinned_spec('hpl'), version_argv=['true'])
 
     @run_after('setup')
     def set_ranks(self):
@@ -79,14 +80,7 @@ class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
             fp.write(hpl.hpl_dat(self.problem_size, self.block_size, p, q))
 
     def result(self):
-        if not hasattr(self, '_result'):
-            path = os.path.join(self.stagedir, str(self.job.stdout))
-            try:
-                with open(path) as fp:
-                    self._result = hpl_parser.parse(fp.read(), source=path)
-            except OSError as err:
-                raise SanityError(str(err)) from None
-        return self._result
+        return self.parsed_output(hpl_parser.parse)
 
     @sanity_function
     def residuals_passed(self):

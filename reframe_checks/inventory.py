@@ -2,7 +2,7 @@
 declares?
 
 ``SystemInventory`` runs one task per node; each task prints its node's
-report (``python3 -m clusterproof.site.inventory --report``). Sanity compares
+report (``clusterproof inventory --report``). Sanity compares
 sockets, cores per socket, threads per core, NUMA nodes and memory with the
 partition's ``extras['hardware']`` and fails with one message per
 mismatch, naming node, field, expected and found.
@@ -31,7 +31,9 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 from reframe.core.exceptions import SanityError
 
 from clusterproof.site import inventory
+from clusterproof.parsers import ipmctl
 from clusterproof.site import pmem
+from clusterproof.site.hardware import client_node_count
 from clusterproof.checks.base import ClusterproofCheck
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,17 +52,15 @@ class _NodeReport(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def set_node_count(self):
         if self.num_nodes == 0:
-            if self.current_partition.scheduler.registered_name == 'local':
-                self.num_nodes = 1
-            else:
-                self.num_nodes = int(self.declared('storage', 'client_nodes', default=1))
+            with self.configuration():
+                self.num_nodes = client_node_count(self.current_partition)
         self.num_tasks = self.num_nodes
         self.num_tasks_per_node = 1
 
     @run_before('run')
     def set_report_command(self):
         self.executable = sys.executable
-        self.executable_opts = ['-m', 'clusterproof.site.inventory'] + self.report_args
+        self.executable_opts = ['-m', 'clusterproof.cli', 'inventory'] + self.report_args
         self.env_vars['PYTHONPATH'] = REPO
 
     def node_reports(self):
@@ -129,7 +129,7 @@ class PmemProvisioning(_NodeReport):
         self.skip_if(missing, f'{" and ".join(missing)} not installed on this node '
                               '(apt-get install ipmctl ndctl)')
         probe = subprocess.run(['ipmctl', 'show', '-topology'], capture_output=True, text=True)
-        reason = pmem.no_pmem_reason(probe.stdout + probe.stderr)
+        reason = ipmctl.no_pmem_reason(probe.stdout + probe.stderr)
         self.skip_if(reason is not None, f'no persistent memory modules on this node: {reason}')
 
     @sanity_function

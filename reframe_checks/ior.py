@@ -1,6 +1,8 @@
 """IOR N-to-1: T threads write one shared file, then read it back.
 
-The published command (pixstor methodology, docs/ior-mdtest.md), in one job:
+The published command (pixstor methodology, docs/ior-mdtest.md; the
+arguments come from clusterproof/methods/ior.py, as in slurm/ior-n-to-1.sbatch),
+in one job:
 
     ior -a POSIX -v -i 1 -d 3 -e -k -o <dir>/tst.file -w -s 1 -t 16m -b <FileSize>
     ior -a POSIX -v -i 1 -d 3 -e -k -o <dir>/tst.file -r -C -s 1 -t 16m -b <FileSize>
@@ -30,7 +32,6 @@ MiB/s (IOR's unit) and GB/s (the published unit); the per-iteration
 bandwidths are in ``ior_iterations`` and in the stage directory's output.
 """
 
-import math
 import shlex
 
 import reframe as rfm
@@ -38,15 +39,15 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError
 from clusterproof.checks import scratch
-from clusterproof.methods import sizing
+from clusterproof.methods import ior, sizing
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior as ior_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
+from clusterproof.site.spackenv import pinned_spec
 
-IOR_SPEC = 'ior@4.0.0'
+IOR_SPEC = pinned_spec('ior')
 _BANNER = 'MPI Coordinated Test of Parallel I/O'
 
 
@@ -82,7 +83,6 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     ior_direct_io = variable(bool, value=False)
     ior_read_reorder = variable(str, value='')
     ior_test_dir = variable(str, value='')
-    ior_client_nodes = variable(int, value=0)
     ior_iterations = variable(str, value='')
 
     @run_after('setup')
@@ -92,55 +92,34 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
 
     @run_after('setup')
     def size_files(self):
-        storage = self.declared('storage', default={}) or {}
-        try:
+        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
+        with self.configuration():
             size = sizing.compute(storage, self.threads, total=self.total or None,
                                   transfer=self.transfer_size or None, smoke=self.cp_smoke)
-        except ClusterproofError as err:
-            self.skip(f'{self.current_partition.fullname}: {err}')
         self.ior_block_size = size.per_thread_arg
         self.ior_transfer_size = size.transfer_arg
         self.ior_direct_io = size.direct_io
         self.total_bytes = size.total
 
     @run_after('setup')
-    def place_threads(self):
-        nodes = int(self.declared('storage', 'client_nodes', default=1) or 1)
-        if self.current_partition.launcher_type.registered_name not in ('srun', 'mpirun'):
-            nodes = 1           # no scheduler: this machine only
-        self.ior_client_nodes = min(nodes, self.threads)
-        self.num_tasks = self.threads
-        self.num_tasks_per_node = math.ceil(self.threads / self.ior_client_nodes)
-        cores = self.current_partition.processor.num_cpus
-        self.oversubscribed = bool(cores) and self.num_tasks_per_node > cores
-        if self.oversubscribed and self.current_partition.scheduler.registered_name == 'slurm':
-            self.job.options += ['--overcommit']
+    def place_ranks(self):
+        self.place_threads()
 
     @run_before('run')
     def make_test_dir(self):
-        root = self.declared('storage', 'scratch', default=None)
-        try:
-            root = scratch.check_scratch(root)
-            self.scratch_root = root
-            planned = scratch.plan_test_dir(root, f'ior-t{self.threads}')
-            if self.is_dry_run():       # job scripts only: write nothing
-                self.test_dir = planned
-            else:
-                scratch.remove_leftovers(root)      # of runs that were killed
-                where = root if root.is_dir() else root.parent
-                sizing.check_fits(where, self.total_bytes, f'IOR with {self.threads} threads')
-                self.test_dir = scratch.create_test_dir(root, planned)
-        except ClusterproofError as err:
-            self.skip(f'{self.current_partition.fullname}: {err}')
+        with self.configuration():
+            self.scratch_root, self.test_dir = scratch.prepare_test_dir(
+                self.declared('storage', 'scratch', default=None), f'ior-t{self.threads}',
+                self.total_bytes, f'IOR with {self.threads} threads', self.is_dry_run())
         self.ior_test_dir = str(self.test_dir)
 
     @run_before('run')
     def set_commands(self):
         self.ior_read_reorder = self.read_reorder
-        self.executable_opts = self.ior_options('-w')
+        self.executable_opts = self.ior_options('write')
         self.job.num_tasks = self.num_tasks      # the launcher's -np / --ntasks
         launch = self.job.launcher.run_command(self.job)
-        read = shlex.join([self.executable] + self.ior_options('-r'))
+        read = shlex.join([self.executable] + self.ior_options('read'))
         cleanup = scratch.shell_cleanup(self.test_dir)
         self.postrun_cmds = [
             'ior_write_status=$?',
@@ -151,14 +130,8 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
         ]
 
     def ior_options(self, phase):
-        opts = ['-a', 'POSIX', '-v', '-i', str(self.repetitions), '-d', str(self.delay),
-                '-e', '-k', '-o', f'{self.test_dir}/tst.file', phase]
-        if phase == '-r' and self.read_reorder:
-            opts.append(self.read_reorder)
-        opts += ['-s', '1', '-t', self.ior_transfer_size, '-b', self.ior_block_size]
-        if self.ior_direct_io:
-            opts.append('--posix.odirect')
-        return opts
+        return ior.argv(phase, self.test_dir, self.ior_transfer_size, self.ior_block_size,
+                        self.repetitions, self.delay, self.read_reorder, self.ior_direct_io)
 
     @run_after('run')
     def remove_test_dir(self):

@@ -40,7 +40,6 @@ Figures: sequential in GB/s (10^9 B/s, as published; IOzone's kB/s are
 import os
 import shlex
 import shutil
-import sys
 
 import reframe as rfm
 from reframe.core.backends import getlauncher
@@ -48,24 +47,23 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError
 from clusterproof.checks import scratch
 from clusterproof.methods import sizing
 from clusterproof.methods import iozone
 from clusterproof.modes import by_mode
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.paths import REPO
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck, ThreadPlacement
+from clusterproof.site.spackenv import pinned_spec
 
-IOZONE_SPEC = 'iozone@3_506'
+IOZONE_SPEC = pinned_spec('iozone')
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'
 THREADLIST = 'threadlist'
 #: serializes IOzone runs on a machine without scheduler (fixed ports)
 LOCAL_LOCK = '/tmp/clusterproof-iozone.lock'
 
 
-class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement):
     valid_systems = ['*']
     valid_prog_environs = ['*']
     sourcesdir = None
@@ -87,7 +85,6 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     iozone_file_size = variable(str, value='')
     iozone_record_size = variable(str, value='')
     iozone_direct_io = variable(bool, value=False)
-    iozone_client_nodes = variable(int, value=0)
     iozone_test_dir = variable(str, value='')
     #: tests cut short by stonewalling, 'test=fraction' ('' when none)
     iozone_stonewalled = variable(str, value='')
@@ -98,29 +95,24 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def find_iozone(self):
         self.iozone_path = self.use_binary('iozone', IOZONE_SPEC, version_argv=['{exe}', '-v'])
-        iozone.check_threads(self.threads, self.binary_version)
+        with self.configuration():
+            iozone.check_threads(self.threads, self.binary_version)
 
     @run_after('setup')
     def size_files(self):
-        storage = self.declared('storage', default=None)
-        self.skip_if(not storage, f'{self.current_partition.fullname} declares no '
-                                  f"extras['storage'] (scratch directory, client nodes)")
-        self.size = sizing.compute(storage, self.threads, total=self.total or None,
-                                   smoke=self.cp_smoke)
+        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
+        with self.configuration():
+            self.size = sizing.compute(storage, self.threads, total=self.total or None,
+                                       smoke=self.cp_smoke)
         self.iozone_file_size = self.size.per_thread_arg
         self.iozone_record_size = self.size.transfer_arg
         self.iozone_direct_io = self.size.direct_io
 
     @run_after('setup')
-    def place_threads(self):
-        nodes = int(self.declared('storage', 'client_nodes', default=1) or 1)
-        if self.current_partition.scheduler.registered_name == 'local':
-            nodes = 1
-        self.iozone_client_nodes = min(nodes, self.threads)
+    def place_clients(self):
         # One task per client node: the job holds the nodes, the IOzone clients
         # run as overlapping steps started by the RSH wrapper.
-        self.num_tasks = self.iozone_client_nodes
-        self.num_tasks_per_node = 1
+        self.place_threads(one_task_per_node=True)
         # IOzone 3.489 listens on fixed ports (20000 and up) and has no option
         # to move them: two IOzone runs on one node collide and hang. Whole
         # nodes under a scheduler; one run at a time on a node without one.
@@ -130,20 +122,11 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @run_before('run')
     def make_test_dir(self):
-        root = self.declared('storage', 'scratch')
-        if self.is_dry_run():
-            self.scratch_root = root
-            self.test_dir = scratch.plan_test_dir(root, f'{self.unique_name}')
-        else:
-            try:
-                scratch.remove_leftovers(root)
-                sizing.check_fits(root, self.size.total,
-                                  f'IOzone {self.kind} with {self.threads} threads')
-                self.scratch_root = root
-                self.test_dir = scratch.create_test_dir(
-                    root, scratch.plan_test_dir(root, self.unique_name))
-            except ClusterproofError as err:
-                raise ClusterproofError(f'{self.current_partition.fullname}: {err}') from None
+        with self.configuration():
+            self.scratch_root, self.test_dir = scratch.prepare_test_dir(
+                self.declared('storage', 'scratch', default=None), self.unique_name,
+                self.size.total, f'IOzone {self.kind} with {self.threads} threads',
+                self.is_dry_run())
         self.iozone_test_dir = str(self.test_dir)
 
     @run_before('run')
@@ -157,14 +140,12 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             nodes = '$(hostname)'
         else:
             nodes = '$SLURM_JOB_NODELIST'
-        cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
         self.prerun_cmds = [] if nodes != '$(hostname)' else [
             f'exec 9>{shlex.quote(LOCAL_LOCK)} && flock 9',
         ]
         self.prerun_cmds += [
-            f'{cli} placement --nodes "{nodes}" --threads {self.threads} --format threadlist '
-            f'--workdir {shlex.quote(str(self.test_dir))} '
-            f'--iozone {shlex.quote(self.iozone_path)} > {THREADLIST} || exit 2',
+            self.placement_command(nodes, 'threadlist', '--workdir', str(self.test_dir),
+                                   '--iozone', self.iozone_path) + f' > {THREADLIST} || exit 2',
             f'export RSH="$PWD/{RSH_WRAPPER.name}"',
             iozone.space_watchdog(self.test_dir),
         ]
@@ -190,17 +171,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     def results(self):
-        if not hasattr(self, '_parsed'):
-            out = os.path.join(self.stagedir, str(self.job.stdout))
-            try:
-                with open(out) as f:
-                    text = f.read()
-                self._parsed = iozone_parser.parse(text, out)
-            except OSError as exc:
-                raise SanityError(f'cannot read the IOzone output: {exc}') from None
-            except ParseError as exc:
-                raise SanityError(str(exc)) from None
-        return self._parsed
+        return self.parsed_output(iozone_parser.parse)
 
     @sanity_function
     def both_passes_complete(self):

@@ -21,22 +21,19 @@ mean over the repetitions): file creation, stat, read, removal, tree
 creation and removal; never taken from the ``SUMMARY time`` table.
 """
 
-import math
-
 import reframe as rfm
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError
-from clusterproof.methods import placement
 from clusterproof.checks import scratch
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest as mdtest_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
+from clusterproof.site.spackenv import pinned_spec
 
-MDTEST_SPEC = 'ior@4.0.0'
+MDTEST_SPEC = pinned_spec('ior')      # mdtest comes with IOR
 
 #: the reported rows and their figure names
 FIGURES = {
@@ -72,7 +69,6 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
     #: what ran (logged with each result)
     mdtest_stride = variable(int, value=0)
     mdtest_test_dir = variable(str, value='')
-    mdtest_client_nodes = variable(int, value=0)
 
     @run_after('setup')
     def find_mdtest(self):
@@ -81,37 +77,17 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
 
     @run_after('setup')
     def place_tasks(self):
-        launcher = self.current_partition.launcher_type.registered_name
-        nodes = int(self.declared('storage', 'client_nodes', default=1) or 1)
-        if launcher not in ('srun', 'mpirun'):
-            nodes = 1
-        self.mdtest_client_nodes = min(nodes, self.threads)
-        self.num_tasks = self.threads
-        self.num_tasks_per_node = math.ceil(self.threads / self.mdtest_client_nodes)
-        cores = self.current_partition.processor.num_cpus
-        self.oversubscribed = bool(cores) and self.num_tasks_per_node > cores
-        if self.oversubscribed and self.current_partition.scheduler.registered_name == 'slurm':
-            self.job.options += ['--overcommit']
-        # The pattern of round-robin placement does not depend on the node names.
-        order = placement.place([f'node{i}' for i in range(self.mdtest_client_nodes)],
-                                self.threads).order()
-        self.mdtest_stride = mdtest_parser.stride(order)
+        self.skip_unless_declared('storage', 'scratch directory, client nodes')
+        self.place_threads()
+        self.mdtest_stride = mdtest_parser.stride(self.placement.order())
 
     @run_before('run')
     def make_test_dir(self):
-        try:
-            root = scratch.check_scratch(self.declared('storage', 'scratch', default=None))
-            self.scratch_root = root
-            planned = scratch.plan_test_dir(root, f'mdtest-t{self.threads}')
-            if self.is_dry_run():       # job scripts only: write nothing
-                self.test_dir = planned
-            else:
-                scratch.remove_leftovers(root)      # of runs that were killed
-                self.test_dir = scratch.create_test_dir(root, planned)
-        except ClusterproofError as err:
-            self.skip(f'{self.current_partition.fullname}: {err}')
+        with self.configuration():
+            self.scratch_root, self.test_dir = scratch.prepare_test_dir(
+                self.declared('storage', 'scratch', default=None), f'mdtest-t{self.threads}',
+                dry_run=self.is_dry_run())
         self.mdtest_test_dir = str(self.test_dir)
-
 
     @run_before('run')
     def set_command(self):

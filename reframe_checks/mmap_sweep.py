@@ -24,7 +24,6 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError
 from clusterproof.methods import mmap_sweep
 from clusterproof.checks import scratch
 from clusterproof.modes import current_mode
@@ -72,6 +71,9 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
                                            _HW['cores_per_socket'] * _HW['sockets']),
                        fmt=lambda x: f'{x[0]}_t{x[1]}')
 
+    #: threads of this test (from ``access``; logged with each result)
+    threads = variable(int, value=0)
+
     #: bytes per target; 0 means from the mode and the node's memory
     file_size = variable(int, value=0)
     memory_size = variable(int, value=0)
@@ -80,17 +82,16 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @run_after('setup')
     def set_targets(self):
-        try:
+        with self.configuration():
             self.targets = mmap_sweep.targets(
                 self.declared('mmap_targets', default=None),
                 self.declared('storage', 'scratch', default=None))
             sizes = mmap_sweep.sizes(self.declared('hardware', 'memory_gib'), self.cp_mode)
-        except ClusterproofError as err:
-            self.skip(str(err))
         self.sizes = {'file': self.file_size or sizes['file'],
                       'memory': self.memory_size or sizes['memory']}
         a, b = self.point
-        threads = self.access[1]
+        threads = self.threads = self.access[1]
+        # A point larger than the sizes of this mode is not part of its sweep.
         too_small = [t['name'] for t in self.targets
                      if not mmap_sweep.fits(a, b, self.size_of(t), threads)]
         self.skip_if(too_small, f'a={a} b={b} with {threads} threads does not fit in the size '
@@ -115,12 +116,9 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             if target['path'] is None:
                 argv.append('--memory')
             else:
-                try:
-                    root = scratch.check_scratch(target['path'])
-                    test_dir = scratch.create_test_dir(
-                        root, scratch.plan_test_dir(root, f'mmap-sweep-{name}'))
-                except ClusterproofError as err:
-                    self.skip(f'target {name}: {err}')
+                with self.configuration():
+                    root, test_dir = scratch.prepare_test_dir(target['path'],
+                                                              f'mmap-sweep-{name}')
                 self.test_dirs[name] = (root, test_dir)
                 argv += ['--file', f'{test_dir}/mmap_sweep.dat', '--create']
             out = shlex.quote(f'{name}.out')

@@ -15,7 +15,6 @@ The binaries come from the Spack view (``libexec/osu-micro-benchmarks/mpi/pt2pt`
 or PATH; when missing the checks are skipped with the build command.
 """
 
-import os
 
 import reframe as rfm
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
@@ -24,11 +23,12 @@ from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu as osu_parser
 from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.site.hardware import is_emulated
+from clusterproof.site.spackenv import pinned_spec
 
-OSU_SPEC = 'osu-micro-benchmarks@7.5.1'
+OSU_SPEC = pinned_spec('osu-micro-benchmarks')
 #: directions a benchmark moves data in at once (the line rate counts per direction)
 DIRECTIONS = {'osu_bw': 1, 'osu_bibw': 2}
 OSU_VIEW_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard',
@@ -50,7 +50,7 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     def find_benchmark(self, name):
         part = self.current_partition
-        self.cp_emulated = bool(part.extras.get('emulated'))
+        self.cp_emulated = is_emulated(part)
         available = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
         self.skip_if(available < 2, f'{name} measures the network between two nodes; '
                                     f'{part.fullname} has {available}')
@@ -60,14 +60,7 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.executable_opts = list(self.osu_options)
 
     def result(self):
-        if not hasattr(self, '_result'):
-            path = os.path.join(self.stagedir, str(self.job.stdout))
-            try:
-                with open(path) as fp:
-                    self._result = osu_parser.parse(fp.read(), source=path)
-            except (OSError, ParseError) as err:
-                raise SanityError(str(err)) from None
-        return self._result
+        return self.parsed_output(osu_parser.parse)
 
     @sanity_function
     def all_sizes_reported(self):
@@ -77,6 +70,15 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             raise SanityError(f'{self.executable}: largest message size {max(out["rows"])} B; '
                               f'the run stopped before 1 MiB')
         return True
+
+    # figures of every OSU check (the largest message's bandwidth, the smallest's rate)
+    @performance_function('MB/s')
+    def bandwidth(self):
+        return osu_parser.bandwidth_at_largest(self.result())[1]
+
+    @performance_function('msg/s')
+    def message_rate(self):
+        return osu_parser.message_rate_at_smallest(self.result())[1]
 
     def link_mbs(self, directions):
         gbps = self.declared('network', 'link_gbps', default=None)
@@ -102,14 +104,6 @@ class OsuBandwidth(_OsuTwoNodes):
         if self.link_mbs(1) is None:
             self.perf_variables.pop('link_fraction', None)
 
-    @performance_function('MB/s')
-    def bandwidth(self):
-        return osu_parser.bandwidth_at_largest(self.result())[1]
-
-    @performance_function('msg/s')
-    def message_rate(self):
-        return osu_parser.message_rate_at_smallest(self.result())[1]
-
     @performance_function('%')
     def link_fraction(self):
         return (100.0 * osu_parser.bandwidth_at_largest(self.result())[1]
@@ -127,11 +121,3 @@ class OsuMessageRate(_OsuTwoNodes):
         per_node = 1 if self.cp_emulated else int(hw['cores_per_socket'])
         self.num_tasks_per_node = per_node
         self.num_tasks = 2 * per_node
-
-    @performance_function('MB/s')
-    def bandwidth(self):
-        return osu_parser.bandwidth_at_largest(self.result())[1]
-
-    @performance_function('msg/s')
-    def message_rate(self):
-        return osu_parser.message_rate_at_smallest(self.result())[1]

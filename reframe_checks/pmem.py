@@ -33,17 +33,15 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
-from reframe.core.exceptions import SanityError
 
-from clusterproof import ClusterproofError
 from clusterproof.methods import fiojob
 from clusterproof.checks import scratch
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio as fioparser
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck, ConfigurationError
+from clusterproof.site.spackenv import pinned_spec
 
 JOB_FILE = 'worst_case.fio'
-FIO_SPEC = 'fio@3.37+pmem'
+FIO_SPEC = pinned_spec('fio')
 
 
 class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
@@ -88,14 +86,12 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_before('run')
     def write_job_file(self):
         self.test_dir = None
-        try:
+        with self.configuration():
             root = scratch.check_scratch(self.target_dir_root())
             self.fio_job = self.make_job(str(scratch.plan_test_dir(root, 'fio')))
             self.scratch_root = root
-        except ClusterproofError as err:
-            self.skip(str(err))
-        if self.engine != 'dev-dax':
-            self.test_dir = scratch.create_test_dir(self.scratch_root, self.fio_job.target)
+            if self.engine != 'dev-dax':
+                self.test_dir = scratch.create_test_dir(self.scratch_root, self.fio_job.target)
         with open(os.path.join(self.stagedir, JOB_FILE), 'w') as f:
             f.write(self.fio_job.render())
         self.executable = self.fio
@@ -114,14 +110,7 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     def figures(self):
-        if not hasattr(self, '_figures'):
-            path = os.path.join(self.stagedir, str(sn.evaluate(self.stdout)))
-            try:
-                with open(path) as f:
-                    self._figures = fioparser.section_figures(f.read(), self.section, path)
-            except (OSError, ParseError) as err:
-                raise SanityError(str(err)) from None
-        return self._figures
+        return self.parsed_output(fioparser.section_figures, section=self.section)
 
     @sanity_function
     def every_job_did_io(self):
@@ -235,8 +224,9 @@ class PmemFioEmulated(FioWorstCaseBase):
 
     @run_after('setup')
     def check_tmpfs(self):
-        from clusterproof.site.pmem import mount_of, parse_mounts
-        mnt = mount_of(self.tmpfs_dir, parse_mounts(_mounts_text()))
+        from clusterproof.parsers import mounts
+        from clusterproof.site.pmem import mount_of
+        mnt = mount_of(self.tmpfs_dir, mounts.parse(_mounts_text()))
         self.skip_if(mnt is None or mnt.fstype != 'tmpfs',
                      f'{self.tmpfs_dir} is not on tmpfs (it is on '
                      f'{mnt.fstype if mnt else "no mount"}); set -S tmpfs_dir=<dir on tmpfs>')
@@ -244,7 +234,9 @@ class PmemFioEmulated(FioWorstCaseBase):
         st = os.statvfs(parent)
         free = st.f_bavail * st.f_frsize
         need = 4 * self.make_job('/x').total_bytes      # with -S filesize/numjobs
-        self.skip_if(free < need, f'{parent}: {free} bytes free on tmpfs, want {need}')
+        if free < need:
+            raise ConfigurationError(f'{parent}: {free} bytes free on tmpfs, the test needs '
+                                     f'{need}; free space or set -S filesize=<bytes>')
         self.env_vars['PMEM_IS_PMEM_FORCE'] = '1'
 
     def target_dir_root(self):
@@ -258,5 +250,9 @@ class StorageFioBaseline(FioWorstCaseBase):
     tags = {'storage', 'fio'}
     engine = 'psync'
 
+    @run_after('setup')
+    def need_storage(self):
+        self.skip_unless_declared('storage', 'scratch directory')
+
     def target_dir_root(self):
-        return self.declared('storage', 'scratch')
+        return self.declared('storage', 'scratch', default=None)

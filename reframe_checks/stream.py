@@ -18,7 +18,7 @@ otherwise ``StreamBuild`` compiles ``stream.c`` (fetched by ``scripts/setup``
 from the ReFrame-HPC source distribution) with the array size fixed at
 compile time: at least 4 x the node's total last-level cache, and at least
 the published 120,000,000 elements outside smoke mode. Override it with
-``-S StreamBuild.array_size=N``, the threads with ``-S Stream.num_threads=N``.
+``-S StreamBuild.array_size=N``, the threads with ``-S Stream.threads=N``.
 """
 
 import os
@@ -32,13 +32,13 @@ from clusterproof.site import binaries
 from clusterproof.methods import memory
 from clusterproof.site import topology
 from clusterproof.modes import by_mode
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import stream as stream_parser
 from clusterproof.paths import REPO
 from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.site.spackenv import pinned_spec
 
 STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
-STREAM_SPEC = 'stream@5.10 +openmp'
+STREAM_SPEC = pinned_spec('stream')
 
 
 class StreamBuild(rfm.CompileOnlyRegressionTest, ClusterproofCheck):
@@ -110,7 +110,7 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
                                  'acceptance': ['local', 'dram', 'pmem']}))
 
     #: threads; 0 = from the placement and the declared cores / L3 domains
-    num_threads = variable(int, value=0)
+    threads = variable(int, value=0)
 
     #: what the run reported (logged with each result)
     stream_array_size = variable(int, value=0)
@@ -124,10 +124,10 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def set_threads(self):
         hw = self.declared('hardware')
-        if self.num_threads == 0:
-            self.num_threads = memory.stream_threads(hw, self.placement)
+        if self.threads == 0:
+            self.threads = memory.stream_threads(hw, self.placement)
         self.num_cpus_per_task = memory.stream_threads(hw, 'cores')
-        self.env_vars.update(memory.omp_env(self.placement, self.num_threads))
+        self.env_vars.update(memory.omp_env(self.placement, self.threads))
 
     @run_after('setup')
     def set_memory_binding(self):
@@ -150,14 +150,7 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             self.job.launcher.options = ['--bind-to', 'none']
 
     def result(self):
-        if not hasattr(self, '_result'):
-            path = os.path.join(self.stagedir, str(self.job.stdout))
-            try:
-                with open(path) as fp:
-                    self._result = stream_parser.parse(fp.read(), source=path)
-            except (OSError, ParseError) as err:
-                raise SanityError(str(err)) from None
-        return self._result
+        return self.parsed_output(stream_parser.parse)
 
     @sanity_function
     def solution_validates(self):
@@ -167,9 +160,9 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
                               f'({self.job.stdout}): the results are wrong')
         self.stream_array_size = out['array_size'] or 0
         self.stream_threads = out['threads'] or 0
-        if self.num_threads and out['threads'] and out['threads'] != self.num_threads:
+        if self.threads and out['threads'] and out['threads'] != self.threads:
             raise SanityError(f'STREAM counted {out["threads"]} threads, '
-                              f'{self.num_threads} were requested')
+                              f'{self.threads} were requested')
         self.binary_version = self.binary_version or '5.10'
         return True
 

@@ -15,14 +15,15 @@ the list of modes comes from ``clusterproof.modes``, which the checks ask for
 the mode of the run.
 
 Results: perflogs, the results database and run reports go under one
-directory, ``$CLUSTERPROOF_RESULTS`` (default: ``results/`` in the repository).
+directory, ``clusterproof.paths.results_dir()``: ``$CLUSTERPROOF_RESULTS``
+(default: ``results/`` in the repository).
 """
 
 import importlib.util
-import os
 from pathlib import Path
 
 from clusterproof.modes import reframe_modes
+from clusterproof.paths import results_dir
 
 _here = Path(__file__).resolve().parent
 _repo = _here.parent
@@ -46,7 +47,8 @@ def _load(name):
     return mod
 
 
-_results = Path(os.environ.get('CLUSTERPROOF_RESULTS', _repo / 'results')).resolve()
+# One definition of the results directory: clusterproof.paths.results_dir().
+_results = results_dir()
 _results.mkdir(parents=True, exist_ok=True)
 
 _systems, _environments = [], []

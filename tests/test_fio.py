@@ -17,7 +17,7 @@ from clusterproof.methods.fiojob import (FioJob, fio_size, parse_engines, worst_
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio
 
-from conftest import DATA, REPO, run_reframe
+from conftest import DATA, REPO, report_cases, run_reframe
 
 FIO = DATA / 'fio'
 
@@ -240,13 +240,15 @@ def test_emulated_and_psync_on_emu(tmp_path, tmpfs_dir, emu_cluster):
     _assert_fio_results(res, tmp_path, tmpfs_dir, emulated_partition=True)
 
 
-def test_emulated_job_larger_than_tmpfs_is_skipped_with_the_sizes(tmp_path, tmpfs_dir):
+def test_emulated_job_larger_than_tmpfs_fails_with_the_sizes(tmp_path, tmpfs_dir):
     # -S filesize sets the job's size; the free-space check counts it (64 jobs
-    # x 1 TiB cannot fit on any /dev/shm here), and nothing is written.
+    # x 1 TiB cannot fit on any /dev/shm here): a file system too full before
+    # the start fails the check (never a skip), and nothing is written.
     res = run_reframe(['-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
                        '-n', 'PmemFioEmulated', '-S', f'PmemFioEmulated.tmpfs_dir={tmpfs_dir}',
                        '-S', 'PmemFioEmulated.filesize=1099511627776',
                        '-S', 'PmemFioEmulated.numjobs=64'], tmp_path)
-    assert res.returncode == 0, res.stdout[-3000:]
-    assert re.search(r'bytes free on tmpfs, want \d+', res.stdout), res.stdout[-3000:]
-    assert 'SKIP' in res.stdout and not os.path.exists(tmpfs_dir)
+    assert res.returncode != 0, res.stdout[-3000:]
+    assert re.search(r'bytes free on tmpfs, the test needs \d+', res.stdout), res.stdout[-3000:]
+    assert all(tc['result'] == 'fail' for tc in report_cases(tmp_path))
+    assert not os.path.exists(tmpfs_dir)

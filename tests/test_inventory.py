@@ -5,6 +5,8 @@ hardware, and the SystemInventory check run for real through ReFrame on
 
 import pytest
 
+from clusterproof import cli
+from clusterproof.parsers import lscpu
 from clusterproof.site import inventory
 from clusterproof.site import topology
 from conftest import DATA, report_cases, run_reframe
@@ -15,8 +17,8 @@ INV = DATA / 'inventory'
 # -- parsers, on output recorded from the real programs ---------------------
 
 def test_lscpu_plain_and_json_agree_on_this_machine():
-    plain = topology.parse_lscpu((INV / 'lscpu-this-machine.txt').read_text())
-    as_json = topology.parse_lscpu((INV / 'lscpu-J-this-machine.json').read_text())
+    plain = lscpu.parse((INV / 'lscpu-this-machine.txt').read_text())
+    as_json = lscpu.parse((INV / 'lscpu-J-this-machine.json').read_text())
     assert plain == as_json
     assert plain['sockets'] == 1 and plain['cores_per_socket'] == 2
     assert plain['threads_per_core'] == 1 and plain['numa_nodes'] == 1
@@ -24,7 +26,7 @@ def test_lscpu_plain_and_json_agree_on_this_machine():
 
 
 def test_lscpu_two_socket_server():
-    hw = topology.parse_lscpu((INV / 'lscpu-2socket-xeon-6230.txt').read_text())
+    hw = lscpu.parse((INV / 'lscpu-2socket-xeon-6230.txt').read_text())
     assert (hw['sockets'], hw['cores_per_socket'], hw['threads_per_core']) == (2, 20, 2)
     assert hw['numa_nodes'] == 2 and hw['cpus'] == 80
     assert 'Gold 6230' in hw['cpu_model']
@@ -34,7 +36,7 @@ def test_lscpu_without_socket_field_is_an_error_naming_the_field():
     text = (INV / 'lscpu-this-machine.txt').read_text()
     broken = '\n'.join(ln for ln in text.splitlines() if not ln.startswith('Socket(s)'))
     with pytest.raises(ValueError, match=r"Socket\(s\)"):
-        topology.parse_lscpu(broken, source='n3: lscpu')
+        lscpu.parse(broken, source='n3: lscpu')
 
 
 def test_numactl_and_meminfo():
@@ -54,7 +56,7 @@ def test_node_report_of_this_node_matches_sysfs():
 
 
 def test_report_line_round_trip(capsys):
-    inventory.main(['--report'])
+    cli.main(["inventory", "--report"])
     out = capsys.readouterr().out
     assert out.startswith(inventory.REPORT_TAG + ' ') and out.count('\n') == 1
     reports = inventory.parse_reports('some other line\n' + out)

@@ -245,3 +245,65 @@ def test_ior_on_the_local_cluster(emu_cluster, tmp_path):
         assert out.count('nodes               : 4') == 2, out[:2000]
         assert out.count('clients per node    : 2') == 2
     assert scratch_dirs_left(tmp_path) == []
+
+
+# -- one command line for the check and the job script -------------------------
+
+def _ior_lines(text):
+    """IOR's options on each line of ``text`` that runs ior, by phase."""
+    import shlex
+    found = {}
+    for line in text.replace('then ', '\n').splitlines():
+        words = shlex.split(line)
+        at = [i for i, w in enumerate(words) if w == 'ior' or w.endswith('/ior')]
+        if not at:
+            continue
+        opts = []
+        for w in words[at[-1] + 1:]:
+            opts.append(w.rstrip(';'))
+            if w.endswith(';'):
+                break
+        found['read' if '-r' in opts else 'write'] = opts
+    return found
+
+
+def _without_dir(opts):
+    return [('<dir>/tst.file' if w.endswith('/tst.file') else w) for w in opts]
+
+
+def test_check_and_job_script_run_the_same_ior_options(tmp_path):
+    """IorSharedFile and slurm/ior-n-to-1.sbatch take IOR's options from one
+    place; the job scripts of both are compared word for word. Nothing runs
+    (``--dry-run`` and ``CLUSTERPROOF_DRY_RUN=1`` only write the command
+    lines), so where IOR is not installed an empty executable stands in
+    for it to be found."""
+    import os
+    import subprocess
+    path = os.environ['PATH']
+    if binaries.locate('ior') is None:
+        (tmp_path / 'bin').mkdir()
+        (tmp_path / 'bin' / 'ior').write_text('#!/bin/sh\n')
+        (tmp_path / 'bin' / 'ior').chmod(0o755)
+        path = f'{tmp_path / "bin"}:{path}'
+    proc = run_reframe(['-c', str(CHECK), '-n', 'IorSharedFile', '-P', 'threads=2',
+                        '--system', 'local', '--dry-run'], tmp_path, timeout=300,
+                       extra_env={'PATH': path})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    [script] = list((tmp_path / 'stage').rglob('rfm_job.sh'))
+    text = script.read_text()
+    check = _ior_lines(text)
+    assert set(check) == {'write', 'read'}, text
+    size = check['write'][check['write'].index('-b') + 1]
+    transfer = check['write'][check['write'].index('-t') + 1]
+    env = dict(os.environ, SLURM_JOB_NODELIST='n[1-2]', SLURM_JOB_ID='1', RAM_GIB='0',
+               CLUSTERPROOF_REPO=str(REPO), IOR='ior', CLUSTERPROOF_DRY_RUN='1',
+               TRANSFER=transfer, DIRECT='1')
+    total = f'{2 * int(size[:-1])}{size[-1]}'
+    job = subprocess.run(['bash', str(REPO / 'slurm' / 'ior-n-to-1.sbatch'),
+                          str(tmp_path / 'scratch'), '2', total],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert job.returncode == 0, job.stdout + job.stderr
+    sbatch = _ior_lines(job.stdout)
+    for phase in ('write', 'read'):
+        assert _without_dir(sbatch[phase]) == _without_dir(check[phase]), phase
+    assert scratch_dirs_left(tmp_path) == []

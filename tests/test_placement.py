@@ -16,7 +16,10 @@ from conftest import REPO, VENV_BIN
 
 @pytest.mark.parametrize('expr, names', [
     ('n[1-4]', ['n1', 'n2', 'n3', 'n4']),
-    ('node[01-04,7],gpu1', ['node01', 'node02', 'node03', 'node04', 'node7', 'gpu1']),
+    ('node[01-04,10],gpu1', ['node01', 'node02', 'node03', 'node04', 'node10', 'gpu1']),
+    # items keep the order written; inside one item ClusterShell's order
+    # (unpadded numbers before padded ones)
+    ('node[01-02,7]', ['node7', 'node01', 'node02']),
     ('n[098-101]', ['n098', 'n099', 'n100', 'n101']),
     ('n[8-11]', ['n8', 'n9', 'n10', 'n11']),
     ('r[1-2]n[01-02]', ['r1n01', 'r1n02', 'r2n01', 'r2n02']),

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from clusterproof.parsers import ipmctl, ipmctl_memoryresources, ipmctl_topology, mounts, ndctl
 from clusterproof.site import pmem
 from conftest import DATA, REPO
 
@@ -33,7 +34,7 @@ def pmserver_systems():
 # -- ipmctl show -memoryresources ---------------------------------------------
 
 def test_memoryresources_table_of_12x256gb_server():
-    mr = pmem.parse_memoryresources(read(IPMCTL / 'memoryresources-12x256gb-appdirect.txt'))
+    mr = ipmctl_memoryresources.parse(read(IPMCTL / 'memoryresources-12x256gb-appdirect.txt'))
     assert mr['capacity'] == 3029.452
     assert mr['app_direct_capacity'] == 3024.0 and mr['memory_capacity'] == 0.0
     assert mr['inaccessible_capacity'] == 5.452
@@ -42,13 +43,13 @@ def test_memoryresources_table_of_12x256gb_server():
 
 
 def test_memoryresources_table_with_dcpmm_column_and_dash_cells():
-    mr = pmem.parse_memoryresources(read(IPMCTL / 'memoryresources-4x128gb-appdirect-dcpmm.txt'))
+    mr = ipmctl_memoryresources.parse(read(IPMCTL / 'memoryresources-4x128gb-appdirect-dcpmm.txt'))
     assert (mr['capacity'], mr['app_direct_capacity'], mr['inaccessible_capacity']) == \
         (505.689, 504.0, 1.689)
 
 
 def test_memoryresources_key_value_format_of_ipmctl_1():
-    mr = pmem.parse_memoryresources(read(IPMCTL / 'memoryresources-keyvalue-v1.txt'))
+    mr = ipmctl_memoryresources.parse(read(IPMCTL / 'memoryresources-keyvalue-v1.txt'))
     assert mr == {'capacity': 505.6, 'memory_capacity': 0.0, 'app_direct_capacity': 504.0,
                   'unconfigured_capacity': 0.0, 'inaccessible_capacity': 1.6,
                   'reserved_capacity': 0.0}
@@ -56,22 +57,22 @@ def test_memoryresources_key_value_format_of_ipmctl_1():
 
 def test_memoryresources_errors_name_the_tool_message():
     with pytest.raises(ValueError, match='No PMem modules in the system'):
-        pmem.parse_memoryresources(read(IPMCTL / 'memoryresources-no-pmem-this-machine.txt'))
+        ipmctl_memoryresources.parse(read(IPMCTL / 'memoryresources-no-pmem-this-machine.txt'))
     with pytest.raises(ValueError, match='ipmctl reported an error: Error: GetMemoryResources'):
-        pmem.parse_memoryresources(read(IPMCTL / 'memoryresources-error-memory-mode.txt'))
-    assert pmem.no_pmem_reason(read(IPMCTL / 'topology-no-pmem-this-machine.txt'))
+        ipmctl_memoryresources.parse(read(IPMCTL / 'memoryresources-error-memory-mode.txt'))
+    assert ipmctl.no_pmem_reason(read(IPMCTL / 'topology-no-pmem-this-machine.txt'))
 
 
 def test_pmserver_declaration_matches_the_12x256gb_recording():
     declared = pmserver_systems()['pmserver']
-    mr = pmem.parse_memoryresources(read(IPMCTL / 'memoryresources-12x256gb-appdirect.txt'))
+    mr = ipmctl_memoryresources.parse(read(IPMCTL / 'memoryresources-12x256gb-appdirect.txt'))
     assert pmem.compare_memory_resources('pmserver1', declared['memory_resources'], mr,
                                          declared['provisioning']) == []
 
 
 def test_memory_mode_declared_but_app_direct_found():
     declared = pmserver_systems()['pmserver-mm']
-    mr = pmem.parse_memoryresources(read(IPMCTL / 'memoryresources-12x256gb-appdirect.txt'))
+    mr = ipmctl_memoryresources.parse(read(IPMCTL / 'memoryresources-12x256gb-appdirect.txt'))
     problems = pmem.compare_memory_resources('pmserver-mm1', declared['memory_resources'], mr,
                                              declared['provisioning'])
     text = '; '.join(map(str, problems))
@@ -89,17 +90,17 @@ HM1_DIMMS = [{'locator': loc, 'capacity_gib': 126.4,
 
 
 def test_topology_rows_pmem_and_ddr4():
-    rows = pmem.parse_topology(read(IPMCTL / 'topology-4pmem-4ddr4.txt'))
+    rows = ipmctl_topology.parse(read(IPMCTL / 'topology-4pmem-4ddr4.txt'))
     assert len(rows) == 8
     assert rows[0] == {'dimm_id': '0x0001', 'memory_type': 'Logical Non-Volatile Device',
                        'capacity_gib': 126.375, 'physical_id': '0x0011', 'locator': 'P1-DIMMA2'}
     assert rows[4]['dimm_id'] is None and rows[4]['memory_type'] == 'DDR4'
-    assert [r['locator'] for r in pmem.parse_topology(
+    assert [r['locator'] for r in ipmctl_topology.parse(
         read(IPMCTL / 'topology-2pmem-4ddr4.txt'))][:2] == ['DIMM_P0_A1', 'DIMM_P1_G1']
 
 
 def test_declared_population_matches_and_a_missing_module_shows():
-    rows = pmem.parse_topology(read(IPMCTL / 'topology-4pmem-4ddr4.txt'))
+    rows = ipmctl_topology.parse(read(IPMCTL / 'topology-4pmem-4ddr4.txt'))
     assert pmem.compare_dimms('hm1', HM1_DIMMS, rows) == []
     # the server declares 5 modules; the recording has 4
     declared = HM1_DIMMS + [{'locator': 'P1-DIMMF2', 'capacity_gib': 126.4}]
@@ -109,7 +110,7 @@ def test_declared_population_matches_and_a_missing_module_shows():
 
 
 def test_ddr4_only_server_has_no_pmem_modules():
-    rows = pmem.parse_topology(read(IPMCTL / 'topology-12ddr4-no-pmem.txt'))
+    rows = ipmctl_topology.parse(read(IPMCTL / 'topology-12ddr4-no-pmem.txt'))
     problems = pmem.compare_dimms('n1', HM1_DIMMS, rows)
     assert 'n1: pmem.dimms (count): expected 4, found 0' in str(problems[0])
     # declaring the DDR4 population checks it too
@@ -120,25 +121,25 @@ def test_ddr4_only_server_has_no_pmem_modules():
 # -- ndctl list -N -----------------------------------------------------------------
 
 def test_ndctl_shapes():
-    assert pmem.parse_namespaces(read(NDCTL / 'list-N-no-pmem-this-machine.json')) == []
-    one, = pmem.parse_namespaces(read(NDCTL / 'list-N-1x-fsdax.json'))
+    assert ndctl.parse(read(NDCTL / 'list-N-no-pmem-this-machine.json')) == []
+    one, = ndctl.parse(read(NDCTL / 'list-N-1x-fsdax.json'))
     assert (one['dev'], one['mode'], one['size'], one['blockdev']) == \
         ('namespace0.0', 'fsdax', 532708065280, 'pmem0')
-    old, = pmem.parse_namespaces(read(NDCTL / 'list-namespaces-single-object-memory-mode.json'))
+    old, = ndctl.parse(read(NDCTL / 'list-namespaces-single-object-memory-mode.json'))
     assert old['mode'] == 'fsdax' and old['mode_reported'] == 'memory'
-    nested = pmem.parse_namespaces(read(NDCTL / 'list-DRNi-nested.json'))
+    nested = ndctl.parse(read(NDCTL / 'list-DRNi-nested.json'))
     assert [(n['dev'], n['enabled']) for n in nested] == [('namespace0.1', False),
                                                           ('namespace0.0', True)]
-    devdax = pmem.parse_namespaces(read(NDCTL / 'list-X-2x-devdax.json'))
+    devdax = ndctl.parse(read(NDCTL / 'list-X-2x-devdax.json'))
     assert {n['chardev'] for n in devdax} == {'dax0.0', 'dax0.2'}
     with pytest.raises(ValueError, match='ndctl list -N: not JSON'):
-        pmem.parse_namespaces('Error: no such bus')
+        ndctl.parse('Error: no such bus')
 
 
 def test_namespace_comparison():
     declared = [{'dev': 'namespace0.0', 'mode': 'fsdax', 'size': 532708065280,
                  'blockdev': 'pmem0'}]
-    nested = pmem.parse_namespaces(read(NDCTL / 'list-DRNi-nested.json'))
+    nested = ndctl.parse(read(NDCTL / 'list-DRNi-nested.json'))
     assert pmem.compare_namespaces('hm1', declared, nested) == []   # idle seed ignored
     wrong = [dict(declared[0], mode='devdax', blockdev='pmem1')]
     text = '; '.join(map(str, pmem.compare_namespaces('hm1', wrong, nested)))
@@ -152,7 +153,7 @@ def test_namespace_comparison():
 
 
 def test_devdax_declared():
-    found = pmem.parse_namespaces(read(NDCTL / 'list-X-2x-devdax.json'))
+    found = ndctl.parse(read(NDCTL / 'list-X-2x-devdax.json'))
     assert pmem.compare_devdax('n1', [{'chardev': 'dax0.0'}], found) == []
     problems = pmem.compare_devdax('n1', [{'chardev': 'dax1.0'}], found)
     assert 'n1: pmem.devdax[dax1.0]: expected present, found absent' in str(problems[0])
@@ -204,7 +205,7 @@ def test_dax_inode_is_not_accepted_and_paths_are_unescaped():
     assert not pmem.verify_dax_target('/hana/pmem/XXX/pmem0', inode,
                                       read(NDCTL / 'list-N-1x-fsdax.json'))
     spaced = line.replace('/hana/pmem/XXX/pmem0', '/mnt/my\\040pmem')
-    mount, = pmem.parse_mounts(spaced)
+    mount, = mounts.parse(spaced)
     assert mount.path == '/mnt/my pmem'
 
 

@@ -120,7 +120,7 @@ def test_stream_on_local_built_from_source(tmp_path):
         assert case['cp_smoke'] is True
         llc = memory.stream_array_size(case_llc_mib())
         assert case['stream_array_size'] == llc             # 4 x this node's LLC
-        assert case['stream_threads'] == case['num_threads']
+        assert case['stream_threads'] == case['threads']
         assert case['binary_path'].endswith('/stream') and '/stage/' in case['binary_path']
 
 

@@ -8,20 +8,32 @@ test case: a result carries its mode, whether it was smoke or emulated, the
 project revision, the site configuration's hash and the binary that ran.
 """
 
+import contextlib
 import platform
 import sys
 
 import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import ReframeError, SanityError
+
+from clusterproof import ClusterproofError
 
 from clusterproof.site import binaries
 from clusterproof.references import judge as references
-from clusterproof.site.hardware import declared
+from clusterproof.methods import placement
+from clusterproof.site.hardware import client_node_count, declared, is_emulated
 from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
 from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
 from clusterproof.checks.provenance import git_revision, site_config_hash
+
+
+class ConfigurationError(ReframeError):
+    """The site configuration cannot give what a check needs: no usable
+    scratch directory, sizes the 2 x RAM rule cannot meet, a file system
+    too full before the start, a missing client node count. The check
+    FAILS with this message; it skips only for a missing binary or for
+    hardware its system does not declare."""
 
 
 class ClusterproofCheck(rfm.RegressionTestPlugin):
@@ -61,7 +73,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     def _cp_mark_emulated_partition(self):
         '''A partition that declares ``extras['emulated']`` (the local cluster)
         makes every result on it an emulated one.'''
-        if self.current_partition.extras.get('emulated'):
+        if is_emulated(self.current_partition):
             self.cp_emulated = True
 
     @run_after('setup')
@@ -105,6 +117,47 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         except OSError as exc:
             raise SanityError(f'cannot read the {program} output: {exc}') from None
         return stdout, stderr, out, err
+
+    @contextlib.contextmanager
+    def configuration(self):
+        """Turn a :class:`ClusterproofError` raised inside into a failure of
+        the check (:class:`ConfigurationError`) naming the partition."""
+        try:
+            yield
+        except ClusterproofError as err:
+            raise ConfigurationError(f'{self.current_partition.fullname}: {err}') from None
+
+    def skip_unless_declared(self, section, what):
+        """Skip when the partition declares no ``extras[section]``: hardware
+        the system does not have (``what`` says what the section holds).
+        Returns the section."""
+        found = self.declared(section, default=None)
+        self.skip_if(not found, f'{self.current_partition.fullname} declares no '
+                                f"extras[{section!r}] ({what})")
+        return found
+
+    def parsed_output(self, parse, filename=None, **options):
+        """``parse(text, source=path, **options)`` of the job's standard
+        output (or of ``filename`` in the stage directory), read and parsed
+        once per test case; an unreadable file or a parse error fails sanity
+        with the parser's message, which names the file."""
+        import os
+
+        from clusterproof.parsers import ParseError
+
+        path = os.path.join(self.stagedir, filename or str(self.job.stdout))
+        cache = self.__dict__.setdefault('_cp_parsed', {})
+        key = (parse.__module__, parse.__qualname__, path, tuple(sorted(options)))
+        if key not in cache:
+            try:
+                with open(path) as f:
+                    text = f.read()
+                cache[key] = parse(text, source=path, **options)
+            except OSError as err:
+                raise SanityError(f'cannot read {path}: {err.strerror}') from None
+            except ParseError as err:
+                raise SanityError(str(err)) from None
+        return cache[key]
 
     def declared(self, section, key=None, default=KeyError):
         """Declared hardware of the current partition (see clusterproof.site.hardware)."""
@@ -172,7 +225,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         '''A result without provenance is not a result: a check must have
         recorded the binary it ran (use_binary or record_built_binary).'''
         if not self.binary_path and self.executable == sys.executable:
-            # The program is clusterproof itself (a ``python -m clusterproof.x``
+            # The program is clusterproof itself (``python -m clusterproof.cli ...``
             # report): the interpreter and cp_git_rev say what ran.
             self.binary_path = sys.executable
             self.binary_version = f'Python {platform.python_version()}'
@@ -190,7 +243,7 @@ class OneRankPerCore(rfm.RegressionTestPlugin):
     this machine when the partition has no scheduler."""
 
     def set_mpi_ranks(self, num_nodes):
-        self.cp_emulated = bool(self.current_partition.extras.get('emulated'))
+        self.cp_emulated = is_emulated(self.current_partition)
         per_node = hpl_ranks_per_node(self.declared('hardware'), self.cp_emulated)
         self.num_tasks_per_node = per_node
         self.num_tasks = num_nodes * per_node
@@ -209,39 +262,73 @@ class OneRankPerCore(rfm.RegressionTestPlugin):
             self.env_vars.update(mpirun_env(os.geteuid()))
 
 
-class RoundRobinRanks(rfm.RegressionTestPlugin):
-    """MPI ranks dealt round-robin over the client nodes of the allocation,
-    as the published storage methodology does (clusterproof/methods/placement.py).
+class ThreadPlacement(rfm.RegressionTestPlugin):
+    """Threads dealt round-robin over the client nodes of the allocation, as
+    the published storage methodology does: one placement
+    (clusterproof/methods/placement.py) for every launcher.
 
-    The check provides ``threads`` (the rank count) and ``oversubscribed``
-    (more ranks than cores). Under Slurm's srun: ``--distribution=cyclic``;
-    under mpirun: a hostfile with one client node per rank, written in the
-    job by ``clusterproof placement``, and ``--map-by node``; without a
-    scheduler (``local``): mpirun on this machine.
+    The check provides ``threads``; :meth:`place_threads` sizes the job from
+    it and the partition's declared client node count (an error naming the
+    system and key when that is missing). MPI checks take
+    :class:`RoundRobinRanks`; IOzone writes the same placement as its
+    ``-+m`` threadlist with :meth:`placement_command`.
     """
+
+    #: client nodes the threads are dealt over (logged with each result)
+    client_nodes = variable(int, value=0)
+
+    def place_threads(self, one_task_per_node=False):
+        """Size the job for ``self.threads`` threads over the client nodes:
+        one MPI rank per thread, or (``one_task_per_node``, IOzone) one task
+        per client node whose threads the program starts itself."""
+        with self.configuration():
+            self.placement = placement.layout(client_node_count(self.current_partition),
+                                              self.threads)
+        self.client_nodes = self.placement.num_nodes
+        if one_task_per_node:
+            self.num_tasks = self.placement.num_nodes
+            self.num_tasks_per_node = 1
+        else:
+            self.num_tasks = self.threads
+            self.num_tasks_per_node = self.placement.max_threads_per_node()
+        self.oversubscribed = not one_task_per_node and self.placement.oversubscribed(
+            self.current_partition.processor.num_cpus)
+        if self.oversubscribed and self.current_partition.scheduler.registered_name == 'slurm':
+            self.job.options += ['--overcommit']
+
+    def placement_command(self, nodes, fmt, *extra):
+        """The shell command that writes the placement in the job, for the
+        client nodes ``nodes`` (a shell word: ``"$SLURM_JOB_NODELIST"``)."""
+        import shlex
+        cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
+        return (f'{cli} placement --nodes "{nodes}" --threads {self.threads} '
+                f'--format {fmt} {shlex.join(extra)}'.rstrip())
+
+
+class RoundRobinRanks(ThreadPlacement):
+    """MPI ranks in the placement of :class:`ThreadPlacement`: under Slurm's
+    srun ``--distribution=cyclic``; under mpirun a hostfile with one client
+    node per rank, written in the job by ``clusterproof placement``, and
+    ``--map-by node``; without a scheduler (``local``) mpirun on this
+    machine. The check calls :meth:`place_threads` after set-up."""
 
     #: the hostfile the mpirun launcher reads, in the stage directory
     hostfile = 'hostfile'
 
     @run_before('run')
-    def place_ranks_round_robin(self):
+    def launch_ranks_round_robin(self):
         import os
-        import shlex
-        import sys
 
         from reframe.core.backends import getlauncher
 
         launcher = self.current_partition.launcher_type.registered_name
-        if launcher == 'srun':
-            self.job.launcher.options = ['--distribution=cyclic'] + (
-                ['--overcommit'] if self.oversubscribed else [])
-        elif launcher == 'mpirun':
-            cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
-            self.prerun_cmds = [
-                f'{cli} placement --nodes "$SLURM_JOB_NODELIST" --threads {self.threads} '
-                f'--format hostfile > {self.hostfile}']
-            self.job.launcher.options = ['--hostfile', self.hostfile, '--map-by', 'node'] + (
-                ['--oversubscribe'] if self.oversubscribed else [])
+        cores = self.current_partition.processor.num_cpus
+        if launcher in ('srun', 'mpirun'):
+            if launcher == 'mpirun':
+                self.prerun_cmds = [self.placement_command('$SLURM_JOB_NODELIST', 'hostfile')
+                                    + f' > {self.hostfile}']
+            self.job.launcher.options = self.placement.launcher_options(launcher, cores,
+                                                                        self.hostfile)
         else:                   # no scheduler: MPI ranks on this machine
             self.job.launcher = getlauncher('mpirun')()
             self.job.launcher.options = ['--oversubscribe']

@@ -360,43 +360,18 @@ def _compact_registry(root):
     os.replace(tmp, reg)
 
 
-def main(argv=None):
-    """``python -m clusterproof.checks.scratch create SCRATCH NAME`` prints the path of
-    a new test directory, owned by the calling process or ``--owner-pid``; ``remove SCRATCH PATH`` removes one it created;
-    ``leftovers SCRATCH`` removes those of processes that are gone. For job
-    scripts; refusals go to stderr with exit status 2."""
-    import argparse
-    import sys
-    p = argparse.ArgumentParser(prog='python -m clusterproof.checks.scratch')
-    sub = p.add_subparsers(dest='action', required=True)
-    c = sub.add_parser('create')
-    c.add_argument('scratch')
-    c.add_argument('name')
-    c.add_argument('--owner-pid', type=int, default=None,
-                   help='process that uses the directory (a job script passes $$; '
-                        'default: the parent process)')
-    r = sub.add_parser('remove')
-    r.add_argument('scratch')
-    r.add_argument('path')
-    lo = sub.add_parser('leftovers')
-    lo.add_argument('scratch')
-    args = p.parse_args(argv)
-    try:
-        if args.action == 'create':
-            # The job script that called us owns the directory, not this process
-            # (in "$(...)" the parent is a subshell: pass --owner-pid $$).
-            print(create_test_dir(args.scratch, plan_test_dir(args.scratch, args.name),
-                                  owner_pid=args.owner_pid or os.getppid()))
-        elif args.action == 'remove':
-            remove_test_dir(args.scratch, args.path)
-        else:
-            for path in remove_leftovers(args.scratch):
-                print(f'removed leftover {path}')
-    except ClusterproofError as err:
-        print(f'clusterproof scratch: error: {err}', file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())
+def prepare_test_dir(scratch, name, nbytes=None, what='test files', dry_run=False):
+    """``(scratch, test directory)`` for one test: the scratch directory
+    checked, leftovers of killed runs removed, ``nbytes`` checked against the
+    free space (when given) and a fresh directory created. With ``dry_run``
+    (job scripts only) nothing is written: the directory is only planned.
+    Every refusal is a :class:`ClusterproofError`: the check fails with it."""
+    root = check_scratch(scratch)
+    planned = plan_test_dir(root, name)
+    if dry_run:
+        return root, planned
+    remove_leftovers(root)
+    if nbytes is not None:
+        from clusterproof.methods.sizing import check_fits
+        check_fits(root if root.is_dir() else root.parent, nbytes, what)
+    return root, create_test_dir(root, planned)

@@ -17,13 +17,21 @@ def register(subparsers):
                     "2 x the RAM of client nodes and servers declared in extras['storage'] "
                     '(or --total), divided by the thread count and rounded up to the '
                     'transfer size. Also says whether it fits the scratch file system.')
-    p.add_argument('--system', required=True, help='system name in site_config/systems/')
+    p.add_argument('--system', help='system name in site_config/systems/ (or give --ram-gib)')
     p.add_argument('--partition', help='partition (default: the first one with '
                                        "extras['storage'])")
     p.add_argument('--threads', type=int, required=True, help='thread count T')
     p.add_argument('--total', help='total data instead of 2 x RAM, e.g. 8T')
     p.add_argument('--transfer', help='transfer size (default: the declared one, or 16m)')
     p.add_argument('--smoke', action='store_true', help='smoke sizes (small, direct I/O)')
+    p.add_argument('--ram-gib', type=float,
+                   help='without --system: the RAM of all client nodes and servers, GiB '
+                        '(0: not checked); the total must be at least twice that')
+    p.add_argument('--scratch', help='without --system: refuse sizes that do not fit the free '
+                                     'space of this directory')
+    p.add_argument('--per-thread', action='store_true',
+                   help='print only the size per thread (IOR -b, IOzone -s), for job scripts; '
+                        'a refusal exits with status 2')
     p.set_defaults(func=run)
 
 
@@ -48,9 +56,24 @@ def storage_of(system, partition=None):
 
 
 def run(args):
-    name, storage = storage_of(args.system, args.partition)
+    if args.system:
+        name, storage = storage_of(args.system, args.partition)
+    elif args.ram_gib is None or not args.total:
+        raise ClusterproofError('give --system, or --ram-gib and --total')
+    elif args.ram_gib < 0:
+        raise ClusterproofError(f'--ram-gib {args.ram_gib}: must be >= 0')
+    else:
+        name = 'none (--ram-gib)'
+        storage = {'client_nodes': 1, 'client_ram_gib': max(args.ram_gib, 1e-9),
+                   'server_ram_gib': 0, 'scratch': args.scratch}
     sz = sizing.compute(storage, args.threads, total=args.total, transfer=args.transfer,
                         smoke=args.smoke)
+    if args.per_thread:
+        if storage.get('scratch'):
+            sizing.check_fits(storage['scratch'], sz.total,
+                              f'{args.threads} files of {sz.per_thread_arg}')
+        print(sz.per_thread_arg)
+        return 0
     out = [f'partition          {name}', sz.describe().rstrip('\n')]
     scratch = storage.get('scratch')
     if scratch:

@@ -113,22 +113,35 @@ class Placement:
 
     def oversubscribed(self, cores_per_node):
         """True when some client node gets more threads than it has cores."""
-        return cores_per_node is not None and self.max_threads_per_node() > cores_per_node
+        return bool(cores_per_node) and self.max_threads_per_node() > cores_per_node
+
+    def launcher_options(self, launcher, cores_per_node=None, hostfile_path=None):
+        """Options that make ``launcher`` start the T tasks in this placement
+        inside an allocation of its client nodes: ``srun`` deals them
+        cyclically; OpenMPI's ``mpirun`` reads the hostfile written from
+        :meth:`hostfile` and maps by node. Beyond the cores of a node:
+        ``--overcommit`` / ``--oversubscribe``."""
+        over = self.oversubscribed(cores_per_node)
+        if launcher == 'srun':
+            return ['--distribution=cyclic'] + (['--overcommit'] if over else [])
+        if launcher == 'mpirun':
+            if not hostfile_path:
+                raise ClusterproofError('placement: the mpirun form needs the hostfile path')
+            return (['--hostfile', str(hostfile_path), '--map-by', 'node']
+                    + (['--oversubscribe'] if over else []))
+        raise ClusterproofError(f'placement: no options for launcher {launcher!r} '
+                                f'(srun or mpirun)')
 
     def srun_args(self, cores_per_node=None):
         """``srun`` options that start the T tasks in this placement."""
-        args = [f'--nodes={self.num_nodes}', f'--ntasks={self.threads}',
-                f'--nodelist={self.nodelist()}', '--distribution=cyclic']
-        if self.oversubscribed(cores_per_node):
-            args.append('--overcommit')
-        return args
+        return ([f'--nodes={self.num_nodes}', f'--ntasks={self.threads}',
+                 f'--nodelist={self.nodelist()}']
+                + self.launcher_options('srun', cores_per_node))
 
     def mpirun_args(self, hostfile_path, cores_per_node=None):
         """OpenMPI ``mpirun`` options for the hostfile written from :meth:`hostfile`."""
-        args = ['-np', str(self.threads), '--hostfile', str(hostfile_path), '--map-by', 'node']
-        if self.oversubscribed(cores_per_node):
-            args.append('--oversubscribe')
-        return args
+        return (['-np', str(self.threads)]
+                + self.launcher_options('mpirun', cores_per_node, hostfile_path))
 
 
 def place(nodes, threads):
@@ -139,6 +152,17 @@ def place(nodes, threads):
         raise ClusterproofError(f'placement: thread count {threads} must be at least 1')
     names = client_nodes(nodes)
     return Placement(tuple(names[:threads]), threads)
+
+
+def layout(num_client_nodes, threads):
+    """The shape of the placement of ``threads`` over ``num_client_nodes``
+    whose names are not known yet (a check sizes its job before Slurm
+    allocates the nodes): node names ``client0``, ``client1``, ..."""
+    if isinstance(num_client_nodes, bool) or not isinstance(num_client_nodes, int) \
+            or num_client_nodes < 1:
+        raise ClusterproofError(f'placement: client node count {num_client_nodes!r} must be '
+                                f'a whole number >= 1')
+    return place([f'client{i}' for i in range(min(num_client_nodes, max(threads, 1)))], threads)
 
 
 def render(pl, fmt, workdir=None, iozone=None, cores_per_node=None, hostfile_path=None):

@@ -199,36 +199,3 @@ def check_fits(path, nbytes, what='test files'):
             f"extras['storage']['scratch'] at a larger file system")
     return free
 
-
-def main(argv=None):
-    """``python -m clusterproof.methods.sizing --threads T --total 8T [--ram-gib R]
-    [--transfer 16m] [--scratch DIR]``: print the size per thread (IOzone
-    ``-s`` / IOR ``-b``) for job scripts; refusals go to stderr, exit 2."""
-    import argparse
-    import sys
-    p = argparse.ArgumentParser(prog='python -m clusterproof.methods.sizing')
-    p.add_argument('--threads', type=int, required=True)
-    p.add_argument('--total', required=True, help='total data, e.g. 8T')
-    p.add_argument('--ram-gib', type=float, default=0,
-                   help='RAM of all client nodes and servers, GiB: the total must be at '
-                        'least twice that')
-    p.add_argument('--transfer', default=DEFAULT_TRANSFER)
-    p.add_argument('--scratch', help='refuse sizes that do not fit its free space')
-    args = p.parse_args(argv)
-    try:
-        if args.ram_gib < 0:
-            raise ClusterproofError(f'--ram-gib {args.ram_gib}: must be >= 0')
-        storage = {'client_nodes': 1, 'client_ram_gib': max(args.ram_gib, 1e-9),
-                   'server_ram_gib': 0}
-        sz = compute(storage, args.threads, total=args.total, transfer=args.transfer)
-        if args.scratch:
-            check_fits(args.scratch, sz.total, f'{args.threads} files of {sz.per_thread_arg}')
-    except ClusterproofError as err:
-        print(f'clusterproof sizing: error: {err}', file=sys.stderr)
-        return 2
-    print(sz.per_thread_arg)
-    return 0
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())

@@ -123,10 +123,3 @@ def section_figures(text, section, source='fio output'):
                          'want exactly one direction')
     return next(iter(dirs.values()))
 
-
-def fio_version(text):
-    """``fio-3.33`` from the JSON, or ''."""
-    try:
-        return load(text).get('fio version', '')
-    except ParseError:
-        return ''

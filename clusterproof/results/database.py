@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import results_db
+from clusterproof.site.hardware import is_emulated
 
 #: units of figures where lower is better (times and latencies)
 LOWER_IS_BETTER_UNITS = {'s', 'sec', 'ms', 'msec', 'us', 'usec', 'µs', 'ns', 'nsec',
@@ -65,7 +66,7 @@ class Session:
 
     @property
     def emulated(self):
-        return any(c.get('cp_emulated') for c in self.cases)
+        return any(is_emulated(c) for c in self.cases)
 
     @property
     def modes(self):
@@ -238,7 +239,7 @@ def records(sessions):
                 environ=tc.get('environ', ''), check=check_name(name), test=name,
                 result=tc.get('result', ''), fail_phase=tc.get('fail_phase'),
                 mode=tc.get('cp_mode', ''), smoke=bool(tc.get('cp_smoke')),
-                emulated=bool(tc.get('cp_emulated')) or system == 'emu',
+                emulated=is_emulated(tc),
                 binary_version=tc.get('binary_version', '') or '',
                 time=tc.get('job_completion_time_unix') or sess.start, case=tc)
             perf = tc.get('perfvalues') or {}

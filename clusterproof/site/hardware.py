@@ -16,6 +16,9 @@ partition's ``extras``:
 ``extras['network']``   link_gbps, fabric
 ``extras['mmap_targets']``  named files or ``memory`` for the mmap sweep
 
+``extras['emulated']``  True when the nodes are emulated (the local cluster):
+                        see :func:`is_emulated`
+
 Checks read these through :func:`declared`; a missing key is an error that
 names system, partition and key, never a silent default.
 """
@@ -50,6 +53,39 @@ def declared(partition, section, key=None, default=KeyError):
             f'site configuration of {name}: extras[{section!r}] has no key {key!r}; '
             f'declare it in site_config/systems/{name.split(":")[0]}.py')
     return sect[key]
+
+
+def client_node_count(partition):
+    """How many client nodes a job of ``partition`` may spread threads over:
+    ``extras['storage']['client_nodes']`` under a scheduler, this machine
+    alone without one. A partition with a scheduler that does not declare
+    the count is an error naming the system and the key (never a silent 1).
+    """
+    scheduler = partition['scheduler'] if isinstance(partition, dict) \
+        else partition.scheduler.registered_name
+    if scheduler == 'local':
+        return 1
+    count = declared(partition, 'storage', 'client_nodes')
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        name = partition['fullname'] if isinstance(partition, dict) else partition.fullname
+        raise ClusterproofError(
+            f"site configuration of {name}: extras['storage']['client_nodes']={count!r} must "
+            f'be a whole number >= 1; fix site_config/systems/{name.split(":")[0]}.py')
+    return count
+
+
+def is_emulated(where):
+    """The one rule for "is this emulated".
+
+    A partition is emulated when its extras say ``emulated: True`` (the
+    local cluster, whose nodes share this machine); every result measured
+    there carries ``cp_emulated`` (set by the check base from this rule, or
+    by a check that emulates its hardware itself, like pmem on tmpfs).
+    ``where`` is a ReFrame partition, a partition's ``extras`` or a result's
+    test case (a dict with ``cp_emulated``).
+    """
+    fields = getattr(where, 'extras', where) or {}
+    return bool(fields.get('emulated') or fields.get('cp_emulated'))
 
 
 def validate_hardware(hw, where):

@@ -5,7 +5,7 @@ A node report is one line on standard output::
 
     CLUSTERPROOF-INVENTORY {"node": "n1", "hardware": {...}, ...}
 
-printed by ``python3 -m clusterproof.site.inventory --report`` on every node of
+printed by ``clusterproof inventory --report`` on every node of
 the job (one task per node). :func:`node_report` gathers it from /sys and
 /proc (with ``lscpu`` as the fallback where /sys has no CPU topology);
 :func:`parse_reports` reads the lines back; :func:`compare_reports` returns
@@ -18,16 +18,15 @@ within a tolerance (see :func:`memory_bounds`). Where the declaration has
 the node's own Slurm record (CPUTot, RealMemory) must equal them too.
 """
 
-import argparse
 import json
 import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
 from dataclasses import dataclass
 
+from clusterproof.parsers import lscpu
 from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
@@ -199,7 +198,7 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             if out['rc'] != 0:
                 raise ValueError(f'no {sys_cpu}/online and lscpu failed: '
                                  f'{out.get("missing") or out["stderr"].strip()}')
-            hw.update(topology.parse_lscpu(out['stdout']))
+            hw.update(lscpu.parse(out['stdout']))
             hw['source'] = 'lscpu'
         hw['memory_gib'] = topology.memory_gib(meminfo)
         hw['cpu_model'] = topology.cpu_model()
@@ -217,24 +216,3 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             rep['pmem']['mounts_error'] = str(err)
     return rep
 
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog='python3 -m clusterproof.site.inventory',
-        description='Print what this node has (sockets, cores, threads per core, NUMA nodes, '
-                    f'memory) as one line tagged {REPORT_TAG}, for the SystemInventory check.')
-    parser.add_argument('--report', action='store_true', required=True,
-                        help='print this node\'s report')
-    parser.add_argument('--pmem', action='store_true',
-                        help='also run ipmctl show -memoryresources, ipmctl show -topology, '
-                             'ndctl list -N and read /proc/mounts')
-    args = parser.parse_args(argv)
-    line = f'{REPORT_TAG} {json.dumps(node_report(pmem=args.pmem), sort_keys=True)}\n'
-    # One write per report, so reports of parallel tasks do not interleave.
-    sys.stdout.write(line)
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -1,5 +1,6 @@
-"""Persistent memory provisioning: parsers for what ``ipmctl`` and ``ndctl``
-print, DAX detection, and comparisons with the declared ``extras['pmem']``.
+"""Persistent memory provisioning: DAX detection, and comparisons of what
+``ipmctl`` and ``ndctl`` report (parsed by clusterproof/parsers/ipmctl_*.py
+and ndctl.py) with the declared ``extras['pmem']``.
 
 Declared provisioning (see ``site_config/systems/pmserver.py``)::
 
@@ -16,230 +17,23 @@ Declared provisioning (see ``site_config/systems/pmserver.py``)::
     }
 
 Every comparison returns :class:`clusterproof.site.inventory.Mismatch` objects
-naming the field, what was expected and what was found. Parsers raise
-``ValueError`` naming the source when the text is not what the tool prints.
+naming the field, what was expected and what was found.
 """
 
-import json
 import os
 import re
 from dataclasses import dataclass
 
+from clusterproof.parsers import ipmctl_memoryresources, ipmctl_topology, ndctl
+from clusterproof.parsers import mounts as mounts_parser
+from clusterproof.parsers.mounts import Mount
 from clusterproof.site.inventory import Mismatch
 
 PMEM_MEMORY_TYPE = 'Logical Non-Volatile Device'
 
-#: Messages with which ipmctl says there is nothing to manage (not a parse error).
-NO_PMEM_MESSAGES = (
-    'No PMem modules in the system',
-    'No DIMMs in the system',
-    'No functional DIMMs in the system',
-    'No functional PMem modules in the system',
-)
-
-#: Older ndctl names of the namespace modes (renamed in ndctl v60).
-MODE_ALIASES = {'memory': 'fsdax', 'dax': 'devdax'}
-
-_UNITS_GIB = {'B': 1 / 1024 ** 3, 'KiB': 1 / 1024 ** 2, 'MiB': 1 / 1024, 'GiB': 1.0,
-              'TiB': 1024.0, 'KB': 1e3 / 1024 ** 3, 'MB': 1e6 / 1024 ** 3,
-              'GB': 1e9 / 1024 ** 3, 'TB': 1e12 / 1024 ** 3}
-
 # Tolerances of the comparisons
 CAPACITY_TOLERANCE_GIB = 1.0      # ipmctl rounds to 3 decimals, declarations to 1
 NAMESPACE_SIZE_TOLERANCE = 0.001  # relative
-
-
-def no_pmem_reason(text):
-    """The ipmctl message saying there are no modules, or None."""
-    for msg in NO_PMEM_MESSAGES:
-        if msg.lower() in (text or '').lower():
-            return text.strip().splitlines()[0] if text.strip() else msg
-    return None
-
-
-def capacity_gib(value, source='ipmctl'):
-    """``'3024.000 GiB'``, ``'0 B'``, ``'504.0 GiB'`` -> GiB; ``'-'``/``'N/A'`` -> None."""
-    value = value.strip()
-    if value in ('-', 'N/A', ''):
-        return None
-    m = re.fullmatch(r'([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)', value)
-    if not m or m.group(2) not in _UNITS_GIB:
-        raise ValueError(f'{source}: unreadable capacity {value!r}')
-    return round(float(m.group(1)) * _UNITS_GIB[m.group(2)], 3)
-
-
-def _raise_on_tool_error(text, source):
-    first = text.strip().splitlines()[0] if text.strip() else ''
-    if not first:
-        raise ValueError(f'{source}: no output')
-    if first.startswith('Error') or 'Failed' in first:
-        raise ValueError(f'{source}: ipmctl reported an error: {first}')
-
-
-def _table(text, source):
-    """Rows of an ipmctl table (``a | b | c`` under a ``====`` rule) as dicts."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    for i, line in enumerate(lines):
-        if re.fullmatch(r'\s*=+\s*', line) and i > 0:
-            header = [h.strip() for h in lines[i - 1].split('|')]
-            rows = []
-            for row in lines[i + 1:]:
-                cells = [c.strip() for c in row.split('|')]
-                if len(cells) != len(header):
-                    raise ValueError(f'{source}: row has {len(cells)} columns, header '
-                                     f'{len(header)}: {row.strip()!r}')
-                rows.append(dict(zip(header, cells)))
-            return header, rows
-    raise ValueError(f'{source}: no table (header line followed by a ==== rule) in '
-                     f'{text.strip()[:200]!r}')
-
-
-_KEYVALUE = {
-    'Capacity': 'capacity', 'MemoryCapacity': 'memory_capacity',
-    'AppDirectCapacity': 'app_direct_capacity', 'UnconfiguredCapacity': 'unconfigured_capacity',
-    'InaccessibleCapacity': 'inaccessible_capacity', 'ReservedCapacity': 'reserved_capacity',
-}
-
-
-def parse_memoryresources(text, source='ipmctl show -memoryresources'):
-    """Capacities (GiB) from ``ipmctl show -memoryresources``.
-
-    Two formats exist: ``Key=value`` lines (ipmctl 01.x) and the table of
-    ipmctl 02.x/03.x (rows Volatile, AppDirect, Cache, Inaccessible,
-    Physical; columns DDR, PMemModule or DCPMM, Total). Returned keys follow
-    the declaration: capacity, memory_capacity, app_direct_capacity,
-    inaccessible_capacity (+ unconfigured/reserved from 01.x, and
-    ddr_volatile_capacity, ddr_cache_capacity from the table).
-    """
-    reason = no_pmem_reason(text)
-    if reason:
-        raise ValueError(f'{source}: {reason}')
-    _raise_on_tool_error(text, source)
-    pairs = dict(re.findall(r'^\s*(\w+)=(.*?)\s*$', text, re.M))
-    if 'Capacity' in pairs:
-        return {key: capacity_gib(pairs[name], source)
-                for name, key in _KEYVALUE.items() if name in pairs}
-    header, rows = _table(text, source)
-    pmem_col = next((h for h in header if h in ('PMemModule', 'DCPMM')), None)
-    if header[0] != 'MemoryType' or pmem_col is None or 'DDR' not in header:
-        raise ValueError(f'{source}: unexpected table header {" | ".join(header)!r} '
-                         '(want MemoryType | DDR | PMemModule | Total)')
-    by_type = {row['MemoryType']: row for row in rows}
-    missing = [t for t in ('Volatile', 'AppDirect', 'Physical') if t not in by_type]
-    if missing:
-        raise ValueError(f'{source}: table has no row {", ".join(missing)}')
-
-    def cell(row, col):
-        return capacity_gib(by_type[row][col], source) if row in by_type else None
-    found = {
-        'capacity': cell('Physical', pmem_col),
-        'memory_capacity': cell('Volatile', pmem_col),
-        'app_direct_capacity': cell('AppDirect', pmem_col),
-        'inaccessible_capacity': cell('Inaccessible', pmem_col) or 0.0,
-        'ddr_volatile_capacity': cell('Volatile', 'DDR'),
-        'ddr_cache_capacity': cell('Cache', 'DDR'),
-    }
-    return {k: v for k, v in found.items() if v is not None}
-
-
-def parse_topology(text, source='ipmctl show -topology'):
-    """DIMMs from ``ipmctl show -topology``: dicts with dimm_id (None for
-    DDR rows, printed ``N/A``), memory_type, capacity_gib, physical_id,
-    locator. No modules at all -> ValueError naming ipmctl's message."""
-    reason = no_pmem_reason(text)
-    if reason:
-        raise ValueError(f'{source}: {reason}')
-    _raise_on_tool_error(text, source)
-    header, rows = _table(text, source)
-    need = ('DimmID', 'MemoryType', 'Capacity', 'DeviceLocator')
-    missing = [h for h in need if h not in header]
-    if missing:
-        raise ValueError(f'{source}: table has no column {", ".join(missing)}')
-    dimms = []
-    for row in rows:
-        dimms.append({
-            'dimm_id': None if row['DimmID'] == 'N/A' else row['DimmID'],
-            'memory_type': row['MemoryType'],
-            'capacity_gib': capacity_gib(row['Capacity'], source),
-            'physical_id': row.get('PhysicalID'),
-            'locator': row['DeviceLocator'],
-        })
-    return dimms
-
-
-def _human_bytes(value, source):
-    """``'2964.94 GiB (3183.58 GB)'`` (ndctl -u) -> bytes."""
-    m = re.match(r'\s*([0-9.]+)\s*([KMGT]i?B)', value)
-    if not m:
-        raise ValueError(f'{source}: unreadable size {value!r}')
-    return int(float(m.group(1)) * _UNITS_GIB[m.group(2)] * 1024 ** 3)
-
-
-def parse_namespaces(text, source='ndctl list -N'):
-    """Namespaces from ``ndctl list`` JSON, whatever its shape: nothing at
-    all (no namespaces), one bare object, an array, or namespaces nested in
-    regions and buses (``-R``, ``-B``). Old mode names are mapped
-    (``memory`` -> ``fsdax``, ``dax`` -> ``devdax``); the printed mode stays
-    in ``mode_reported``."""
-    if not text.strip():
-        return []
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f'{source}: not JSON ({err})') from None
-    found = []
-
-    def walk(node):
-        if isinstance(node, list):
-            for item in node:
-                walk(item)
-        elif isinstance(node, dict):
-            if str(node.get('dev', '')).startswith('namespace'):
-                found.append(node)
-                return
-            for key in ('buses', 'regions', 'namespaces'):
-                if key in node:
-                    walk(node[key])
-    walk(data)
-    namespaces = []
-    for ns in found:
-        mode = ns.get('mode', 'unknown')
-        size = ns.get('size', 0)
-        if isinstance(size, str):
-            size = _human_bytes(size, source)
-        namespaces.append({
-            'dev': ns['dev'], 'mode': MODE_ALIASES.get(mode, mode), 'mode_reported': mode,
-            'size': int(size), 'blockdev': ns.get('blockdev'), 'chardev': ns.get('chardev'),
-            'enabled': ns.get('state') != 'disabled', 'align': ns.get('align'),
-        })
-    return namespaces
-
-
-@dataclass(frozen=True)
-class Mount:
-    device: str
-    path: str
-    fstype: str
-    options: tuple
-
-
-def _unescape(field):
-    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
-
-
-def parse_mounts(text, source='/proc/mounts'):
-    """Mounts from the text of /proc/mounts (octal escapes such as ``\\040``
-    in paths are decoded)."""
-    mounts = []
-    for num, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = line.split()
-        if len(fields) < 4:
-            raise ValueError(f'{source}, line {num}: want device, path, type, options: {line!r}')
-        mounts.append(Mount(_unescape(fields[0]), _unescape(fields[1]), fields[2],
-                            tuple(fields[3].split(','))))
-    return mounts
 
 
 def is_dax_mount(mount):
@@ -290,8 +84,7 @@ def verify_dax_target(path, mounts_text, ndctl_json):
     Returns a :class:`DaxVerdict`: true when all holds, else false with the
     precise reason.
     """
-    mounts = parse_mounts(mounts_text)
-    mnt = mount_of(path, mounts)
+    mnt = mount_of(path, mounts_parser.parse(mounts_text))
     if mnt is None:
         return DaxVerdict(False, f'{path}: no mount in /proc/mounts holds this path')
     where = f'{path} is on {mnt.path} ({mnt.device}, {mnt.fstype})'
@@ -302,7 +95,7 @@ def verify_dax_target(path, mounts_text, ndctl_json):
     if blockdev is None:
         return DaxVerdict(False, f'{where}: mounted with dax but not on a pmem block device '
                                  '(want /dev/pmemN)', mnt)
-    namespaces = parse_namespaces(ndctl_json or '')
+    namespaces = ndctl.parse(ndctl_json or '')
     ns = next((n for n in namespaces if n['blockdev'] == blockdev), None)
     if ns is None:
         listed = ', '.join(f'{n["dev"]}->{n["blockdev"]}' for n in namespaces) or 'none'
@@ -458,19 +251,19 @@ def compare_pmem(node, declared, memoryresources_text, topology_text, ndctl_json
     never passed on output that was not understood."""
     problems = []
     try:
-        found = parse_memoryresources(memoryresources_text)
+        found = ipmctl_memoryresources.parse(memoryresources_text)
         problems += compare_memory_resources(node, declared.get('memory_resources', {}), found,
                                              declared.get('provisioning'))
     except ValueError as err:
         problems.append(Mismatch(node, 'pmem.memory_resources', 'ipmctl capacities', str(err)))
     if declared.get('dimms'):
         try:
-            problems += compare_dimms(node, declared['dimms'], parse_topology(topology_text))
+            problems += compare_dimms(node, declared['dimms'], ipmctl_topology.parse(topology_text))
         except ValueError as err:
             problems.append(Mismatch(node, 'pmem.dimms', f'{len(declared["dimms"])} modules',
                                      str(err)))
     try:
-        namespaces = parse_namespaces(ndctl_json)
+        namespaces = ndctl.parse(ndctl_json)
     except ValueError as err:
         problems.append(Mismatch(node, 'pmem.namespaces', 'ndctl namespaces', str(err)))
         return problems

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.site.binaries import spack_env_dir, spack_lock_path
+from clusterproof.site.binaries import package_of, spack_env_dir, spack_lock_path
 
 #: environment variable that selects spack/systems/<system>/ in spack.yaml
 SYSTEM_VAR = 'CLUSTERPROOF_SYSTEM'
@@ -65,6 +65,20 @@ def root_specs(env_dir=None):
         raise ClusterproofError(f'{manifest_path(env_dir)}: specs: every entry must be a '
                                 f'spec string (matrices are not used here)')
     return list(specs)
+
+
+def pinned_spec(package, env_dir=None):
+    """The root spec of ``spack.yaml`` that pins ``package`` (``'ior'`` ->
+    ``'ior@4.0.0'``): the one place a benchmark's version is written. The
+    checks ask for it by package name; a package that is not a root spec is
+    an error naming spack.yaml."""
+    specs = root_specs(env_dir)
+    for spec in specs:
+        if package_of(spec) == package:
+            return spec
+    raise ClusterproofError(
+        f'{manifest_path(env_dir)}: no root spec pins {package!r} (specs: '
+        f'{", ".join(package_of(s) for s in specs)}); add it under spack: specs:')
 
 
 def systems(env_dir=None):

@@ -3,12 +3,11 @@ inventory check compares with the declared hardware, and the declaration
 of the ``local`` system, which is this machine as it is.
 
 Readers of the live system take their root as an argument (tests point them
-at copies); the ``parse_*`` functions turn the text that ``lscpu``,
-``lscpu -J``, ``numactl -H`` and ``/proc/meminfo`` print into the same
-``extras['hardware']`` keys.
+at copies); the ``parse_*`` functions turn the text that ``numactl -H`` and
+``/proc/meminfo`` print into the same ``extras['hardware']`` keys (``lscpu``
+is read by clusterproof/parsers/lscpu.py).
 """
 
-import json
 import os
 import re
 from pathlib import Path
@@ -82,45 +81,6 @@ def parse_numactl_hardware(text, source='numactl -H'):
     if not m:
         raise ValueError(f'{source}: no "available: N nodes" line')
     return int(m.group(1))
-
-
-def _lscpu_fields(text):
-    """``{field: value}`` from plain ``lscpu`` or from ``lscpu -J``."""
-    stripped = text.lstrip()
-    if stripped.startswith('{'):
-        rows = json.loads(stripped).get('lscpu', [])
-        fields = {}
-
-        def walk(entries):
-            for row in entries:
-                fields[row['field'].rstrip(':').strip()] = (row.get('data') or '').strip()
-                walk(row.get('children', []))
-        walk(rows)
-        return fields
-    fields = {}
-    for line in text.splitlines():
-        if ':' in line:
-            key, val = line.split(':', 1)
-            fields[key.strip()] = val.strip()
-    return fields
-
-
-def parse_lscpu(text, source='lscpu'):
-    """sockets, cores_per_socket, threads_per_core, numa_nodes, cpus and
-    cpu_model from the output of ``lscpu`` or ``lscpu -J``."""
-    fields = _lscpu_fields(text)
-    keys = {'sockets': 'Socket(s)', 'cores_per_socket': 'Core(s) per socket',
-            'threads_per_core': 'Thread(s) per core', 'cpus': 'CPU(s)'}
-    hw = {}
-    for key, field in keys.items():
-        val = fields.get(field)
-        if val is None or not val.isdigit():
-            raise ValueError(f'{source}: no whole number in field {field!r} (found {val!r})')
-        hw[key] = int(val)
-    numa = fields.get('NUMA node(s)')
-    hw['numa_nodes'] = int(numa) if numa and numa.isdigit() else 1
-    hw['cpu_model'] = fields.get('Model name', 'unknown')
-    return hw
 
 
 def cpu_model(cpuinfo='/proc/cpuinfo'):

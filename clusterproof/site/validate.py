@@ -7,7 +7,8 @@ problem names the file, key and value.
 import re
 
 from clusterproof import ClusterproofError
-from clusterproof.site.hardware import validate_hardware, validate_pmem
+from clusterproof.checks.scratch import check_scratch
+from clusterproof.site.hardware import client_node_count, validate_hardware, validate_pmem
 from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE
 
 #: characters that would make a value a shell command
@@ -78,19 +79,17 @@ def validate_system(system):
             validate_pmem(extras['pmem'], f'{pwhere}: extras')
         storage = extras.get('storage')
         if storage is not None:
-            scratch = storage.get('scratch')
-            if not isinstance(scratch, str) or not scratch.startswith('/'):
-                raise ClusterproofError(f'{pwhere}: extras.storage.scratch={scratch!r} '
-                                        f'must be an absolute path')
-            safe_word(f'{pwhere}: extras.storage.scratch', scratch.replace('/', 'x'))
-            if scratch.rstrip('/') in ('', '/root', '/home', '/tmp', '/etc', '/usr', '/var'):
-                raise ClusterproofError(f'{pwhere}: extras.storage.scratch={scratch!r} '
-                                        f'is a system directory, not a scratch area')
-            for key in ('client_nodes',):
-                val = storage.get(key)
-                if val is not None and (not isinstance(val, int) or val < 1):
-                    raise ClusterproofError(f'{pwhere}: extras.storage.{key}={val!r} '
-                                            f'must be a whole number >= 1')
+            # The rule the checks apply before they write (clusterproof.checks.scratch).
+            try:
+                check_scratch(storage.get('scratch'))
+            except ClusterproofError as err:
+                raise ClusterproofError(f'{pwhere}: extras.storage.scratch: {err}') from None
+            try:
+                client_node_count({'fullname': f'{name}:{part["name"]}',
+                                   'scheduler': part.get('scheduler', 'local'),
+                                   'extras': extras})
+            except ClusterproofError as err:
+                raise ClusterproofError(f'{pwhere}: {err}') from None
         checked.append(f'{name}:{part["name"]}')
     return checked
 

@@ -11,12 +11,11 @@ Two partitions: ``srun`` (launcher ``srun --mpi=pmix``) and ``mpirun``
 """
 
 import os
-from pathlib import Path
 
+from clusterproof.paths import local_scratch
 from clusterproof.site.topology import detect_hardware
 
-_results = Path(os.environ.get('CLUSTERPROOF_RESULTS',
-                               Path(__file__).resolve().parents[2] / 'results')).resolve()
+_scratch = local_scratch()
 _hw = detect_hardware()
 _nodes = int(os.environ.get('CLUSTERPROOF_EMU_NODES', '4'))
 _cpus = int(os.environ.get('CLUSTERPROOF_EMU_CPUS', '2'))
@@ -25,15 +24,14 @@ _extras = {
     'hardware': _hw,
     'storage': {
         # All emulated nodes see this machine's file systems: a shared scratch.
-        'scratch': os.environ.get('CLUSTERPROOF_SCRATCH', str(_results / 'scratch')),
+        'scratch': _scratch,
         'client_nodes': _nodes,
         'client_ram_gib': _hw['memory_gib'] / _nodes,
         'server_ram_gib': 0,
     },
     # mmap sweep: anonymous memory and a file on the shared scratch directory
     'mmap_targets': [{'name': 'memory', 'path': None},
-                     {'name': 'scratch', 'path': os.environ.get('CLUSTERPROOF_SCRATCH',
-                                                                str(_results / 'scratch'))}],
+                     {'name': 'scratch', 'path': _scratch}],
     'emulated': True,
 }
 

@@ -7,13 +7,11 @@ configuration loads; the inventory check still compares it with what the
 node reports at run time (and with ReFrame's own topology detection).
 """
 
-import os
-from pathlib import Path
 
+from clusterproof.paths import local_scratch
 from clusterproof.site.topology import detect_hardware
 
-_results = Path(os.environ.get('CLUSTERPROOF_RESULTS',
-                               Path(__file__).resolve().parents[2] / 'results')).resolve()
+_scratch = local_scratch()
 _hw = detect_hardware()
 
 system = {
@@ -31,16 +29,14 @@ system = {
         'extras': {
             'hardware': _hw,
             'storage': {
-                'scratch': os.environ.get('CLUSTERPROOF_SCRATCH',
-                                          str(_results / 'scratch')),
+                'scratch': _scratch,
                 'client_nodes': 1,
                 'client_ram_gib': _hw['memory_gib'],
                 'server_ram_gib': 0,
             },
             # mmap sweep: anonymous memory and a file on the scratch directory
             'mmap_targets': [{'name': 'memory', 'path': None},
-                             {'name': 'scratch', 'path': os.environ.get(
-                                 'CLUSTERPROOF_SCRATCH', str(_results / 'scratch'))}],
+                             {'name': 'scratch', 'path': _scratch}],
         },
     }],
 }

@@ -1,0 +1,47 @@
+"""``clusterproof scratch``: test directories for job scripts (slurm/*.sbatch),
+under the rules of clusterproof/checks/scratch.py.
+
+``create SCRATCH NAME`` prints the path of a new test directory, owned by
+the calling process or ``--owner-pid``; ``remove SCRATCH PATH`` removes one
+clusterproof created; ``leftovers SCRATCH`` removes those of processes that
+are gone. A refusal exits with status 2 and says why on stderr.
+"""
+
+import os
+
+from clusterproof.checks import scratch
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        'scratch', help='test directories under a scratch directory, for job scripts',
+        description='Create, remove or clean up the test directories of job scripts, '
+                    'under the same rules as the checks (no system or home directory, '
+                    'no shell metacharacters, only what clusterproof created is removed).')
+    sub = p.add_subparsers(dest='action', required=True)
+    c = sub.add_parser('create', help='print the path of a new test directory')
+    c.add_argument('scratch')
+    c.add_argument('name')
+    c.add_argument('--owner-pid', type=int, default=None,
+                   help='process that uses the directory (a job script passes $$; '
+                        'default: the parent process)')
+    r = sub.add_parser('remove', help='remove a test directory clusterproof created')
+    r.add_argument('scratch')
+    r.add_argument('path')
+    lo = sub.add_parser('leftovers', help='remove test directories of processes that are gone')
+    lo.add_argument('scratch')
+    p.set_defaults(func=run)
+
+
+def run(args):
+    if args.action == 'create':
+        # The job script that called us owns the directory, not this process
+        # (in "$(...)" the parent is a subshell: pass --owner-pid $$).
+        print(scratch.create_test_dir(args.scratch, scratch.plan_test_dir(args.scratch, args.name),
+                                      owner_pid=args.owner_pid or os.getppid()))
+    elif args.action == 'remove':
+        scratch.remove_test_dir(args.scratch, args.path)
+    else:
+        for path in scratch.remove_leftovers(args.scratch):
+            print(f'removed leftover {path}')
+    return 0
