@@ -1,0 +1,317 @@
+"""The history of every figure, from wherever a site keeps it.
+
+Three sources, all read-only (nothing is ever written to the results
+database):
+
+- the ReFrame results database (``results.db``), through
+  :mod:`clusterproof.results.database`;
+- ReFrame perflogs: ``|``-separated fields with the header line ReFrame
+  writes at the top of each file; a figure is the field ``<name>=<value>``
+  under the header ``<name>_var=<name>_value``, followed by its unit,
+  reference and thresholds (the perflog format of ``site_config/settings.py``,
+  and any other that ReFrame writes a header for). System and partition come
+  from their fields, else from the path ``<system>/<partition>/<check>.log``;
+- CSV with the header ``timestamp,system,partition,test,figure,value,unit``
+  (ISO 8601 times; without an offset they are UTC); further columns are
+  provenance, used to say what changed at a change point.
+
+A bad row is refused with its file, line and reason; a file with bad rows is
+not used at all.
+"""
+
+import csv
+import datetime
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterproof import ClusterproofError
+from clusterproof.results import database
+
+#: provenance fields compared at a change point (the loggable variables of
+#: every check, and the nodes the job ran on)
+PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
+              'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist')
+CSV_COLUMNS = ('timestamp', 'system', 'partition', 'test', 'figure', 'value', 'unit')
+#: bad rows listed in one error
+MAX_ERRORS = 20
+
+
+@dataclass(slots=True)
+class Point:
+    time: float             # unix time of the session (or of the job)
+    value: float
+    session: str = ''       # session uuid where known
+    where: str = ''         # file:line or the database
+    provenance: dict = field(default_factory=dict)
+
+
+@dataclass
+class History:
+    """One figure's values, oldest first."""
+    system: str
+    partition: str
+    test: str
+    figure: str
+    unit: str
+    flags: tuple = ()       # 'smoke', 'emulated'
+    points: list = field(default_factory=list)
+
+    @property
+    def key(self):
+        return (self.system, self.partition, self.test, self.figure, self.flags)
+
+    @property
+    def lower_is_better(self):
+        return database.lower_is_better(self.unit, self.figure)
+
+    @property
+    def values(self):
+        return [p.value for p in self.points]
+
+
+def _collect(rows):
+    """``[(system, partition, test, figure, unit, flags, Point)]`` ->
+    histories sorted by key, points by time."""
+    out = {}
+    for system, part, test, figure, unit, flags, point in rows:
+        h = out.get((system, part, test, figure, flags))
+        if h is None:
+            h = out[(system, part, test, figure, flags)] = History(
+                system, part, test, figure, unit, flags)
+        h.points.append(point)
+    for h in out.values():
+        h.points.sort(key=lambda p: p.time)
+    return [out[k] for k in sorted(out)]
+
+
+# -- the results database --------------------------------------------------------
+
+def from_database(db=None, **selection):
+    """Histories of the results database (``selection``: the arguments of
+    :func:`database.load_sessions`). Failed test cases and figures without
+    a finite value are left out; smoke and emulated figures are kept apart
+    from the others (their own flags in the key)."""
+    sessions = database.load_sessions(db=db, **selection)
+    version = {s.uuid: (s.info.get('version') or '') for s in sessions}
+    rows = []
+    for r in database.records(sessions):
+        if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
+            continue
+        prov = {k: _text(r.case.get(k)) for k in PROVENANCE if k in r.case}
+        prov['reframe_version'] = version.get(r.session, '')
+        test = r.test if not r.environ else f'{r.test} +{r.environ}'
+        rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
+                     Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov)))
+    return _collect(rows)
+
+
+def _text(v):
+    if v is None:
+        return ''
+    if isinstance(v, (list, tuple)):
+        return ','.join(str(x) for x in v)
+    return str(v)
+
+
+# -- perflogs --------------------------------------------------------------------------
+
+def perflog_files(path):
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.rglob('*.log'))
+        if not files:
+            raise ClusterproofError(f'{path}: no perflogs (*.log) in this directory')
+        return files
+    if not path.is_file():
+        raise ClusterproofError(f'{path}: no such file or directory')
+    return [path]
+
+
+def _parse_time(text):
+    """ISO 8601, as ReFrame writes it (``+0000``) or with ``+00:00``; a time
+    without an offset is UTC."""
+    text = text.strip()
+    try:
+        t = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        t = datetime.datetime.strptime(text, '%Y-%m-%dT%H:%M:%S%z')
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return t.timestamp()
+
+
+def _flag(v):
+    return str(v).strip().lower() in ('true', '1', 'yes')
+
+
+def read_perflog(path):
+    """Rows of one perflog file (see :func:`_collect`)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(errors='replace').splitlines()
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read ({err.strerror})') from None
+    if not lines:
+        return []
+    header = lines[0].split('|')
+    if 'job_completion_time' not in header:
+        raise ClusterproofError(
+            f'{path}:1: no perflog header (the first line names the fields, '
+            f'job_completion_time among them); ReFrame writes one at the top of every perflog')
+    col = {name: i for i, name in enumerate(header)}
+    figures = []        # (name, value column): unit, ref, lower, upper follow it
+    for i, name in enumerate(header):
+        if '=' in name and name.endswith('_value'):
+            fig = name.split('=', 1)[0][:-len('_var')] if name.split('=', 1)[0].endswith(
+                '_var') else name.split('=', 1)[0]
+            figures.append((fig, i))
+    parts = path.parts
+    default_system = parts[-3] if len(parts) >= 3 else ''
+    default_part = parts[-2] if len(parts) >= 2 else ''
+    rows, errors = [], []
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        where = f'{path}:{lineno}'
+        f = line.split('|')
+        if len(f) != len(header):
+            errors.append(f'{where}: {len(f)} fields, the header has {len(header)}')
+            continue
+        if f[col['job_completion_time']] == '|'.join(header[:1]):
+            continue        # a repeated header
+        try:
+            t = _parse_time(f[col['job_completion_time']])
+        except ValueError:
+            errors.append(f'{where}: job_completion_time {f[col["job_completion_time"]]!r} '
+                          f'is not an ISO 8601 time')
+            continue
+        if 'result' in col and f[col['result']] not in ('pass', ''):
+            continue        # a failed test case's figures are not history
+        system = f[col['system']] if 'system' in col else default_system
+        part = f[col['partition']] if 'partition' in col else default_part
+        test = (f[col['name']] if 'name' in col else f[col['display_name']]
+                if 'display_name' in col else path.stem)
+        if col.get('environ') is not None and f[col['environ']]:
+            test = f'{test} +{f[col["environ"]]}'
+        flags = tuple(x for x in ('smoke', 'emulated')
+                      if _flag(f[col[f'cp_{x}']]) if f'cp_{x}' in col)
+        prov = {k: f[col[k]] for k in PROVENANCE if k in col}
+        for fig, i in figures:
+            cell = f[i]
+            if not cell:
+                continue
+            name, _, raw = cell.partition('=')
+            try:
+                value = float(raw)
+            except ValueError:
+                errors.append(f'{where}: figure {name or fig}: value {raw!r} is not a number')
+                continue
+            if not math.isfinite(value):
+                continue        # ReFrame logs nan for a figure it could not measure
+            unit = f[i + 1] if i + 1 < len(f) else ''
+            rows.append((system, part, test, name or fig, unit, flags,
+                         Point(t, value, '', where, prov)))
+    _refuse(path, errors)
+    return rows
+
+
+def from_perflogs(paths):
+    rows = []
+    for p in paths:
+        for f in perflog_files(p):
+            rows += read_perflog(f)
+    return _collect(rows)
+
+
+# -- CSV ---------------------------------------------------------------------------------
+
+def read_csv(path):
+    """Rows of one CSV file with the header ``timestamp,system,partition,test,
+    figure,value,unit`` (any order; further columns are provenance)."""
+    path = Path(path)
+    try:
+        fh = open(path, newline='')
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read ({err.strerror})') from None
+    rows, errors = [], []
+    with fh:
+        reader = csv.reader(fh)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise ClusterproofError(f'{path}: empty; the first line must be the header '
+                                    f'{",".join(CSV_COLUMNS)}') from None
+        missing = [c for c in CSV_COLUMNS if c not in header]
+        if missing:
+            raise ClusterproofError(f'{path}:1: header lacks {", ".join(missing)} (it must '
+                                    f'name {",".join(CSV_COLUMNS)}; further columns are '
+                                    f'provenance)')
+        col = {name: i for i, name in enumerate(header)}
+        extra = [h for h in header if h not in CSV_COLUMNS]
+        for cells in reader:
+            where = f'{path}:{reader.line_num}'
+            if not cells or not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                errors.append(f'{where}: {len(cells)} fields, the header has {len(header)}')
+                continue
+            get = {c: cells[col[c]].strip() for c in CSV_COLUMNS}
+            empty = [c for c in CSV_COLUMNS if c != 'unit' and not get[c]]
+            if empty:
+                errors.append(f'{where}: empty {", ".join(empty)}')
+                continue
+            try:
+                t = _parse_time(get['timestamp'])
+            except ValueError:
+                errors.append(f'{where}: timestamp {get["timestamp"]!r} is not ISO 8601 '
+                              f'(e.g. 2026-11-20T01:30:00+00:00)')
+                continue
+            try:
+                value = float(get['value'])
+            except ValueError:
+                errors.append(f'{where}: value {get["value"]!r} is not a number')
+                continue
+            if not math.isfinite(value):
+                errors.append(f'{where}: value {get["value"]!r} is not finite')
+                continue
+            prov = {k: cells[col[k]].strip() for k in extra}
+            rows.append((get['system'], get['partition'], get['test'], get['figure'],
+                         get['unit'], (), Point(t, value, prov.get('session', ''), where,
+                                                prov)))
+    _refuse(path, errors)
+    return rows
+
+
+def from_csv(paths):
+    rows = []
+    for p in paths:
+        rows += read_csv(p)
+    return _collect(rows)
+
+
+def _refuse(path, errors):
+    if errors:
+        more = len(errors) - MAX_ERRORS
+        raise ClusterproofError(
+            f'{path}: {len(errors)} bad row(s), file not used:\n  '
+            + '\n  '.join(errors[:MAX_ERRORS]) + (f'\n  ... and {more} more' if more > 0 else ''))
+
+
+def load(sources):
+    """Histories of ``sources``: paths of CSV files (``*.csv``), perflogs
+    (``*.log`` or directories of them) and results databases (``*.db``)."""
+    rows_db, rows = [], []
+    for src in sources:
+        p = Path(src)
+        if p.suffix == '.csv':
+            rows += read_csv(p)
+        elif p.suffix == '.db':
+            rows_db += from_database(db=p)
+        else:
+            for f in perflog_files(p):
+                rows += read_perflog(f)
+    if rows_db and rows:
+        extra = _collect(rows)
+        return sorted(rows_db + extra, key=lambda h: h.key)
+    return rows_db or _collect(rows)
