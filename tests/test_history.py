@@ -94,3 +94,16 @@ def test_csv_header_must_name_the_columns(tmp_path):
     f.write_text('time,system,partition,test,figure,value,unit\n')
     with pytest.raises(ClusterproofError, match=r'h.csv:1: header lacks timestamp'):
         history.load([f])
+
+
+def test_perflog_in_reframes_default_layout():
+    """ReFrame's documented handler: check_info, jobid, then value|unit|ref|
+    lower|upper per figure, no names in the value fields, no UTC offset."""
+    hists = _by_key(history.load([DATA / 'perflogs-default']))
+    assert set(hists) == {(f'DevZeroCopy %num_threads={n} +gnu', fig)
+                          for n in (1, 2) for fig in ('copy_bw', 'copy_time')}
+    bw = hists['DevZeroCopy %num_threads=2 +gnu', 'copy_bw']
+    assert (bw.system, bw.partition, bw.unit) == ('local', 'default', 'MB/s')
+    assert bw.values == [46759.24191750278]
+    assert bw.points[0].provenance == {'reframe_version': '4.10.4'}
+    assert hists['DevZeroCopy %num_threads=1 +gnu', 'copy_time'].lower_is_better

@@ -6,11 +6,14 @@ database):
 - the ReFrame results database (``results.db``), through
   :mod:`clusterproof.results.database`;
 - ReFrame perflogs: ``|``-separated fields with the header line ReFrame
-  writes at the top of each file; a figure is the field ``<name>=<value>``
-  under the header ``<name>_var=<name>_value``, followed by its unit,
-  reference and thresholds (the perflog format of ``site_config/settings.py``,
-  and any other that ReFrame writes a header for). System and partition come
-  from their fields, else from the path ``<system>/<partition>/<check>.log``;
+  writes at the top of each file; a figure is the field under the header
+  ``<name>_value`` (``<name>_var=<name>_value`` when the format logs the
+  name too, as ``site_config/settings.py`` does), its unit under
+  ``<name>_unit``; ``perflog_multiline`` files (``perf_var``,
+  ``perf_value``, ``perf_unit``) too. System, partition, test and
+  environment come from their fields, else from ``check_info`` (``Name
+  /hash @system:partition+environ``), else from the path
+  ``<system>/<partition>/<check>.log``;
 - CSV with the header ``timestamp,system,partition,test,figure,value,unit``
   (ISO 8601 times; without an offset they are UTC); further columns are
   provenance, used to say what changed at a change point.
@@ -22,6 +25,7 @@ not used at all.
 import csv
 import datetime
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,12 +164,11 @@ def read_perflog(path):
             f'{path}:1: no perflog header (the first line names the fields, '
             f'job_completion_time among them); ReFrame writes one at the top of every perflog')
     col = {name: i for i, name in enumerate(header)}
-    figures = []        # (name, value column): unit, ref, lower, upper follow it
-    for i, name in enumerate(header):
-        if '=' in name and name.endswith('_value'):
-            fig = name.split('=', 1)[0][:-len('_var')] if name.split('=', 1)[0].endswith(
-                '_var') else name.split('=', 1)[0]
-            figures.append((fig, i))
+    figures = _figure_columns(header, col)
+    if not figures:
+        raise ClusterproofError(
+            f'{path}:1: no performance figures in the header (fields <name>_value, or '
+            f'perf_var and perf_value with perflog_multiline)')
     parts = path.parts
     default_system = parts[-3] if len(parts) >= 3 else ''
     default_part = parts[-2] if len(parts) >= 2 else ''
@@ -178,8 +181,6 @@ def read_perflog(path):
         if len(f) != len(header):
             errors.append(f'{where}: {len(f)} fields, the header has {len(header)}')
             continue
-        if f[col['job_completion_time']] == '|'.join(header[:1]):
-            continue        # a repeated header
         try:
             t = _parse_time(f[col['job_completion_time']])
         except ValueError:
@@ -188,20 +189,24 @@ def read_perflog(path):
             continue
         if 'result' in col and f[col['result']] not in ('pass', ''):
             continue        # a failed test case's figures are not history
-        system = f[col['system']] if 'system' in col else default_system
-        part = f[col['partition']] if 'partition' in col else default_part
-        test = (f[col['name']] if 'name' in col else f[col['display_name']]
-                if 'display_name' in col else path.stem)
-        if col.get('environ') is not None and f[col['environ']]:
-            test = f'{test} +{f[col["environ"]]}'
+        system, part, test = _identity(f, col, default_system, default_part, path)
         flags = tuple(x for x in ('smoke', 'emulated')
-                      if _flag(f[col[f'cp_{x}']]) if f'cp_{x}' in col)
+                      if f'cp_{x}' in col and _flag(f[col[f'cp_{x}']]))
         prov = {k: f[col[k]] for k in PROVENANCE if k in col}
-        for fig, i in figures:
+        version = f[col['reframe version']] if 'reframe version' in col else ''
+        if version:
+            prov['reframe_version'] = version.replace('reframe', '').strip()
+        for fig, i, unit_col in figures:
             cell = f[i]
-            if not cell:
+            if fig is None:         # perflog_multiline: the figure is in perf_var
+                fig = f[col['perf_var']]
+            if not cell or not fig:
                 continue
-            name, _, raw = cell.partition('=')
+            name, eq, raw = cell.partition('=')
+            if not eq:
+                name, raw = fig, cell
+            if raw in ('None', 'null', ''):
+                continue        # a figure ReFrame could not measure
             try:
                 value = float(raw)
             except ValueError:
@@ -209,11 +214,44 @@ def read_perflog(path):
                 continue
             if not math.isfinite(value):
                 continue        # ReFrame logs nan for a figure it could not measure
-            unit = f[i + 1] if i + 1 < len(f) else ''
+            unit = f[unit_col] if unit_col is not None else ''
             rows.append((system, part, test, name or fig, unit, flags,
                          Point(t, value, '', where, prov)))
     _refuse(path, errors)
     return rows
+
+
+#: ``check_info``: "Name %param=v /hash @system:partition+environ"
+_INFO_RE = re.compile(r'^(?P<name>.*?)(?: /[0-9a-f]{8})? @(?P<system>[^:\s]+):'
+                      r'(?P<partition>[^+\s]+)\+(?P<environ>\S+)$')
+
+
+def _figure_columns(header, col):
+    """``[(figure or None, value column, unit column or None)]``: per-figure
+    fields ``<name>_value`` (``<name>_var=<name>_value`` when the format
+    writes the name too), or ``perf_value`` of ``perflog_multiline``."""
+    out = []
+    if 'perf_value' in col and 'perf_var' in col:
+        out.append((None, col['perf_value'], col.get('perf_unit')))
+    for i, name in enumerate(header):
+        name = name.rsplit('=', 1)[-1]
+        if name.endswith('_value') and name != 'perf_value':
+            fig = name[:-len('_value')]
+            out.append((fig, i, col.get(f'{fig}_unit')))
+    return out
+
+
+def _identity(f, col, default_system, default_part, path):
+    """(system, partition, test name with its environment) of a perflog line."""
+    info = _INFO_RE.match(f[col['info']]) if 'info' in col else None
+    system = (f[col['system']] if 'system' in col else info['system'] if info
+              else default_system)
+    part = (f[col['partition']] if 'partition' in col else info['partition'] if info
+            else default_part)
+    test = (f[col['name']] if 'name' in col else info['name'] if info
+            else f[col['display_name']] if 'display_name' in col else path.stem)
+    environ = (f[col['environ']] if 'environ' in col else info['environ'] if info else '')
+    return system, part, f'{test} +{environ}' if environ else test
 
 
 def from_perflogs(paths):
