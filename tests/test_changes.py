@@ -114,6 +114,8 @@ def test_command_json_and_table_on_csv(tmp_path):
     assert c['change'] == pytest.approx(-0.08, abs=0.02)
     assert c['direction'] == 'worse' and c['confidence'] > 0.99
     assert c['attribution'] == ['spack_lock_hash: a1b2 -> c3d4']
+    assert c['summary'] == (f"Stream triad {c['change'] * 100:+.1f}% since {_night(35)[:10]}: "
+                            f"spack_lock_hash: a1b2 -> c3d4; nothing else changed")
     res = cp(str(f))
     assert res.returncode == 0, res.stderr
     assert '1 change(s) in 3 figure(s); 1 too noisy to judge' in res.stdout

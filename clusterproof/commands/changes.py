@@ -61,6 +61,8 @@ def run(args):
             quiet.append((h, fn))
         for c in cps:
             found.append(_finding(h, c, fn))
+    for f in found:
+        f['summary'] = summary(f)
     found.sort(key=lambda f: (-abs(f['change']), f['system'], f['test'], f['figure']))
     if args.format == 'json':
         print(json.dumps(found, indent=1))
@@ -101,6 +103,15 @@ def _finding(h, c, fn):
         'detectable': None if fn is None else round(fn.detectable, 4),
         'attribution': attribution(h.points, c),
     }
+
+
+def summary(f):
+    """One sentence: 'Stream triad -7.9 % since 2026-11-20 (session 3f2a1b2c):
+    spack_lock_hash: a1b2 -> c3d4; nothing else changed'."""
+    since = f['at'][:10] + (f' (session {f["session"][:8]})' if f['session'] else '')
+    what = '; '.join(f['attribution'])
+    what = (what + '; nothing else changed') if what else 'no recorded provenance changed'
+    return (f'{f["test"]} {f["figure"]} {f["change"] * 100:+.1f}% since {since}: {what}')
 
 
 def _direction(h, c):
@@ -162,7 +173,7 @@ def _print_table(found, noisy, quiet, skipped, total):
                          f'{f["confidence"] * 100:.1f}%',
                          '-' if f['noise'] is None else
                          f'{f["noise"] * 100:.1f}% (>= {f["detectable"] * 100:.1f}%)',
-                         '; '.join(f['attribution']) or 'nothing else changed'))
+                         '; '.join(f['attribution']) or 'no recorded provenance changed'))
         _table(header, rows)
     if noisy:
         print('\ntoo noisy to judge (minimum detectable change above the limit):')
