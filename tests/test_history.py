@@ -107,3 +107,21 @@ def test_perflog_in_reframes_default_layout():
     assert bw.values == [46759.24191750278]
     assert bw.points[0].provenance == {'reframe_version': '4.10.4'}
     assert hists['DevZeroCopy %num_threads=1 +gnu', 'copy_time'].lower_is_better
+
+
+def test_csv_and_database_read_together_smoke_kept_apart(tmp_path):
+    """Older history kept in a CSV file beside the results database: the
+    same figure is one history per flags (the recorded sessions are smoke
+    runs, never mixed with full-size figures)."""
+    db = tmp_path / 'results.db'
+    shutil.copy(DATA / 'results.db', db)
+    f = tmp_path / 'old.csv'
+    test = 'Stream %placement=cores %membind=local +gnu'
+    f.write_text(HEADER + f'\n2025-01-01T01:30:00,local,default,"{test}",triad,21000,MB/s\n'
+                 f'2025-01-02T01:30:00,local,default,"{test}",triad,21500,MB/s\n'
+                 f'2025-01-03T01:30:00,local,default,"{test}",triad,21400,MB/s\n')
+    hists = [h for h in history.load([f, db]) if h.test == test and h.figure == 'triad']
+    # the database's figures are smoke figures: kept apart from the CSV's
+    assert sorted((h.flags, len(h.points)) for h in hists) == [((), 3), (('smoke',), 3)]
+    (f_old,) = [h for h in hists if not h.flags]
+    assert f_old.values == [21000.0, 21500.0, 21400.0]

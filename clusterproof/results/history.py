@@ -96,6 +96,10 @@ def from_database(db=None, **selection):
     :func:`database.load_sessions`). Failed test cases and figures without
     a finite value are left out; smoke and emulated figures are kept apart
     from the others (their own flags in the key)."""
+    return _collect(_database_rows(db, **selection))
+
+
+def _database_rows(db=None, **selection):
     sessions = database.load_sessions(db=db, **selection)
     version = {s.uuid: (s.info.get('version') or '') for s in sessions}
     rows = []
@@ -107,7 +111,7 @@ def from_database(db=None, **selection):
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
                      Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov)))
-    return _collect(rows)
+    return rows
 
 
 def _text(v):
@@ -338,18 +342,16 @@ def _refuse(path, errors):
 
 def load(sources):
     """Histories of ``sources``: paths of CSV files (``*.csv``), perflogs
-    (``*.log`` or directories of them) and results databases (``*.db``)."""
-    rows_db, rows = [], []
+    (``*.log`` or directories of them) and results databases (``*.db``);
+    the same figure in several sources is one history."""
+    rows = []
     for src in sources:
         p = Path(src)
         if p.suffix == '.csv':
             rows += read_csv(p)
         elif p.suffix == '.db':
-            rows_db += from_database(db=p)
+            rows += _database_rows(db=p)
         else:
             for f in perflog_files(p):
                 rows += read_perflog(f)
-    if rows_db and rows:
-        extra = _collect(rows)
-        return sorted(rows_db + extra, key=lambda h: h.key)
-    return rows_db or _collect(rows)
+    return _collect(rows)
