@@ -385,10 +385,11 @@ def targets(name, scores, base):
              f'{"met" if recall >= TARGET_RECALL else "NOT met"}; ratio '
              f'{recall / TARGET_RECALL:.3f})',
              f'  median delay: {delay:g} nights (target <= {TARGET_DELAY}: '
-             f'{"met" if delay <= TARGET_DELAY else "NOT met"})']
+             f'{"met" if delay <= TARGET_DELAY else "NOT met"}; ratio {delay / TARGET_DELAY:.2f})']
     for model, sc in scores.items():
         lines.append(f'  false alarms {model:<12} {sc.fa_rate:6.2f} per 1000 figure-nights '
-                     f'(target <= {TARGET_FA:g}: {"met" if sc.fa_rate <= TARGET_FA else "NOT met"})')
+                     f'(target <= {TARGET_FA:g}: {"met" if sc.fa_rate <= TARGET_FA else "NOT met"}; '
+                     f'ratio {sc.fa_rate / TARGET_FA:.2f})')
     if base is not None:
         marks = [m for m in scores if _worse_mark(scores[m], base, m)]
         lines.append('  never worse than today\'s rule: '
