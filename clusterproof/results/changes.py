@@ -4,9 +4,10 @@ A figure's history is its values in session order. Every night the detector
 sees only the history up to that night, as a nightly run does, and asks:
 did the figure move to a new level in the last few sessions?
 
-1. Its noise is estimated from its own history since the last change: a
-   robust scale (the interquartile range / 1.349) of the log values, so a
-   relative change is a difference and a few outliers do not widen it.
+1. Its noise is estimated from its own history: a robust scale (the
+   interquartile range / 1.349) of the log values about the median of each
+   segment between changes, so a relative change is a difference and a few
+   outliers do not widen it.
 2. Cheap screen: is the Hodges-Lehmann shift (the median of all differences
    between recent and earlier values) of the last ``min_after`` sessions
    against the rest large enough to look at? Most nights stop here.
@@ -39,7 +40,7 @@ recall, delay and false alarm rate per noise model.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -167,12 +168,6 @@ def shift_stderr(sigma, n_before, n_after):
 def has_outliers(y, sigma, outlier_z=OUTLIER_Z):
     y = np.asarray(y, dtype=float)
     return bool(np.any(np.abs(y - _median(y)) > outlier_z * _floor(sigma)))
-
-
-def noise(values):
-    """Relative noise of a figure (robust, from its values)."""
-    y = _log(values)
-    return math.expm1(robust_scale(y)) if len(y) > 1 else float('nan')
 
 
 def minimum_detectable(rel_noise, settings=None, n_before=None):
@@ -303,7 +298,6 @@ class FigureNoise:
     n: int                      # sessions in that segment
     too_noisy: bool = False
     heavy_tailed: bool = False
-    notes: list = field(default_factory=list)
 
 
 def figure_noise(values, changes=(), settings=None):
