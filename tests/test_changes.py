@@ -165,3 +165,13 @@ def test_attribution_names_the_node_common_to_the_slow_sessions(tmp_path):
     (c,) = json.loads(res.stdout)
     assert c['at'].startswith(_night(40)[:16])
     assert c['attribution'] == ['nodes: n3 in every session after, not in every one before']
+
+
+def test_noise_of_a_figure_that_just_changed_is_its_noise_not_the_step():
+    rng = np.random.default_rng(9)
+    values = 30000 * (1 + 0.03 * rng.standard_normal(13))
+    values[9:] /= 20        # a node twenty times slower, four sessions ago
+    cps = changes.scan(values)
+    assert [c.at for c in cps] == [9]
+    fn = changes.figure_noise(values, cps)
+    assert fn.noise < 0.06 and not fn.too_noisy

@@ -293,23 +293,24 @@ def refine(y, found, settings):
 @dataclass
 class FigureNoise:
     """What the history says about a figure's noise."""
-    noise: float                # relative, robust, over the newest segment
+    noise: float                # relative, robust, over the newest sessions
     detectable: float           # minimum detectable relative change
-    n: int                      # sessions in that segment
+    n: int                      # sessions it was estimated from
     too_noisy: bool = False
     heavy_tailed: bool = False
 
 
 def figure_noise(values, changes=(), settings=None):
-    """Noise of the newest segment of ``values`` (after the last change)."""
+    """Noise of the newest ``settings.window`` sessions of ``values``: the
+    robust scale about the median of each segment between ``changes``."""
     s = settings or Settings()
     y = _log(values)
-    start = changes[-1].at if changes else 0
-    seg = y[start:][-s.window:]
-    if len(seg) < s.min_before:
-        seg = y[-s.window:]
-    sigma = robust_scale(seg)
+    lo = max(0, len(y) - s.window)
+    cuts = [lo] + [c.at for c in changes if c.at > lo] + [len(y)]
+    parts = [y[a:b] - _median(y[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
+    res = np.concatenate(parts)
+    sigma = robust_scale(res)
     rel = math.expm1(sigma)
     det = minimum_detectable(rel, s)
-    return FigureNoise(rel, det, len(seg), too_noisy=det > s.max_detectable,
-                       heavy_tailed=has_outliers(seg, _floor(sigma), s.outlier_z))
+    return FigureNoise(rel, det, len(res), too_noisy=det > s.max_detectable,
+                       heavy_tailed=has_outliers(res, _floor(sigma), s.outlier_z))
