@@ -25,6 +25,7 @@ COMMANDS = [
     'bless',        # references derived from measured sessions
     'compare',      # sessions against each other or against references
     'report',       # HTML reports
+    'changes',      # change points in the history of every figure
     'acceptance',   # the full methodology, three repetitions, a verdict
     'validate',     # the site configuration and references, checked
 ]

@@ -1,0 +1,357 @@
+"""The history of every figure, from wherever a site keeps it.
+
+Three sources, all read-only (nothing is ever written to the results
+database):
+
+- the ReFrame results database (``results.db``), through
+  :mod:`clusterproof.results.database`;
+- ReFrame perflogs: ``|``-separated fields with the header line ReFrame
+  writes at the top of each file; a figure is the field under the header
+  ``<name>_value`` (``<name>_var=<name>_value`` when the format logs the
+  name too, as ``site_config/settings.py`` does), its unit under
+  ``<name>_unit``; ``perflog_multiline`` files (``perf_var``,
+  ``perf_value``, ``perf_unit``) too. System, partition, test and
+  environment come from their fields, else from ``check_info`` (``Name
+  /hash @system:partition+environ``), else from the path
+  ``<system>/<partition>/<check>.log``;
+- CSV with the header ``timestamp,system,partition,test,figure,value,unit``
+  (ISO 8601 times; without an offset they are UTC); further columns are
+  provenance, used to say what changed at a change point.
+
+A bad row is refused with its file, line and reason; a file with bad rows is
+not used at all.
+"""
+
+import csv
+import datetime
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterproof import ClusterproofError
+from clusterproof.results import database
+
+#: provenance fields compared at a change point (the loggable variables of
+#: every check, and the nodes the job ran on)
+PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
+              'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist')
+CSV_COLUMNS = ('timestamp', 'system', 'partition', 'test', 'figure', 'value', 'unit')
+#: bad rows listed in one error
+MAX_ERRORS = 20
+
+
+@dataclass(slots=True)
+class Point:
+    time: float             # unix time of the session (or of the job)
+    value: float
+    session: str = ''       # session uuid where known
+    where: str = ''         # file:line or the database
+    provenance: dict = field(default_factory=dict)
+
+
+@dataclass
+class History:
+    """One figure's values, oldest first."""
+    system: str
+    partition: str
+    test: str
+    figure: str
+    unit: str
+    flags: tuple = ()       # 'smoke', 'emulated'
+    points: list = field(default_factory=list)
+
+    @property
+    def key(self):
+        return (self.system, self.partition, self.test, self.figure, self.flags)
+
+    @property
+    def lower_is_better(self):
+        return database.lower_is_better(self.unit, self.figure)
+
+    @property
+    def values(self):
+        return [p.value for p in self.points]
+
+
+def _collect(rows):
+    """``[(system, partition, test, figure, unit, flags, Point)]`` ->
+    histories sorted by key, points by time."""
+    out = {}
+    for system, part, test, figure, unit, flags, point in rows:
+        h = out.get((system, part, test, figure, flags))
+        if h is None:
+            h = out[(system, part, test, figure, flags)] = History(
+                system, part, test, figure, unit, flags)
+        h.points.append(point)
+    for h in out.values():
+        h.points.sort(key=lambda p: p.time)
+    return [out[k] for k in sorted(out)]
+
+
+# -- the results database --------------------------------------------------------
+
+def from_database(db=None, **selection):
+    """Histories of the results database (``selection``: the arguments of
+    :func:`database.load_sessions`). Failed test cases and figures without
+    a finite value are left out; smoke and emulated figures are kept apart
+    from the others (their own flags in the key)."""
+    return _collect(_database_rows(db, **selection))
+
+
+def _database_rows(db=None, **selection):
+    sessions = database.load_sessions(db=db, **selection)
+    version = {s.uuid: (s.info.get('version') or '') for s in sessions}
+    rows = []
+    for r in database.records(sessions):
+        if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
+            continue
+        prov = {k: _text(r.case.get(k)) for k in PROVENANCE if k in r.case}
+        prov['reframe_version'] = version.get(r.session, '')
+        test = r.test if not r.environ else f'{r.test} +{r.environ}'
+        rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
+                     Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov)))
+    return rows
+
+
+def _text(v):
+    if v is None:
+        return ''
+    if isinstance(v, (list, tuple)):
+        return ','.join(str(x) for x in v)
+    return str(v)
+
+
+# -- perflogs --------------------------------------------------------------------------
+
+def perflog_files(path):
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.rglob('*.log'))
+        if not files:
+            raise ClusterproofError(f'{path}: no perflogs (*.log) in this directory')
+        return files
+    if not path.is_file():
+        raise ClusterproofError(f'{path}: no such file or directory')
+    return [path]
+
+
+def _parse_time(text):
+    """ISO 8601, as ReFrame writes it (``+0000``) or with ``+00:00``; a time
+    without an offset is UTC."""
+    text = text.strip()
+    try:
+        t = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        t = datetime.datetime.strptime(text, '%Y-%m-%dT%H:%M:%S%z')
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return t.timestamp()
+
+
+def _flag(v):
+    return str(v).strip().lower() in ('true', '1', 'yes')
+
+
+def read_perflog(path):
+    """Rows of one perflog file (see :func:`_collect`)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(errors='replace').splitlines()
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read ({err.strerror})') from None
+    if not lines:
+        return []
+    header = lines[0].split('|')
+    if 'job_completion_time' not in header:
+        raise ClusterproofError(
+            f'{path}:1: no perflog header (the first line names the fields, '
+            f'job_completion_time among them); ReFrame writes one at the top of every perflog')
+    col = {name: i for i, name in enumerate(header)}
+    figures = _figure_columns(header, col)
+    if not figures:
+        raise ClusterproofError(
+            f'{path}:1: no performance figures in the header (fields <name>_value, or '
+            f'perf_var and perf_value with perflog_multiline)')
+    parts = path.parts
+    default_system = parts[-3] if len(parts) >= 3 else ''
+    default_part = parts[-2] if len(parts) >= 2 else ''
+    rows, errors = [], []
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        where = f'{path}:{lineno}'
+        f = line.split('|')
+        if len(f) != len(header):
+            errors.append(f'{where}: {len(f)} fields, the header has {len(header)}')
+            continue
+        try:
+            t = _parse_time(f[col['job_completion_time']])
+        except ValueError:
+            errors.append(f'{where}: job_completion_time {f[col["job_completion_time"]]!r} '
+                          f'is not an ISO 8601 time')
+            continue
+        if 'result' in col and f[col['result']] not in ('pass', ''):
+            continue        # a failed test case's figures are not history
+        system, part, test = _identity(f, col, default_system, default_part, path)
+        flags = tuple(x for x in ('smoke', 'emulated')
+                      if f'cp_{x}' in col and _flag(f[col[f'cp_{x}']]))
+        prov = {k: f[col[k]] for k in PROVENANCE if k in col}
+        version = f[col['reframe version']] if 'reframe version' in col else ''
+        if version:
+            prov['reframe_version'] = version.replace('reframe', '').strip()
+        for fig, i, unit_col in figures:
+            cell = f[i]
+            if fig is None:         # perflog_multiline: the figure is in perf_var
+                fig = f[col['perf_var']]
+            if not cell or not fig:
+                continue
+            name, eq, raw = cell.partition('=')
+            if not eq:
+                name, raw = fig, cell
+            if raw in ('None', 'null', ''):
+                continue        # a figure ReFrame could not measure
+            try:
+                value = float(raw)
+            except ValueError:
+                errors.append(f'{where}: figure {name or fig}: value {raw!r} is not a number')
+                continue
+            if not math.isfinite(value):
+                continue        # ReFrame logs nan for a figure it could not measure
+            unit = f[unit_col] if unit_col is not None else ''
+            rows.append((system, part, test, name or fig, unit, flags,
+                         Point(t, value, '', where, prov)))
+    _refuse(path, errors)
+    return rows
+
+
+#: ``check_info``: "Name %param=v /hash @system:partition+environ"
+_INFO_RE = re.compile(r'^(?P<name>.*?)(?: /[0-9a-f]{8})? @(?P<system>[^:\s]+):'
+                      r'(?P<partition>[^+\s]+)\+(?P<environ>\S+)$')
+
+
+def _figure_columns(header, col):
+    """``[(figure or None, value column, unit column or None)]``: per-figure
+    fields ``<name>_value`` (``<name>_var=<name>_value`` when the format
+    writes the name too), or ``perf_value`` of ``perflog_multiline``."""
+    out = []
+    if 'perf_value' in col and 'perf_var' in col:
+        out.append((None, col['perf_value'], col.get('perf_unit')))
+    for i, name in enumerate(header):
+        name = name.rsplit('=', 1)[-1]
+        if name.endswith('_value') and name != 'perf_value':
+            fig = name[:-len('_value')]
+            out.append((fig, i, col.get(f'{fig}_unit')))
+    return out
+
+
+def _identity(f, col, default_system, default_part, path):
+    """(system, partition, test name with its environment) of a perflog line."""
+    info = _INFO_RE.match(f[col['info']]) if 'info' in col else None
+    system = (f[col['system']] if 'system' in col else info['system'] if info
+              else default_system)
+    part = (f[col['partition']] if 'partition' in col else info['partition'] if info
+            else default_part)
+    test = (f[col['name']] if 'name' in col else info['name'] if info
+            else f[col['display_name']] if 'display_name' in col else path.stem)
+    environ = (f[col['environ']] if 'environ' in col else info['environ'] if info else '')
+    return system, part, f'{test} +{environ}' if environ else test
+
+
+def from_perflogs(paths):
+    rows = []
+    for p in paths:
+        for f in perflog_files(p):
+            rows += read_perflog(f)
+    return _collect(rows)
+
+
+# -- CSV ---------------------------------------------------------------------------------
+
+def read_csv(path):
+    """Rows of one CSV file with the header ``timestamp,system,partition,test,
+    figure,value,unit`` (any order; further columns are provenance)."""
+    path = Path(path)
+    try:
+        fh = open(path, newline='')
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read ({err.strerror})') from None
+    rows, errors = [], []
+    with fh:
+        reader = csv.reader(fh)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise ClusterproofError(f'{path}: empty; the first line must be the header '
+                                    f'{",".join(CSV_COLUMNS)}') from None
+        missing = [c for c in CSV_COLUMNS if c not in header]
+        if missing:
+            raise ClusterproofError(f'{path}:1: header lacks {", ".join(missing)} (it must '
+                                    f'name {",".join(CSV_COLUMNS)}; further columns are '
+                                    f'provenance)')
+        col = {name: i for i, name in enumerate(header)}
+        extra = [h for h in header if h not in CSV_COLUMNS]
+        for cells in reader:
+            where = f'{path}:{reader.line_num}'
+            if not cells or not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                errors.append(f'{where}: {len(cells)} fields, the header has {len(header)}')
+                continue
+            get = {c: cells[col[c]].strip() for c in CSV_COLUMNS}
+            empty = [c for c in CSV_COLUMNS if c != 'unit' and not get[c]]
+            if empty:
+                errors.append(f'{where}: empty {", ".join(empty)}')
+                continue
+            try:
+                t = _parse_time(get['timestamp'])
+            except ValueError:
+                errors.append(f'{where}: timestamp {get["timestamp"]!r} is not ISO 8601 '
+                              f'(e.g. 2026-11-20T01:30:00+00:00)')
+                continue
+            try:
+                value = float(get['value'])
+            except ValueError:
+                errors.append(f'{where}: value {get["value"]!r} is not a number')
+                continue
+            if not math.isfinite(value):
+                errors.append(f'{where}: value {get["value"]!r} is not finite')
+                continue
+            prov = {k: cells[col[k]].strip() for k in extra}
+            rows.append((get['system'], get['partition'], get['test'], get['figure'],
+                         get['unit'], (), Point(t, value, prov.get('session', ''), where,
+                                                prov)))
+    _refuse(path, errors)
+    return rows
+
+
+def from_csv(paths):
+    rows = []
+    for p in paths:
+        rows += read_csv(p)
+    return _collect(rows)
+
+
+def _refuse(path, errors):
+    if errors:
+        more = len(errors) - MAX_ERRORS
+        raise ClusterproofError(
+            f'{path}: {len(errors)} bad row(s), file not used:\n  '
+            + '\n  '.join(errors[:MAX_ERRORS]) + (f'\n  ... and {more} more' if more > 0 else ''))
+
+
+def load(sources):
+    """Histories of ``sources``: paths of CSV files (``*.csv``), perflogs
+    (``*.log`` or directories of them) and results databases (``*.db``);
+    the same figure in several sources is one history."""
+    rows = []
+    for src in sources:
+        p = Path(src)
+        if p.suffix == '.csv':
+            rows += read_csv(p)
+        elif p.suffix == '.db':
+            rows += _database_rows(db=p)
+        else:
+            for f in perflog_files(p):
+                rows += read_perflog(f)
+    return _collect(rows)

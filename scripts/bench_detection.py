@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""Labelled detection benchmark: how often each method finds a real step,
+how late, and how often it raises a false alarm, per noise model.
+
+Synthetic figures of 120 nights each (fixed seeds):
+
+- noise models: Gaussian at CV 1, 2, 5 and 10 %; heavy tails (CV 1 % and
+  3 % of nights 20-40 % worse: a busy node, a cold cache); bimodal (CV 1 %
+  around two levels 6 % apart: the job lands on one of two node types);
+  slow drift (CV 1 %, 0.2 %/night worse from night 40 on);
+- on every model but drift: figures without a change, and figures with one
+  step of 2, 5, 10 or 20 % at a known night (30 to 100), worse and better,
+  for a throughput (GB/s: worse is lower) and a time (s: worse is higher).
+
+Every method is run as the nightly runs would run it: at night t it sees
+the history up to night t only. Nights 20 to 119 are judged (today's rule
+blesses its reference from the first 20 nights).
+
+Scoring: an alarm at or after the step, in its direction (and, for methods
+that place the change, within 3 sessions of it) finds the step; its delay
+is the number of nights after the first changed session (0: found that
+very night). Recall counts steps found within 3 nights. Any other alarm is
+false; false alarms are counted per 1,000 judged figure-nights. A drift is
+found by an alarm in its direction after night 40.
+
+    .venv/bin/python scripts/bench_detection.py                # small, held-out seeds
+    .venv/bin/python scripts/bench_detection.py --methods all  # and every library alone
+    .venv/bin/python scripts/bench_detection.py --size full --methods today,changes,otava,e-divisive
+    .venv/bin/python scripts/bench_detection.py --seeds tune   # the seeds used for tuning
+
+The last line is for scripts:
+    detection: recall >=5% steps (CV<=2%) X%, median delay D nights, false alarms F per 1000 figure-nights
+for the product's method (clusterproof.results.changes); F is the worst
+noise model's rate.
+"""
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from clusterproof.references import bless
+from clusterproof.results import changes, compare
+from clusterproof.results.database import Record
+
+NIGHTS = 120
+FIRST_JUDGED = 20           # today's rule blesses from the nights before
+STEP_NIGHTS = (30, 100)
+DRIFT_START = 40
+STEPS = (0.02, 0.05, 0.10, 0.20)
+WITHIN = 3                  # nights
+MATCH = 3                   # sessions between a placed change and the step
+
+NOISE_MODELS = {
+    'gauss 1%': dict(cv=0.01),
+    'gauss 2%': dict(cv=0.02),
+    'gauss 5%': dict(cv=0.05),
+    'gauss 10%': dict(cv=0.10),
+    'heavy tails': dict(cv=0.01, outliers=0.03),
+    'bimodal': dict(cv=0.01, modes=0.06),
+    'drift': dict(cv=0.01, drift=0.002),
+}
+#: the noise models the recall target applies to
+QUIET = ('gauss 1%', 'gauss 2%')
+
+SIZES = {
+    # figures without a change, and repetitions of every step cell
+    # (4 sizes x 2 directions x 2 units)
+    'small': dict(null=30, reps=3),
+    'full': dict(null=200, reps=15),
+}
+SEEDS = {'eval': 20261122, 'tune': 777}
+
+TARGET_RECALL = 0.95
+TARGET_DELAY = WITHIN
+TARGET_FA = 1.0
+
+
+# -- series ---------------------------------------------------------------------
+
+class Series:
+    __slots__ = ('model', 'values', 'unit', 'step_at', 'step', 'sign')
+
+    def __init__(self, model, values, unit, step_at=None, step=0.0, sign=0):
+        self.model, self.values, self.unit = model, values, unit
+        self.step_at, self.step, self.sign = step_at, step, sign
+
+    @property
+    def lower_is_better(self):
+        return self.unit == 's'
+
+
+def make_series(model, rng, unit, step=0.0, worse=True):
+    """One figure of 120 nights under ``model``; ``step`` (relative) at a
+    random night, in the worse or better direction of ``unit``."""
+    p = NOISE_MODELS[model]
+    n = NIGHTS
+    worse_sign = 1 if unit == 's' else -1
+    level = np.full(n, 100.0 if unit == 'GB/s' else 10.0)
+    values = level * (1 + p['cv'] * rng.standard_normal(n))
+    if 'modes' in p:
+        values *= 1 + p['modes'] / 2 * rng.choice((-1.0, 1.0), n)
+    if 'outliers' in p:
+        hit = rng.random(n) < p['outliers']
+        values[hit] *= 1 + worse_sign * rng.uniform(0.2, 0.4, hit.sum())
+    if 'drift' in p:
+        t = np.arange(n) - DRIFT_START
+        values *= np.where(t > 0, (1 + worse_sign * p['drift']) ** np.maximum(t, 0), 1.0)
+        return Series(model, values, unit, DRIFT_START + 1, 0.0, worse_sign)
+    if step:
+        at = int(rng.integers(STEP_NIGHTS[0], STEP_NIGHTS[1] + 1))
+        sign = worse_sign if worse else -worse_sign
+        values[at:] *= 1 + sign * step
+        return Series(model, values, unit, at, step, sign)
+    return Series(model, values, unit)
+
+
+def generate(model, size, seed):
+    cfg = SIZES[size]
+    midx = list(NOISE_MODELS).index(model)
+    out = []
+    k = 0
+
+    def rng():
+        nonlocal k
+        k += 1
+        return np.random.default_rng([seed, midx, k])
+
+    if model == 'drift':
+        for i in range(cfg['null'] // 2):
+            out.append(make_series(model, rng(), ('GB/s', 's')[i % 2]))
+        return out
+    for i in range(cfg['null']):
+        out.append(make_series(model, rng(), ('GB/s', 's')[i % 2]))
+    for step in STEPS:
+        for worse in (True, False):
+            for unit in ('GB/s', 's'):
+                for _ in range(cfg['reps']):
+                    out.append(make_series(model, rng(), unit, step, worse))
+    return out
+
+
+# -- methods ----------------------------------------------------------------------
+# Each returns the alarms of one series: [(night, placed change or None, sign)],
+# sign +1 for a move up, -1 for a move down.
+
+def method_today(series):
+    """compare.py as `clusterproof compare` runs it every night: the
+    reference blessed (bless.derive) from the first 20 nights, each night
+    judged against it (fixed band), plus drift over the last 30 sessions
+    (rolling median of 7, 5 nights worse in a row). Consecutive alarm
+    nights are one alarm."""
+    recs = [_record(series, t, v) for t, v in enumerate(series.values)]
+    refs = {'bench': bless.merged_entries({}, bless.derive(recs[:FIRST_JUDGED]))}
+    worse = 1 if series.lower_is_better else -1
+    alarms, on = [], False
+    for t in range(FIRST_JUDGED, NIGHTS):
+        row = compare.against_references([recs[t]], refs)[0]
+        alarm = row.verdict == 'REGRESSION' or bool(
+            compare.drift(recs[max(0, t - 29):t + 1], refs))
+        if alarm and not on:
+            alarms.append((t, None, worse))
+        on = alarm
+    return alarms
+
+
+def _record(series, t, value):
+    return Record(session=f's{t}', start=float(t), system='bench', partition='p',
+                  environ='e', check='Bench', test='Bench', figure='value',
+                  value=float(value), unit=series.unit, ref=None, lower=None, upper=None,
+                  perf_result='', result='pass', fail_phase=None, mode='nightly',
+                  smoke=False, emulated=False, binary_version='', time=float(t), case={})
+
+
+def method_changes(series):
+    """The product: clusterproof.results.changes (ruptures binary
+    segmentation placing the change, Hodges-Lehmann shift confirming it)."""
+    return [(c.found, c.at, 1 if c.shift > 0 else -1)
+            for c in changes.scan(series.values)]
+
+
+def _library_scan(series, place):
+    """The same nightly glue as the product (noise from the figure's own
+    history, the screen, ``min_after`` sessions after a change) with a
+    library deciding alone: ``place(seg, sigma)`` returns the change
+    points it finds significant (indices of the first session after)."""
+    s = changes.Settings()
+    y = np.log(series.values)
+    alarms, start = [], 0
+    for t in range(len(y)):
+        screened = changes.screen(y[:t + 1], start, s)
+        if screened is None:
+            continue
+        seg, offset, sigma, need = screened
+        for b in sorted(place(seg, sigma), reverse=True):
+            if len(seg) - b >= need and b >= s.min_before:
+                sign = 1 if np.median(seg[b:]) > np.median(seg[:b]) else -1
+                alarms.append((t, offset + b, sign))
+                start = offset + b
+                break
+    return alarms
+
+
+def method_ruptures_pelt(series):
+    """ruptures PELT alone (L1 cost, penalty 3 log n in noise units)."""
+    import ruptures
+
+    def place(seg, sigma):
+        algo = ruptures.Pelt(model='l1', min_size=changes.DEFAULT_MIN_AFTER, jump=1)
+        return algo.fit(seg / sigma).predict(pen=3 * math.log(len(seg)))[:-1]
+    return _library_scan(series, place)
+
+
+def method_otava(series):
+    """apache-otava (e-divisive split, t-test merge, p < 0.001)."""
+    from otava.analysis import compute_change_points
+
+    def place(seg, sigma):
+        cps, _ = compute_change_points(list(seg), window_len=30, max_pvalue=0.001)
+        return [c.index for c in cps]
+    return _library_scan(series, place)
+
+
+def method_edivisive(series):
+    """signal-processing-algorithms (MongoDB's e-divisive means, permutation
+    test p < 0.01, 100 permutations, seeded)."""
+    from signal_processing_algorithms.energy_statistics import energy_statistics
+
+    def place(seg, sigma):
+        np.random.seed(len(seg))
+        return energy_statistics.e_divisive(seg, pvalue=0.01, permutations=100)
+    return _library_scan(series, place)
+
+
+METHODS = {
+    'today': ('today\'s rule (compare.py: fixed band + rolling median + nights in a row)',
+              method_today, None),
+    'changes': ('clusterproof.results.changes (ruptures Binseg + Hodges-Lehmann shift)',
+                method_changes, 'ruptures'),
+    'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
+    'otava': ('apache-otava alone', method_otava, 'otava'),
+    'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
+                   'signal_processing_algorithms'),
+}
+
+
+# -- scoring --------------------------------------------------------------------------
+
+class Score:
+    def __init__(self):
+        self.found = {}          # (step, worse) -> [delay or None]
+        self.false = 0
+        self.nights = 0
+
+    def add(self, series, alarms, locates):
+        self.nights += NIGHTS - FIRST_JUDGED
+        at, sign = series.step_at, series.sign
+        delay = None
+        for night, placed, s in alarms:
+            if night < FIRST_JUDGED:
+                continue
+            true = (at is not None and night >= at and s == sign
+                    and (not locates or placed is None or abs(placed - at) <= MATCH
+                         or series.model == 'drift'))
+            if not true:
+                self.false += 1
+            elif delay is None:
+                delay = night - at
+        if at is not None:
+            worse_sign = 1 if series.lower_is_better else -1
+            key = (series.step, sign == worse_sign)
+            self.found.setdefault(key, []).append(delay)
+
+    def recall(self, step=None, worse=None, minimum=None, within=WITHIN):
+        ds = [d for (st, w), v in self.found.items() for d in v
+              if (step is None or st == step) and (worse is None or w == worse)
+              and (minimum is None or st >= minimum)]
+        if not ds:
+            return None
+        return sum(d is not None and d <= within for d in ds) / len(ds)
+
+    def delays(self, minimum=None):
+        return [d for (st, _), v in self.found.items() for d in v
+                if d is not None and (minimum is None or st >= minimum)]
+
+    def paired_delays(self, other, minimum=None):
+        """(this delay, other delay) of the steps both found."""
+        out = []
+        for key, v in self.found.items():
+            if minimum is not None and key[0] < minimum:
+                continue
+            for d, e in zip(v, other.found.get(key, [])):
+                if d is not None and e is not None:
+                    out.append((d, e))
+        return out
+
+    @property
+    def fa_rate(self):
+        return 1000.0 * self.false / self.nights if self.nights else 0.0
+
+
+def evaluate(name, data):
+    _, fn, _ = METHODS[name]
+    locates = name != 'today'
+    scores = {}
+    t0 = time.process_time()
+    for model, series in data.items():
+        sc = scores[model] = Score()
+        for s in series:
+            sc.add(s, fn(s), locates)
+    return scores, time.process_time() - t0
+
+
+# -- printing -----------------------------------------------------------------------------
+
+def _pct(x):
+    return '  -  ' if x is None else f'{x * 100:5.1f}'
+
+
+def table(name, scores, cpu, base=None):
+    title, _, _ = METHODS[name]
+    lines = [f'{name}: {title}  ({cpu:.1f} s CPU)',
+             f'  {"noise model":<12} {"recall of worse steps within 3 nights":^29} '
+             f'{"better":>6} {"delay":>6} {"false alarms":>13}',
+             f'  {"":<12} ' + ' '.join(f'{int(s * 100):>5}%' for s in STEPS)
+             + f' {">=5%":>6} {"nights":>6} {"/1000":>13}']
+    for model, sc in scores.items():
+        if model == 'drift':
+            rec = sc.recall(within=NIGHTS)
+            d = sc.delays()
+            med = statistics.median(d) if d else None
+            cells = (f'  {"drift":<12} found {_pct(rec).strip()}% of drifts'
+                     f' ({len(d)}), median {med if med is not None else "-"} nights after its'
+                     f' start ({(med or 0) * 0.2:.1f}% by then)')
+            lines.append(f'{cells:<67} {sc.fa_rate:13.2f}' + _worse_mark(sc, base, model))
+            continue
+        d = sc.delays(minimum=0.05)
+        med = statistics.median(d) if d else None
+        lines.append(
+            f'  {model:<12} ' + ' '.join(_pct(sc.recall(s, worse=True)) + ' ' for s in STEPS)
+            + f'{_pct(sc.recall(worse=False, minimum=0.05)):>6} '
+            + f'{"-" if med is None else f"{med:g}":>6} {sc.fa_rate:13.2f}'
+            + _worse_mark(sc, base, model))
+    return '\n'.join(lines)
+
+
+def _worse_mark(sc, base, model):
+    """Where this method is worse than today's rule on the row."""
+    if base is None:
+        return ''
+    b = base[model]
+    why = []
+    for s in STEPS:
+        r, rb = sc.recall(s, worse=True), b.recall(s, worse=True)
+        if r is not None and rb is not None and r < rb - 1e-9:
+            why.append(f'recall {int(s * 100)}%')
+    if sc.fa_rate > max(b.fa_rate, TARGET_FA) + 1e-9:
+        why.append('false alarms')
+    pairs = sc.paired_delays(b, minimum=0.05)
+    if pairs and (statistics.median(p for p, _ in pairs)
+                  > statistics.median(q for _, q in pairs)):
+        why.append('delay')
+    return ('  < worse than today: ' + ', '.join(why)) if why else ''
+
+
+def headline(scores):
+    quiet = [scores[m] for m in QUIET]
+    found = [d for sc in quiet for (st, _), v in sc.found.items() if st >= 0.05 for d in v]
+    recall = sum(d is not None and d <= WITHIN for d in found) / len(found)
+    delays = [d for d in found if d is not None]
+    delay = statistics.median(delays) if delays else float('nan')
+    worst = max(sc.fa_rate for sc in scores.values())
+    return recall, delay, worst
+
+
+def targets(name, scores, base):
+    recall, delay, worst = headline(scores)
+    worst_model = max(scores, key=lambda m: scores[m].fa_rate)
+    lines = [f'{name} against the targets:',
+             f'  recall of >=5% steps within {WITHIN} nights where CV <= 2%: '
+             f'{recall * 100:.1f}% (target >= {TARGET_RECALL * 100:g}%: '
+             f'{"met" if recall >= TARGET_RECALL else "NOT met"}; ratio '
+             f'{recall / TARGET_RECALL:.3f})',
+             f'  median delay: {delay:g} nights (target <= {TARGET_DELAY}: '
+             f'{"met" if delay <= TARGET_DELAY else "NOT met"}; ratio {delay / TARGET_DELAY:.2f})']
+    for model, sc in scores.items():
+        lines.append(f'  false alarms {model:<12} {sc.fa_rate:6.2f} per 1000 figure-nights '
+                     f'(target <= {TARGET_FA:g}: {"met" if sc.fa_rate <= TARGET_FA else "NOT met"}; '
+                     f'ratio {sc.fa_rate / TARGET_FA:.2f})')
+    if base is not None:
+        marks = [m for m in scores if _worse_mark(scores[m], base, m)]
+        lines.append('  never worse than today\'s rule: '
+                     + ('met' if not marks else 'NOT met on ' + ', '.join(marks)))
+    lines.append(f'  (worst false alarm rate: {worst_model})')
+    return '\n'.join(lines)
+
+
+def available(name):
+    mod = METHODS[name][2]
+    if mod is None:
+        return True
+    try:
+        __import__(mod)
+        return True
+    except ImportError:
+        return False
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--size', choices=SIZES, default='small')
+    ap.add_argument('--seeds', choices=SEEDS, default='eval',
+                    help='eval: the held-out seeds reported (default); tune: the seeds '
+                         'the thresholds were tuned on')
+    ap.add_argument('--methods', default='today,changes',
+                    help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
+                         'small configuration takes about 15 s of CPU per method, '
+                         'ruptures-pelt 80 s; full about six times as long)')
+    ap.add_argument('--models', default=','.join(NOISE_MODELS),
+                    help='comma-separated noise models')
+    args = ap.parse_args(argv)
+    names = [m.strip() for m in args.methods.split(',') if m.strip()]
+    if names == ['all']:
+        names = list(METHODS)
+    for n in names:
+        if n not in METHODS:
+            ap.error(f'unknown method {n!r}; choose from {", ".join(METHODS)}')
+    if 'changes' not in names:
+        names.append('changes')
+    models = [m.strip() for m in args.models.split(',')]
+    seed = SEEDS[args.seeds]
+    data = {m: generate(m, args.size, seed) for m in models}
+    n = sum(len(v) for v in data.values())
+    print(f'{n} figures x {NIGHTS} nights ({args.size}, seeds {args.seeds} = {seed}); '
+          f'judged nights {FIRST_JUDGED}-{NIGHTS - 1}')
+    results = {}
+    for name in names:
+        if not available(name):
+            print(f'\n{name}: not installed ({METHODS[name][2]}); skipped')
+            continue
+        results[name] = evaluate(name, data)
+    base = results.get('today', (None,))[0]
+    for name, (scores, cpu) in results.items():
+        print()
+        print(table(name, scores, cpu, None if name == 'today' else base))
+    print()
+    chosen = results['changes'][0]
+    if set(QUIET) <= set(chosen):
+        print(targets('changes', chosen, base))
+        recall, delay, worst = headline(chosen)
+        print(f'detection: recall >=5% steps (CV<=2%) {recall * 100:.1f}%, median delay '
+              f'{delay:g} nights, false alarms {worst:.2f} per 1000 figure-nights')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
