@@ -109,7 +109,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     def make_test_dir(self):
         with self.configuration():
             self.scratch_root, self.test_dir = scratch.prepare_test_dir(
-                self.declared('storage', 'scratch', default=None), f'ior-t{self.threads}',
+                self.declared('storage', 'scratch'), f'ior-t{self.threads}',
                 self.total_bytes, f'IOR with {self.threads} threads', self.is_dry_run())
         self.ior_test_dir = str(self.test_dir)
 

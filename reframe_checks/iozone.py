@@ -124,7 +124,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement):
     def make_test_dir(self):
         with self.configuration():
             self.scratch_root, self.test_dir = scratch.prepare_test_dir(
-                self.declared('storage', 'scratch', default=None), self.unique_name,
+                self.declared('storage', 'scratch'), self.unique_name,
                 self.size.total, f'IOzone {self.kind} with {self.threads} threads',
                 self.is_dry_run())
         self.iozone_test_dir = str(self.test_dir)

@@ -85,7 +85,7 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
     def make_test_dir(self):
         with self.configuration():
             self.scratch_root, self.test_dir = scratch.prepare_test_dir(
-                self.declared('storage', 'scratch', default=None), f'mdtest-t{self.threads}',
+                self.declared('storage', 'scratch'), f'mdtest-t{self.threads}',
                 dry_run=self.is_dry_run())
         self.mdtest_test_dir = str(self.test_dir)
 

@@ -255,4 +255,4 @@ class StorageFioBaseline(FioWorstCaseBase):
         self.skip_unless_declared('storage', 'scratch directory')
 
     def target_dir_root(self):
-        return self.declared('storage', 'scratch', default=None)
+        return self.declared('storage', 'scratch')

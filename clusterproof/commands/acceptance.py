@@ -10,8 +10,7 @@ import sys
 
 from clusterproof import ClusterproofError
 from clusterproof.results import report
-from clusterproof.references.bless import load_references, lookup, reference_file
-from clusterproof.results.compare import judge
+from clusterproof.references.judge import judge, load_references, lookup, reference_file
 from clusterproof.commands.report import write_atomic
 from clusterproof.modes import ENV_VAR
 from clusterproof.paths import CHECKS_DIR, REPO, SETTINGS_FILE, results_dir

@@ -34,114 +34,13 @@ import yaml
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import write_atomic
-from clusterproof.references.judge import reference_file
+from clusterproof.references.judge import default_index, index_value, load_references, reference_file
 from clusterproof.results.database import percentile
 
 DEFAULT_NSIGMA = 3.0
 DEFAULT_MIN_TOLERANCE = 0.02
 DEFAULT_MAX_TOLERANCE = 0.5
 SPECIAL_INDEX = ('$system', '$partition', '$environ')
-
-
-
-
-# -- reading ------------------------------------------------------------------
-
-def load_references(system, path=None, emulated=False):
-    """The parsed reference file of ``system`` (``{}`` when there is none);
-    with ``emulated``, the file blessed from emulated runs."""
-    path = Path(path) if path else reference_file(system, emulated=emulated)
-    if not path.is_file():
-        return {}
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ClusterproofError(f'{path}: not valid YAML ({err}); fix or remove the file') from None
-    if not isinstance(data, dict):
-        raise ClusterproofError(f'{path}: expected a mapping of test class names at the top')
-    return data
-
-
-def index_value(attr, rec):
-    """The value of index attribute ``attr`` for the test case of ``rec``."""
-    if attr == '$system':
-        return rec.system
-    if attr == '$partition':
-        return f'{rec.system}:{rec.partition}'
-    if attr == '$environ':
-        return rec.environ
-    if attr.startswith('$'):
-        raise ClusterproofError(
-            f'reference index {attr!r} of {rec.check} is not recorded with the results; '
-            f'index by $system, $partition, $environ or test attributes')
-    if attr in rec.case:
-        return rec.case[attr]
-    params = rec.params
-    if attr in params:
-        return _scalar(params[attr])
-    raise ClusterproofError(f'reference index {attr!r} of {rec.check}: the test case '
-                            f'{rec.test!r} has no such attribute')
-
-
-def _scalar(text):
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
-
-
-def default_index(rec):
-    """``[$partition, <parameters of the test>]``: what a check declares when
-    its references depend on the partition and on its parameters."""
-    return ['$partition'] + sorted(rec.params)
-
-
-def lookup(refs, rec):
-    """``(ref, lower, upper, unit)`` of ``rec``'s figure in parsed reference
-    data, resolved as ReFrame does (index levels; without ``$index``, keys
-    ``system:partition``, ``system`` or ``*``); None when absent."""
-    entry = refs.get(rec.check)
-    if not isinstance(entry, dict):
-        return None
-    index = entry.get('$index')
-    if index:
-        node = entry
-        for attr in index:
-            if not isinstance(node, dict):
-                return None
-            val = index_value(attr, rec)
-            if val in node:
-                node = node[val]
-            elif isinstance(val, str):
-                node = next((v for k, v in node.items() if isinstance(k, str)
-                             and not k.startswith('$') and re.fullmatch(k, val)), None)
-                if node is None:
-                    return None
-            else:
-                return None
-    else:
-        node = None
-        for key in (f'{rec.system}:{rec.partition}', rec.system, '*'):
-            if key in entry:
-                node = entry[key]
-                break
-    if not isinstance(node, dict) or rec.figure not in node:
-        return None
-    val = node[rec.figure]
-    if isinstance(val, list) and val and val[0] == '$xfail':
-        val = val[-1]
-    if not isinstance(val, (list, tuple)) or len(val) < 3:
-        return None
-    return tuple(list(val) + [None])[:4]
-
-
-def bounds(ref, lower, upper):
-    """Absolute (low, high) limits of a reference with relative thresholds."""
-    lo = None if lower is None else ref + abs(ref) * lower
-    hi = None if upper is None else ref + abs(ref) * upper
-    return lo, hi
 
 
 # -- deriving -----------------------------------------------------------------

@@ -1,17 +1,23 @@
-"""Reference values: ``site_config/references/<system>.yaml`` in ReFrame's
-external-reference (``$ref``) format.
+"""The one judge of reference values: ``site_config/references/<system>.yaml``
+in ReFrame's external-reference (``$ref``) format.
+
+Everything that reads or applies a reference goes through this module:
+loading and validating a file (:func:`load`, :func:`validate_file`), finding
+the entry of a measured figure as ReFrame does (:func:`lookup`), its absolute
+bounds (:func:`bounds`), the direction of a figure (:func:`lower_is_better`)
+and the verdict (:func:`judge`). ``compare``, ``report``, ``acceptance`` and
+``bless`` use it; none of them reads the YAML on its own.
 
 Each top-level key is a check's class name; under it an optional ``$index``
-(test attributes such as ``num_threads``) and, per index value, figures as
+(test attributes such as ``threads``) and, per index value, figures as
 ``[value, lower, upper, unit]`` lists: ``lower`` and ``upper`` are fractions
 of the value (``-0.1`` = 10 % below), ``null`` for no bound. Throughputs get
-a lower bound only, latencies an upper bound only.
-
-:func:`validate_file` checks a file before anything runs and names file,
-check, key and value in every error.
+a lower bound only, latencies an upper bound only. An entry
+``['$xfail', 'reason', [value, lower, upper, unit]]`` is an expected failure.
 """
 
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -19,8 +25,11 @@ import yaml
 from clusterproof import ClusterproofError
 from clusterproof.paths import references_dir
 
-#: units a reference may carry; the direction says which bound makes sense
-LOWER_IS_BETTER_UNITS = {'s', 'ms', 'us', 'ns', 'ms/op', 'us/op'}
+#: units of figures where a smaller value is better (times and latencies);
+#: every other unit is a throughput, a rate or a count, where larger is better
+LOWER_IS_BETTER_UNITS = {'s', 'sec', 'ms', 'msec', 'us', 'usec', 'µs', 'ns', 'nsec',
+                         'min', 'h', 'cycles', 'ms/op', 'us/op'}
+#: units a reference may carry
 KNOWN_UNITS = LOWER_IS_BETTER_UNITS | {
     'MB/s', 'MiB/s', 'GB/s', 'GiB/s', 'kB/s', 'KiB/s', 'TB/s',
     'IOPS', 'ops/s', 'kIOPS', 'Gflop/s', 'Gflops', 'GFlop/s', 'Tflop/s', 'Tflops',
@@ -28,8 +37,14 @@ KNOWN_UNITS = LOWER_IS_BETTER_UNITS | {
 }
 
 
-def lower_is_better(unit):
-    return unit in LOWER_IS_BETTER_UNITS
+def lower_is_better(unit, figure=''):
+    """The one direction rule: True for figures where a smaller value is
+    better: time units (``s``, ``us``, ``ms/op`` ...), and figures whose
+    name says latency (``lat_*``, ``*_latency``)."""
+    if (unit or '').strip() in LOWER_IS_BETTER_UNITS:
+        return True
+    name = (figure or '').lower()
+    return name.startswith('lat') or name.endswith('latency') or '_lat_' in name
 
 
 def reference_file(system, directory=None, emulated=False):
@@ -131,3 +146,125 @@ def validate_file(path):
         check_entry(where, entry)
         count += 1
     return count
+
+
+# -- lookup ------------------------------------------------------------------
+
+def load_references(system, path=None, emulated=False):
+    """The parsed reference file of ``system`` (``{}`` when there is none);
+    with ``emulated``, the file blessed from emulated runs."""
+    path = Path(path) if path else reference_file(system, emulated=emulated)
+    if not path.is_file():
+        return {}
+    return load(path)
+
+
+def references_for(refs_by_system, system, emulated=False):
+    """The parsed references of ``system``, or with ``emulated`` those blessed
+    from its emulated runs (the only ones an emulated result is judged
+    against). ``refs_by_system`` caches them (keys ``system`` and
+    ``system.emulated``)."""
+    key = f'{system}.emulated' if emulated else system
+    if key not in refs_by_system:
+        refs_by_system[key] = load_references(system, emulated=emulated)
+    return refs_by_system[key]
+
+
+def index_value(attr, rec):
+    """The value of index attribute ``attr`` for the test case of ``rec``."""
+    if attr == '$system':
+        return rec.system
+    if attr == '$partition':
+        return f'{rec.system}:{rec.partition}'
+    if attr == '$environ':
+        return rec.environ
+    if attr.startswith('$'):
+        raise ClusterproofError(
+            f'reference index {attr!r} of {rec.check} is not recorded with the results; '
+            f'index by $system, $partition, $environ or test attributes')
+    if attr in rec.case:
+        return rec.case[attr]
+    params = rec.params
+    if attr in params:
+        return _scalar(params[attr])
+    raise ClusterproofError(f'reference index {attr!r} of {rec.check}: the test case '
+                            f'{rec.test!r} has no such attribute')
+
+
+def _scalar(text):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def default_index(rec):
+    """``[$partition, <parameters of the test>]``: what a check declares when
+    its references depend on the partition and on its parameters."""
+    return ['$partition'] + sorted(rec.params)
+
+
+def lookup(refs, rec):
+    """``(ref, lower, upper, unit)`` of ``rec``'s figure in parsed reference
+    data, resolved as ReFrame does (index levels; without ``$index``, keys
+    ``system:partition``, ``system`` or ``*``); None when absent."""
+    entry = refs.get(rec.check)
+    if not isinstance(entry, dict):
+        return None
+    index = entry.get('$index')
+    if index:
+        node = entry
+        for attr in index:
+            if not isinstance(node, dict):
+                return None
+            val = index_value(attr, rec)
+            if val in node:
+                node = node[val]
+            elif isinstance(val, str):
+                node = next((v for k, v in node.items() if isinstance(k, str)
+                             and not k.startswith('$') and re.fullmatch(k, val)), None)
+                if node is None:
+                    return None
+            else:
+                return None
+    else:
+        node = None
+        for key in (f'{rec.system}:{rec.partition}', rec.system, '*'):
+            if key in entry:
+                node = entry[key]
+                break
+    if not isinstance(node, dict) or rec.figure not in node:
+        return None
+    val = node[rec.figure]
+    if isinstance(val, list) and val and val[0] == '$xfail':
+        val = val[-1]
+    if not isinstance(val, (list, tuple)) or len(val) < 3:
+        return None
+    return tuple(list(val) + [None])[:4]
+
+
+def bounds(ref, lower, upper):
+    """Absolute (low, high) limits of a reference with relative thresholds."""
+    lo = None if lower is None else ref + abs(ref) * lower
+    hi = None if upper is None else ref + abs(ref) * upper
+    return lo, hi
+
+
+# -- judging ------------------------------------------------------------------
+
+def judge(value, ref, lower, upper, lower_is_better):
+    """Verdict of ``value`` against ``ref`` with relative thresholds:
+    ``pass``, ``REGRESSION`` (worse than the tolerance allows), ``better``,
+    ``no-ref`` (no reference) or ``FAILED`` (no finite value)."""
+    if ref is None:
+        return 'no-ref'
+    if value is None or not math.isfinite(value):
+        return 'FAILED'
+    lo, hi = bounds(ref, lower, upper)
+    below = lo is not None and value < lo
+    above = hi is not None and value > hi
+    if lower_is_better:
+        return 'REGRESSION' if above else 'better' if below else 'pass'
+    return 'REGRESSION' if below else 'better' if above else 'pass'

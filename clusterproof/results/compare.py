@@ -24,7 +24,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from clusterproof.references.bless import bounds, load_references, lookup
+from clusterproof.references.judge import judge, lookup, references_for  # noqa: F401
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
@@ -64,31 +64,6 @@ class Row:
     @property
     def regression(self):
         return self.verdict in ('REGRESSION', 'FAILED')
-
-
-def judge(value, ref, lower, upper, lower_is_better):
-    """Verdict of ``value`` against ``ref`` with relative thresholds."""
-    if ref is None:
-        return 'no-ref'
-    if value is None or not math.isfinite(value):
-        return 'FAILED'
-    lo, hi = bounds(ref, lower, upper)
-    below = lo is not None and value < lo
-    above = hi is not None and value > hi
-    if lower_is_better:
-        return 'REGRESSION' if above else 'better' if below else 'pass'
-    return 'REGRESSION' if below else 'better' if above else 'pass'
-
-
-def references_for(refs_by_system, system, emulated=False):
-    """The parsed references of ``system``, or with ``emulated`` those blessed
-    from its emulated runs (the only ones an emulated result is judged
-    against). ``refs_by_system`` caches them (keys ``system`` and
-    ``system.emulated``)."""
-    key = f'{system}.emulated' if emulated else system
-    if key not in refs_by_system:
-        refs_by_system[key] = load_references(system, emulated=emulated)
-    return refs_by_system[key]
 
 
 def _failed_row(r):

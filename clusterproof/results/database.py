@@ -24,11 +24,8 @@ from dataclasses import dataclass, field
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import results_db
+from clusterproof.references.judge import lower_is_better
 from clusterproof.site.hardware import is_emulated
-
-#: units of figures where lower is better (times and latencies)
-LOWER_IS_BETTER_UNITS = {'s', 'sec', 'ms', 'msec', 'us', 'usec', 'µs', 'ns', 'nsec',
-                         'min', 'h', 'cycles'}
 
 #: test attributes that count threads (the x axis of scaling plots)
 THREAD_ATTRS = ('num_threads', 'threads', 'num_tasks', 'nthreads', 'num_procs')
@@ -36,15 +33,6 @@ THREAD_ATTRS = ('num_threads', 'threads', 'num_tasks', 'nthreads', 'num_procs')
 _PARAM_RE = re.compile(r'\s%(\w+)=(\S+)')
 _SINCE_RE = re.compile(r'^(\d+(?:\.\d+)?)\s*([smhdw])$')
 _SINCE_UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 7 * 86400}
-
-
-def lower_is_better(unit, figure=''):
-    """True for figures where a smaller value is better: time units, and
-    figures whose name says latency (``lat_*``, ``*_latency``)."""
-    if (unit or '').strip() in LOWER_IS_BETTER_UNITS:
-        return True
-    name = figure.lower()
-    return name.startswith('lat') or name.endswith('latency') or '_lat_' in name
 
 
 @dataclass(slots=True)

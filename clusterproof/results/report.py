@@ -26,7 +26,7 @@ import json
 import math
 import re
 
-from clusterproof.references.bless import bounds, load_references, lookup
+from clusterproof.references.judge import bounds, load_references, lookup
 from clusterproof.results.compare import against_references
 from clusterproof.results.database import THREAD_ATTRS
 

@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass, field
 
 from clusterproof import ClusterproofError
+from clusterproof.parsers import lscpu as lscpu_parser
 from clusterproof.site import topology
 from clusterproof.site.hostlist import compress
 from clusterproof.site.inventory import _run
@@ -354,7 +355,7 @@ def declare_group(name, group, rep, all_nodes, scratch=None, login_boot_id=None)
     if lscpu is None:
         raise ClusterproofError(f'{where}: lscpu gave nothing ({why}); cannot declare its CPUs')
     try:
-        hw = topology.parse_lscpu(lscpu, source=f'lscpu on {node}')
+        hw = lscpu_parser.parse(lscpu, source=f'lscpu on {node}')
         mem_total = topology.parse_meminfo(rep.get('meminfo', ''), source=f'/proc/meminfo on {node}')
     except ValueError as err:
         raise ClusterproofError(str(err)) from None

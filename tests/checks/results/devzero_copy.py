@@ -15,7 +15,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
-from clusterproof.references.bless import reference_file
+from clusterproof.references.judge import reference_file
 from clusterproof.checks.base import ClusterproofCheck
 
 
