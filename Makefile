@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 export RFM_CONFIG_FILES := $(CURDIR)/site_config/settings.py
 
-.PHONY: setup run test spack acceptance cluster-up cluster-down clean help
+.PHONY: setup run test spack acceptance published-shape cluster-up cluster-down clean help
 
 help:
 	@echo "make run         set up, then run the suite on this machine (system local, mode smoke)"
@@ -12,6 +12,7 @@ help:
 	@echo "make setup       set up only (Debian packages as root, .venv/ with pinned packages)"
 	@echo "make spack       concretize and install the Spack environment (needs spack)"
 	@echo "make acceptance SYSTEM=S   the full methodology on system S"
+	@echo "make published-shape [INSTANCE=K] [MAX_THREADS=N]   the storage plan at its published thread counts, 16-node local cluster, tiny files (as root)"
 
 setup:
 	@bash scripts/setup
@@ -29,6 +30,9 @@ spack: setup
 acceptance: setup
 	@test -n "$(SYSTEM)" || { echo "make acceptance: name the system, e.g. make acceptance SYSTEM=pixstor" >&2; exit 2; }
 	@$(VENV)/bin/clusterproof acceptance --system "$(SYSTEM)"
+
+published-shape: setup
+	@$(PY) scripts/published-shape --instance $(or $(INSTANCE),0) $(if $(MAX_THREADS),--max-threads $(MAX_THREADS))
 
 clean:
 	rm -rf results build .pytest_cache

@@ -25,6 +25,11 @@ divided by T (clusterproof/methods/sizing.py); smoke mode uses small sizes with
 created under the partition's scratch directory only (clusterproof/checks/scratch.py)
 and removed after the run, also when IOR fails.
 
+``-S cp_scale=tiny`` keeps the mode's thread counts, placement and options
+(``-C`` included) and writes 1 MiB per thread (figures flagged smoke). A
+thread count above the system's ``extras['storage']['max_threads']`` skips,
+naming the limit (clusterproof/checks/storage.py).
+
 Sanity: both runs finished with a summary, the access was one shared file,
 reads reordered as asked, and no ``WARNING:`` or ``ERROR`` line anywhere
 (the line is quoted). Figures: write and read bandwidth, Max and Mean, in
@@ -40,11 +45,12 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
 from reframe.core.exceptions import SanityError
 
 from clusterproof.checks import scratch
-from clusterproof.methods import ior, sizing
+from clusterproof.methods import ior
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior as ior_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
+from clusterproof.checks.storage import StorageScale
 from clusterproof.site.spackenv import pinned_spec
 
 IOR_SPEC = pinned_spec('ior')
@@ -52,11 +58,13 @@ _BANNER = 'MPI Coordinated Test of Parallel I/O'
 
 
 @rfm.simple_test
-class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
+class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks,
+                    StorageScale):
     descr = 'IOR N-to-1 (one shared file): write, then read with -C, bandwidth Max/Mean'
     valid_systems = ['*']
     valid_prog_environs = ['*']
     tags = {'storage', 'ior'}
+    benchmark = 'ior'
     time_limit = '2h'
 
     #: T, the number of threads (MPI ranks)
@@ -93,9 +101,8 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     @run_after('setup')
     def size_files(self):
         storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
-        with self.configuration():
-            size = sizing.compute(storage, self.threads, total=self.total or None,
-                                  transfer=self.transfer_size or None, smoke=self.cp_smoke)
+        self.skip_over_declared_thread_limit(storage)
+        size = self.storage_sizes(storage, total=self.total, transfer=self.transfer_size)
         self.ior_block_size = size.per_thread_arg
         self.ior_transfer_size = size.transfer_arg
         self.ior_direct_io = size.direct_io

@@ -28,6 +28,12 @@ and marks the results smoke. Files live in a directory of their own under the
 partition's scratch directory (clusterproof/checks/scratch.py), removed by the job
 script, again after the run, and by the next run if the job was interrupted.
 
+``-S cp_scale=tiny`` keeps the mode's thread counts, placement and command
+lines and writes 1 MiB per thread (figures flagged smoke): the acceptance
+plan at its real shape where its bytes do not fit (scripts/published-shape).
+A thread count above the system's ``extras['storage']['max_threads']`` skips,
+naming the limit (clusterproof/checks/storage.py).
+
 Stonewalling stays IOzone's default (as published): when the first thread
 finishes, the others stop. A run where that cut the work (``Min xfer`` below
 the file size) is flagged in ``iozone_stonewalled`` (test and fraction of
@@ -48,12 +54,12 @@ from reframe.core.builtins import (parameter, performance_function, run_after, r
 from reframe.core.exceptions import SanityError
 
 from clusterproof.checks import scratch
-from clusterproof.methods import sizing
 from clusterproof.methods import iozone
 from clusterproof.modes import by_mode
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.paths import REPO
 from clusterproof.checks.base import ClusterproofCheck, ThreadPlacement
+from clusterproof.checks.storage import StorageScale
 from clusterproof.site.spackenv import pinned_spec
 
 IOZONE_SPEC = pinned_spec('iozone')
@@ -63,11 +69,12 @@ THREADLIST = 'threadlist'
 LOCAL_LOCK = '/tmp/clusterproof-iozone.lock'
 
 
-class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement):
+class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, StorageScale):
     valid_systems = ['*']
     valid_prog_environs = ['*']
     sourcesdir = None
     tags = {'storage', 'iozone'}
+    benchmark = 'iozone'
     time_limit = by_mode({'smoke': '10m', 'nightly': '2h', 'acceptance': '12h'})
 
     #: keep IOzone's stonewalling (published); false passes -x
@@ -101,9 +108,8 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement):
     @run_after('setup')
     def size_files(self):
         storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
-        with self.configuration():
-            self.size = sizing.compute(storage, self.threads, total=self.total or None,
-                                       smoke=self.cp_smoke)
+        self.skip_over_declared_thread_limit(storage)
+        self.size = self.storage_sizes(storage, total=self.total)
         self.iozone_file_size = self.size.per_thread_arg
         self.iozone_record_size = self.size.transfer_arg
         self.iozone_direct_io = self.size.direct_io

@@ -12,6 +12,11 @@ the stride is computed from the placement and recorded in ``mdtest_stride``).
 ``-w``/``-e`` write and read 3901 bytes per file (IO500's size), so the read
 phase reads data, not just open/close (without them mdtest warns).
 
+``-S cp_scale=tiny`` keeps the mode's task counts, placement and options and
+creates at most 10 files per task (figures flagged smoke). A task count
+above the system's ``extras['storage']['max_threads']`` skips, naming the
+limit (clusterproof/checks/storage.py).
+
 The test directory is created under the partition's scratch directory only
 and removed after the run, also when mdtest fails.
 
@@ -31,6 +36,8 @@ from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest as mdtest_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
+from clusterproof.checks.storage import StorageScale
+from clusterproof.methods import sizing
 from clusterproof.site.spackenv import pinned_spec
 
 MDTEST_SPEC = pinned_spec('ior')      # mdtest comes with IOR
@@ -44,11 +51,12 @@ FIGURES = {
 
 
 @rfm.simple_test
-class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
+class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, StorageScale):
     descr = 'mdtest metadata rates (file creation, stat, read, removal; tree creation, removal)'
     valid_systems = ['*']
     valid_prog_environs = ['*']
     tags = {'storage', 'mdtest'}
+    benchmark = 'mdtest'
     time_limit = '2h'
 
     #: T, the number of tasks (MPI ranks)
@@ -77,7 +85,11 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks):
 
     @run_after('setup')
     def place_tasks(self):
-        self.skip_unless_declared('storage', 'scratch directory, client nodes')
+        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
+        self.skip_over_declared_thread_limit(storage)
+        with self.configuration():
+            if sizing.check_scale(self.cp_scale) == 'tiny':
+                self.files_per_task = min(self.files_per_task, sizing.TINY_FILES_PER_TASK)
         self.place_threads()
         self.mdtest_stride = mdtest_parser.stride(self.placement.order())
 

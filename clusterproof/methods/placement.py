@@ -18,6 +18,12 @@ client nodes uses the first T nodes only. One placement feeds every launcher:
   takes the first T lines, so the order *is* the placement).
 
 All three list the same client node for the same thread; the tests check it.
+
+A system that cannot hold every thread count of a plan says so in
+``extras['storage']['max_threads']``: one number for every storage
+benchmark, or ``{'iozone': 256, 'ior': 512, ...}`` per benchmark
+(:func:`over_declared_limit`). The local cluster declares what this machine
+holds (docs/storage.md, "At the published shape").
 Fast enough for 10,000 client nodes x 1,024 threads per node in well under a
 second (list repetition, no per-thread Python loop).
 """
@@ -152,6 +158,42 @@ def place(nodes, threads):
         raise ClusterproofError(f'placement: thread count {threads} must be at least 1')
     names = client_nodes(nodes)
     return Placement(tuple(names[:threads]), threads)
+
+
+#: the storage benchmarks ``extras['storage']['max_threads']`` may name
+BENCHMARKS = ('iozone', 'ior', 'mdtest')
+
+
+def declared_limit(storage, benchmark):
+    """``(limit, key)`` of the most threads the system declares it holds for
+    ``benchmark`` (``key`` names where it is declared), or ``(None, None)``."""
+    if benchmark not in BENCHMARKS:
+        raise ClusterproofError(f'placement: no thread limit for benchmark {benchmark!r} '
+                                f'(one of {", ".join(BENCHMARKS)})')
+    key = "extras['storage']['max_threads']"
+    value = (storage or {}).get('max_threads')
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(BENCHMARKS))
+        if unknown:
+            raise ClusterproofError(f'{key} names {", ".join(map(repr, unknown))}: not a '
+                                    f'storage benchmark (one of {", ".join(BENCHMARKS)})')
+        key, value = f'{key}[{benchmark!r}]', value.get(benchmark)
+    if value is None:
+        return None, None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ClusterproofError(f'{key} = {value!r}: want a whole number >= 1, or a dict of '
+                                f'them per benchmark ({", ".join(BENCHMARKS)})')
+    return value, key
+
+
+def over_declared_limit(storage, benchmark, threads):
+    """Why ``threads`` threads of ``benchmark`` are more than the system
+    declares it can hold, or None when they are not (or nothing is declared)."""
+    limit, key = declared_limit(storage, benchmark)
+    if limit is None or threads <= limit:
+        return None
+    return (f'{threads} threads are more than the {limit} this system declares it can hold for '
+            f'{benchmark} ({key} = {limit}); not run')
 
 
 def layout(num_client_nodes, threads):

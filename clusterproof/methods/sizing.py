@@ -16,6 +16,16 @@ Smoke mode uses small fixed sizes with direct I/O (IOR ``--posix.odirect``,
 IOzone ``-I``) instead; such figures are marked smoke and never compared
 with references.
 
+Scale (``-S cp_scale=``, :data:`SCALES`) is the other axis: ``full`` (the
+default) takes the sizes above; ``tiny`` keeps everything a mode decides
+but the bytes (the thread counts, the client nodes, the round-robin
+placement, the command lines with their stonewalling and IOR's ``-C``) and
+writes :data:`TINY_PER_THREAD` per thread in :data:`TINY_TRANSFER`
+transfers, buffered as the published runs are. It runs the acceptance plan
+at its real shape on a machine that cannot hold its bytes (the local
+cluster: ``scripts/published-shape``). Its figures are flagged like smoke
+ones (``cp_smoke``) and never compared with references.
+
 Sizes that do not fit the free space of the scratch file system are refused
 before anything is written.
 """
@@ -35,6 +45,12 @@ DEFAULT_TRANSFER = '16m'
 #: smoke sizes: small, direct I/O
 SMOKE_PER_THREAD = '4m'
 SMOKE_TRANSFER = '1m'
+#: scales: full sizes, or the mode's shape with tiny files
+SCALES = ('full', 'tiny')
+TINY_PER_THREAD = '1m'
+TINY_TRANSFER = '1m'
+#: mdtest at tiny scale: files (and directories) per task
+TINY_FILES_PER_TASK = 10
 
 
 def parse_size(value, what='size'):
@@ -100,6 +116,7 @@ class Sizing:
     basis: str               # how the total was chosen, for people
     smoke: bool = False
     direct_io: bool = False
+    tiny: bool = False
 
     @property
     def total(self):
@@ -124,24 +141,48 @@ class Sizing:
                  f'transfer size      {self.transfer_arg}',
                  f'total written      {human(self.total)}',
                  f'basis              {self.basis}']
-        if self.smoke:
+        if self.tiny:
+            lines.append("tiny               yes: the plan's thread counts and placement with "
+                         'tiny files; figures are for function only (flagged smoke)')
+        elif self.smoke:
             lines.append('smoke              yes: small sizes with direct I/O; figures are '
                          'for function only')
         return '\n'.join(lines) + '\n'
 
 
-def compute(storage, threads, total=None, transfer=None, smoke=False):
+def check_scale(scale):
+    """``scale`` if it is one of :data:`SCALES`; an error naming them otherwise."""
+    if scale not in SCALES:
+        raise ClusterproofError(f'cp_scale={scale!r}: not a scale; choose one of '
+                                f'{", ".join(SCALES)} (-S cp_scale=tiny)')
+    return scale
+
+
+def _small(threads, total, transfer, default_per_thread, default_transfer):
+    """(bytes per thread, transfer) of a small fixed size: ``total`` shared by
+    the threads when given, else ``default_per_thread``; whole transfers."""
+    xfer = parse_size(transfer or default_transfer, 'transfer size')
+    per = parse_size(total, 'total') // threads if total else parse_size(default_per_thread)
+    return max(xfer, math.ceil(per / xfer) * xfer), xfer
+
+
+def compute(storage, threads, total=None, transfer=None, smoke=False, scale='full'):
     """Sizes for ``threads`` threads from the declared ``extras['storage']``.
 
     ``total`` (bytes or a size string) overrides the default of 2 x RAM;
-    a total below 2 x RAM is refused unless ``smoke`` (direct I/O).
+    a total below 2 x RAM is refused unless ``smoke`` (direct I/O) or
+    ``scale='tiny'`` (buffered tiny files, in any mode; flagged smoke).
     """
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ClusterproofError(f'thread count {threads!r}: must be a whole number >= 1')
+    if check_scale(scale) == 'tiny':
+        per, xfer = _small(threads, total, transfer, TINY_PER_THREAD, TINY_TRANSFER)
+        return Sizing(threads, per, xfer, 0,
+                      f'tiny: {format_size(per)} per thread at the plan\'s thread count and '
+                      f'placement (not the cache rule): for function only',
+                      smoke=True, tiny=True)
     if smoke:
-        xfer = parse_size(transfer or SMOKE_TRANSFER, 'transfer size')
-        per = parse_size(total, 'total') // threads if total else parse_size(SMOKE_PER_THREAD)
-        per = max(xfer, math.ceil(per / xfer) * xfer)
+        per, xfer = _small(threads, total, transfer, SMOKE_PER_THREAD, SMOKE_TRANSFER)
         return Sizing(threads, per, xfer, 0, 'smoke: fixed small size per thread, direct I/O',
                       smoke=True, direct_io=True)
     xfer = parse_size(transfer or storage.get('transfer_size', DEFAULT_TRANSFER),

@@ -1,0 +1,52 @@
+"""What the storage checks (IOzone, IOR, mdtest) share beyond the thread
+placement: the scale of their sizes and the thread counts a system declares
+it cannot hold.
+
+``-S cp_scale=tiny`` keeps the mode's plan (thread counts, client nodes,
+round-robin placement, command lines) and shrinks only the bytes per thread
+(clusterproof/methods/sizing.py). Its figures are flagged smoke
+(``cp_smoke``), so they are never compared with references or blessed, and
+tagged ``tiny``; ``cp_scale`` is logged with every result.
+
+A thread count above ``extras['storage']['max_threads']`` (see
+:func:`clusterproof.methods.placement.over_declared_limit`) SKIPS with the
+limit and the key that declared it: the system says it cannot hold that
+many, as a system without ``extras['storage']`` says it has no file system
+to test. A malformed limit is a configuration error and FAILS.
+"""
+
+import reframe as rfm
+from reframe.core.builtins import run_after, variable
+
+from clusterproof.methods import placement, sizing
+
+
+class StorageScale(rfm.RegressionTestPlugin):
+    """Mixed into the storage checks next to ClusterproofCheck; the check
+    sets ``benchmark`` (``iozone``, ``ior`` or ``mdtest``) and has ``threads``."""
+
+    #: 'full': the mode's sizes; 'tiny': the mode's thread counts and
+    #: placement with tiny files (flagged smoke)
+    cp_scale = variable(str, value='full')
+
+    #: the storage benchmark, for extras['storage']['max_threads']
+    benchmark = ''
+
+    @run_after('init')
+    def _cp_tiny_is_smoke(self):
+        if self.cp_scale == 'tiny':
+            self.cp_smoke = True
+            self.tags |= {'smoke', 'tiny'}
+
+    def storage_sizes(self, storage, total=None, transfer=None):
+        """Sizes of this check's ``threads`` at its scale (a refusal fails it)."""
+        with self.configuration():
+            return sizing.compute(storage, self.threads, total=total or None,
+                                  transfer=transfer or None, smoke=self.cp_smoke,
+                                  scale=self.cp_scale)
+
+    def skip_over_declared_thread_limit(self, storage):
+        """Skip when ``threads`` is above what the system declares it holds."""
+        with self.configuration():
+            why = placement.over_declared_limit(storage, self.benchmark, self.threads)
+        self.skip_if(why is not None, f'{self.current_partition.fullname}: {why}')
