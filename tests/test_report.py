@@ -1,6 +1,9 @@
 """The HTML report of sessions recorded from real runs
 (tests/data/results/README.md), loaded in a real headless Chromium."""
 
+import dataclasses
+import datetime
+import json
 import re
 import shutil
 import subprocess
@@ -8,28 +11,47 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.results.report import build
+from clusterproof.results import history
+from clusterproof.results.report import build, bucket
 from clusterproof.results.database import load_sessions, records
 from conftest import WAIT_S
-from results_helpers import clusterproof, recorded_results
+from results_helpers import REPO, clusterproof, recorded_results
 
 CHROMIUM = shutil.which('chromium') or '/usr/bin/chromium'
 need_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason='needs chromium')
+ARTEFACTS = REPO / 'build' / 'test-artifacts'
 
 
-def chromium(tmp_path, page, *action):
+def chromium(tmp_path, page, *action, size='1200,2400'):
     """Run headless Chromium on ``page``; returns (stdout, stderr)."""
     cmd = [CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
            '--no-first-run', '--disable-background-networking', '--disable-component-update',
            '--disable-sync', f'--user-data-dir={tmp_path / "chromium-profile"}',
            '--enable-logging=stderr', '--v=0', '--virtual-time-budget=5000',
-           '--window-size=1200,2400', *action, page.as_uri()]
+           '--hide-scrollbars', f'--window-size={size}', *action, page.as_uri()]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_S)
     return proc.stdout, proc.stderr
 
 
 def console_messages(stderr):
     return [line for line in stderr.splitlines() if 'CONSOLE' in line]
+
+
+def plot_data(page):
+    """{div id: (data, layout)} of every plot of the page, as plotly wrote it."""
+    dec = json.JSONDecoder()
+    out = {}
+    for m in re.finditer(r'Plotly\.newPlot\(\s*"([^"]+)",\s*', page):
+        data, end = dec.raw_decode(page, m.end())
+        layout, _ = dec.raw_decode(page, re.match(r',\s*', page[end:]).end() + end)
+        out[m.group(1)] = (data, layout)
+    return out
+
+
+def table_rows(page, table_id):
+    """The <tr> elements (text) of the table with ``table_id``."""
+    table = page.split(f'id="{table_id}"', 1)[1].split('</table>', 1)[0]
+    return re.findall(r'<tr[ >].*?</tr>', table, re.S)
 
 
 @pytest.fixture
@@ -50,25 +72,153 @@ def report_page(tmp_path):
 def test_report_is_self_contained_and_labels_smoke(report_page):
     text = report_page.read_text()
     assert not re.search(r'<script[^>]+src=|<link[^>]+href=', text)   # nothing fetched
+    assert text.count('* plotly.js v') == 1                              # inlined once
     assert 'SMOKE' in text and '[smoke]' in text
-    assert 'id="verdict-table"' in text and 'id="provenance-table"' in text
-    assert 'id="scaling"' in text and 'id="history"' in text
-    assert text.count('class="plot"') >= 4
+    assert 'id="counts"' in text and 'id="provenance-table"' in text
+    assert 'id="family-DevZeroCopy"' in text
+    plots = plot_data(text)
+    assert len(plots) >= 2
+    # The newest session ran at smoke sizes: every plot of it says so.
+    scaling = [lay for _, lay in plots.values() if 'published' in lay.get('meta', {})]
+    assert scaling and all('SMOKE' in lay['title']['text'] for lay in scaling)
+
+
+def test_verdict_buckets():
+    assert [bucket(v) for v in ('pass', 'REGRESSION', 'FAILED', 'FAILED (skipped: no pmem)',
+                                'skipped', 'not-judged', 'no-ref', 'xfail', 'better')] == \
+        ['pass', 'regression', 'failed', 'skipped', 'skipped', 'not judged', 'not judged',
+         'xfail', 'better']
+
+
+def test_report_of_failed_test(tmp_path):
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
+    recs = records(sessions[:1])
+    recs.append(dataclasses.replace(recs[0], figure='', value=float('nan'), result='fail',
+                                    fail_phase='sanity'))
+    page = build(sessions[:1], recs, {'local': {}})
+    rows = table_rows(page, 'failures-table')
+    assert len(rows) == 2                        # header and the failed test
+    assert 'data-verdict="FAILED"' in rows[1] and 'fail in sanity' in rows[1]
+    assert re.search(r'data-bucket="failed"><span class="n">1<', page)
+
+
+def test_acceptance_verdicts_and_unknown_verdicts(tmp_path):
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
+    recs = records(sessions[:1])
+    verdicts = [('copy_bw', '650 MB/s', '600 MB/s -10%', 'pass'),
+                ('pmem', '-', '-', 'FAILED (skipped: no pmem device)'),
+                ('odd', '1', '1', 'xpass')]
+    page = build(sessions[:1], recs, {'local': {}}, verdicts=verdicts, title='acceptance')
+    rows = table_rows(page, 'acceptance-table')[1:]
+    assert [re.search(r'class="verdict v-([\w-]+)">([^<]*)<', r).groups() for r in rows] == \
+        [('pass', 'pass'), ('skipped', 'FAILED (skipped: no pmem device)'), ('xpass', 'xpass')]
+
+
+def _ref(value, lower=-0.1):
+    return {'DevZeroCopy': {'local:default': {'copy_bw': [value, lower, None, 'MB/s']}}}
+
+
+def test_emulated_band_is_the_band_of_its_row(tmp_path):
+    """An emulated figure judged against local.emulated.yaml: the small
+    multiple draws that reference and band, the one the table shows, not the
+    real hardware's."""
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]
+    recs = [dataclasses.replace(r, emulated=True) for r in records(sessions)]
+    refs = {'local': _ref(99999.0), 'local.emulated': _ref(700.0, -0.2)}
+    page = build(sessions, recs, refs)
+    rows = {m.group(1): m.group(2) for m in
+            re.finditer(r'<tr class="b-[^"]*" data-key="([^"]*copy_bw)" data-ref="([^"]*)"', page)}
+    assert rows and set(rows.values()) == {'700.0'}
+    multiples = [lay['meta'] for _, lay in plot_data(page).values()
+                 if lay['meta'].get('key') in rows]
+    assert len(multiples) == len(rows)
+    for meta in multiples:
+        assert meta['ref'] == float(rows[meta['key']]) == 700.0
+        assert meta['lo'] == pytest.approx(560.0) and meta['hi'] is None
+        assert 'emulated' in meta['labels'] and 'emulated-ref' in meta['labels']
+    assert 'reference (emulated)' in page
+    drawn = [y for data, _ in plot_data(page).values() for t in data for y in t.get('y', [])]
+    assert drawn and 99999.0 not in drawn        # the real hardware's reference is not drawn
+
+
+def stepped_history(tmp_path, sessions, recs, nights=40, step_at=30, drop=0.3):
+    """A CSV history of one recorded figure (the nights before the newest
+    session, with a step down of ``drop`` at ``step_at``), read back with the
+    history readers; the recorded histories of the other figures."""
+    rec = next(r for r in recs if r.session == sessions[-1].uuid and r.figure == 'copy_bw')
+    base = rec.value
+    path = tmp_path / 'history.csv'
+    lines = ['timestamp,system,partition,test,figure,value,unit,binary_version']
+    t0 = sessions[-1].info['time_start_unix'] - nights * 86400
+    for i in range(nights):
+        t = datetime.datetime.fromtimestamp(t0 + i * 86400, datetime.timezone.utc)
+        wobble = 1 + 0.01 * ((i * 7) % 5 - 2)
+        value = base * wobble * (1 - drop if i >= step_at else 1)
+        lines.append(f'{t.isoformat()},{rec.system},{rec.partition},{rec.test} +{rec.environ},'
+                     f'{rec.figure},{value},{rec.unit},{"2.0" if i >= step_at else "1.9"}')
+    path.write_text('\n'.join(lines) + '\n')
+    stepped = history.from_csv([path])
+    keys = {h.key for h in stepped}
+    return stepped + [h for h in history.from_records(sessions, recs) if h.key not in keys]
+
+
+@pytest.fixture
+def morning_page(tmp_path):
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]   # no smoke
+    recs = records(sessions)
+    hists = stepped_history(tmp_path, sessions, recs)
+    page = build(sessions, recs, {'local': _ref(650.0)}, histories=hists)
+    out = tmp_path / 'morning.html'
+    out.write_text(page)
+    return out
+
+
+def test_changes_are_ranked_with_attribution(morning_page):
+    page = morning_page.read_text()
+    rows = table_rows(page, 'changes-table')[1:]
+    assert len(rows) == 1
+    assert 'copy_bw' in rows[0] and 'worse' in rows[0]
+    assert 'binary_version: 1.9 -&gt; 2.0' in rows[0]
+    assert re.search(r'data-bucket="change"><span class="n">1<', page)
+    # The figure's small multiple marks the change point.
+    marked = [lay['meta'] for _, lay in plot_data(page).values() if lay['meta'].get('changes')]
+    assert len(marked) == 1 and marked[0]['key'].endswith('copy_bw')
+
+
+PROBE = """<script>window.addEventListener('load', function(){
+  var out = {};
+  ['counts', 'changes-table', 'failures'].forEach(function(id){
+    var e = document.getElementById(id);
+    out[id] = e ? e.getBoundingClientRect().bottom + window.scrollY : null; });
+  out.plots = document.querySelectorAll('.js-plotly-plot').length;
+  var p = document.createElement('pre'); p.id = 'layout-probe';
+  p.textContent = JSON.stringify(out); document.body.appendChild(p); });</script>"""
+
+
+@need_chromium
+def test_morning_page_in_headless_chromium(morning_page, tmp_path):
+    """At 1400x900 the first screen holds the counts and the ranked changes;
+    plotly draws every plot; nothing logs to the console."""
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTEFACTS / 'morning-page.png'
+    _, err = chromium(tmp_path, morning_page, f'--screenshot={shot}', size='1400,900')
+    assert shot.is_file() and shot.stat().st_size > 20_000
+    assert console_messages(err) == []
+    print(f'screenshot: {shot}')
+    probed = tmp_path / 'probed.html'
+    probed.write_text(morning_page.read_text().replace('</body>', PROBE + '</body>'))
+    dom, err = chromium(tmp_path, probed, '--dump-dom', size='1400,900')
+    assert console_messages(err) == []
+    layout = json.loads(re.search(r'<pre id="layout-probe">(.*?)</pre>', dom).group(1))
+    assert 0 < layout['counts'] < 900 and 0 < layout['changes-table'] < 900, layout
+    n_plots = len(plot_data(morning_page.read_text()))
+    assert n_plots >= 3 and layout['plots'] == n_plots
 
 
 @need_chromium
 def test_report_in_headless_chromium(report_page, tmp_path):
-    shot = tmp_path / 'report.png'
-    _, err = chromium(tmp_path, report_page, f'--screenshot={shot}')
-    assert shot.is_file() and shot.stat().st_size > 20_000
+    _, err = chromium(tmp_path, report_page, '--dump-dom')
     assert console_messages(err) == []
-    dom, err = chromium(tmp_path, report_page, '--dump-dom')
-    plots = re.findall(r'<div class="plot[^"]*js-plotly-plot', dom)
-    assert len(plots) >= 4                       # plotly drew every plot
-    assert dom.count('class="main-svg"') >= 2 * len(plots)
-    assert console_messages(err) == []
-    keep = Path('/tmp/clusterproof-report-test.png')
-    shutil.copy(shot, keep)                      # for a human look
 
 
 @need_chromium
@@ -78,13 +228,3 @@ def test_console_errors_are_caught(tmp_path):
     page.write_text('<html><body><script>console.error("broken plot")</script></body></html>')
     _, err = chromium(tmp_path, page, '--dump-dom')
     assert any('broken plot' in m for m in console_messages(err))
-
-
-def test_report_of_failed_test(tmp_path):
-    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
-    recs = records(sessions[:1])
-    import dataclasses
-    recs.append(dataclasses.replace(recs[0], figure='', value=float('nan'), result='fail',
-                                    fail_phase='sanity'))
-    page = build(sessions[:1], recs, {'local': {}})
-    assert 'FAILED' in page

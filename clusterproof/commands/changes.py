@@ -43,12 +43,23 @@ def register(subparsers):
 def run(args):
     hists = _load(args)
     settings = changes.Settings(max_detectable=args.max_detectable / 100)
+    hists = [h for h in hists if (not args.test or args.test in h.test)
+             and (not args.figure or h.figure == args.figure)]
+    found, quiet, noisy, skipped = detect(hists, settings)
+    if args.format == 'json':
+        print(json.dumps(found, indent=1))
+        return 0
+    _print_table(found, noisy, quiet if args.all else [], skipped, len(hists))
+    return 0
+
+
+def detect(hists, settings=None):
+    """``(found, quiet, noisy, skipped)`` of ``hists``: the changes (dicts
+    with their summary, largest first), the figures without a change, those
+    too noisy to judge and those not judged (with the reason)."""
+    settings = settings or changes.Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
-        if args.test and args.test not in h.test:
-            continue
-        if args.figure and h.figure != args.figure:
-            continue
         if any(v <= 0 for v in h.values):
             skipped.append((h, 'values <= 0'))
             continue
@@ -64,11 +75,7 @@ def run(args):
     for f in found:
         f['summary'] = summary(f)
     found.sort(key=lambda f: (-abs(f['change']), f['system'], f['test'], f['figure']))
-    if args.format == 'json':
-        print(json.dumps(found, indent=1))
-        return 0
-    _print_table(found, noisy, quiet if args.all else [], skipped, len(hists))
-    return 0
+    return found, quiet, noisy, skipped
 
 
 def _load(args):

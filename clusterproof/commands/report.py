@@ -10,13 +10,19 @@ from clusterproof.results.database import add_selection_args, records, select_se
 def register(subparsers):
     p = subparsers.add_parser(
         'report', help='HTML reports',
-        description='Write one self-contained HTML page (plots with plotly.js inlined; no '
-                    'network needed to view it): the newest selected session against the '
-                    'references, scaling with the thread count, STREAM kernels, HPL '
-                    'efficiency, latency percentiles, mmap sweep memory/device ratios, the '
-                    'history of every figure over the '
-                    'selected sessions with its reference band, and the provenance of each '
-                    'session. Smoke and emulated results are labelled so.')
+        description='Write one self-contained HTML page (Jinja2 templates; plotly.js inlined '
+                    'once; no network needed to view it). First screen, "the morning page": '
+                    'the verdict counts of the newest selected session against the '
+                    'references (pass, regression, change, failed, skipped, not judged), the '
+                    'changes found in the last %d sessions ranked by size x confidence with '
+                    'what changed in the provenance (as clusterproof changes finds them), '
+                    'then the failures and regressions with their reason. Below, per test '
+                    'family: small multiples (history with the reference band and change '
+                    'points), scaling with the thread count (with the published curve of '
+                    'system pixstor, never judged against), latency percentiles and the '
+                    'judged rows; then mmap sweep memory/device ratios and the provenance of '
+                    'each session. Smoke and emulated results are labelled so. See '
+                    'docs/report.md.' % report.RECENT_NIGHTS)
     add_selection_args(p, default_help='the newest 30 sessions')
     p.add_argument('-o', '--output', metavar='FILE',
                    help='where to write the page (default: <results>/reports/report.html)')

@@ -101,9 +101,19 @@ def from_database(db=None, **selection):
 
 def _database_rows(db=None, **selection):
     sessions = database.load_sessions(db=db, **selection)
+    return _record_rows(sessions, database.records(sessions))
+
+
+def from_records(sessions, recs):
+    """Histories of records already read (``recs`` of ``sessions``), as
+    :func:`from_database` makes them."""
+    return _collect(_record_rows(sessions, recs))
+
+
+def _record_rows(sessions, recs):
     version = {s.uuid: (s.info.get('version') or '') for s in sessions}
     rows = []
-    for r in database.records(sessions):
+    for r in recs:
         if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
             continue
         prov = {k: _text(r.case.get(k)) for k in PROVENANCE if k in r.case}

@@ -1,66 +1,138 @@
-"""The HTML report: one self-contained page (plotly.js inlined, no network).
+"""The HTML report, "the morning page": one self-contained file (plotly.js
+inlined once, no network), rendered from the Jinja2 templates of
+``clusterproof/results/templates`` with autoescaping on.
 
-Built from figure names, units and test parameters, so it covers whatever
-checks ran:
+First screen (what a reader needs at 8 in the morning):
 
-- pass/fail of the newest session against the references
-- scaling: every figure of a test with a thread count parameter
-  (``num_threads``...) against that count, references drawn in
-  (IOR and IOzone bandwidth, random-I/O IOPS)
-- STREAM kernels (figures copy/scale/add/triad) per variant against the
-  references (DRAM and pmem side by side where both ran)
-- HPL efficiency (figures named ``*efficiency*``)
-- fio latency percentiles (figures ``lat*_pNN``)
-- mmap sweep: memory/device ratios of wall time per point and access, as in
-  the published table (figures ``memory_wall`` and ``<device>_wall`` of one
-  test case)
-- history of every figure over the sessions, with the reference band
-- provenance of every session
+1. the verdict counts of the newest session (pass, regression, change,
+   failed, skipped, not judged; a verdict string the report does not know
+   is counted under its own name);
+2. the changes the change-point detector found in the last
+   :data:`RECENT_NIGHTS` sessions, ranked by size x confidence, with what
+   changed in the provenance (:func:`clusterproof.commands.changes.detect`,
+   as ``clusterproof changes`` finds them);
+3. the failures and regressions with their reason.
 
-Every smoke or emulated result is labelled so, in tables and plot legends.
+Below, one section per test family (the check name, so a new benchmark
+needs no change here): the judged rows, small multiples (a compact history
+per figure with the reference band of its row and its change points), the
+scaling curves against the thread count (with the published curve of
+system ``pixstor`` where it has one, never judged against), latency
+percentiles; then the mmap memory/device ratios and the provenance.
+
+One judge: every verdict, and every reference or band drawn, comes from the
+rows of :func:`clusterproof.results.compare.against_references` (an emulated
+figure's band is the one of ``<system>.emulated.yaml`` it was judged
+against). Smoke and emulated results are labelled on every row and figure.
+
+The page stays bounded whatever the history: small multiples only for
+figures that changed or did not pass plus :data:`MAX_MULTIPLES` others,
+histories downsampled to :data:`MAX_POINTS` points, everything else a table.
 """
 
+import dataclasses
 import datetime
-import html
-import json
 import math
 import re
+from pathlib import Path
 
-from clusterproof.references.judge import bounds, load_references, lookup
+import jinja2
+import numpy as np
+import plotly.io
+from markupsafe import Markup
+from plotly.offline import get_plotlyjs
+
+from clusterproof import ClusterproofError
+from clusterproof.commands.changes import detect
+from clusterproof.references.judge import bounds, references_for
+from clusterproof.results import changes, history
 from clusterproof.results.compare import against_references
-from clusterproof.results.database import THREAD_ATTRS
+from clusterproof.results.database import THREAD_ATTRS, check_name
 
-STREAM_RE = re.compile(r'^(copy|scale|add|triad)(?:_bw|_rate)?$', re.I)
-
-
-def _is_stream(rec):
-    return bool(STREAM_RE.match(rec.figure)) and 'stream' in rec.check.lower()
+TEMPLATES = Path(__file__).with_name('templates')
+#: the system whose references are the published figures (scaling curves)
+PUBLISHED_SYSTEM = 'pixstor'
+#: changes found in this many newest sessions are on the first screen
+RECENT_NIGHTS = 14
+#: sessions of each figure's history the change detector sees
+SCAN_SESSIONS = 90
+#: a figure is scanned when its newest value lies this many robust noise
+#: units from the median of its history (a recent change puts it there)
+SCAN_Z = 3.0
+#: changes and failures listed on the first screen (the rest below)
+FIRST_SCREEN_ROWS = 8
+#: small multiples beyond the figures that changed or did not pass
+MAX_MULTIPLES = 24
+#: ... and in all
+MAX_MULTIPLES_TOTAL = 120
+#: points of one small multiple's history
+MAX_POINTS = 120
+#: the count buckets, in order
+BUCKETS = ('pass', 'regression', 'change', 'failed', 'skipped', 'not judged')
 PERCENTILE_RE = re.compile(r'^c?lat\w*?_p(\d+(?:[._]\d+)?)$', re.I)
-EFFICIENCY_RE = re.compile(r'efficiency', re.I)
-
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
-td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
-th{background:#f3f3f3}.num{text-align:right;font-variant-numeric:tabular-nums}
-.pass{color:#1a7f37}.REGRESSION,.FAILED{color:#fff;background:#cf222e}
-.better{color:#0550ae}.no-ref,.not-judged,.missing{color:#777}
-.flag{display:inline-block;padding:0 4px;margin-left:3px;border-radius:3px;
-background:#fff3cd;color:#7a5a00;border:1px solid #e0c060;font-size:.8em}
-.banner{padding:.6em;background:#fff3cd;border:1px solid #e0c060;margin:.5em 0}
-.plot{width:100%;max-width:1000px;height:380px}
-.verdict-pass{color:#1a7f37;font-weight:bold}.verdict-fail{color:#cf222e;font-weight:bold}
-"""
+WALL_RE = re.compile(r'^(\w+)_wall$')
+_PLOT_CONFIG = {'displaylogo': False, 'responsive': True}
+_SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 
 
-def _plotlyjs():
-    from plotly.offline import get_plotlyjs
-    return get_plotlyjs()
+def bucket(verdict):
+    """The count a verdict string goes to: one of :data:`BUCKETS`, else its
+    own name (``better``, ``xfail``...)."""
+    v = (verdict or '').strip().lower()
+    if v == 'pass':
+        return 'pass'
+    if v == 'regression':
+        return 'regression'
+    if v == 'skipped' or v.startswith('failed (skipped'):
+        return 'skipped'
+    if v.startswith('fail'):
+        return 'failed'
+    if v in ('', 'no-ref', 'not-judged', 'not judged'):
+        return 'not judged'
+    return v
 
 
-def _flags_html(flags):
-    return ''.join(f'<span class="flag">{html.escape(f.upper())}</span>' for f in flags)
+def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
+          now=None, histories=None):
+    """The report page as a string. ``recs`` are the records of ``sessions``
+    (oldest first); ``verdicts`` (optional) is an acceptance verdict table
+    ``[(item, measured, reference, verdict)]``; ``histories`` (optional,
+    :class:`clusterproof.results.history.History`) replaces the histories
+    made from ``recs``."""
+    refs = dict(refs_by_system or {})
+    latest = sessions[-1] if sessions else None
+    latest_recs = [r for r in recs if latest and r.session == latest.uuid]
+    rows = against_references(latest_recs, refs)
+    judged = list(zip(latest_recs, rows))
+    if histories is None:
+        histories = history.from_records(sessions, recs)
+    hist_by_key = {h.key: h for h in histories}
+    found = recent_changes(histories, latest)
+    changed = {_fkey(f) for f in found}
+    counts = _counts(rows, len(found))
+    plots = []
+    families = _families(judged, hist_by_key, found, changed, refs, plots)
+    now = now or datetime.datetime.now().astimezone()
+    page = _env().get_template('report.html.j2').render(
+        title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest, sessions=sessions,
+        systems=sorted({r.system for r in recs}),
+        smoke=sorted({r.test for r in recs if r.smoke}),
+        emulated=sorted({r.test for r in recs if r.emulated}),
+        counts=counts, changes=found, first=FIRST_SCREEN_ROWS,
+        failures=_failures(judged), verdicts=[_verdict_row(v) for v in verdicts or ()],
+        families=families, mmap=_mmap_rows(latest_recs),
+        provenance=[_provenance(s) for s in sessions], recent=RECENT_NIGHTS,
+        plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
+        plots=plots, num=_num)
+    return page
+
+
+def _env():
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters['bucket'] = bucket
+    return env
 
 
 def _num(x):
@@ -69,236 +141,336 @@ def _num(x):
     return f'{x:.5g}'
 
 
-def _flag_suffix(flags):
-    return f' [{", ".join(sorted(flags))}]' if flags else ''
+def _hkey(rec):
+    """The history key (system, partition, test, figure, flags) of a record."""
+    test = f'{rec.test} +{rec.environ}' if rec.environ else rec.test
+    return (rec.system, rec.partition, test, rec.figure, tuple(rec.flags))
 
 
-class _Page:
-    def __init__(self):
-        self.parts = []
-        self.plots = []
-
-    def add(self, text):
-        self.parts.append(text)
-
-    def plot(self, traces, layout):
-        div = f'plot{len(self.plots)}'
-        layout = dict({'margin': {'l': 60, 'r': 20, 't': 40, 'b': 50},
-                       'legend': {'orientation': 'h'}}, **layout)
-        self.plots.append((div, traces, layout))
-        self.add(f'<div class="plot" id="{div}" data-plot="{len(self.plots) - 1}"></div>')
+def _fkey(f):
+    """The history key of a change found."""
+    return (f['system'], f['partition'], f['test'], f['figure'], tuple(f['flags']))
 
 
-def _ref_of(refs, rec):
-    found = lookup(refs.get(rec.system, {}), rec)
-    return found
-
-
-def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
-          now=None):
-    """The report page as a string. ``recs`` are the records of
-    ``sessions``; ``verdicts`` (optional) is an acceptance verdict table
-    ``[(item, value, reference, verdict)]`` shown first."""
-    refs = dict(refs_by_system or {})
-    for system in {r.system for r in recs}:
-        refs.setdefault(system, load_references(system))
-    latest = sessions[-1] if sessions else None
-    latest_recs = [r for r in recs if latest and r.session == latest.uuid]
-    page = _Page()
-    now = now or datetime.datetime.now().astimezone()
-    page.add(f'<h1>{html.escape(title)}</h1>')
-    page.add(f'<p>{len(sessions)} session(s); systems '
-             f'{html.escape(", ".join(sorted({r.system for r in recs})) or "-")}; '
-             f'written {now:%Y-%m-%d %H:%M %z}.</p>')
-    smoke = sorted({r.test for r in recs if r.smoke})
-    emulated = sorted({r.test for r in recs if r.emulated})
-    if smoke:
-        page.add(f'<div class="banner">SMOKE: {len(smoke)} test(s) ran at smoke sizes; their '
-                 f'figures are for function only and are labelled SMOKE below.</div>')
-    if emulated:
-        page.add(f'<div class="banner">EMULATED: {len(emulated)} test(s) ran on emulated '
-                 f'hardware; their figures are not the speed of real hardware and are '
-                 f'labelled EMULATED below.</div>')
-
-    if verdicts:
-        _acceptance_section(page, verdicts)
-    if latest:
-        _table_section(page, latest, latest_recs, refs)
-        _scaling_section(page, latest_recs, refs)
-        _stream_section(page, latest_recs, refs)
-        _hpl_section(page, latest_recs, refs)
-        _latency_section(page, latest_recs)
-        _mmap_section(page, latest_recs)
-    if len(sessions) > 1:
-        _history_section(page, recs, refs)
-    _provenance_section(page, sessions)
-    return _render(page, title)
-
-
-def _acceptance_section(page, verdicts):
-    page.add('<h2 id="acceptance">Acceptance verdict</h2><table><tr><th>item</th>'
-             '<th>measured (median)</th><th>reference</th><th>verdict</th></tr>')
-    for item, value, ref, verdict in verdicts:
-        cls = 'verdict-pass' if verdict == 'pass' else 'verdict-fail'
-        page.add(f'<tr><td>{html.escape(item)}</td><td class="num">{html.escape(value)}</td>'
-                 f'<td>{html.escape(ref)}</td><td class="{cls}">{html.escape(verdict)}</td></tr>')
-    page.add('</table>')
-
-
-def _table_section(page, latest, latest_recs, refs):
-    rows = against_references(latest_recs, refs)
-    counts = {}
+def _counts(rows, n_changes):
+    counts = dict.fromkeys(BUCKETS, 0)
     for r in rows:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    page.add(f'<h2 id="verdicts">Session {html.escape(latest.label())} against the '
-             f'references</h2><p>' + ', '.join(f'{html.escape(k)}: {v}'
-                                                for k, v in sorted(counts.items())) + '</p>')
-    page.add('<table id="verdict-table"><tr><th>test</th><th>partition</th><th>figure</th>'
-             '<th>value</th><th>reference</th><th>ratio</th><th>tolerance</th>'
-             '<th>verdict</th></tr>')
-    for r in rows:
-        page.add(f'<tr><td>{html.escape(r.test)}{_flags_html(r.flags)}</td>'
-                 f'<td>{html.escape(r.system)}:{html.escape(r.partition)}</td>'
-                 f'<td>{html.escape(r.figure)}</td>'
-                 f'<td class="num">{_num(r.value)} {html.escape(r.unit)}</td>'
-                 f'<td class="num">{_num(r.base)}</td>'
-                 f'<td class="num">{"" if r.ratio is None else f"{r.ratio:.3f}"}</td>'
-                 f'<td>{html.escape(r.tolerance)}</td>'
-                 f'<td class="{html.escape(r.verdict)}">{html.escape(r.verdict)}</td></tr>')
-    page.add('</table>')
+        b = bucket(r.verdict)
+        counts[b] = counts.get(b, 0) + 1
+    counts['change'] = n_changes
+    return counts
+
+
+# -- changes --------------------------------------------------------------------------
+
+def recent_changes(histories, latest=None, nights=RECENT_NIGHTS):
+    """The changes found in the newest ``nights`` sessions of each history,
+    ranked by size x confidence. Only the figures whose newest value lies
+    :data:`SCAN_Z` robust noise units or more from the median of their last
+    :data:`SCAN_SESSIONS` values are scanned (a change in the newest nights
+    moves it there; the others cost one median), each on its last
+    :data:`SCAN_SESSIONS` values."""
+    suspects = []
+    for h in histories:
+        if len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER:
+            continue
+        pts = h.points[-SCAN_SESSIONS:]
+        vals = np.fromiter((p.value for p in pts), float, len(pts))
+        if (vals <= 0).any():
+            continue
+        y = np.log(vals)
+        base = y[:-1]
+        sigma = max(changes.robust_scale(base), 1e-6)
+        if abs(y[-1] - np.median(base)) >= SCAN_Z * sigma:
+            suspects.append(dataclasses.replace(h, points=pts))
+    found, _quiet, _noisy, _skipped = detect(suspects)
+    cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
+    keep = []
+    for f, h in _with_history(found, suspects):
+        if h.points[0].time <= _time(f['at']) and _time(f['at']) >= cut[h.key]:
+            f['rank'] = abs(f['change']) * f['confidence']
+            keep.append(f)
+    keep.sort(key=lambda f: (-f['rank'], f['system'], f['test'], f['figure']))
+    return keep
+
+
+def _with_history(found, hists):
+    by = {h.key: h for h in hists}
+    for f in found:
+        h = by.get(_fkey(f))
+        if h is not None:
+            yield f, h
+
+
+def _time(iso):
+    return datetime.datetime.fromisoformat(iso).timestamp()
+
+
+# -- first screen: failures --------------------------------------------------------------
+
+_LABELS = ('smoke', 'emulated', 'emulated-ref', 'ref-changed')
+
+
+def _reason(row):
+    if bucket(row.verdict) == 'regression':
+        return (f'{_num(row.value)} {row.unit} against {_num(row.base)} '
+                f'({(row.ratio - 1) * 100 if row.ratio else 0:+.1f}%; tolerance '
+                f'{row.tolerance})')
+    why = [f for f in row.flags if f not in _LABELS]
+    return '; '.join(why) or row.verdict
+
+
+def _failures(judged):
+    return [{'row': row, 'reason': _reason(row), 'labels': _labels(row.flags)}
+            for _rec, row in judged if bucket(row.verdict) in ('failed', 'regression')]
+
+
+def _labels(flags):
+    return [f for f in flags if f in _LABELS]
+
+
+def _verdict_row(v):
+    item, measured, ref, verdict = v
+    return {'item': item, 'measured': measured, 'reference': ref, 'verdict': verdict,
+            'bucket': bucket(verdict)}
+
+
+# -- families ---------------------------------------------------------------------------
+
+def family_of(rec):
+    """The test family of a record: its check (test class) name."""
+    return rec.check or check_name(rec.test)
+
+
+def _families(judged, hist_by_key, found, changed, refs, plots):
+    fams = {}
+    for rec, row in judged:
+        fams.setdefault(family_of(rec), []).append((rec, row))
+    change_at = {}
+    for f in found:
+        change_at.setdefault(_fkey(f), []).append(f['at'])
+    wanted = sorted(
+        ((rec, row) for rec, row in judged if rec.figure),
+        key=lambda rr: (_hkey(rr[0]) not in changed,
+                        bucket(rr[1].verdict) == 'pass' or bucket(rr[1].verdict) == 'not judged'))
+    chosen = set()
+    extra = 0
+    for rec, row in wanted:
+        if len(chosen) >= MAX_MULTIPLES_TOTAL:
+            break
+        notable = _hkey(rec) in changed or bucket(row.verdict) not in ('pass', 'not judged')
+        if not notable:
+            if extra >= MAX_MULTIPLES:
+                break
+            extra += 1
+        if _hkey(rec) in hist_by_key and len(hist_by_key[_hkey(rec)].points) > 1:
+            chosen.add(id(row))
+    out = []
+    for name in sorted(fams):
+        items = fams[name]
+        multiples = [_multiple(rec, row, hist_by_key[_hkey(rec)], change_at.get(_hkey(rec), []),
+                               plots)
+                     for rec, row in items if id(row) in chosen]
+        out.append({'name': name, 'anchor': 'family-' + re.sub(r'\W+', '-', name),
+                    'rows': [{'row': row, 'labels': _labels(row.flags),
+                              'key': _row_key(rec), 'bucket': bucket(row.verdict)}
+                             for rec, row in items],
+                    'multiples': multiples,
+                    'scaling': _scaling(items, refs, plots),
+                    'latency': _latency(items, plots)})
+    return out
+
+
+def _row_key(rec):
+    return '|'.join(_hkey(rec)[:4])
+
+
+def _plot(plots, fig, cls='plot', **meta):
+    """A plotly figure (a dict) as plotly writes it (``meta`` goes to its
+    layout, for readers of the page); returns what the template shows."""
+    div = f'plot{len(plots)}'
+    fig['layout'].setdefault('margin', {'l': 50, 'r': 10, 't': 30, 'b': 30})
+    fig['layout']['meta'] = meta
+    html = plotly.io.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div,
+                             config=_SMALL_CONFIG if cls == 'multiple' else _PLOT_CONFIG,
+                             validate=False,
+                             default_width='100%', default_height='100%')
+    plots.append(div)
+    return {'id': div, 'html': html, 'cls': cls}
+
+
+def _downsample(points, n=MAX_POINTS):
+    if len(points) <= n:
+        return points
+    keep = n // 2
+    old = points[:-keep]
+    step = len(old) / (n - keep)
+    return [old[int(i * step)] for i in range(n - keep)] + points[-keep:]
+
+
+def _band(row):
+    """(low, high) of the row's tolerance band, None where unbounded."""
+    if row.base is None:
+        return None, None
+    return bounds(row.base, row.lower, row.upper)
+
+
+def _ref_name(row):
+    if 'emulated-ref' in row.flags:
+        return 'reference (emulated)'
+    if bucket(row.verdict) == 'not judged':
+        return 'reference (not judged)'
+    return 'reference'
+
+
+def _iso(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
+
+
+def _multiple(rec, row, hist, change_at, plots):
+    pts = _downsample(hist.points)
+    xs = [_iso(p.time) for p in pts]
+    ys = [p.value for p in pts]
+    labels = _labels(row.flags)
+    tag = f' [{", ".join(labels)}]' if labels else ''
+    traces = [{'type': 'scatter', 'mode': 'lines+markers', 'name': rec.figure + tag,
+               'x': xs, 'y': ys, 'marker': {'size': 3}, 'line': {'width': 1}}]
+    shapes = []
+    lo, hi = _band(row)
+    if row.base is not None:
+        finite = [v for v in ys if math.isfinite(v)] or [row.base]
+        span = (max(finite) - min(finite)) or abs(row.base) * 0.1 or 1
+        y0 = lo if lo is not None else min(min(finite), row.base) - span
+        y1 = hi if hi is not None else max(max(finite), row.base) + span
+        shapes.append({'type': 'rect', 'xref': 'paper', 'x0': 0, 'x1': 1, 'y0': y0, 'y1': y1,
+                       'fillcolor': 'rgba(26,127,55,0.12)', 'line': {'width': 0},
+                       'layer': 'below'})
+        traces.append({'type': 'scatter', 'mode': 'lines', 'name': _ref_name(row),
+                       'x': [xs[0], xs[-1]], 'y': [row.base, row.base],
+                       'line': {'dash': 'dash', 'color': '#1a7f37', 'width': 1}})
+    for at in change_at:
+        x = _iso(_time(at))
+        shapes.append({'type': 'line', 'x0': x, 'x1': x, 'yref': 'paper', 'y0': 0, 'y1': 1,
+                       'line': {'color': '#cf222e', 'width': 2, 'dash': 'dot'}})
+    fig = {'data': traces, 'layout': {
+        'title': {'text': f'{rec.test} {rec.figure}{tag}', 'font': {'size': 11}},
+        'showlegend': False, 'shapes': shapes, 'font': {'size': 9},
+        'yaxis': {'title': {'text': rec.unit}}, 'margin': {'l': 45, 'r': 5, 't': 25, 'b': 25}}}
+    return _plot(plots, fig, 'multiple', key=_row_key(rec), ref=row.base, lo=lo, hi=hi,
+                 verdict=row.verdict, labels=labels, changes=list(change_at))
 
 
 def _thread_attr(rec):
     params = rec.params
-    for a in THREAD_ATTRS:
-        if a in params:
-            return a
-    return None
+    return next((a for a in THREAD_ATTRS if a in params), None)
 
 
-def _scaling_section(page, recs, refs):
+def _published(rec, refs):
+    """The published figure of ``rec``'s test at its thread count (the
+    references of :data:`PUBLISHED_SYSTEM`), through the same judging rows;
+    None when there is none. Never a verdict of ``rec``."""
+    if rec.system == PUBLISHED_SYSTEM:
+        return None
+    if rec.check not in references_for(refs, PUBLISHED_SYSTEM):
+        return None
+    as_pub = dataclasses.replace(rec, system=PUBLISHED_SYSTEM, smoke=False, emulated=False)
+    try:
+        row, = against_references([as_pub], refs)
+    except ClusterproofError:
+        return None
+    return row.base
+
+
+def _scaling(items, refs, plots):
     groups = {}
-    for r in recs:
-        attr = _thread_attr(r)
-        if not r.figure or not attr or _is_stream(r) or PERCENTILE_RE.match(r.figure):
+    for rec, row in items:
+        attr = _thread_attr(rec)
+        if not rec.figure or not attr or PERCENTILE_RE.match(rec.figure):
             continue
         try:
-            x = float(r.params[attr])
+            x = float(rec.params[attr])
         except ValueError:
             continue
-        rest = tuple(sorted((k, v) for k, v in r.params.items() if k != attr))
-        groups.setdefault((r.system, r.partition, r.check, rest, r.unit, attr), []).append((x, r))
-    if not groups:
-        return
-    page.add('<h2 id="scaling">Scaling with the thread count</h2>')
-    for (system, part, check, rest, unit, attr), items in sorted(groups.items(),
-                                                                  key=lambda kv: str(kv[0])):
-        if len({x for x, _ in items}) < 2:
+        rest = tuple(sorted((k, v) for k, v in rec.params.items() if k != attr))
+        groups.setdefault((rec.system, rec.partition, rest, rec.unit, attr),
+                          []).append((x, rec, row))
+    out = []
+    for (system, part, rest, unit, attr), pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        if len({x for x, _, _ in pts}) < 2:
             continue
-        traces = []
+        pts.sort(key=lambda t: t[0])
         by_fig = {}
-        for x, r in sorted(items, key=lambda t: t[0]):
-            by_fig.setdefault(r.figure, []).append((x, r))
-        for fig, pts in by_fig.items():
-            flags = sorted({f for _, r in pts for f in r.flags})
-            traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                           'name': fig + _flag_suffix(flags),
-                           'x': [x for x, _ in pts], 'y': [r.value for _, r in pts]})
-            rx, ry = [], []
-            for x, r in pts:
-                found = _ref_of(refs, r)
-                if found:
-                    rx.append(x)
-                    ry.append(found[0])
-            if rx:
-                traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                               'name': f'{fig} reference', 'x': rx, 'y': ry,
-                               'line': {'dash': 'dash'}, 'marker': {'symbol': 'x'}})
-        variant = ' '.join(f'{k}={v}' for k, v in rest)
-        page.plot(traces, {'title': {'text': f'{check} {variant} @{system}:{part}'},
-                           'xaxis': {'title': {'text': attr}, 'type': 'log'},
-                           'yaxis': {'title': {'text': unit}}})
-
-
-def _stream_section(page, recs, refs):
-    pts = [r for r in recs if r.figure and _is_stream(r)]
-    if not pts:
-        return
-    page.add('<h2 id="stream">STREAM kernels against the references</h2>')
-    groups = {}
-    for r in pts:
-        groups.setdefault((r.system, r.partition, r.check, r.unit), []).append(r)
-    for (system, part, check, unit), rs in sorted(groups.items()):
+        for x, rec, row in pts:
+            by_fig.setdefault(rec.figure, []).append((x, rec, row))
         traces = []
-        by_test = {}
-        for r in rs:
-            by_test.setdefault(r.test, []).append(r)
-        for test, trs in sorted(by_test.items()):
-            flags = sorted({f for r in trs for f in r.flags})
-            label = ' '.join(f'{k}={v}' for k, v in sorted(trs[0].params.items())) or test
-            traces.append({'type': 'bar', 'name': label + _flag_suffix(flags),
-                           'x': [STREAM_RE.match(r.figure).group(1).capitalize() for r in trs],
-                           'y': [r.value for r in trs]})
-            refd = [(STREAM_RE.match(r.figure).group(1).capitalize(), _ref_of(refs, r))
-                    for r in trs]
-            refd = [(k, f[0]) for k, f in refd if f]
-            if refd:
-                traces.append({'type': 'scatter', 'mode': 'markers',
-                               'name': f'{label} reference',
-                               'x': [k for k, _ in refd], 'y': [v for _, v in refd],
-                               'marker': {'symbol': 'line-ew-open', 'size': 30,
-                                          'line': {'width': 3}}})
-        page.plot(traces, {'title': {'text': f'{check} @{system}:{part}'}, 'barmode': 'group',
-                           'yaxis': {'title': {'text': unit}}})
+        published = False
+        for fig, fpts in by_fig.items():
+            labels = sorted({f for _, _, row in fpts for f in _labels(row.flags)})
+            tag = f' [{", ".join(labels)}]' if labels else ''
+            traces.append({'type': 'scatter', 'mode': 'lines+markers',
+                           'name': f'{fig} measured @{system}{tag}',
+                           'x': [x for x, _, _ in fpts], 'y': [r.value for _, _, r in fpts]})
+            ref = [(x, row) for x, _, row in fpts if row.base is not None]
+            if ref:
+                traces.append({'type': 'scatter', 'mode': 'lines+markers',
+                               'name': f'{fig} {_ref_name(ref[0][1])}',
+                               'x': [x for x, _ in ref], 'y': [r.base for _, r in ref],
+                               'line': {'dash': 'dash'}, 'marker': {'symbol': 'x'}})
+            pub = [(x, _published(rec, refs)) for x, rec, _ in fpts]
+            pub = [(x, v) for x, v in pub if v is not None]
+            if pub:
+                published = True
+                traces.append({'type': 'scatter', 'mode': 'lines+markers',
+                               'name': f'{fig} published ({PUBLISHED_SYSTEM}; not judged '
+                                       f'against)',
+                               'x': [x for x, _ in pub], 'y': [v for _, v in pub],
+                               'line': {'dash': 'dot'}, 'marker': {'symbol': 'diamond'}})
+        labels = sorted({f for _, _, row in pts for f in _labels(row.flags)})
+        variant = ' '.join(f'{k}={v}' for k, v in rest)
+        title = (f'{pts[0][1].check} {variant} @{system}:{part}'
+                 + (f' [{", ".join(labels).upper()}]' if labels else ''))
+        fig = {'data': traces, 'layout': {
+            'title': {'text': title, 'font': {'size': 13}}, 'legend': {'orientation': 'h'},
+            'xaxis': {'title': {'text': attr}, 'type': 'log'},
+            'yaxis': {'title': {'text': unit}}}}
+        out.append(_plot(plots, fig, 'plot', labels=labels, published=published))
+    return out
 
 
-def _hpl_section(page, recs, refs):
-    pts = [r for r in recs if r.figure and EFFICIENCY_RE.search(r.figure)]
-    if not pts:
-        return
-    page.add('<h2 id="hpl">HPL efficiency</h2>')
-    traces = [{'type': 'bar', 'name': 'measured',
-               'x': [r.test + _flag_suffix(r.flags) for r in pts], 'y': [r.value for r in pts]}]
-    refd = [(r.test + _flag_suffix(r.flags), _ref_of(refs, r)) for r in pts]
-    refd = [(t, f[0]) for t, f in refd if f]
-    if refd:
-        traces.append({'type': 'scatter', 'mode': 'markers', 'name': 'reference',
-                       'x': [t for t, _ in refd], 'y': [v for _, v in refd],
-                       'marker': {'symbol': 'line-ew-open', 'size': 30, 'line': {'width': 3}}})
-    page.plot(traces, {'title': {'text': 'HPL efficiency'},
-                       'yaxis': {'title': {'text': pts[0].unit}}})
-
-
-def _latency_section(page, recs):
+def _latency(items, plots):
     groups = {}
-    for r in recs:
-        m = PERCENTILE_RE.match(r.figure or '')
+    for rec, row in items:
+        m = PERCENTILE_RE.match(rec.figure or '')
         if m:
             pct = float(m.group(1).replace('_', '.'))
-            prefix = r.figure[:m.start(1)]
-            groups.setdefault((r.system, r.partition, r.test, prefix, r.unit), []).append((pct, r))
-    if not groups:
-        return
-    page.add('<h2 id="latency">Latency percentiles</h2>')
-    by_plot = {}
-    for (system, part, test, prefix, unit), pts in groups.items():
-        by_plot.setdefault((system, part, unit), []).append((test, prefix, sorted(pts, key=lambda t: t[0])))
-    for (system, part, unit), series in sorted(by_plot.items()):
+            groups.setdefault((rec.system, rec.partition, rec.unit),
+                              {}).setdefault((rec.test, rec.figure[:m.start(1)]),
+                                             []).append((pct, rec, row))
+    out = []
+    for (system, part, unit), series in sorted(groups.items()):
         traces = []
-        for test, prefix, pts in series:
-            flags = sorted({f for _, r in pts for f in r.flags})
+        labels = set()
+        for (test, prefix), pts in sorted(series.items()):
+            pts.sort(key=lambda t: t[0])
+            lab = sorted({f for _, _, row in pts for f in _labels(row.flags)})
+            labels.update(lab)
             traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                           'name': f'{test} {prefix.rstrip("_p")}' + _flag_suffix(flags),
-                           'x': [f'p{p:g}' for p, _ in pts], 'y': [r.value for _, r in pts]})
-        page.plot(traces, {'title': {'text': f'latency percentiles @{system}:{part}'},
-                           'xaxis': {'title': {'text': 'percentile'}, 'type': 'category'},
-                           'yaxis': {'title': {'text': unit}, 'type': 'log'}})
+                           'name': f'{test} {prefix.rstrip("_p")}'
+                                   + (f' [{", ".join(lab)}]' if lab else ''),
+                           'x': [f'p{p:g}' for p, _, _ in pts], 'y': [r.value for _, r, _ in pts]})
+        tag = f' [{", ".join(sorted(labels)).upper()}]' if labels else ''
+        fig = {'data': traces, 'layout': {
+            'title': {'text': f'latency percentiles @{system}:{part}{tag}', 'font': {'size': 13}},
+            'legend': {'orientation': 'h'},
+            'xaxis': {'title': {'text': 'percentile'}, 'type': 'category'},
+            'yaxis': {'title': {'text': unit}, 'type': 'log'}}}
+        out.append(_plot(plots, fig, 'plot', labels=sorted(labels)))
+    return out
 
 
-WALL_RE = re.compile(r'^(\w+)_wall$')
+# -- mmap ratios, provenance --------------------------------------------------------------
 
-
-def _mmap_section(page, recs):
+def _mmap_rows(recs):
     """Memory/device wall-time ratios of each mmap sweep test case: the
     published table's Mem.Ms/Device.Ms (near 1: the device keeps up with
     memory for that access pattern)."""
@@ -315,118 +487,24 @@ def _mmap_section(page, recs):
         for target, dev in sorted(walls.items()):
             if target != 'memory':
                 ratio = mem.value / dev.value if dev.value else None
-                rows.append((test, f'{system}:{part}', target, mem, dev, ratio,
-                             sorted(set(mem.flags) | set(dev.flags))))
-    if not rows:
-        return
-    page.add('<h2 id="mmap-ratios">mmap sweep: memory / device wall time</h2>'
-             '<p>Wall time of the sweep over memory divided by the same sweep over a file on '
-             'the device (the published Mem/Device ratio): near 1, the device keeps up with '
-             'memory for that access; small, the sweep waited for the device. Smoke files fit '
-             'in the page cache, so smoke ratios are cache figures.</p>'
-             '<table id="mmap-ratio-table"><tr><th>test</th><th>partition</th><th>device</th>'
-             '<th>memory wall (s)</th><th>device wall (s)</th><th>memory/device</th></tr>')
-    for test, part, target, mem, dev, ratio, flags in rows:
-        page.add(f'<tr><td>{html.escape(test)}{_flags_html(flags)}</td>'
-                 f'<td>{html.escape(part)}</td><td>{html.escape(target)}</td>'
-                 f'<td class="num">{_num(mem.value)}</td><td class="num">{_num(dev.value)}</td>'
-                 f'<td class="num">{"-" if ratio is None else f"{ratio:.3f}"}</td></tr>')
-    page.add('</table>')
+                rows.append({'test': test, 'partition': f'{system}:{part}', 'device': target,
+                             'memory': mem.value, 'dev': dev.value,
+                             'ratio': '-' if ratio is None else f'{ratio:.3f}',
+                             'labels': sorted(set(mem.flags) | set(dev.flags))})
+    return rows
 
 
-def _history_section(page, recs, refs):
-    series = {}
-    for r in recs:
-        if r.figure and math.isfinite(r.value):
-            series.setdefault(r.key, []).append(r)
-    series = {k: v for k, v in series.items() if len({r.session for r in v}) > 1}
-    if not series:
-        return
-    page.add('<h2 id="history">History with the reference band</h2>')
-    for key, rs in sorted(series.items()):
-        rs.sort(key=lambda r: r.start)
-        system, part, _env, test, figure = key
-        xs = [datetime.datetime.fromtimestamp(r.start).strftime('%Y-%m-%d %H:%M:%S') for r in rs]
-        traces = []
-        normal = [(x, r) for x, r in zip(xs, rs) if not r.flags]
-        flagged = [(x, r) for x, r in zip(xs, rs) if r.flags]
-        for pts, name in ((normal, figure), (flagged, f'{figure} [smoke/emulated]')):
-            if pts:
-                traces.append({'type': 'scattergl' if len(pts) > 200 else 'scatter',
-                               'mode': 'lines+markers', 'name': name,
-                               'x': [x for x, _ in pts], 'y': [r.value for _, r in pts],
-                               'marker': {'size': 4}})
-        shapes = []
-        found = _ref_of(refs, rs[-1])
-        if found:
-            ref, lower, upper = found[0], found[1], found[2]
-            lo, hi = bounds(ref, lower, upper)
-            values = [r.value for r in rs]
-            span = (max(values) - min(values)) or abs(ref) * 0.1 or 1
-            y0 = lo if lo is not None else min(min(values), ref) - span
-            if lo is None and min(values) >= 0:
-                y0 = max(y0, 0)
-            y1 = hi if hi is not None else max(max(values), ref) + span
-            shapes.append({'type': 'rect', 'xref': 'paper', 'x0': 0, 'x1': 1, 'y0': y0,
-                           'y1': y1, 'fillcolor': 'rgba(26,127,55,0.12)', 'line': {'width': 0},
-                           'layer': 'below'})
-            traces.append({'type': 'scatter', 'mode': 'lines', 'name': 'reference',
-                           'x': [xs[0], xs[-1]], 'y': [ref, ref],
-                           'line': {'dash': 'dash', 'color': '#1a7f37'}})
-        page.plot(traces, {'title': {'text': f'{test} {figure} @{system}:{part}'},
-                           'yaxis': {'title': {'text': rs[0].unit}}, 'shapes': shapes,
-                           'height': 300})
+def _provenance(s):
+    cases = s.cases
+    revs = sorted({str(c.get('cp_git_rev', '')) for c in cases} - {''})
+    confs = sorted({str(c.get('cp_config_hash', '')) for c in cases} - {''})
+    nodes = sorted({','.join(c.get('job_nodelist') or []) for c in cases} - {''})
+    bins = sorted({' '.join(x for x in (c.get('binary_path', ''), c.get('binary_version', ''),
+                                        c.get('spack_spec', ''), c.get('spack_lock_hash', ''))
+                            if x) for c in cases} - {''})
+    return {'uuid': s.uuid, 'start': s.info.get('time_start', ''),
+            'systems': ', '.join(s.systems), 'modes': ', '.join(s.modes),
+            'labels': (['smoke'] if s.smoke else []) + (['emulated'] if s.emulated else []),
+            'revs': ' '.join(revs), 'confs': ' '.join(confs), 'nodes': '; '.join(nodes),
+            'bins': bins, 'cmd': s.info.get('cmdline', '')}
 
-
-def _provenance_section(page, sessions):
-    page.add('<h2 id="provenance">Provenance</h2><table id="provenance-table"><tr>'
-             '<th>session</th><th>started</th><th>systems</th><th>mode</th><th>flags</th>'
-             '<th>project revision</th><th>site configuration</th><th>node lists</th>'
-             '<th>binaries</th><th>command</th></tr>')
-    for s in sessions:
-        cases = s.cases
-        revs = sorted({str(c.get('cp_git_rev', '')) for c in cases} - {''})
-        confs = sorted({str(c.get('cp_config_hash', '')) for c in cases} - {''})
-        nodes = sorted({','.join(c.get('job_nodelist') or []) for c in cases} - {''})
-        bins = sorted({' '.join(x for x in (c.get('binary_path', ''), c.get('binary_version', ''),
-                                            c.get('spack_spec', ''),
-                                            c.get('spack_lock_hash', '')) if x)
-                       for c in cases} - {''})
-        flags = (['smoke'] if s.smoke else []) + (['emulated'] if s.emulated else [])
-        page.add(f'<tr><td>{html.escape(s.uuid)}</td>'
-                 f'<td>{html.escape(s.info.get("time_start", ""))}</td>'
-                 f'<td>{html.escape(", ".join(s.systems))}</td>'
-                 f'<td>{html.escape(", ".join(s.modes))}</td><td>{_flags_html(flags)}</td>'
-                 f'<td>{html.escape(" ".join(revs))}</td><td>{html.escape(" ".join(confs))}</td>'
-                 f'<td>{html.escape("; ".join(nodes))}</td>'
-                 f'<td>{"<br>".join(html.escape(b) for b in bins)}</td>'
-                 f'<td>{html.escape(s.info.get("cmdline", ""))}</td></tr>')
-    page.add('</table>')
-
-
-def _finite(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    return obj
-
-
-def _render(page, title):
-    data = json.dumps(_finite([{'data': t, 'layout': l} for _, t, l in page.plots]),
-                      allow_nan=False, default=str, separators=(',', ':'))
-    data = data.replace('</', '<\\/')
-    return ''.join([
-        '<!DOCTYPE html><html><head><meta charset="utf-8">',
-        f'<title>{html.escape(title)}</title><style>{_CSS}</style>',
-        '<script>', _plotlyjs().replace('</script', '<\\/script'), '</script>',
-        '</head><body>', *page.parts,
-        f'<script id="plot-data" type="application/json">{data}</script>',
-        '<script>(function(){var plots=JSON.parse('
-        'document.getElementById("plot-data").textContent);'
-        'document.querySelectorAll("[data-plot]").forEach(function(div){'
-        'var p=plots[+div.dataset.plot];'
-        'Plotly.newPlot(div,p.data,p.layout,{responsive:true,displaylogo:false});});'
-        '})();</script></body></html>'])
