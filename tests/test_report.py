@@ -228,3 +228,28 @@ def test_console_errors_are_caught(tmp_path):
     page.write_text('<html><body><script>console.error("broken plot")</script></body></html>')
     _, err = chromium(tmp_path, page, '--dump-dom')
     assert any('broken plot' in m for m in console_messages(err))
+
+
+def test_published_curve_beside_an_emulated_run(tmp_path):
+    """IOzone on another system is drawn against the published figures (the
+    references of pixstor, indexed on threads), labelled, never judged
+    against them."""
+    from clusterproof.references.judge import load
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:1]
+    rec = next(r for r in records(sessions) if r.figure == 'copy_bw')
+    recs = [dataclasses.replace(rec, check='IOzoneSequential', test=f'IOzoneSequential '
+                                f'%threads={n}', figure='write_gbs', unit='GB/s', value=v,
+                                emulated=True)
+            for n, v in ((8, 1.5), (16, 1.6))]
+    refs = {'local': {}, 'pixstor': load(REPO / 'site_config' / 'references' / 'pixstor.yaml')}
+    page = build(sessions, recs, refs)
+    lay_data = [(d, lay) for d, lay in plot_data(page).values() if lay['meta'].get('published')]
+    assert len(lay_data) == 1
+    data, layout = lay_data[0]
+    assert 'EMULATED' in layout['title']['text']
+    pub = next(t for t in data if 'published (pixstor' in t['name'])
+    assert (pub['x'], pub['y']) == ([8.0, 16.0], [28.5, 27.0])
+    measured = next(t for t in data if 'measured' in t['name'])
+    assert '[emulated]' in measured['name']
+    verdicts = re.findall(r'class="verdict v-([\w-]+)">([^<]*)<', page)
+    assert verdicts == [('not-judged', 'no-ref')] * 2   # no verdict from the publication

@@ -62,9 +62,13 @@ SCAN_Z = 3.0
 #: changes and failures listed on the first screen (the rest below)
 FIRST_SCREEN_ROWS = 8
 #: small multiples beyond the figures that changed or did not pass
-MAX_MULTIPLES = 24
-#: ... and in all
-MAX_MULTIPLES_TOTAL = 120
+MAX_MULTIPLES = 12
+#: ... and in all (each plot costs the browser some 40 ms to draw)
+MAX_MULTIPLES_TOTAL = 30
+#: scaling plots (those with a published curve or a failed point first)
+MAX_SCALING = 8
+#: latency percentile plots
+MAX_LATENCY = 4
 #: points of one small multiple's history
 MAX_POINTS = 120
 #: the count buckets, in order
@@ -265,6 +269,10 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
             extra += 1
         if _hkey(rec) in hist_by_key and len(hist_by_key[_hkey(rec)].points) > 1:
             chosen.add(id(row))
+    scaling = _chosen(((name, g) for name in fams for g in _scaling_groups(fams[name], refs)),
+                      MAX_SCALING)
+    latency = _chosen(((name, g) for name in fams for g in _latency_groups(fams[name])),
+                      MAX_LATENCY)
     out = []
     for name in sorted(fams):
         items = fams[name]
@@ -276,9 +284,23 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
                               'key': _row_key(rec), 'bucket': bucket(row.verdict)}
                              for rec, row in items],
                     'multiples': multiples,
-                    'scaling': _scaling(items, refs, plots),
-                    'latency': _latency(items, plots)})
+                    'scaling': [_scaling_plot(g, refs, plots) for g in scaling.get(name, [])],
+                    'latency': [_latency_plot(g, plots) for g in latency.get(name, [])]})
     return out
+
+
+def _chosen(groups, limit):
+    """``{family: [group]}`` of the ``limit`` groups of highest priority
+    (``group[0]``, lower first) of ``(family, group)``."""
+    out = {}
+    for name, g in sorted(groups, key=lambda ng: ng[1][0])[:limit]:
+        out.setdefault(name, []).append(g)
+    return out
+
+
+def _attention(rows):
+    """0 when one of ``rows`` did not pass (or has no verdict), else 1."""
+    return 0 if any(bucket(r.verdict) not in ('pass', 'not judged') for r in rows) else 1
 
 
 def _row_key(rec):
@@ -332,7 +354,7 @@ def _multiple(rec, row, hist, change_at, plots):
     xs = [_iso(p.time) for p in pts]
     ys = [p.value for p in pts]
     labels = _labels(row.flags)
-    tag = f' [{", ".join(labels)}]' if labels else ''
+    tag = _tag(labels=labels)
     traces = [{'type': 'scatter', 'mode': 'lines+markers', 'name': rec.figure + tag,
                'x': xs, 'y': ys, 'marker': {'size': 3}, 'line': {'width': 1}}]
     shapes = []
@@ -381,7 +403,10 @@ def _published(rec, refs):
     return row.base
 
 
-def _scaling(items, refs, plots):
+def _scaling_groups(items, refs):
+    """``(priority, key, points)`` of every scaling curve of a family: one per
+    system, partition, other parameters and unit, with two thread counts or
+    more."""
     groups = {}
     for rec, row in items:
         attr = _thread_attr(rec)
@@ -395,49 +420,66 @@ def _scaling(items, refs, plots):
         groups.setdefault((rec.system, rec.partition, rest, rec.unit, attr),
                           []).append((x, rec, row))
     out = []
-    for (system, part, rest, unit, attr), pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        if len({x for x, _, _ in pts}) < 2:
-            continue
-        pts.sort(key=lambda t: t[0])
-        by_fig = {}
-        for x, rec, row in pts:
-            by_fig.setdefault(rec.figure, []).append((x, rec, row))
-        traces = []
-        published = False
-        for fig, fpts in by_fig.items():
-            labels = sorted({f for _, _, row in fpts for f in _labels(row.flags)})
-            tag = f' [{", ".join(labels)}]' if labels else ''
-            traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                           'name': f'{fig} measured @{system}{tag}',
-                           'x': [x for x, _, _ in fpts], 'y': [r.value for _, _, r in fpts]})
-            ref = [(x, row) for x, _, row in fpts if row.base is not None]
-            if ref:
-                traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                               'name': f'{fig} {_ref_name(ref[0][1])}',
-                               'x': [x for x, _ in ref], 'y': [r.base for _, r in ref],
-                               'line': {'dash': 'dash'}, 'marker': {'symbol': 'x'}})
-            pub = [(x, _published(rec, refs)) for x, rec, _ in fpts]
-            pub = [(x, v) for x, v in pub if v is not None]
-            if pub:
-                published = True
-                traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                               'name': f'{fig} published ({PUBLISHED_SYSTEM}; not judged '
-                                       f'against)',
-                               'x': [x for x, _ in pub], 'y': [v for _, v in pub],
-                               'line': {'dash': 'dot'}, 'marker': {'symbol': 'diamond'}})
-        labels = sorted({f for _, _, row in pts for f in _labels(row.flags)})
-        variant = ' '.join(f'{k}={v}' for k, v in rest)
-        title = (f'{pts[0][1].check} {variant} @{system}:{part}'
-                 + (f' [{", ".join(labels).upper()}]' if labels else ''))
-        fig = {'data': traces, 'layout': {
-            'title': {'text': title, 'font': {'size': 13}}, 'legend': {'orientation': 'h'},
-            'xaxis': {'title': {'text': attr}, 'type': 'log'},
-            'yaxis': {'title': {'text': unit}}}}
-        out.append(_plot(plots, fig, 'plot', labels=labels, published=published))
+    pub = references_for(refs, PUBLISHED_SYSTEM)
+    for key, pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        if len({x for x, _, _ in pts}) >= 2:
+            pts.sort(key=lambda t: t[0])
+            out.append(((pts[0][1].check not in pub, _attention(r for _, _, r in pts)),
+                        key, pts))
     return out
 
 
-def _latency(items, plots):
+def _scaling_plot(group, refs, plots):
+    """Measured figures against the thread count, with the reference of each
+    judged row and the published curve (never judged against)."""
+    _prio, (system, part, rest, unit, attr), pts = group
+    by_fig = {}
+    for x, rec, row in pts:
+        by_fig.setdefault(rec.figure, []).append((x, rec, row))
+    traces = []
+    published = False
+    for fig, fpts in by_fig.items():
+        tag = _tag(row for _, _, row in fpts)
+        traces.append({'type': 'scatter', 'mode': 'lines+markers',
+                       'name': f'{fig} measured @{system}{tag}',
+                       'x': [x for x, _, _ in fpts], 'y': [r.value for _, _, r in fpts]})
+        ref = [(x, row) for x, _, row in fpts if row.base is not None]
+        if ref:
+            traces.append({'type': 'scatter', 'mode': 'lines+markers',
+                           'name': f'{fig} {_ref_name(ref[0][1])}',
+                           'x': [x for x, _ in ref], 'y': [r.base for _, r in ref],
+                           'line': {'dash': 'dash'}, 'marker': {'symbol': 'x'}})
+        pub = [(x, _published(rec, refs)) for x, rec, _ in fpts]
+        pub = [(x, v) for x, v in pub if v is not None]
+        if pub:
+            published = True
+            traces.append({'type': 'scatter', 'mode': 'lines+markers',
+                           'name': f'{fig} published ({PUBLISHED_SYSTEM}; not judged against)',
+                           'x': [x for x, _ in pub], 'y': [v for _, v in pub],
+                           'line': {'dash': 'dot'}, 'marker': {'symbol': 'diamond'}})
+    labels = _all_labels(row for _, _, row in pts)
+    variant = ' '.join(f'{k}={v}' for k, v in rest)
+    title = f'{pts[0][1].check} {variant} @{system}:{part}' + _tag(labels=labels, upper=True)
+    fig = {'data': traces, 'layout': {
+        'title': {'text': title, 'font': {'size': 13}}, 'legend': {'orientation': 'h'},
+        'xaxis': {'title': {'text': attr}, 'type': 'log'}, 'yaxis': {'title': {'text': unit}}}}
+    return _plot(plots, fig, 'plot', labels=labels, published=published)
+
+
+def _all_labels(rows):
+    return sorted({f for row in rows for f in _labels(row.flags)})
+
+
+def _tag(rows=(), labels=None, upper=False):
+    """`` [smoke, emulated]`` of ``rows`` (or ``labels``), '' when none."""
+    labels = _all_labels(rows) if labels is None else labels
+    text = ', '.join(labels)
+    return f' [{text.upper() if upper else text}]' if labels else ''
+
+
+def _latency_groups(items):
+    """``(priority, key, series)`` of every latency percentile plot of a
+    family: one per system, partition and unit."""
     groups = {}
     for rec, row in items:
         m = PERCENTILE_RE.match(rec.figure or '')
@@ -446,26 +488,26 @@ def _latency(items, plots):
             groups.setdefault((rec.system, rec.partition, rec.unit),
                               {}).setdefault((rec.test, rec.figure[:m.start(1)]),
                                              []).append((pct, rec, row))
-    out = []
-    for (system, part, unit), series in sorted(groups.items()):
-        traces = []
-        labels = set()
-        for (test, prefix), pts in sorted(series.items()):
-            pts.sort(key=lambda t: t[0])
-            lab = sorted({f for _, _, row in pts for f in _labels(row.flags)})
-            labels.update(lab)
-            traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                           'name': f'{test} {prefix.rstrip("_p")}'
-                                   + (f' [{", ".join(lab)}]' if lab else ''),
-                           'x': [f'p{p:g}' for p, _, _ in pts], 'y': [r.value for _, r, _ in pts]})
-        tag = f' [{", ".join(sorted(labels)).upper()}]' if labels else ''
-        fig = {'data': traces, 'layout': {
-            'title': {'text': f'latency percentiles @{system}:{part}{tag}', 'font': {'size': 13}},
-            'legend': {'orientation': 'h'},
-            'xaxis': {'title': {'text': 'percentile'}, 'type': 'category'},
-            'yaxis': {'title': {'text': unit}, 'type': 'log'}}}
-        out.append(_plot(plots, fig, 'plot', labels=sorted(labels)))
-    return out
+    return [(_attention(r for pts in series.values() for _, _, r in pts), key, series)
+            for key, series in sorted(groups.items())]
+
+
+def _latency_plot(group, plots):
+    _prio, (system, part, unit), series = group
+    traces = []
+    for (test, prefix), pts in sorted(series.items()):
+        pts.sort(key=lambda t: t[0])
+        traces.append({'type': 'scatter', 'mode': 'lines+markers',
+                       'name': f'{test} {prefix.rstrip("_p")}' + _tag(r for _, _, r in pts),
+                       'x': [f'p{p:g}' for p, _, _ in pts], 'y': [r.value for _, r, _ in pts]})
+    labels = _all_labels(r for pts in series.values() for _, _, r in pts)
+    fig = {'data': traces, 'layout': {
+        'title': {'text': f'latency percentiles @{system}:{part}'
+                          + _tag(labels=labels, upper=True), 'font': {'size': 13}},
+        'legend': {'orientation': 'h'},
+        'xaxis': {'title': {'text': 'percentile'}, 'type': 'category'},
+        'yaxis': {'title': {'text': unit}, 'type': 'log'}}}
+    return _plot(plots, fig, 'plot', labels=labels)
 
 
 # -- mmap ratios, provenance --------------------------------------------------------------

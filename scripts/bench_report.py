@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Time the morning page at scale: 10 systems x 2,000 figures x 365 nights
+(7.3 M values), generated in memory: the newest night's records and every
+figure's history (a step change in 1 % of the figures during the last ten
+nights, 0.5 % of the newest values below their reference band).
+
+Measured (targets): building the page, ``clusterproof.results.report.build``
+(<= 5 s); compare, the newest night judged against the references and the
+change points of every figure (``compare.against_references`` and
+``report.recent_changes``, <= 5 s); loading the page in headless Chromium at
+1400x900 until plotly has drawn every plot (<= 3 s). Prints the figures and
+their ratios to the targets, and the peak memory of this process.
+
+Reading 7.3 M values from a ReFrame results database is not measured: its
+test cases are JSON documents of about 2.5 kB each, some 18 GB for this
+history; ``scripts/bench_results.py`` times the database path at 365 x 100.
+
+usage: .venv/bin/python scripts/bench_report.py [--systems 10] [--figures 2000]
+                                                [--nights 365] [--keep FILE]
+"""
+
+import argparse
+import json
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from clusterproof.results import compare, history, report  # noqa: E402
+from clusterproof.results.database import Record, Session  # noqa: E402
+
+FAMILIES = 20           # check names per system
+THREADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+TARGETS = {'report': 5.0, 'compare': 5.0, 'load': 3.0}
+
+
+def generate(n_systems, n_figures, n_nights, seed=1):
+    """(sessions, newest-night records, histories, references)."""
+    rng = random.Random(seed)
+    per_case = max(1, n_figures // (FAMILIES * len(THREADS)))
+    t0 = time.time() - n_nights * 86400
+    times = [t0 + i * 86400 for i in range(n_nights)]
+    uuids = [f'{i:08x}-0000-4000-8000-000000000000' for i in range(n_nights)]
+    old = {'binary_version': '1.0'}
+    new = {'binary_version': '1.1'}
+    sessions = [Session(u, t, t + 3600, {'time_start': time.strftime(
+        '%Y%m%dT%H%M%S+0000', time.gmtime(t)), 'cmdline': 'reframe --mode nightly -r'},
+        cases=[{'system': f'sys{s}', 'cp_mode': 'nightly'} for s in range(n_systems)])
+        for u, t in zip(uuids, times)]
+    recs, hists, refs = [], [], {}
+    gauss = rng.gauss
+    for s in range(n_systems):
+        system = f'sys{s}'
+        sysrefs = refs[system] = {}
+        for fam in range(FAMILIES):
+            check = f'Bench{fam}'
+            for threads in THREADS:
+                test = f'{check} %num_threads={threads}'
+                for k in range(per_case):
+                    figure = f'fig{k}_bw'
+                    base = 100.0 * (1 + fam) * (1 + k) * threads ** 0.5
+                    step = rng.random() < 0.01
+                    at = n_nights - rng.randint(3, 10) if step else n_nights
+                    drop = rng.choice((0.8, 0.85, 1.15)) if step else 1.0
+                    points = [history.Point(times[i], base * (drop if i >= at else 1.0)
+                                            * gauss(1, 0.02), uuids[i], 'generated',
+                                            new if i >= at else old)
+                              for i in range(n_nights)]
+                    value = points[-1].value
+                    if rng.random() < 0.005:
+                        value = points[-1].value = base * 0.7
+                    hists.append(history.History(system, 'default', test + ' +gnu', figure,
+                                                 'MB/s', (), points))
+                    sysrefs.setdefault(check, {'$index': ['$partition', 'num_threads']}) \
+                        .setdefault(f'{system}:default', {}).setdefault(threads, {})[
+                            figure] = [base, -0.1, None, 'MB/s']
+                    recs.append(Record(uuids[-1], times[-1], system, 'default', 'gnu', check,
+                                       test, figure, value, 'MB/s', base, -0.1, None, 'pass',
+                                       'pass', '', 'nightly', False, False, '1.1',
+                                       times[-1], {}))
+    return sessions, recs, hists, refs
+
+
+PROBE = """<script>window.addEventListener('load', function(){
+  var p = document.createElement('pre'); p.id = 'load-probe';
+  p.textContent = JSON.stringify({load: performance.now(),
+    plots: document.querySelectorAll('.js-plotly-plot').length});
+  document.body.appendChild(p); });</script>"""
+
+
+def chromium_load(page, tmp):
+    """(wall seconds of headless Chromium until the DOM is dumped, the page's
+    own load time in seconds, plots drawn)."""
+    exe = shutil.which('chromium') or '/usr/bin/chromium'
+    probed = Path(tmp) / 'probed.html'
+    probed.write_text(page.replace('</body>', PROBE + '</body>'))
+    cmd = [exe, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync',
+           f'--user-data-dir={Path(tmp) / "profile"}', '--window-size=1400,900', '--dump-dom',
+           probed.as_uri()]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    m = re.search(r'<pre id="load-probe">(.*?)</pre>', proc.stdout)
+    if not m:
+        sys.exit(f'chromium did not load the page:\n{proc.stderr[-2000:]}')
+    probe = json.loads(m.group(1))
+    return wall, probe['load'] / 1000, probe['plots']
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--systems', type=int, default=10)
+    ap.add_argument('--figures', type=int, default=2000)
+    ap.add_argument('--nights', type=int, default=365)
+    ap.add_argument('--keep', metavar='FILE', help='also write the page to FILE')
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    sessions, recs, hists, refs = generate(args.systems, args.figures, args.nights)
+    gen = time.perf_counter() - t0
+    n_values = sum(len(h.points) for h in hists)
+
+    t0 = time.perf_counter()
+    rows = compare.against_references(recs, refs)
+    found = report.recent_changes(hists, sessions[-1])
+    dt_compare = time.perf_counter() - t0
+    regressions = sum(r.verdict == 'REGRESSION' for r in rows)
+
+    t0 = time.perf_counter()
+    page = report.build(sessions, recs, refs, histories=hists, title='bench')
+    dt_report = time.perf_counter() - t0
+    if args.keep:
+        Path(args.keep).write_text(page)
+    with tempfile.TemporaryDirectory(prefix='bench-report-') as tmp:
+        wall, load, plots = chromium_load(page, tmp)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    print(f'history: {args.systems} systems x {len(hists) // args.systems} figures x '
+          f'{args.nights} nights = {n_values / 1e6:.2f} M values (generated in {gen:.1f} s; '
+          f'peak memory {rss:.2f} GiB)')
+    print(f'compare (night judged + change points): {dt_compare:6.2f} s  '
+          f'({len(rows)} rows, {regressions} regressions, {len(found)} changes; '
+          f'target <= {TARGETS["compare"]:g} s)')
+    print(f'report  (build the page):               {dt_report:6.2f} s  '
+          f'({len(page) / 1e6:.1f} MB, {page.count("Plotly.newPlot(")} plots; '
+          f'target <= {TARGETS["report"]:g} s)')
+    print(f'load in Chromium (1400x900):            {load:6.2f} s  (page load event; '
+          f'{plots} plots drawn; process wall {wall:.2f} s; target <= {TARGETS["load"]:g} s)')
+    ratios = {'report': dt_report, 'compare': dt_compare, 'load': load}
+    print('ratios to target: ' + ', '.join(f'{k} {v / TARGETS[k]:.2f}' for k, v in ratios.items()))
+    return 0 if all(v <= TARGETS[k] for k, v in ratios.items()) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
