@@ -130,7 +130,7 @@ def main():
 
     t0 = time.perf_counter()
     rows = compare.against_references(recs, refs)
-    found = report.recent_changes(hists, sessions[-1])
+    found = report.recent_changes(hists)
     dt_compare = time.perf_counter() - t0
     regressions = sum(r.verdict == 'REGRESSION' for r in rows)
 

@@ -253,3 +253,19 @@ def test_published_curve_beside_an_emulated_run(tmp_path):
     assert '[emulated]' in measured['name']
     verdicts = re.findall(r'class="verdict v-([\w-]+)">([^<]*)<', page)
     assert verdicts == [('not-judged', 'no-ref')] * 2   # no verdict from the publication
+
+
+def test_bars_of_a_family_without_thread_axis(tmp_path):
+    """STREAM-like figures (no thread count): bars with the reference of each
+    judged row."""
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:1]
+    recs = [dataclasses.replace(r, check='Stream', test='Stream %placement=cores')
+            for r in records(sessions) if '%num_threads=1' in r.test]
+    refs = {'local': {'Stream': {'local:default': {'copy_bw': [321.0, -0.1, None, 'MB/s']}}}}
+    page = build(sessions, recs, refs)
+    bars = [data for data, lay in plot_data(page).values() if 'Stream @local' in
+            lay['title']['text']]
+    assert len(bars) == 1                        # MB/s (the times have no reference)
+    ref = next(t for data in bars for t in data if 'reference' in t['name'])
+    assert (ref['x'], ref['y']) == (['copy_bw'], [321.0])
+    assert 'data-ref="321.0"' in page

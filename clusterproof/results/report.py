@@ -69,6 +69,11 @@ MAX_MULTIPLES_TOTAL = 30
 MAX_SCALING = 8
 #: latency percentile plots
 MAX_LATENCY = 4
+#: bar charts of the newest values against their references (families
+#: without a thread count axis: STREAM kernels, HPL efficiency...)
+MAX_BARS = 4
+#: figures of one bar chart
+BAR_FIGURES = 40
 #: points of one small multiple's history
 MAX_POINTS = 120
 #: the count buckets, in order
@@ -111,7 +116,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     if histories is None:
         histories = history.from_records(sessions, recs)
     hist_by_key = {h.key: h for h in histories}
-    found = recent_changes(histories, latest)
+    found = recent_changes(histories)
     changed = {_fkey(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []
@@ -167,7 +172,7 @@ def _counts(rows, n_changes):
 
 # -- changes --------------------------------------------------------------------------
 
-def recent_changes(histories, latest=None, nights=RECENT_NIGHTS):
+def recent_changes(histories, nights=RECENT_NIGHTS):
     """The changes found in the newest ``nights`` sessions of each history,
     ranked by size x confidence. Only the figures whose newest value lies
     :data:`SCAN_Z` robust noise units or more from the median of their last
@@ -191,7 +196,7 @@ def recent_changes(histories, latest=None, nights=RECENT_NIGHTS):
     cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
     keep = []
     for f, h in _with_history(found, suspects):
-        if h.points[0].time <= _time(f['at']) and _time(f['at']) >= cut[h.key]:
+        if _time(f['at']) >= cut[h.key]:
             f['rank'] = abs(f['change']) * f['confidence']
             keep.append(f)
     keep.sort(key=lambda f: (-f['rank'], f['system'], f['test'], f['figure']))
@@ -273,6 +278,8 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
                       MAX_SCALING)
     latency = _chosen(((name, g) for name in fams for g in _latency_groups(fams[name])),
                       MAX_LATENCY)
+    bars = _chosen(((name, g) for name in fams if name not in scaling
+                    for g in _bar_groups(fams[name])), MAX_BARS)
     out = []
     for name in sorted(fams):
         items = fams[name]
@@ -285,7 +292,8 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
                              for rec, row in items],
                     'multiples': multiples,
                     'scaling': [_scaling_plot(g, refs, plots) for g in scaling.get(name, [])],
-                    'latency': [_latency_plot(g, plots) for g in latency.get(name, [])]})
+                    'latency': [_latency_plot(g, plots) for g in latency.get(name, [])],
+                    'bars': [_bar_plot(g, plots) for g in bars.get(name, [])]})
     return out
 
 
@@ -475,6 +483,43 @@ def _tag(rows=(), labels=None, upper=False):
     labels = _all_labels(rows) if labels is None else labels
     text = ', '.join(labels)
     return f' [{text.upper() if upper else text}]' if labels else ''
+
+
+def _bar_groups(items):
+    """``(priority, key, rows)``: the newest figures of a family per system,
+    partition and unit, when some have a reference and they are few."""
+    groups = {}
+    for rec, row in items:
+        if rec.figure and not PERCENTILE_RE.match(rec.figure):
+            groups.setdefault((rec.system, rec.partition, rec.unit), []).append((rec, row))
+    return [(_attention(r for _, r in rr), key, rr) for key, rr in sorted(groups.items())
+            if len(rr) <= BAR_FIGURES and any(r.base is not None for _, r in rr)]
+
+
+def _bar_plot(group, plots):
+    """Measured bars per test, the reference of each judged row a marker."""
+    _prio, (system, part, unit), items = group
+    by_test = {}
+    for rec, row in items:
+        by_test.setdefault(rec.test, []).append(row)
+    traces = []
+    for test, rows in by_test.items():
+        traces.append({'type': 'bar', 'name': test + _tag(rows),
+                       'x': [r.figure for r in rows], 'y': [r.value for r in rows]})
+        ref = [r for r in rows if r.base is not None]
+        if ref:
+            traces.append({'type': 'scatter', 'mode': 'markers',
+                           'name': f'{test} {_ref_name(ref[0])}',
+                           'x': [r.figure for r in ref], 'y': [r.base for r in ref],
+                           'marker': {'symbol': 'line-ew-open', 'size': 30,
+                                      'line': {'width': 3}}})
+    labels = _all_labels(r for _, r in items)
+    fig = {'data': traces, 'layout': {
+        'title': {'text': f'{items[0][0].check} @{system}:{part}'
+                          + _tag(labels=labels, upper=True), 'font': {'size': 13}},
+        'barmode': 'group', 'legend': {'orientation': 'h'},
+        'yaxis': {'title': {'text': unit}}}}
+    return _plot(plots, fig, 'plot', labels=labels)
 
 
 def _latency_groups(items):
