@@ -269,3 +269,14 @@ def test_bars_of_a_family_without_thread_axis(tmp_path):
     ref = next(t for data in bars for t in data if 'reference' in t['name'])
     assert (ref['x'], ref['y']) == (['copy_bw'], [321.0])
     assert 'data-ref="321.0"' in page
+
+
+def test_names_are_escaped(tmp_path):
+    """A test name with markup stays text, in tables and in plot data."""
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]
+    evil = '</script><img src=x onerror=alert(1)>'
+    recs = [dataclasses.replace(r, test=r.test + evil) for r in records(sessions)]
+    page = build(sessions, recs, {'local': _ref(650.0)})
+    assert evil not in page and '<img' not in page
+    assert '&lt;/script&gt;&lt;img' in page     # the table shows it as text
+    assert any(evil in lay['title']['text'] for _, lay in plot_data(page).values())
