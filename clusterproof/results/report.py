@@ -230,8 +230,11 @@ def _reason(row):
 
 
 def _failures(judged):
-    return [{'row': row, 'reason': _reason(row), 'labels': _labels(row.flags)}
-            for _rec, row in judged if bucket(row.verdict) in ('failed', 'regression')]
+    """Failed test cases first, then regressions, the largest miss first."""
+    bad = [row for _rec, row in judged if bucket(row.verdict) in ('failed', 'regression')]
+    bad.sort(key=lambda r: (bucket(r.verdict) != 'failed',
+                            -abs((r.ratio or 1) - 1), r.system, r.test, r.figure))
+    return [{'row': row, 'reason': _reason(row), 'labels': _labels(row.flags)} for row in bad]
 
 
 def _labels(flags):
