@@ -95,11 +95,14 @@ def test_report_of_failed_test(tmp_path):
     recs = records(sessions[:1])
     recs.append(dataclasses.replace(recs[0], figure='', value=float('nan'), result='fail',
                                     fail_phase='sanity'))
-    page = build(sessions[:1], recs, {'local': {}})
-    rows = table_rows(page, 'failures-table')
-    assert len(rows) == 2                        # header and the failed test
-    assert 'data-verdict="FAILED"' in rows[1] and 'fail in sanity' in rows[1]
+    page = build(sessions[:1], recs, {'local': _ref(100000.0)})
+    rows = table_rows(page, 'failures-table')[1:]
+    # The failed test first, then the regressions, the largest miss first.
+    assert 'data-verdict="FAILED"' in rows[0] and 'fail in sanity' in rows[0]
+    misses = [float(m) for m in re.findall(r'\((-[\d.]+)%; tolerance', ''.join(rows[1:]))]
+    assert len(misses) == 2 and misses == sorted(misses)
     assert re.search(r'data-bucket="failed"><span class="n">1<', page)
+    assert re.search(r'data-bucket="regression"><span class="n">2<', page)
 
 
 def test_acceptance_verdicts_and_unknown_verdicts(tmp_path):
