@@ -3,12 +3,19 @@ mode acceptance, the median of each figure judged against the declared
 references, a report, and the bless command to run after sign-off.
 
 The check is the small real copy benchmark of the results tests
-(tests/checks/results/devzero_copy.py); the references are written by the
-test into a references directory of its own.
+(tests/checks/results/devzero_copy.py), or a real storage check that skips;
+the references are written by the test into a references directory of its
+own. The verdict table is also tested on records of real runs.
 """
 
+import dataclasses
+import os
+import subprocess
+
+from clusterproof.commands.acceptance import reframe_status, verdict_table
+from clusterproof.results.database import load_sessions, records
 from conftest import WAIT_S
-from results_helpers import SELFTEST_CHECKS, clusterproof
+from results_helpers import REPO, SELFTEST_CHECKS, clusterproof, cp_env, recorded_results
 
 ARGS = ['acceptance', '--system', 'local', '--repetitions', '2',
         '--checks', str(SELFTEST_CHECKS), '--', '-n', 'DevZeroCopy%num_threads=1',
@@ -46,3 +53,119 @@ def test_acceptance_fails_an_item_below_its_reference(tmp_path):
     proc = clusterproof(ARGS, tmp_path / 'results', refs, timeout=WAIT_S)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert 'FAIL' in proc.stdout and 'copy_bw' in proc.stdout
+
+
+def test_acceptance_fails_a_referenced_check_that_was_skipped(tmp_path):
+    """A storage check with a reference that SKIPS (no ior binary: a genuine
+    skip, the Spack view of the test empty and no ior on PATH) is an item
+    that fails, named with ReFrame's skip reason."""
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    (refs / 'local.yaml').write_text(
+        'IorSharedFile:\n'
+        '  $index: [threads]\n'
+        '  1:\n'
+        '    write_max_gbs: [1.0, -0.5, null, GB/s]\n')
+    env = cp_env(tmp_path / 'results', refs)
+    (tmp_path / 'view').mkdir()
+    env['CLUSTERPROOF_SPACK_VIEW'] = str(tmp_path / 'view')
+    env['PATH'] = os.pathsep.join(d for d in env['PATH'].split(os.pathsep)
+                                  if not os.access(os.path.join(d, 'ior'), os.X_OK))
+    proc = subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof'), 'acceptance',
+                           '--system', 'local', '--repetitions', '1', '--',
+                           '-n', 'IorSharedFile%threads=1$'],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=WAIT_S)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert '1 skipped' in proc.stdout                # ReFrame skipped it (and exited 0)
+    assert '1 item(s), 1 not passed' in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if 'IorSharedFile threads=1' in x)
+    assert line.split()[0] == 'FAILED' and 'write_max_gbs' in line
+    assert 'skipped: ior not found' in line and 'spack -e . install ior@4.0.0' in line
+
+
+def test_acceptance_fails_a_referenced_check_that_never_ran(tmp_path):
+    """References for a thread count the run never reached (the filter
+    leaves it out): that item fails as absent; the measured one passes."""
+    refs = references(tmp_path, 1)
+    with open(refs / 'local.yaml', 'a') as f:
+        f.write('    2:\n      copy_bw: [1, -0.5, null, "MB/s"]\n')
+    args = ARGS[:3] + ['--repetitions', '1'] + ARGS[5:]
+    proc = clusterproof(args, tmp_path / 'results', refs, timeout=WAIT_S)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert '3 item(s), 1 not passed' in proc.stdout       # and copy_time, no reference
+    lines = [x.split() for x in proc.stdout.splitlines()
+             if x.startswith('  ') and '@local:default copy_bw' in x]
+    verdicts = {words[2]: words[0] for words in lines}
+    assert verdicts == {'num_threads=1': 'pass', 'num_threads=2': 'FAILED'}
+    assert 'num_threads=2 @local:default copy_bw: absent: not run (reference' in proc.stdout
+
+
+# -- the verdict table on records of real runs -----------------------------------
+
+REFS = {'DevZeroCopy': {'$index': ['$partition', 'num_threads'],
+                        'local:default': {1: {'copy_bw': [1, -0.5, None, 'MB/s']},
+                                          2: {'copy_bw': [1, -0.5, None, 'MB/s']}}}}
+
+
+def _recorded(tmp_path, n=2):
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:n]
+    return [s.uuid for s in sessions], records(sessions)
+
+
+def _table(recs, uuids, refs=REFS):
+    rows, failed = verdict_table(recs, refs, 'local', ['default'], uuids)
+    return {item: verdict for item, _v, _r, verdict in rows}, failed
+
+
+def test_verdicts_of_measured_items(tmp_path):
+    uuids, recs = _recorded(tmp_path)
+    table, failed = _table(recs, uuids)
+    assert failed == 0
+    assert table['DevZeroCopy num_threads=1 @local:default copy_bw'] == 'pass'
+    assert table['DevZeroCopy %num_threads=1 @local:default copy_time'] == 'no-ref'
+
+
+def test_an_item_missing_from_one_repetition_fails(tmp_path):
+    uuids, recs = _recorded(tmp_path)
+    gone = [r for r in recs if not (r.session == uuids[1] and r.test.endswith('=2'))]
+    table, failed = _table(gone, uuids)
+    assert failed == 1
+    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == \
+        'FAILED (absent: not run (repetition 2 of 2))'
+
+
+def test_failed_and_skipped_cases_give_the_reason(tmp_path):
+    uuids, recs = _recorded(tmp_path)
+    one = [r for r in recs if r.test.endswith('=1')]
+    case = next(r for r in recs if r.test.endswith('=2') and r.session == uuids[0])
+    failed_case = dataclasses.replace(case, figure='', value=float('nan'), result='fail',
+                                      fail_phase='sanity', reason='no bytes copied')
+    skipped = dataclasses.replace(case, session=uuids[1], figure='', value=float('nan'),
+                                  result='skip', reason='dd not found')
+    table, failed = _table(one + [failed_case, skipped], uuids)
+    assert failed == 1
+    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == \
+        'FAILED (failed in sanity: no bytes copied)'
+    # Skipped with no reference: listed, not counted.
+    table, failed = _table(one + [skipped], uuids, {})
+    assert failed == 0 and 'skipped' in table.values()
+
+
+def test_xfail_is_not_counted_and_xpass_is(tmp_path):
+    uuids, recs = _recorded(tmp_path)
+    slow = {'DevZeroCopy': {'$index': ['$partition', 'num_threads'], 'local:default': {
+        1: {'copy_bw': ['$xfail', 'known', [1e12, -0.1, None, 'MB/s']]},
+        2: {'copy_bw': ['$xfail', 'known', [1, -0.5, None, 'MB/s']]}}}}
+    table, failed = _table(recs, uuids, slow)
+    assert table['DevZeroCopy num_threads=1 @local:default copy_bw'] == 'xfail'
+    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == 'xpass'
+    assert failed == 1
+
+
+def test_reframe_failing_with_nothing_to_show_fails_the_acceptance(tmp_path):
+    uuids, recs = _recorded(tmp_path)
+    assert reframe_status(recs, uuids, [0, 0]) == []
+    lines = reframe_status(recs, uuids, [0, 1])
+    assert len(lines) == 1 and 'repetition 2: ReFrame exited with status 1' in lines[0]
+    failing = recs + [dataclasses.replace(recs[-1], result='fail', fail_phase='run')]
+    assert reframe_status(failing, uuids, [0, 1]) == []

@@ -134,3 +134,111 @@ def test_wrong_unit_fails_the_test_before_it_runs(tmp_path):
     assert proc.returncode != 0
     assert "unit 'GB/s' does not match the check, which reports 'MB/s'" in proc.stdout
     assert 'local.yaml' in proc.stdout
+
+
+# -- one judge: Reference, $xfail, declared items, direction ------------------
+
+XFAIL_REFS = '''
+ReferenceProbe:
+  $index: [num_threads]
+  1:
+    bw: ['$xfail', 'known: the slow path', [10, -0.1, null, "MB/s"]]
+  2:
+    bw: ['$xfail', 'known: the slow path', [30, -0.1, null, "MB/s"]]
+'''
+
+
+def test_xfail_is_read_in_one_place(tmp_path):
+    path = write(tmp_path, XFAIL_REFS)
+    assert references.validate_file(path) == 2
+    ref = references.check_entry('f', ['$xfail', 'why', [10, -0.1, None, 'MB/s']])
+    assert ref == references.Reference(10, -0.1, None, 'MB/s', 'why')
+    assert references.entry_reference([10, -0.1, None, 'MB/s']).xfail is None
+    assert str(ref) == 'xfail (why) 10 MB/s [-10.0%/+inf]'
+    with pytest.raises(ClusterproofError, match=r"\$xfail entries are"):
+        references.check_entry('f', ['$xfail', [10, -0.1, None, 'MB/s']])
+
+
+def test_xfail_and_xpass_verdicts():
+    assert references.judge(8, 10, -0.1, None, False, xfail='known') == 'xfail'
+    assert references.judge(10, 10, -0.1, None, False, xfail='known') == 'xpass'
+    assert references.judge(12, 10, None, 0.1, True, xfail='known') == 'xfail'
+    assert references.judge(8, 10, -0.1, None, False) == 'REGRESSION'
+    assert 'xpass' in references.FAILING and 'xfail' not in references.FAILING
+
+
+def test_xfail_verdicts_agree_with_reframe(tmp_path):
+    """A real run with $xfail references: ReFrame's verdict of each figure
+    (recorded in its perfvalues) is the judge's verdict of the record."""
+    from clusterproof.results import compare
+    from clusterproof.results.database import load_sessions, records
+    proc = run_probe(tmp_path, XFAIL_REFS, 'nightly')
+    assert proc.returncode != 0                      # an xpass fails, as in ReFrame
+    assert '1 expected failure(s)' in proc.stdout, proc.stdout
+    recs = [r for r in records(load_sessions(tmp_path / 'results' / 'results.db'))
+            if r.figure]
+    assert {r.perf_result for r in recs} == {'xfail', 'xpass'}
+    refs = {'local': references.parse(XFAIL_REFS, 'refs'), 'local.emulated': {}}
+    rows = compare.against_references(recs, refs)
+    assert [row.verdict for row in rows] == [r.perf_result for r in recs]
+    assert all(r.sanity_ok for r in recs)            # both ran and measured
+    assert all('ref-changed' not in row.flags for row in rows)
+    assert [row.regression for row in rows] == [r.perf_result == 'xpass' for r in recs]
+
+
+def test_declared_items_of_a_system():
+    refs = references.parse('''
+A:
+  $index: [$partition, threads]
+  "sys:p1":
+    1: {bw: [1, -0.1, null, MB/s]}
+    2: {bw: [2, -0.1, null, MB/s]}
+  "sys:p[2-3]":
+    1: {bw: [3, -0.1, null, MB/s]}
+  "other:p1":
+    1: {bw: [4, -0.1, null, MB/s]}
+B:
+  "sys:p1": {t: [1, null, 0.1, s]}
+  "*": {t: [2, null, 0.1, s]}
+C:
+  $index: [threads]
+  8: {iops: [5, -0.1, null, IOPS], lat: ['$xfail', 'slow', [1, null, 0.2, us]]}
+''', 'refs')
+    items = references.declared(refs, 'sys', ['p1', 'p2'])
+    labels = sorted(d.label() for d in items)
+    assert labels == ['A threads=1 @sys:p1 bw', 'A threads=1 @sys:p[2-3] bw',
+                      'A threads=2 @sys:p1 bw', 'B @* t', 'B @sys:p1 t',
+                      'C threads=8 iops', 'C threads=8 lat']
+    lat = next(d for d in items if d.figure == 'lat')
+    assert lat.reference.xfail == 'slow' and lat.where == ('C', (8,))
+    # Only p1: B's '*' entry applies to no partition.
+    assert 'B @* t' not in {d.label() for d in references.declared(refs, 'sys', ['p1'])}
+    # Another system: only the '*' entry and entries not indexed on where.
+    assert sorted(d.label() for d in references.declared(refs, 'nowhere', ['p1'])) == [
+        'B @* t', 'C threads=8 iops', 'C threads=8 lat']
+
+
+def test_ms_per_op_is_lower_is_better_everywhere(tmp_path):
+    """ms/op (mdtest-style latencies) is a time: every place that needs the
+    direction says so, because every place asks judge.lower_is_better."""
+    import dataclasses
+    from clusterproof.references import bless
+    from clusterproof.results import compare, history
+    from clusterproof.results.database import load_sessions, records
+    from results_helpers import recorded_results
+    assert references.lower_is_better('ms/op')
+    assert references.judge(1.2, 1.0, None, 0.1, references.lower_is_better('ms/op')) \
+        == 'REGRESSION'
+    rec = next(r for r in records(load_sessions(recorded_results(tmp_path) / 'results.db'))
+               if r.figure == 'copy_bw')
+    ms = dataclasses.replace(rec, figure='create_time', unit='ms/op')
+    assert ms.lower_is_better
+    assert history.History('local', 'default', ms.test, ms.figure, 'ms/op', ()).lower_is_better
+    new = bless.derive([ms])[0]
+    assert new.lower is None and new.upper > 0               # an upper bound, as for times
+    refs = {'local': {ms.check: {'$index': ['$partition', 'num_threads'],
+                                 'local:default': {1: {'create_time':
+                                                       [ms.value / 2, None, 0.1, 'ms/op']}},
+                                 }}}
+    ms = dataclasses.replace(ms, case=dict(ms.case, num_threads=1))
+    assert [r.verdict for r in compare.against_references([ms], refs)] == ['REGRESSION']

@@ -63,6 +63,21 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     #: the copy of that spack.lock kept with the results (<results>/spack/)
     spack_lock_copy = variable(str, value='')
 
+    #: why the test case was skipped: ReFrame prints it but keeps it in no
+    #: report, so every skip of a clusterproof check records it here
+    cp_skip_reason = variable(str, value='')
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # ReFrame's skip() comes first in the MRO of a check
+        # (``class X(rfm.RunOnlyRegressionTest, ClusterproofCheck)``): put
+        # the recording one on every check class.
+        cls.skip = ClusterproofCheck._cp_skip
+
+    def _cp_skip(self, msg=None):
+        self.cp_skip_reason = str(msg or '')
+        rfm.RegressionTest.skip(self, msg)
+
     @run_after('init')
     def _cp_tags(self):
         self.tags |= {self.cp_mode}
@@ -85,18 +100,12 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
             return
         if isinstance(self.reference, dict) and self.reference:
             return              # the check set its own
-        path = references.reference_file(self.current_system.name)
-        if not path.is_file():
-            return
-        data = references.load(path)
-        body = data.get(type(self).__name__)
-        if not body:
-            return
         units = {name: getattr(fn, 'unit', None)
                  for name, fn in self.perf_variables.items()}
-        for where, _check, figure, entry in references.iter_entries(
-                {type(self).__name__: body}, path):
-            references.check_entry(where, entry, units.get(figure))
+        path = references.check_references(self.current_system.name, type(self).__name__,
+                                           units)
+        if path is None:
+            return
         # An absolute path: ReFrame joins it to its reference prefix unchanged.
         self.reference = {'$ref': str(path)}
 

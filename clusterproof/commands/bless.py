@@ -17,7 +17,8 @@ def register(subparsers):
                     'tolerance = 3 standard deviations over the reference, at least 2%%, at most 50%%; a '
                     'lower bound for throughputs, an upper bound for times and latencies. '
                     'Refuses failed tests, smoke sizes, emulated hardware and mixed binary '
-                    'versions. Writes only with --write, recording --reason in the file and '
+                    'versions; a skipped test blesses nothing and keeps its old references. '
+                    'Writes only with --write, recording --reason in the file and '
                     'in <system>.history. With --allow-emulated, blesses emulated results '
                     '(the local cluster, pmem on tmpfs) into <system>.emulated.yaml, against '
                     'which compare judges emulated results and nothing else.')
@@ -75,6 +76,8 @@ def run(args):
             print(f'  {r}')
         print('Select other sessions (--session/--last/--since) or tests (--check).')
         return 2
+    for test, why in sorted(bless.skipped(recs).items()):
+        print(f'not blessed: {test}: {why}')
     ref_path = bless.reference_file(system, emulated=args.allow_emulated)
     existing = bless.load_references(system, ref_path)
     good = [r for r in recs if r.figure]

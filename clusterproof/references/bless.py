@@ -34,7 +34,8 @@ import yaml
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import write_atomic
-from clusterproof.references.judge import default_index, index_value, load_references, reference_file
+from clusterproof.references.judge import (default_index, entry_reference, index_value,
+                                           load_references, parse, reference_file)
 from clusterproof.results.database import percentile
 
 DEFAULT_NSIGMA = 3.0
@@ -97,13 +98,14 @@ def refusals(recs, allow_smoke=False, allow_emulated=False):
     performance check), smoke sizes, emulated hardware, a binary whose
     version differs between the sessions. With ``allow_emulated`` the
     records must all be emulated (they go to ``<system>.emulated.yaml``),
-    and a real one is refused instead."""
+    and a real one is refused instead. A skipped test case measured
+    nothing and blesses nothing (:func:`skipped`); it refuses no other."""
     out = []
     seen = set()
     versions = {}
     for r in recs:
         case_key = (r.session, r.test, r.system, r.partition)
-        if not r.sanity_ok and case_key not in seen:
+        if not r.sanity_ok and not r.skipped and case_key not in seen:
             seen.add(case_key)
             out.append(Refusal(r.session, r.test, '',
                                f'result {r.result} in phase {r.fail_phase}: a failed test is '
@@ -131,6 +133,12 @@ def refusals(recs, allow_smoke=False, allow_emulated=False):
             out.append(Refusal('', f'{check} on {system}:{part}', '',
                                f'mixed binary versions ({detail}); select sessions of one version'))
     return out
+
+
+def skipped(recs):
+    """``{test: skip reason}`` of the skipped test cases of ``recs``: never
+    references (they measured nothing); their old references are kept."""
+    return {r.test: r.why for r in recs if r.skipped}
 
 
 def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
@@ -187,26 +195,17 @@ def diff_rows(existing, new_refs):
     """Rows ``(check, index path, figure, old, new, change)`` for display."""
     rows = []
     for n in new_refs:
-        old = _get_leaf(existing.get(n.check), n.path, n.figure)
+        raw = _get_leaf(existing.get(n.check), n.path, n.figure)
+        old = entry_reference(raw)
         change = ''
-        if isinstance(old, list) and old and isinstance(old[0], (int, float)) and old[0]:
-            change = f'{(n.entry[0] - old[0]) / abs(old[0]) * 100:+.1f}%'
-        elif old is None:
+        if old is not None and isinstance(old.value, (int, float)) and old.value:
+            change = f'{(n.entry[0] - old.value) / abs(old.value) * 100:+.1f}%'
+        elif raw is None:
             change = 'new'
         rows.append((n.check, ' '.join(str(p) for p in n.path), n.figure,
-                     _fmt_entry(old), _fmt_entry(n.entry), change))
+                     '-' if raw is None else str(old or raw), str(entry_reference(n.entry)),
+                     change))
     return rows
-
-
-def _fmt_entry(e):
-    if e is None:
-        return '-'
-    if isinstance(e, list) and e and e[0] == '$xfail':
-        return 'xfail ' + _fmt_entry(e[-1])
-    ref, lo, hi, unit = (list(e) + [None] * 4)[:4]
-    lo_s = '' if lo is None else f'{lo * 100:+.1f}%'
-    hi_s = '' if hi is None else f'{hi * 100:+.1f}%'
-    return f'{ref:g} {unit or ""} [{lo_s or "-inf"}, {hi_s or "+inf"}]'
 
 
 def merged_entries(existing, new_refs):
@@ -315,7 +314,7 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
                + f'\nreason: {reason.strip()}'
                + f'\nsessions: {" ".join(s.uuid for s in sessions)}')
     text = render(old_text, entries, comment)
-    check = yaml.safe_load(text) or {}
+    check = parse(text, path)
     for key, entry in entries.items():
         if check.get(key) != entry:
             raise ClusterproofError(f'{path}: internal error: entry {key} did not survive '

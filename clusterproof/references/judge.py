@@ -5,20 +5,28 @@ Everything that reads or applies a reference goes through this module:
 loading and validating a file (:func:`load`, :func:`validate_file`), finding
 the entry of a measured figure as ReFrame does (:func:`lookup`), its absolute
 bounds (:func:`bounds`), the direction of a figure (:func:`lower_is_better`)
-and the verdict (:func:`judge`). ``compare``, ``report``, ``acceptance`` and
-``bless`` use it; none of them reads the YAML on its own.
+the verdict (:func:`judge`) and the references a system declares
+(:func:`declared`, what ``acceptance`` walks). ``compare``, ``report``,
+``acceptance``, ``bless`` and the checks (``checks.base``, at set-up) use it;
+none of them reads the YAML, parses an entry or applies a bound on its own.
 
 Each top-level key is a check's class name; under it an optional ``$index``
 (test attributes such as ``threads``) and, per index value, figures as
 ``[value, lower, upper, unit]`` lists: ``lower`` and ``upper`` are fractions
 of the value (``-0.1`` = 10 % below), ``null`` for no bound. Throughputs get
 a lower bound only, latencies an upper bound only. An entry
-``['$xfail', 'reason', [value, lower, upper, unit]]`` is an expected failure.
+``['$xfail', 'reason', [value, lower, upper, unit]]`` is an expected failure
+(ReFrame's syntax): this module is the only one that knows it; everything
+else gets a :class:`Reference` whose ``xfail`` holds the reason, and the
+verdicts ``xfail`` (failed as expected, not a regression) and ``xpass``
+(met the reference although a failure was expected: the mark is stale, a
+failure as in ReFrame).
 """
 
 import math
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -62,14 +70,21 @@ def load(path):
     """Parse a references file; a YAML error names the file and the line."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text()
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read: {err.strerror}') from None
+    return parse(text, path)
+
+
+def parse(text, path):
+    """Parse the text of a references file (``path`` names it in errors)."""
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, 'problem_mark', None)
         where = f'{path}:{mark.line + 1}' if mark else str(path)
         raise ClusterproofError(f'{where}: not valid YAML: '
                                 f'{getattr(err, "problem", err)}') from None
-    except OSError as err:
-        raise ClusterproofError(f'{path}: cannot read: {err.strerror}') from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -78,13 +93,90 @@ def load(path):
     return data
 
 
-def check_entry(where, entry, expected_unit=None):
-    """Validate one ``[value, lower, upper, unit]`` entry; return it as a tuple."""
-    if isinstance(entry, list) and entry and entry[0] == '$xfail':
+class Reference(NamedTuple):
+    """One reference entry: ``value`` with relative thresholds ``lower`` and
+    ``upper`` (fractions of the value, None: unbounded), its ``unit``, and
+    for an expected failure (``$xfail``) the reason in ``xfail``."""
+    value: float
+    lower: float = None
+    upper: float = None
+    unit: str = None
+    xfail: str = None
+
+    @property
+    def limits(self):
+        """Absolute (low, high) limits, None where unbounded."""
+        return bounds(self.value, self.lower, self.upper)
+
+    @property
+    def tolerance(self):
+        """``-5.0%/+inf``: the thresholds as text."""
+        return tolerance_text(self.lower, self.upper)
+
+    def same_as(self, other):
+        """True when ``other`` (a Reference or None) gives the same value,
+        thresholds and expected-failure mark (units and reasons aside)."""
+        if other is None:
+            return False
+        return (_close(self.value, other.value) and _close(self.lower, other.lower)
+                and _close(self.upper, other.upper) and bool(self.xfail) == bool(other.xfail))
+
+    def __str__(self):
+        text = f'{self.value:g}' + (f' {self.unit}' if self.unit else '') + \
+            f' [{self.tolerance}]'
+        return f'xfail ({self.xfail}) {text}' if self.xfail else text
+
+
+def _close(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def tolerance_text(lower, upper):
+    """``-5.0%/+inf`` for relative thresholds (None: unbounded); '' when both are."""
+    if lower is None and upper is None:
+        return ''
+    lo = '-inf' if lower is None else f'{lower * 100:+.1f}%'
+    hi = '+inf' if upper is None else f'{upper * 100:+.1f}%'
+    return f'{lo}/{hi}'
+
+
+def entry_reference(entry):
+    """The :class:`Reference` of a raw entry (``[value, lower, upper, unit]``
+    or ``['$xfail', 'reason', [...]]``) without validating it; None when it
+    has not that shape (:func:`check_entry` says what is wrong)."""
+    xfail = None
+    if isinstance(entry, (list, tuple)) and entry and entry[0] == '$xfail':
         if len(entry) != 3:
+            return None
+        xfail, entry = str(entry[1]), entry[2]
+    if not isinstance(entry, (list, tuple)) or len(entry) not in (3, 4) \
+            or isinstance(entry[0], str):
+        return None
+    value, lower, upper = entry[:3]
+    return Reference(value, lower, upper, entry[3] if len(entry) == 4 else None, xfail)
+
+
+def reference_of_record(rec):
+    """The reference ReFrame judged ``rec``'s figure against when the test
+    ran (from its perfvalues), or None when it had none (ReFrame records
+    ``0, None, None`` then). ``xfail`` is set when ReFrame's verdict says it
+    was an expected failure."""
+    if rec.ref is None or (rec.ref == 0 and rec.lower is None and rec.upper is None):
+        return None
+    xfail = 'expected failure' if rec.perf_result in ('xfail', 'xpass') else None
+    return Reference(rec.ref, rec.lower, rec.upper, rec.unit or None, xfail)
+
+
+def check_entry(where, entry, expected_unit=None):
+    """Validate one entry (``[value, lower, upper, unit]`` or ReFrame's
+    ``['$xfail', 'reason', [...]]``); return its :class:`Reference`."""
+    if isinstance(entry, list) and entry and entry[0] == '$xfail':
+        if len(entry) != 3 or not isinstance(entry[1], str):
             raise ClusterproofError(f'{where}: $xfail entries are '
                                     f"['$xfail', 'reason', [value, lower, upper, unit]]")
-        return check_entry(where, entry[2], expected_unit)
+        return check_entry(where, entry[2], expected_unit)._replace(xfail=entry[1])
     if not isinstance(entry, list) or len(entry) not in (3, 4):
         raise ClusterproofError(f'{where}: want [value, lower, upper, unit], found {entry!r}')
     value, lower, upper = entry[:3]
@@ -106,7 +198,7 @@ def check_entry(where, entry, expected_unit=None):
     if expected_unit is not None and unit is not None and unit != expected_unit:
         raise ClusterproofError(f'{where}: unit {unit!r} does not match the '
                                 f'check, which reports {expected_unit!r}')
-    return tuple(entry)
+    return Reference(value, lower, upper, unit)
 
 
 def _is_number(x):
@@ -146,6 +238,22 @@ def validate_file(path):
         check_entry(where, entry)
         count += 1
     return count
+
+
+def check_references(system, check, units):
+    """The references file of ``system`` when it has an entry for the check
+    class ``check`` (else None), every figure of that entry validated
+    against ``units`` (``{figure: unit the check reports}``): what a check
+    loads into ReFrame at set-up (``checks.base``)."""
+    path = reference_file(system)
+    if not path.is_file():
+        return None
+    body = load(path).get(check)
+    if not body:
+        return None
+    for where, _check, figure, entry in iter_entries({check: body}, path):
+        check_entry(where, entry, units.get(figure))
+    return path
 
 
 # -- lookup ------------------------------------------------------------------
@@ -206,43 +314,144 @@ def default_index(rec):
     return ['$partition'] + sorted(rec.params)
 
 
-def lookup(refs, rec):
-    """``(ref, lower, upper, unit)`` of ``rec``'s figure in parsed reference
-    data, resolved as ReFrame does (index levels; without ``$index``, keys
-    ``system:partition``, ``system`` or ``*``); None when absent."""
+def _resolve(refs, rec):
+    """``(keys, node)``: the keys taken through ``rec.check``'s entry and the
+    mapping of figures reached for ``rec``'s test case, resolved as ReFrame
+    does (index levels, an exact key first, then a key that is a regular
+    expression; without ``$index``, keys ``system:partition``, ``system`` or
+    ``*``); None when no entry applies."""
     entry = refs.get(rec.check)
     if not isinstance(entry, dict):
         return None
     index = entry.get('$index')
+    keys = []
     if index:
         node = entry
         for attr in index:
             if not isinstance(node, dict):
                 return None
-            val = index_value(attr, rec)
-            if val in node:
-                node = node[val]
-            elif isinstance(val, str):
-                node = next((v for k, v in node.items() if isinstance(k, str)
-                             and not k.startswith('$') and re.fullmatch(k, val)), None)
-                if node is None:
-                    return None
-            else:
+            key = _match_key(node, index_value(attr, rec))
+            if key is None:
                 return None
+            keys.append(key)
+            node = node[key]
     else:
-        node = None
-        for key in (f'{rec.system}:{rec.partition}', rec.system, '*'):
-            if key in entry:
-                node = entry[key]
-                break
-    if not isinstance(node, dict) or rec.figure not in node:
+        key = next((k for k in (f'{rec.system}:{rec.partition}', rec.system, '*')
+                    if k in entry), None)
+        if key is None:
+            return None
+        keys.append(key)
+        node = entry[key]
+    return (tuple(keys), node) if isinstance(node, dict) else None
+
+
+def _match_key(node, val):
+    if val in node:
+        return val
+    if isinstance(val, str):
+        return next((k for k in node if isinstance(k, str) and not k.startswith('$')
+                     and re.fullmatch(k, val)), None)
+    return None
+
+
+def lookup(refs, rec):
+    """The :class:`Reference` of ``rec``'s figure in parsed reference data,
+    resolved as ReFrame does (see :func:`locate`); None when absent."""
+    found = _resolve(refs, rec)
+    if found is None or rec.figure not in found[1]:
         return None
-    val = node[rec.figure]
-    if isinstance(val, list) and val and val[0] == '$xfail':
-        val = val[-1]
-    if not isinstance(val, (list, tuple)) or len(val) < 3:
-        return None
-    return tuple(list(val) + [None])[:4]
+    return entry_reference(found[1][rec.figure])
+
+
+def locate(refs, rec):
+    """``(check, keys)``: which entry of ``refs`` the test case of ``rec``
+    resolves to (the same identity :func:`declared` gives), or None."""
+    found = _resolve(refs, rec)
+    return None if found is None else (rec.check, found[0])
+
+
+class Declared(NamedTuple):
+    """A reference a system declares: check class, the index attributes
+    and the keys taken at each level, the figure, its :class:`Reference`."""
+    check: str
+    index: tuple
+    keys: tuple
+    figure: str
+    reference: Reference
+
+    @property
+    def where(self):
+        """``(check, keys)``, as :func:`locate` names a test case's entry."""
+        return (self.check, self.keys)
+
+    def label(self):
+        """``IorSharedFile threads=16 @pixstor:clients write_bw``."""
+        parts, at = [], ''
+        for attr, key in zip(self.index, self.keys):
+            if attr in ('$partition', '$system', None):
+                at = f' @{key}'
+            else:
+                parts.append(f'{attr.lstrip("$")}={key}')
+        return ' '.join([self.check] + parts) + at + f' {self.figure}'
+
+
+def declared(refs, system, partitions):
+    """Every reference of parsed ``refs`` that applies to ``system`` with
+    its ``partitions`` (names): what an acceptance must measure. A
+    ``$partition`` level applies with keys ``system:partition`` (or a
+    regular expression matching one), a ``$system`` level with ``system``;
+    any other attribute with every key. Without ``$index``: the key ReFrame
+    takes for each partition (``system:partition``, else ``system``, else
+    ``*``)."""
+    full = [f'{system}:{p}' for p in partitions]
+    out = []
+    for check, entry in refs.items():
+        if not isinstance(entry, dict):
+            continue
+        index = entry.get('$index')
+        body = {k: v for k, v in entry.items() if k != '$index'}
+        if index:
+            levels = [(attr, _applying(body, attr, system, full)) for attr in index]
+            out += _declared_walk(check, tuple(index), body, levels, ())
+        else:
+            used = []
+            for name in full:
+                key = next((k for k in (name, system, '*') if k in body), None)
+                if key is not None and key not in used:
+                    used.append(key)
+            for key in used:
+                out += _declared_walk(check, (None,), {key: body[key]},
+                                      [(None, lambda node: [key])], ())
+    return out
+
+
+def _applying(body, attr, system, full):
+    """The keys of a level of ``attr`` that apply to the system (a function of
+    the node, since each node has its own keys)."""
+    if attr == '$partition':
+        names = full
+    elif attr == '$system':
+        names = [system]
+    else:
+        return lambda node: [k for k in node if not (isinstance(k, str) and k.startswith('$'))]
+    return lambda node: [k for k in node
+                         if any(_match_key(node, n) == k for n in names)]
+
+
+def _declared_walk(check, index, node, levels, keys):
+    if not levels:
+        out = []
+        for figure, entry in node.items():
+            ref = entry_reference(entry)
+            if ref is not None:
+                out.append(Declared(check, index, keys, figure, ref))
+        return out
+    out = []
+    for key in levels[0][1](node):
+        child = node.get(key)
+        if isinstance(child, dict):
+            out += _declared_walk(check, index, child, levels[1:], keys + (key,))
+    return out
 
 
 def bounds(ref, lower, upper):
@@ -254,10 +463,18 @@ def bounds(ref, lower, upper):
 
 # -- judging ------------------------------------------------------------------
 
-def judge(value, ref, lower, upper, lower_is_better):
+#: verdicts that fail a comparison or an acceptance (``xpass`` as ReFrame
+#: counts it: an expected failure that did not happen, a stale ``$xfail``)
+FAILING = ('REGRESSION', 'FAILED', 'xpass')
+
+
+def judge(value, ref, lower, upper, lower_is_better, xfail=None):
     """Verdict of ``value`` against ``ref`` with relative thresholds:
     ``pass``, ``REGRESSION`` (worse than the tolerance allows), ``better``,
-    ``no-ref`` (no reference) or ``FAILED`` (no finite value)."""
+    ``no-ref`` (no reference) or ``FAILED`` (no finite value). For an
+    expected failure (``xfail``, the reason of a ``$xfail`` entry):
+    ``xfail`` where it would be a regression (failed as expected, not
+    counted as a regression), ``xpass`` where it would pass or be better."""
     if ref is None:
         return 'no-ref'
     if value is None or not math.isfinite(value):
@@ -266,5 +483,17 @@ def judge(value, ref, lower, upper, lower_is_better):
     below = lo is not None and value < lo
     above = hi is not None and value > hi
     if lower_is_better:
-        return 'REGRESSION' if above else 'better' if below else 'pass'
-    return 'REGRESSION' if below else 'better' if above else 'pass'
+        verdict = 'REGRESSION' if above else 'better' if below else 'pass'
+    else:
+        verdict = 'REGRESSION' if below else 'better' if above else 'pass'
+    if xfail:
+        return 'xfail' if verdict == 'REGRESSION' else 'xpass'
+    return verdict
+
+
+def judge_reference(value, reference, lower_is_better):
+    """:func:`judge` of ``value`` against a :class:`Reference` (None: ``no-ref``)."""
+    if reference is None:
+        return 'no-ref'
+    return judge(value, reference.value, reference.lower, reference.upper,
+                 lower_is_better, reference.xfail)

@@ -9,7 +9,17 @@ Verdicts of one figure:
 ``not-judged``  a smoke figure, or an emulated figure with no reference
                 blessed from emulated runs: never judged against a real
                 system's references
+``xfail``       worse than the tolerance, and the reference says ``$xfail``
+                (an expected failure): not a regression
+``xpass``       the reference says ``$xfail`` but the figure met it: the
+                mark is stale; a failure, as ReFrame counts it
 ``FAILED``      the test case failed before its figures were measured
+``skipped``     the test case was skipped (the reason in its flags)
+
+Every verdict and bound comes from :mod:`clusterproof.references.judge`.
+A row whose reference today differs from the one ReFrame judged the figure
+against when it ran (a re-bless or an edit since) carries the flag
+``ref-changed`` and the old reference in ``Row.ran_against``.
 
 Drift is what no single night trips: the rolling median of the last
 ``window`` sessions worse than the reference by more than ``drop``, or a
@@ -24,7 +34,9 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from clusterproof.references.judge import judge, lookup, references_for  # noqa: F401
+from clusterproof.references.judge import (FAILING, judge, judge_reference, lookup,  # noqa: F401
+                                           reference_of_record, references_for,
+                                           tolerance_text)
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
@@ -46,6 +58,9 @@ class Row:
     verdict: str = 'no-ref'
     flags: list = field(default_factory=list)
     lower_is_better: bool = False
+    #: with the flag ``ref-changed``: the reference ReFrame judged against
+    #: when the test ran (a judge.Reference; None: it had none)
+    ran_against: object = None
 
     @property
     def ratio(self):
@@ -55,20 +70,36 @@ class Row:
 
     @property
     def tolerance(self):
-        lo = '' if self.lower is None else f'{self.lower * 100:+.1f}%'
-        hi = '' if self.upper is None else f'{self.upper * 100:+.1f}%'
-        if not lo and not hi:
-            return ''
-        return f'{lo or "-inf"}/{hi or "+inf"}'
+        return tolerance_text(self.lower, self.upper)
 
     @property
     def regression(self):
-        return self.verdict in ('REGRESSION', 'FAILED')
+        """True for a verdict that fails the comparison (judge.FAILING)."""
+        return self.verdict in FAILING
 
 
 def _failed_row(r):
-    return Row(r.system, r.partition, r.test, '(test)', '', None, None,
-               verdict='FAILED', flags=r.flags + [f'{r.result} in {r.fail_phase}'])
+    """The row of a test case that measured nothing: ``skipped`` with the
+    skip reason, else ``FAILED`` with the phase and the reason."""
+    if r.skipped:
+        return Row(r.system, r.partition, r.test, '(test)', '', None, None,
+                   verdict='skipped', flags=r.flags + [r.why])
+    return Row(r.system, r.partition, r.test, '(test)', '', None, None, verdict='FAILED',
+               flags=r.flags + [f'{r.result} in {r.fail_phase}'
+                                + (f': {r.reason}' if r.reason else '')])
+
+
+def _judged(row, r, found):
+    """Judge ``r`` against the Reference ``found`` into ``row``; flag
+    ``ref-changed`` when ReFrame judged it against another reference (only
+    for references ReFrame loads: neither smoke nor emulated figures)."""
+    row.base, row.lower, row.upper = found.value, found.lower, found.upper
+    row.verdict = judge_reference(r.value, found, r.lower_is_better)
+    if not r.smoke and not r.emulated:
+        old = reference_of_record(r)
+        if not found.same_as(old):
+            row.flags = row.flags + ['ref-changed']
+            row.ran_against = old
 
 
 def against_references(recs, refs_by_system=None):
@@ -90,18 +121,17 @@ def against_references(recs, refs_by_system=None):
             # own (real hardware) reference, if any, and judge nothing.
             found = lookup(references_for(refs_by_system, r.system), r)
             if found:
-                row.base, row.lower, row.upper = found[0], found[1], found[2]
+                row.base, row.lower, row.upper = found.value, found.lower, found.upper
                 row.verdict = 'not-judged'
             rows.append(row)
             continue
         if found and r.smoke:
             # Smoke sizes are not comparable with any reference: show it,
             # judge nothing.
-            row.base, row.lower, row.upper = found[0], found[1], found[2]
+            row.base, row.lower, row.upper = found.value, found.lower, found.upper
             row.verdict = 'not-judged'
         elif found:
-            row.base, row.lower, row.upper = found[0], found[1], found[2]
-            row.verdict = judge(r.value, row.base, row.lower, row.upper, r.lower_is_better)
+            _judged(row, r, found)
         rows.append(row)
     return rows
 
@@ -123,7 +153,7 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
         b = base.get(r.key)
         if b is not None:
             found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
-            lower, upper = (found[1], found[2]) if found else (None, None)
+            lower, upper = (found.lower, found.upper) if found else (None, None)
             if lower is None and upper is None:
                 lower, upper = ((None, tolerance) if r.lower_is_better else (-tolerance, None))
             row.base, row.lower, row.upper = b.value, lower, upper
@@ -170,13 +200,13 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
         lib = last.lower_is_better
         vals = [r.value for r in rs]
         found = lookup(references_for(refs_by_system, last.system, last.emulated), last)
-        if found and found[0] and len(vals) >= window:
+        if found and found.value and not found.xfail and len(vals) >= window:
             med = statistics.median(vals[-window:])
-            change = (med - found[0]) / abs(found[0])
+            change = (med - found.value) / abs(found.value)
             if (change > drop) if lib else (change < -drop):
                 out.append(Drift(*key[:2], key[3], key[4], last.unit, 'median',
                                  f'median of the last {window} sessions {med:.4g} is '
-                                 f'{change * 100:+.1f}% from the reference {found[0]:.4g} '
+                                 f'{change * 100:+.1f}% from the reference {found.value:.4g} '
                                  f'(limit {drop * 100:g}%)'))
         if nights and len(vals) > nights:
             tail = vals[-(nights + 1):]
@@ -204,7 +234,7 @@ def format_rows(rows):
         for r in rs:
             table.append((r.figure, r.unit, _num(r.base), _num(r.value),
                           '' if r.ratio is None else f'{r.ratio:.3f}', r.tolerance,
-                          r.verdict, ','.join(r.flags)))
+                          r.verdict, ','.join(_flag_text(r, f) for f in r.flags)))
     cells = [t for t in table if isinstance(t, tuple)]
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
     fmt = '  ' + '  '.join(f'{{:<{w}}}' for w in widths)
@@ -214,6 +244,12 @@ def format_rows(rows):
             continue
         lines.append(t if isinstance(t, str) else fmt.format(*t).rstrip())
     return '\n'.join(lines)
+
+
+def _flag_text(row, flag):
+    if flag == 'ref-changed':
+        return f'ref-changed (ran against {row.ran_against or "no reference"})'
+    return flag
 
 
 def _num(x):

@@ -12,7 +12,10 @@ the provenance of :class:`clusterproof.checks.base.ClusterproofCheck` (``cp_mode
 ``binary_path``, ``binary_version``, ``spack_spec``, ``spack_lock_hash``),
 its parameters and ``job_nodelist``. So the database is the one record;
 this module only reads it (read-only sqlite) and flattens it into
-:class:`Record` rows, one per test case and figure.
+:class:`Record` rows, one per test case and figure, and one row with figure
+``''`` for a test case that failed before its figures or was skipped
+(``result`` ``skip``, ``reason`` the skip message that the check recorded
+in ``cp_skip_reason``; ReFrame's report keeps none).
 """
 
 import json
@@ -89,6 +92,7 @@ class Record:
     binary_version: str
     time: float             # job completion (unix time)
     case: dict              # the whole test case of the report (shared)
+    reason: str = ''        # why the test case failed or was skipped
 
     @property
     def key(self):
@@ -105,7 +109,24 @@ class Record:
 
     @property
     def sanity_ok(self):
-        return self.result == 'pass' or self.fail_phase == 'performance'
+        """The test case ran and measured: it passed, or only its
+        performance check failed (also as an expected failure, xfail/xpass)."""
+        return self.result in ('pass', 'xfail', 'xpass') or self.fail_phase == 'performance'
+
+    @property
+    def skipped(self):
+        return self.result == 'skip'
+
+    @property
+    def why(self):
+        """``skipped: <reason>`` or ``failed in <phase>: <reason>`` for a test
+        case that measured nothing; '' for one that ran."""
+        if self.skipped:
+            return f'skipped: {self.reason or "(no reason recorded)"}'
+        if self.sanity_ok:
+            return ''
+        what = 'aborted' if self.result == 'abort' else 'failed'
+        return f'{what} in {self.fail_phase or "?"}' + (f': {self.reason}' if self.reason else '')
 
     @property
     def lower_is_better(self):
@@ -216,7 +237,8 @@ def _resolve_id(conn, db, ident):
 def records(sessions):
     """Flatten sessions into :class:`Record` rows (test cases without
     performance values still give one row with figure ``''`` when they
-    failed, so a failed sanity is never lost)."""
+    failed or were skipped, so a failed sanity or a skip is never lost;
+    readers of figures skip the rows without one)."""
     out = []
     for sess in sessions:
         for tc in sess.cases:
@@ -229,9 +251,11 @@ def records(sessions):
                 mode=tc.get('cp_mode', ''), smoke=bool(tc.get('cp_smoke')),
                 emulated=is_emulated(tc),
                 binary_version=tc.get('binary_version', '') or '',
-                time=tc.get('job_completion_time_unix') or sess.start, case=tc)
+                time=tc.get('job_completion_time_unix') or sess.start, case=tc,
+                reason=_first_line(tc.get('cp_skip_reason') if tc.get('result') == 'skip'
+                                   else tc.get('fail_reason')))
             perf = tc.get('perfvalues') or {}
-            if not perf and tc.get('result') not in ('pass', 'skip'):
+            if not perf and tc.get('result') != 'pass':
                 out.append(Record(figure='', value=float('nan'), unit='', ref=None,
                                   lower=None, upper=None, perf_result='', **common))
             for key, pv in perf.items():
@@ -242,6 +266,10 @@ def records(sessions):
                                   unit=unit or '', ref=ref, lower=lower, upper=upper,
                                   perf_result=res or '', **common))
     return out
+
+
+def _first_line(text):
+    return (text or '').strip().split('\n', 1)[0]
 
 
 def by_key(recs):
