@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 from clusterproof.references import bless
+from clusterproof.references.judge import lower_is_better
 from clusterproof.results import changes, compare
 from clusterproof.results.database import Record
 
@@ -90,7 +91,7 @@ class Series:
 
     @property
     def lower_is_better(self):
-        return self.unit == 's'
+        return lower_is_better(self.unit)
 
 
 def make_series(model, rng, unit, step=0.0, worse=True):
@@ -98,7 +99,7 @@ def make_series(model, rng, unit, step=0.0, worse=True):
     random night, in the worse or better direction of ``unit``."""
     p = NOISE_MODELS[model]
     n = NIGHTS
-    worse_sign = 1 if unit == 's' else -1
+    worse_sign = 1 if lower_is_better(unit) else -1
     level = np.full(n, 100.0 if unit == 'GB/s' else 10.0)
     values = level * (1 + p['cv'] * rng.standard_normal(n))
     if 'modes' in p:

@@ -32,3 +32,14 @@ def clusterproof(args, results, refs, timeout=WAIT_S):
     return subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof')] + list(args),
                           cwd=REPO, env=cp_env(results, refs), capture_output=True,
                           text=True, timeout=timeout)
+
+
+def without_binary(env, name, empty_view):
+    """``env`` where the checks cannot find ``name``: an empty Spack view
+    (``CLUSTERPROOF_SPACK_VIEW``) and no PATH directory that holds it, so a
+    check using it skips for real."""
+    Path(empty_view).mkdir(parents=True, exist_ok=True)
+    env = dict(env, CLUSTERPROOF_SPACK_VIEW=str(empty_view))
+    env['PATH'] = os.pathsep.join(d for d in env.get('PATH', '').split(os.pathsep)
+                                  if not os.access(os.path.join(d, name), os.X_OK))
+    return env

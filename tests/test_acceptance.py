@@ -9,13 +9,13 @@ own. The verdict table is also tested on records of real runs.
 """
 
 import dataclasses
-import os
 import subprocess
 
 from clusterproof.commands.acceptance import reframe_status, verdict_table
 from clusterproof.results.database import load_sessions, records
 from conftest import WAIT_S
-from results_helpers import REPO, SELFTEST_CHECKS, clusterproof, cp_env, recorded_results
+from results_helpers import (REPO, SELFTEST_CHECKS, clusterproof, cp_env, recorded_results,
+                             without_binary)
 
 ARGS = ['acceptance', '--system', 'local', '--repetitions', '2',
         '--checks', str(SELFTEST_CHECKS), '--', '-n', 'DevZeroCopy%num_threads=1',
@@ -66,11 +66,7 @@ def test_acceptance_fails_a_referenced_check_that_was_skipped(tmp_path):
         '  $index: [threads]\n'
         '  1:\n'
         '    write_max_gbs: [1.0, -0.5, null, GB/s]\n')
-    env = cp_env(tmp_path / 'results', refs)
-    (tmp_path / 'view').mkdir()
-    env['CLUSTERPROOF_SPACK_VIEW'] = str(tmp_path / 'view')
-    env['PATH'] = os.pathsep.join(d for d in env['PATH'].split(os.pathsep)
-                                  if not os.access(os.path.join(d, 'ior'), os.X_OK))
+    env = without_binary(cp_env(tmp_path / 'results', refs), 'ior', tmp_path / 'view')
     proc = subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof'), 'acceptance',
                            '--system', 'local', '--repetitions', '1', '--',
                            '-n', 'IorSharedFile%threads=1$'],

@@ -8,6 +8,7 @@ import re
 
 from clusterproof.results import compare
 from clusterproof.references.bless import derive, merged_entries
+from clusterproof.references.judge import reference_of_record
 from clusterproof.results.database import load_sessions, records
 import yaml
 
@@ -51,6 +52,21 @@ def test_round_trip_bless_compare_and_slowed_run(tmp_path):
     assert re.search(r'copy_time\s+s\s+\S+\s+\S+\s+\S+\s+\S+\s+REGRESSION', out.stdout)
     out = clusterproof(['compare', again, slowed, '--history', '0'], results, refs)
     assert out.returncode == 1 and 'REGRESSION' in out.stdout
+
+    # The references change after the run: compare judges against today's
+    # file and flags every row whose reference is not the one ReFrame used.
+    blessed = (refs / 'local.yaml').read_text()
+    ran = {r.figure: reference_of_record(r) for r in records(load_sessions(
+        results / 'results.db', ids=[again])) if r.test.endswith('=1')}
+    assert ran['copy_bw'] and ran['copy_time']          # ReFrame judged with the blessed file
+    entry = yaml.safe_load(blessed)['DevZeroCopy']['local:default'][1]
+    assert tuple(entry['copy_bw'][:3]) == ran['copy_bw'][:3]
+    (refs / 'local.yaml').write_text(blessed.replace(
+        f'copy_bw: [{entry["copy_bw"][0]}', f'copy_bw: [{entry["copy_bw"][0] * 2}', 1))
+    out = clusterproof(['compare', again, '--history', '0'], results, refs)
+    changed = [x for x in out.stdout.splitlines() if 'ref-changed' in x]
+    assert len(changed) == 1 and changed[0].split()[0] == 'copy_bw', out.stdout
+    assert f'ref-changed (ran against {ran["copy_bw"]})' in changed[0]
 
 
 @need_netns

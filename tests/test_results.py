@@ -10,7 +10,8 @@ from clusterproof import ClusterproofError
 from clusterproof.results.database import (load_sessions, lower_is_better, parse_since, percentile,
                                   records)
 from clusterproof.results.database import test_params as params_of
-from results_helpers import RECORDED_DB, recorded_results
+from conftest import REPO, reframe_env, run_reframe
+from results_helpers import RECORDED_DB, recorded_results, without_binary
 
 
 @pytest.fixture
@@ -73,3 +74,27 @@ def test_helpers():
     assert parse_since('30d', now) == now - 30 * 86400
     with pytest.raises(ClusterproofError, match='--since'):
         parse_since('thirty days')
+
+
+def test_a_skipped_test_case_is_a_record_with_its_reason(tmp_path):
+    """A real skip (IOR without an ior binary): one record without a figure,
+    the reason the check gave; compare shows it ``skipped`` (not a
+    regression), bless blesses nothing for it and refuses nothing, the
+    histories leave it out."""
+    from clusterproof.references import bless
+    from clusterproof.results import compare, history
+    results = tmp_path / 'results'
+    env = without_binary(reframe_env(results, 'acceptance'), 'ior', tmp_path / 'view')
+    proc = run_reframe(['-c', str(REPO / 'reframe_checks'), '-r', '--system', 'local',
+                        '-n', 'IorSharedFile%threads=1$'], results, mode='acceptance',
+                       extra_env=env)
+    assert proc.returncode == 0 and '1 skipped' in proc.stdout, proc.stdout + proc.stderr
+    sessions = load_sessions(results / 'results.db')
+    [rec] = records(sessions)
+    assert rec.skipped and rec.figure == '' and not rec.sanity_ok
+    assert rec.reason.startswith('ior not found') and 'install ior@4.0.0' in rec.reason
+    assert rec.why == f'skipped: {rec.reason}'
+    [row] = compare.against_references([rec], {'local': {}, 'local.emulated': {}})
+    assert row.verdict == 'skipped' and not row.regression and rec.why in row.flags
+    assert bless.refusals([rec]) == [] and bless.skipped([rec]) == {rec.test: rec.why}
+    assert history.from_records(sessions, [rec]) == []

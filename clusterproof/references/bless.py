@@ -34,8 +34,9 @@ import yaml
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import write_atomic
-from clusterproof.references.judge import (default_index, entry_reference, index_value,
-                                           load_references, parse, reference_file)
+from clusterproof.references.judge import (default_index, entry_reference, index_of,
+                                           index_value, load_references, parse,
+                                           reference_file)
 from clusterproof.results.database import percentile
 
 DEFAULT_NSIGMA = 3.0
@@ -157,8 +158,7 @@ def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
     for r in recs:
         if not r.figure or not math.isfinite(r.value):
             continue
-        entry = existing.get(r.check) if isinstance(existing.get(r.check), dict) else {}
-        index = list(entry.get('$index') or default_index(r))
+        index = index_of(existing.get(r.check)) or default_index(r)
         path = tuple(index_value(a, r) for a in index)
         groups.setdefault((r.check, tuple(index), path, r.figure), []).append(r)
     out = []
@@ -216,7 +216,7 @@ def merged_entries(existing, new_refs):
         old = existing.get(n.check)
         if n.check not in out:
             base = old if isinstance(old, dict) else {}
-            if list(base.get('$index') or []) != n.index:
+            if (index_of(base) or []) != n.index:
                 base = {}       # a new index: the old layout cannot be merged
             out[n.check] = _deepcopy({'$index': n.index, **{k: v for k, v in base.items()
                                                            if k != '$index'}})

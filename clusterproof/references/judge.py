@@ -308,6 +308,14 @@ def _scalar(text):
     return text
 
 
+def index_of(entry):
+    """The ``$index`` of a check's entry (its list of test attributes), or
+    None for an entry without one (or no entry)."""
+    if not isinstance(entry, dict) or not entry.get('$index'):
+        return None
+    return list(entry['$index'])
+
+
 def default_index(rec):
     """``[$partition, <parameters of the test>]``: what a check declares when
     its references depend on the partition and on its parameters."""
@@ -323,7 +331,7 @@ def _resolve(refs, rec):
     entry = refs.get(rec.check)
     if not isinstance(entry, dict):
         return None
-    index = entry.get('$index')
+    index = index_of(entry)
     keys = []
     if index:
         node = entry
@@ -408,7 +416,7 @@ def declared(refs, system, partitions):
     for check, entry in refs.items():
         if not isinstance(entry, dict):
             continue
-        index = entry.get('$index')
+        index = index_of(entry)
         body = {k: v for k, v in entry.items() if k != '$index'}
         if index:
             levels = [(attr, _applying(body, attr, system, full)) for attr in index]
