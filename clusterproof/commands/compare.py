@@ -19,7 +19,11 @@ def register(subparsers):
                     'more than --drift-percent, or a figure worse --drift-nights sessions in '
                     'a row. Emulated results are judged only against references blessed '
                     'from emulated runs (<system>.emulated.yaml, bless --allow-emulated), '
-                    'flagged emulated-ref. Exit status 1 on a regression, a failed test or '
+                    'flagged emulated-ref. A reference marked $xfail gives xfail (failed as '
+                    'expected) or xpass (the mark is stale); a row whose reference differs '
+                    'from the one ReFrame judged it against when it ran is flagged '
+                    'ref-changed with that reference; a skipped test is shown skipped with '
+                    'its reason. Exit status 1 on a regression, an xpass, a failed test or '
                     'drift; 0 otherwise.')
     p.add_argument('sessions', nargs='*', metavar='SESSION',
                    help='session uuid or unique prefix: SESSION, or BASE SESSION')
