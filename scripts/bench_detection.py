@@ -35,16 +35,20 @@ noise model's rate.
 """
 
 import argparse
+import json
 import math
+import re
 import statistics
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from clusterproof.references import bless
 from clusterproof.references.judge import lower_is_better
-from clusterproof.results import changes, compare
+from clusterproof.results import changes, compare, history
 from clusterproof.results.database import Record
 
 NIGHTS = 120
@@ -83,15 +87,18 @@ TARGET_FA = 1.0
 # -- series ---------------------------------------------------------------------
 
 class Series:
-    __slots__ = ('model', 'values', 'unit', 'step_at', 'step', 'sign')
+    __slots__ = ('model', 'values', 'unit', 'step_at', 'step', 'sign', 'figure', 'first')
 
-    def __init__(self, model, values, unit, step_at=None, step=0.0, sign=0):
+    def __init__(self, model, values, unit, step_at=None, step=0.0, sign=0, figure='',
+                 first=FIRST_JUDGED):
         self.model, self.values, self.unit = model, values, unit
         self.step_at, self.step, self.sign = step_at, step, sign
+        self.figure = figure
+        self.first = first      # the first night judged (today's rule blesses before)
 
     @property
     def lower_is_better(self):
-        return lower_is_better(self.unit)
+        return lower_is_better(self.unit, self.figure)
 
 
 def make_series(model, rng, unit, step=0.0, worse=True):
@@ -155,10 +162,10 @@ def method_today(series):
     (rolling median of 7, 5 nights worse in a row). Consecutive alarm
     nights are one alarm."""
     recs = [_record(series, t, v) for t, v in enumerate(series.values)]
-    refs = {'bench': bless.merged_entries({}, bless.derive(recs[:FIRST_JUDGED]))}
+    refs = {'bench': bless.merged_entries({}, bless.derive(recs[:series.first]))}
     worse = 1 if series.lower_is_better else -1
     alarms, on = [], False
-    for t in range(FIRST_JUDGED, NIGHTS):
+    for t in range(series.first, len(series.values)):
         row = compare.against_references([recs[t]], refs)[0]
         alarm = row.verdict == 'REGRESSION' or bool(
             compare.drift(recs[max(0, t - 29):t + 1], refs))
@@ -170,7 +177,7 @@ def method_today(series):
 
 def _record(series, t, value):
     return Record(session=f's{t}', start=float(t), system='bench', partition='p',
-                  environ='e', check='Bench', test='Bench', figure='value',
+                  environ='e', check='Bench', test='Bench', figure=series.figure or 'value',
                   value=float(value), unit=series.unit, ref=None, lower=None, upper=None,
                   perf_result='', result='pass', fail_phase=None, mode='nightly',
                   smoke=False, emulated=False, binary_version='', time=float(t), case={})
@@ -315,6 +322,165 @@ def evaluate(name, data):
     return scores, time.process_time() - t0
 
 
+# -- real series ---------------------------------------------------------------------------
+# Histories recorded on this machine by scripts/record-series: real runs of
+# the suite's checks with real slowdowns injected at known sessions
+# (tests/data/history-real/README.md says how). labels.json names the
+# sessions of each injection and the figures it is expected to move.
+
+REAL_DIR = Path(__file__).resolve().parent.parent / 'tests' / 'data' / 'history-real'
+#: today's rule blesses its reference from the sessions before this one;
+#: the first injection starts there
+REAL_FIRST_JUDGED = 10
+#: an expected figure counts as a real step when the injection moved it at
+#: least this much (median of its sessions against the baseline before it)
+REAL_MIN_STEP = 0.05
+
+
+@dataclass
+class Injection:
+    kind: str
+    first: int              # index of its first session
+    last: int
+    expected: list          # regular expressions on '<test> <figure>'
+
+
+class RealSeries(Series):
+    """One recorded figure: ``sessions[i]`` is the session index of
+    ``values[i]`` (a failed test case leaves a session out)."""
+    __slots__ = ('name', 'sessions')
+
+
+def load_real(directory=REAL_DIR):
+    """``(series, injections, n_sessions)`` of a directory written by
+    scripts/record-series (``labels.json`` and the CSV beside it)."""
+    directory = Path(directory)
+    labels = json.loads((directory / 'labels.json').read_text())
+    index = {s['session']: s['index'] for s in labels['sessions']}
+    injections = [Injection(i['kind'], i['first'], i['last'], i['expected'])
+                  for i in labels['injections']]
+    out = []
+    for h in history.load(sorted(directory.glob('*.csv'))):
+        sessions = [index[p.session] for p in h.points]
+        s = RealSeries(f'{h.test} {h.figure}', np.array(h.values), h.unit,
+                       figure=h.figure, first=REAL_FIRST_JUDGED)
+        s.name, s.sessions = f'{h.test} {h.figure}', sessions
+        out.append(s)
+    return out, injections, len(labels['sessions'])
+
+
+def measured_step(series, inj, injections):
+    """Relative change of the median of ``inj``'s sessions against the
+    median of the baseline sessions just before it, signed so that > 0 is
+    worse (None when either side has no session)."""
+    prev_end = max([j.last + 1 for j in injections if j.last < inj.first], default=0)
+    y = np.log(series.values)
+    ses = np.array(series.sessions)
+    before = y[(ses >= prev_end) & (ses < inj.first)]
+    during = y[(ses >= inj.first) & (ses <= inj.last)]
+    if not len(before) or not len(during):
+        return None
+    worse = 1 if series.lower_is_better else -1
+    return math.expm1(worse * (np.median(during) - np.median(before)))
+
+
+class RealScore:
+    """Per injection kind: figures expected to move, those that moved by
+    REAL_MIN_STEP or more, those found (and when); alarms of other figures
+    at an injection; false alarms on the sessions without one."""
+
+    def __init__(self, injections):
+        self.injections = injections
+        self.kinds = {i.kind: dict(expected=0, moved=0, delays=[], other=0)
+                      for i in injections}
+        self.false = 0
+        self.sessions = 0
+        self.false_where = []
+
+    def _near(self, session, placed):
+        """The injection an alarm belongs to, if any: its change placed
+        within MATCH sessions of the injection's start or end (for today's
+        rule, which places nothing: raised during it or up to MATCH after)."""
+        for inj in self.injections:
+            if placed is None:
+                if inj.first <= session <= inj.last + 1 + MATCH:
+                    return inj
+            elif min(abs(placed - inj.first), abs(placed - inj.last - 1)) <= MATCH:
+                return inj
+        return None
+
+    def add(self, series, alarms, locates):
+        ses = series.sessions
+        quiet = [t for t in ses[series.first:] if not any(
+            i.first <= t <= i.last + MATCH for i in self.injections)]
+        self.sessions += len(quiet)
+        worse = 1 if series.lower_is_better else -1
+        alarmed = set()
+        for night, placed, sign in alarms:
+            session = ses[night]
+            placed = ses[placed] if (placed is not None and locates) else None
+            if night < series.first:
+                continue
+            inj = self._near(session, placed)
+            if inj is None:
+                self.false += 1
+                self.false_where.append((series.name, session))
+            else:
+                alarmed.add(inj.kind)
+        for inj in self.injections:
+            k = self.kinds[inj.kind]
+            if not any(re.search(e, series.name) for e in inj.expected):
+                k['other'] += inj.kind in alarmed
+                continue
+            k['expected'] += 1
+            step = measured_step(series, inj, self.injections)
+            if step is None or step < REAL_MIN_STEP:
+                continue
+            k['moved'] += 1
+            delay = None
+            for night, placed, sign in alarms:
+                p = ses[placed] if (placed is not None and locates) else None
+                if (sign == worse and ses[night] >= inj.first
+                        and (p is None or abs(p - inj.first) <= MATCH)):
+                    delay = ses[night] - inj.first
+                    break
+            k['delays'].append(delay)
+
+    @property
+    def fa_rate(self):
+        return 1000.0 * self.false / self.sessions if self.sessions else 0.0
+
+
+def evaluate_real(name, series, injections):
+    _, fn, _ = METHODS[name]
+    sc = RealScore(injections)
+    t0 = time.process_time()
+    for s in series:
+        sc.add(s, fn(s), name != 'today')
+    return sc, time.process_time() - t0
+
+
+def real_table(name, sc, cpu):
+    lines = [f'{name} on the real series  ({cpu:.1f} s CPU)',
+             f'  {"injection":<10} {"sessions":>8} {"expected":>8} {"moved":>6} '
+             f'{"found":>6} {"recall":>6} {"delay":>6} {"others":>7}',
+             f'  {"":<10} {"":>8} {"figures":>8} {">=5%":>6} {"<=3":>6} {"%":>6} '
+             f'{"median":>6} {"alarmed":>7}']
+    for inj in sc.injections:
+        k = sc.kinds[inj.kind]
+        found = [d for d in k['delays'] if d is not None and d <= WITHIN]
+        rec = len(found) / len(k['delays']) if k['delays'] else None
+        med = statistics.median(found) if found else None
+        lines.append(f'  {inj.kind:<10} {f"{inj.first}-{inj.last}":>8} {k["expected"]:>8} '
+                     f'{k["moved"]:>6} {len(found):>6} {_pct(rec):>6} '
+                     f'{"-" if med is None else f"{med:g}":>6} {k["other"]:>7}')
+    lines.append(f'  false alarms: {sc.false} in {sc.sessions} figure-sessions without an '
+                 f'injection: {sc.fa_rate:.2f} per 1000')
+    for where, session in sc.false_where:
+        lines.append(f'    {where} at session {session}')
+    return '\n'.join(lines)
+
+
 # -- printing -----------------------------------------------------------------------------
 
 def _pct(x):
@@ -410,6 +576,20 @@ def available(name):
         return False
 
 
+def print_real(directory, names):
+    if not (directory / 'labels.json').is_file():
+        print(f'\nreal series: no {directory / "labels.json"}; skipped')
+        return
+    series, injections, n = load_real(directory)
+    print(f'\nreal series: {directory.name} ({n} sessions, {len(series)} figures, smoke '
+          f'sizes on system local; scripts/record-series); judged sessions '
+          f'{REAL_FIRST_JUDGED}-{n - 1}')
+    for name in names:
+        sc, cpu = evaluate_real(name, series, injections)
+        print()
+        print(real_table(name, sc, cpu))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--size', choices=SIZES, default='small')
@@ -422,6 +602,9 @@ def main(argv=None):
                          'ruptures-pelt 80 s; full about six times as long)')
     ap.add_argument('--models', default=','.join(NOISE_MODELS),
                     help='comma-separated noise models')
+    ap.add_argument('--real', default=str(REAL_DIR), metavar='DIR',
+                    help='recorded real series with injected slowdowns (scripts/record-series; '
+                         'default %(default)s); none: leave them out')
     args = ap.parse_args(argv)
     names = [m.strip() for m in args.methods.split(',') if m.strip()]
     if names == ['all']:
@@ -447,6 +630,8 @@ def main(argv=None):
     for name, (scores, cpu) in results.items():
         print()
         print(table(name, scores, cpu, None if name == 'today' else base))
+    if args.real != 'none':
+        print_real(Path(args.real), list(results))
     print()
     chosen = results['changes'][0]
     if set(QUIET) <= set(chosen):
