@@ -39,12 +39,11 @@ def console_messages(stderr):
 
 def plot_data(page):
     """{div id: (data, layout)} of every plot of the page, as plotly wrote it."""
-    dec = json.JSONDecoder()
     out = {}
-    for m in re.finditer(r'Plotly\.newPlot\(\s*"([^"]+)",\s*', page):
-        data, end = dec.raw_decode(page, m.end())
-        layout, _ = dec.raw_decode(page, re.match(r',\s*', page[end:]).end() + end)
-        out[m.group(1)] = (data, layout)
+    for m in re.finditer(r'<script type="application/json" id="([^"]+)-spec">(.*?)</script>',
+                         page, re.S):
+        spec = json.loads(m.group(2))
+        out[m.group(1)] = (spec['data'], spec['layout'])
     return out
 
 
@@ -193,9 +192,20 @@ PROBE = """<script>window.addEventListener('load', function(){
   ['counts', 'changes-table', 'failures'].forEach(function(id){
     var e = document.getElementById(id);
     out[id] = e ? e.getBoundingClientRect().bottom + window.scrollY : null; });
-  out.plots = document.querySelectorAll('.js-plotly-plot').length;
-  var p = document.createElement('pre'); p.id = 'layout-probe';
-  p.textContent = JSON.stringify(out); document.body.appendChild(p); });</script>"""
+  out.plots = document.querySelectorAll('div.lazy-plot').length;
+  function drawn() { return document.querySelectorAll('.js-plotly-plot').length; }
+  function done() {
+    out.scrolled = drawn();
+    var p = document.createElement('pre'); p.id = 'layout-probe';
+    p.textContent = JSON.stringify(out); document.body.appendChild(p); }
+  var y = 0;
+  function step() {   // scroll down a screen at a time, as a reader would
+    window.scrollTo(0, y);
+    // headless Chromium runs no frame after load, so delivers no scroll event
+    window.dispatchEvent(new Event('scroll'));
+    if (y > document.documentElement.scrollHeight) { setTimeout(done, 300); return; }
+    y += 800; setTimeout(step, 60); }
+  setTimeout(function(){ out.first = drawn(); step(); }, 300); });</script>"""
 
 
 @need_chromium
@@ -209,13 +219,18 @@ def test_morning_page_in_headless_chromium(morning_page, tmp_path):
     assert console_messages(err) == []
     print(f'screenshot: {shot}')
     probed = tmp_path / 'probed.html'
-    probed.write_text(morning_page.read_text().replace('</body>', PROBE + '</body>'))
+    # A tall block pushes the plots after the small multiples 6,000 px down.
+    text = morning_page.read_text().replace('</body>', PROBE + '</body>')
+    text = text.replace('<div class="plot ', '<div style="height:6000px"></div><div class="plot ', 1)
+    probed.write_text(text)
     dom, err = chromium(tmp_path, probed, '--dump-dom', size='1400,900')
     assert console_messages(err) == []
     layout = json.loads(re.search(r'<pre id="layout-probe">(.*?)</pre>', dom).group(1))
     assert 0 < layout['counts'] < 900 and 0 < layout['changes-table'] < 900, layout
     n_plots = len(plot_data(morning_page.read_text()))
+    # Plots near the first screen are drawn at once, the others when scrolled to.
     assert n_plots >= 3 and layout['plots'] == n_plots
+    assert 0 < layout['first'] < n_plots and layout['scrolled'] == n_plots, json.dumps(layout)
 
 
 @need_chromium

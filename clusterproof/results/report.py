@@ -32,6 +32,7 @@ histories downsampled to :data:`MAX_POINTS` points, everything else a table.
 
 import dataclasses
 import datetime
+import json
 import math
 import re
 from pathlib import Path
@@ -221,17 +222,23 @@ _LABELS = ('smoke', 'emulated', 'emulated-ref', 'ref-changed')
 
 
 def _reason(row):
-    if bucket(row.verdict) == 'regression':
-        return (f'{_num(row.value)} {row.unit} against {_num(row.base)} '
-                f'({(row.ratio - 1) * 100 if row.ratio else 0:+.1f}%; tolerance '
-                f'{row.tolerance})')
+    b = bucket(row.verdict)
+    if b == 'regression' or row.verdict == 'xpass':
+        what = ('met a reference marked $xfail (a stale mark)' if row.verdict == 'xpass'
+                else f'tolerance {row.tolerance}')
+        ratio = f'{(row.ratio - 1) * 100:+.1f}%; ' if row.ratio else ''
+        text = f'{_num(row.value)} {row.unit} against {_num(row.base)} ({ratio}{what})'
+        if 'ref-changed' in row.flags:
+            text += f'; the run was judged against {row.ran_against or "no reference"}'
+        return text
     why = [f for f in row.flags if f not in _LABELS]
     return '; '.join(why) or row.verdict
 
 
 def _failures(judged):
-    """Failed test cases first, then regressions, the largest miss first."""
-    bad = [row for _rec, row in judged if bucket(row.verdict) in ('failed', 'regression')]
+    """The rows that fail (``judge.FAILING``: failed test cases first, then
+    regressions and stale ``$xfail`` marks, the largest miss first)."""
+    bad = [row for _rec, row in judged if row.regression]
     bad.sort(key=lambda r: (bucket(r.verdict) != 'failed',
                             -abs((r.ratio or 1) - 1), r.system, r.test, r.figure))
     return [{'row': row, 'reason': _reason(row), 'labels': _labels(row.flags)} for row in bad]
@@ -319,17 +326,21 @@ def _row_key(rec):
 
 
 def _plot(plots, fig, cls='plot', **meta):
-    """A plotly figure (a dict) as plotly writes it (``meta`` goes to its
-    layout, for readers of the page); returns what the template shows."""
+    """A plotly figure (a dict), serialized by plotly (``meta`` goes to its
+    layout, for readers of the page); returns what the template shows: an
+    empty div and the figure's JSON, drawn by ``report.js`` when the div
+    comes near the screen (a plot nobody scrolls to costs no drawing)."""
     div = f'plot{len(plots)}'
-    fig['layout'].setdefault('margin', {'l': 50, 'r': 10, 't': 30, 'b': 30})
-    fig['layout']['meta'] = meta
-    html = plotly.io.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div,
-                             config=_SMALL_CONFIG if cls == 'multiple' else _PLOT_CONFIG,
-                             validate=False,
-                             default_width='100%', default_height='100%')
+    layout = fig['layout']
+    if 'legend' in layout:          # below the axis title, not over it
+        layout['legend'].update(yanchor='top', y=-0.2)
+    layout.setdefault('margin', {'l': 50, 'r': 10, 't': 30,
+                                 'b': 90 if 'legend' in layout else 30})
+    layout['meta'] = meta
+    spec = plotly.io.to_json(fig, validate=False).replace('<', '\\u003c')
+    config = _SMALL_CONFIG if cls == 'multiple' else _PLOT_CONFIG
     plots.append(div)
-    return {'id': div, 'html': html, 'cls': cls}
+    return {'id': div, 'spec': Markup(spec), 'config': json.dumps(config), 'cls': cls}
 
 
 def _downsample(points, n=MAX_POINTS):
@@ -357,7 +368,8 @@ def _ref_name(row):
 
 
 def _iso(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+        '%Y-%m-%d %H:%M:%S')
 
 
 def _multiple(rec, row, hist, change_at, plots):
@@ -470,7 +482,8 @@ def _scaling_plot(group, refs, plots):
                            'line': {'dash': 'dot'}, 'marker': {'symbol': 'diamond'}})
     labels = _all_labels(row for _, _, row in pts)
     variant = ' '.join(f'{k}={v}' for k, v in rest)
-    title = f'{pts[0][1].check} {variant} @{system}:{part}' + _tag(labels=labels, upper=True)
+    title = ' '.join(t for t in (pts[0][1].check, variant, f'@{system}:{part}') if t) \
+        + _tag(labels=labels, upper=True)
     fig = {'data': traces, 'layout': {
         'title': {'text': title, 'font': {'size': 13}}, 'legend': {'orientation': 'h'},
         'xaxis': {'title': {'text': attr}, 'type': 'log'}, 'yaxis': {'title': {'text': unit}}}}
