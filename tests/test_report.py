@@ -298,3 +298,17 @@ def test_names_are_escaped(tmp_path):
     assert evil not in page and '<img' not in page
     assert '&lt;/script&gt;&lt;img' in page     # the table shows it as text
     assert any(evil in lay['title']['text'] for _, lay in plot_data(page).values())
+
+
+def test_stale_xfail_is_a_failure_with_its_reason(tmp_path):
+    """A reference marked $xfail that the figure met (xpass, a failure as
+    ReFrame counts it) is listed with the failures, saying why."""
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[3:4]
+    refs = {'local': {'DevZeroCopy': {'local:default': {
+        'copy_bw': ['$xfail', 'known slow disk', [600.0, -0.1, None, 'MB/s']]}}}}
+    page = build(sessions, records(sessions), refs)
+    rows = table_rows(page, 'failures-table')[1:]
+    assert len(rows) == 2 and all('data-verdict="xpass"' in r for r in rows)
+    assert all('met a reference marked $xfail' in r for r in rows)
+    # ReFrame judged these figures against another reference when they ran.
+    assert all('the run was judged against' in r for r in rows)
