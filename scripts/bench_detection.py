@@ -361,6 +361,8 @@ def load_real(directory=REAL_DIR):
                   for i in labels['injections']]
     out = []
     for h in history.load(sorted(directory.glob('*.csv'))):
+        if min(h.values) <= 0:
+            continue        # not judged (clusterproof changes: values <= 0)
         sessions = [index[p.session] for p in h.points]
         s = RealSeries(f'{h.test} {h.figure}', np.array(h.values), h.unit,
                        figure=h.figure, first=REAL_FIRST_JUDGED)
