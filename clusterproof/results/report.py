@@ -176,12 +176,14 @@ def _counts(rows, n_changes):
 
 def recent_changes(histories, nights=RECENT_NIGHTS):
     """The changes found in the newest ``nights`` sessions of each history,
-    ranked by size x confidence. Only the figures whose newest value lies
-    :data:`SCAN_Z` robust noise units or more from the median of their last
-    :data:`SCAN_SESSIONS` values are scanned (a change in the newest nights
-    moves it there; the others cost one median), each on its last
-    :data:`SCAN_SESSIONS` values."""
+    ranked by size x confidence. Only the figures whose newest values (as
+    many as a change needs after it, ``changes.DEFAULT_MIN_AFTER``) all lie
+    :data:`SCAN_Z` robust noise units or more on one side of the median of
+    their last :data:`SCAN_SESSIONS` values are scanned (a change in the
+    newest nights moves them there, one bad night does not; the others cost
+    one median), each on its last :data:`SCAN_SESSIONS` values."""
     suspects = []
+    need = changes.DEFAULT_MIN_AFTER
     for h in histories:
         if len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER:
             continue
@@ -190,9 +192,10 @@ def recent_changes(histories, nights=RECENT_NIGHTS):
         if (vals <= 0).any():
             continue
         y = np.log(vals)
-        base = y[:-1]
+        newest, base = y[-need:], y[:-need]
         sigma = max(changes.robust_scale(base), 1e-6)
-        if abs(y[-1] - np.median(base)) >= SCAN_Z * sigma:
+        away = (newest - np.median(base)) / sigma
+        if (away >= SCAN_Z).all() or (away <= -SCAN_Z).all():
             suspects.append(dataclasses.replace(h, points=pts))
     found, _quiet, _noisy, _skipped = detect(suspects)
     cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
