@@ -316,3 +316,19 @@ def test_stale_xfail_is_a_failure_with_its_reason(tmp_path):
     assert all('met a reference marked $xfail' in r for r in rows)
     # ReFrame judged these figures against another reference when they ran.
     assert all('the run was judged against' in r for r in rows)
+
+
+def test_which_figures_are_scanned_for_changes():
+    """Only a figure whose newest nights moved is scanned: a new level, or a
+    new level followed by a bad night the other way; not one bad night."""
+    import numpy as np
+    from clusterproof.results.report import moved
+    noise = np.log([100 + (i * 7) % 5 - 2 for i in range(40)])   # about 1.4 %
+    step = noise.copy()
+    step[-3:] -= 0.2
+    assert moved(step)
+    step[-1] += 0.4                       # then one night far above the old level
+    assert moved(step)
+    one_bad = noise.copy()
+    one_bad[-1] -= 0.3
+    assert not moved(one_bad) and not moved(noise)

@@ -176,26 +176,16 @@ def _counts(rows, n_changes):
 
 def recent_changes(histories, nights=RECENT_NIGHTS):
     """The changes found in the newest ``nights`` sessions of each history,
-    ranked by size x confidence. Only the figures whose newest values (as
-    many as a change needs after it, ``changes.DEFAULT_MIN_AFTER``) all lie
-    :data:`SCAN_Z` robust noise units or more on one side of the median of
-    their last :data:`SCAN_SESSIONS` values are scanned (a change in the
-    newest nights moves them there, one bad night does not; the others cost
-    one median), each on its last :data:`SCAN_SESSIONS` values."""
+    ranked by size x confidence. Only the figures that :func:`moved` are
+    scanned (the others cost one median), each on its last
+    :data:`SCAN_SESSIONS` values."""
     suspects = []
-    need = changes.DEFAULT_MIN_AFTER
     for h in histories:
         if len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER:
             continue
         pts = h.points[-SCAN_SESSIONS:]
         vals = np.fromiter((p.value for p in pts), float, len(pts))
-        if (vals <= 0).any():
-            continue
-        y = np.log(vals)
-        newest, base = y[-need:], y[:-need]
-        sigma = max(changes.robust_scale(base), 1e-6)
-        away = (newest - np.median(base)) / sigma
-        if (away >= SCAN_Z).all() or (away <= -SCAN_Z).all():
+        if (vals > 0).all() and moved(np.log(vals)):
             suspects.append(dataclasses.replace(h, points=pts))
     found, _quiet, _noisy, _skipped = detect(suspects)
     cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
@@ -206,6 +196,18 @@ def recent_changes(histories, nights=RECENT_NIGHTS):
             keep.append(f)
     keep.sort(key=lambda f: (-f['rank'], f['system'], f['test'], f['figure']))
     return keep
+
+
+def moved(y):
+    """True when the newest values of ``y`` (log values), as many as a
+    change needs after it (``changes.DEFAULT_MIN_AFTER``), all lie
+    :data:`SCAN_Z` robust noise units or more from the median of the others:
+    a change in the newest nights puts them there (a change followed by a bad
+    night too), one bad night alone does not."""
+    need = changes.DEFAULT_MIN_AFTER
+    base = y[:-need]
+    sigma = max(changes.robust_scale(base), 1e-6)
+    return bool((np.abs(y[-need:] - np.median(base)) >= SCAN_Z * sigma).all())
 
 
 def _with_history(found, hists):
