@@ -394,6 +394,28 @@ def _life_cycle(emu_cluster):
     assert f'port {port} (slurmdbd of instance {k}) is in use' in proc.stderr
     assert _leftovers(k) == []
 
+    # leftovers of a run whose processes were killed (namespaces outlive them):
+    # refused while a process is still inside, removed by up once none is
+    from clusterproof.cluster.network import make_network
+    make_network(lc.Instance(k), 2)
+    holder = subprocess.Popen(['ip', 'netns', 'exec', f'cp{k}n1', 'sleep', '600'])
+    try:
+        wait_for('sleep running in the leftover namespace', lambda: lc.netns_pids(f'cp{k}n1'), proc=holder)
+        proc = _clusterproof('up', *rd)
+        assert proc.returncode == 2
+        assert f'pid {holder.pid} in cp{k}n1' in proc.stderr and 'cluster down' in proc.stderr, proc.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    half = _FailsAfterSlurmdbd(spec, log=lambda text: None)
+    said = []
+    half.log = said.append
+    with pytest.raises(ClusterproofError, match='provoked'):
+        half.up()
+    assert any(f'removed leftovers of an earlier run of instance {k}' in line and f'namespace cp{k}n2' in line
+               for line in said), said
+    assert _leftovers(k) == []
+
     # a failure half-way stops what was started
     half = _FailsAfterSlurmdbd(spec, log=lambda text: None)
     with pytest.raises(ClusterproofError, match='provoked'):

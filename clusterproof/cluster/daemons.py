@@ -156,10 +156,30 @@ class Cluster:
                 raise ClusterproofError(f'{parent} (above the run directory) is not searchable by others '
                                         f'(mode {parent.stat().st_mode & 0o777:o}): munged and ordinary users need '
                                         f'it; chmod o+x {parent} or choose another --run-dir')
+        self._reclaim_stale_network()
+
+    def _reclaim_stale_network(self):
+        """Namespaces, links and bridge of this instance outlive its processes
+        when these are killed (a session ended, an OOM kill, a reboot of the
+        daemons but not of the host). With every port of the instance free
+        (checked before) and no process left in its node namespaces, they are
+        stale: remove them and say so. With a process still inside, refuse."""
         leftovers = self.network_leftovers()
-        if leftovers:
-            raise ClusterproofError(f'instance {self.inst.k} has leftovers ({", ".join(leftovers)}); '
+        if not leftovers:
+            return
+        inside = [f'pid {pid} in {ns}' for ns in netns_list() if ns.startswith(f'cp{self.inst.k}n')
+                  for pid in netns_pids(ns)]
+        if inside:
+            raise ClusterproofError(f'instance {self.inst.k} has leftovers ({", ".join(leftovers)}) with '
+                                    f'processes still running ({", ".join(inside)}); '
                                     f'run: clusterproof cluster down --instance {self.inst.k}')
+        removed = self._remove_network()
+        self.log(f'removed leftovers of an earlier run of instance {self.inst.k} whose processes are gone: '
+                 f'{", ".join(removed)}')
+        still = self.network_leftovers()
+        if still:
+            raise ClusterproofError(f'instance {self.inst.k}: could not remove leftovers ({", ".join(still)}); '
+                                    f'remove them with ip netns del / ip link del')
         running = [n for n, pid in self.daemon_pids().items() if self.our_pid(n, pid)]
         if running:
             raise ClusterproofError(f'instance {self.inst.k} is partly up ({", ".join(running)} running); '
