@@ -28,6 +28,13 @@ found by an alarm in its direction after night 40.
     .venv/bin/python scripts/bench_detection.py --size full --methods today,changes,otava,e-divisive
     .venv/bin/python scripts/bench_detection.py --seeds tune   # the seeds used for tuning
 
+Then the real series (tests/data/history-real/, recorded by
+scripts/record-series: real runs of the suite's checks on system local with
+slowdowns injected at known sessions), one table per method: per injection,
+the recall of the figures it moved by 5 % or more, the delay in sessions,
+and the false alarms per 1000 figure-sessions without an injection
+(--real none leaves them out).
+
 The last line is for scripts:
     detection: recall >=5% steps (CV<=2%) X%, median delay D nights, false alarms F per 1000 figure-nights
 for the product's method (clusterproof.results.changes); F is the worst
@@ -335,6 +342,8 @@ REAL_FIRST_JUDGED = 10
 #: an expected figure counts as a real step when the injection moved it at
 #: least this much (median of its sessions against the baseline before it)
 REAL_MIN_STEP = 0.05
+#: false alarms listed by name
+REAL_LIST = 5
 
 
 @dataclass
@@ -478,8 +487,10 @@ def real_table(name, sc, cpu):
                      f'{"-" if med is None else f"{med:g}":>6} {k["other"]:>7}')
     lines.append(f'  false alarms: {sc.false} in {sc.sessions} figure-sessions without an '
                  f'injection: {sc.fa_rate:.2f} per 1000')
-    for where, session in sc.false_where:
+    for where, session in sc.false_where[:REAL_LIST]:
         lines.append(f'    {where} at session {session}')
+    if len(sc.false_where) > REAL_LIST:
+        lines.append(f'    ... and {len(sc.false_where) - REAL_LIST} more')
     return '\n'.join(lines)
 
 

@@ -73,6 +73,24 @@ def test_csv_good_rows_and_provenance(tmp_path):
     assert not h.lower_is_better
 
 
+def test_csv_flags_column_keeps_smoke_and_emulated_apart(tmp_path):
+    """A ``flags`` column marks smoke/emulated rows: their own history, and
+    no provenance key of that name; a flag it does not know is refused."""
+    f = tmp_path / 'h.csv'
+    f.write_text(HEADER + ',flags,session\n'
+                 '2026-11-19T01:30:00,pm,batch,Stream,triad,45.3,GB/s,,s1\n'
+                 '2026-11-20T01:30:00,pm,batch,Stream,triad,1.1,GB/s,smoke,s2\n'
+                 '2026-11-21T01:30:00,pm,batch,Stream,triad,0.9,GB/s,emulated smoke,s3\n')
+    hists = {h.flags: h for h in history.load([f])}
+    assert set(hists) == {(), ('smoke',), ('smoke', 'emulated')}
+    assert hists[('smoke',)].values == [1.1]
+    assert hists[('smoke',)].points[0].provenance == {}
+    assert hists[('smoke',)].points[0].session == 's2'
+    f.write_text(HEADER + ',flags\n2026-11-19T01:30:00,pm,batch,Stream,triad,45.3,GB/s,tiny\n')
+    with pytest.raises(ClusterproofError, match=r"h.csv:2: flags 'tiny' unknown"):
+        history.load([f])
+
+
 @pytest.mark.parametrize('row, reason', [
     ('yesterday,pm,batch,Stream,triad,45.1,GB/s', "timestamp 'yesterday' is not ISO 8601"),
     ('2026-11-20T01:30:00,pm,batch,Stream,triad,fast,GB/s', "value 'fast' is not a number"),

@@ -37,6 +37,9 @@ from clusterproof.results import database
 PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
               'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist')
 CSV_COLUMNS = ('timestamp', 'system', 'partition', 'test', 'figure', 'value', 'unit')
+#: what an optional ``flags`` column of a CSV history may hold (space-separated):
+#: a smoke or emulated figure has its own history, apart from full-size ones
+CSV_FLAGS = ('smoke', 'emulated')
 #: bad rows listed in one error
 MAX_ERRORS = 20
 
@@ -280,7 +283,9 @@ def from_perflogs(paths):
 
 def read_csv(path):
     """Rows of one CSV file with the header ``timestamp,system,partition,test,
-    figure,value,unit`` (any order; further columns are provenance)."""
+    figure,value,unit`` (any order). An optional ``flags`` column marks smoke
+    or emulated figures, an optional ``session`` column the session id; other
+    columns are provenance."""
     path = Path(path)
     try:
         fh = open(path, newline='')
@@ -328,9 +333,16 @@ def read_csv(path):
                 errors.append(f'{where}: value {get["value"]!r} is not finite')
                 continue
             prov = {k: cells[col[k]].strip() for k in extra}
+            marked = prov.pop('flags', '').replace(';', ' ').replace(',', ' ').split()
+            unknown = [x for x in marked if x not in CSV_FLAGS]
+            if unknown:
+                errors.append(f'{where}: flags {" ".join(unknown)!r} unknown (known: '
+                              f'{", ".join(CSV_FLAGS)}, separated by spaces)')
+                continue
+            flags = tuple(x for x in CSV_FLAGS if x in marked)
             rows.append((get['system'], get['partition'], get['test'], get['figure'],
-                         get['unit'], (), Point(t, value, prov.get('session', ''), where,
-                                                prov)))
+                         get['unit'], flags, Point(t, value, prov.pop('session', ''), where,
+                                                   prov)))
     _refuse(path, errors)
     return rows
 
