@@ -143,7 +143,7 @@ def test_command_line():
         [str(VENV_BIN / 'clusterproof'), 'placement', '--nodes', 'n[1-16]', '--threads', '64',
          '--format', 'srun', '--cores-per-node', '2'], capture_output=True, text=True, cwd=REPO)
     assert out.stdout == ("srun --nodes=16 --ntasks=64 '--nodelist=n[1-16]' "
-                          "--distribution=cyclic --overcommit\n")
+                          "--distribution=cyclic --kill-on-bad-exit=1 --overcommit\n")
     bad = subprocess.run(
         [str(VENV_BIN / 'clusterproof'), 'placement', '--nodes', 'n[2-1]', '--threads', '2'],
         capture_output=True, text=True, cwd=REPO)

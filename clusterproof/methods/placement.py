@@ -126,10 +126,14 @@ class Placement:
         inside an allocation of its client nodes: ``srun`` deals them
         cyclically; OpenMPI's ``mpirun`` reads the hostfile written from
         :meth:`hostfile` and maps by node. Beyond the cores of a node:
-        ``--overcommit`` / ``--oversubscribe``."""
+        ``--overcommit`` / ``--oversubscribe``. ``srun --kill-on-bad-exit=1``:
+        a task that dies (an MPI rank's crash) ends the step at once instead
+        of leaving its peers waiting for it until the job's time limit
+        (``mpirun`` aborts the job by itself)."""
         over = self.oversubscribed(cores_per_node)
         if launcher == 'srun':
-            return ['--distribution=cyclic'] + (['--overcommit'] if over else [])
+            return (['--distribution=cyclic', '--kill-on-bad-exit=1']
+                    + (['--overcommit'] if over else []))
         if launcher == 'mpirun':
             if not hostfile_path:
                 raise ClusterproofError('placement: the mpirun form needs the hostfile path')
