@@ -303,7 +303,11 @@ class ThreadPlacement(rfm.RegressionTestPlugin):
         self.oversubscribed = not one_task_per_node and self.placement.oversubscribed(
             self.current_partition.processor.num_cpus)
         if self.oversubscribed and self.current_partition.scheduler.registered_name == 'slurm':
-            self.job.options += ['--overcommit']
+            # Slurm refuses --ntasks-per-node above a node's CPUs even with
+            # --overcommit ("Requested node configuration is not available"):
+            # ask for the client nodes instead; srun/the hostfile deal the ranks.
+            self.num_tasks_per_node = None
+            self.job.options += [f'--nodes={self.placement.num_nodes}', '--overcommit']
 
     def placement_command(self, nodes, fmt, *extra):
         """The shell command that writes the placement in the job, for the
