@@ -121,7 +121,6 @@ EMU_INSTANCE = int(os.environ.get('CLUSTERPROOF_TEST_INSTANCE', '7'))
 # this file while it uses the cluster; bringing the cluster up or down takes
 # the exclusive lock. The last session out brings down a cluster that a test
 # session started (marked in its run directory); one started by hand stays up.
-_EMU_LOCK_PATH = Path(f'/tmp/clusterproof-cluster{EMU_INSTANCE}.lock')   # clusterproof.cluster.users_lock_path
 _emu_lock = None
 
 
@@ -162,7 +161,7 @@ def emu_cluster():
     run_dir = lc.Instance(EMU_INSTANCE).default_run_dir()
     spec = lc.Spec(instance=EMU_INSTANCE, nodes=4, run_dir=run_dir)
     cluster = lc.Cluster(spec, log=lambda text: None)
-    _emu_lock = open(_EMU_LOCK_PATH, 'a+')
+    _emu_lock = open(lc.users_lock_path(EMU_INSTANCE), 'a+')
     fcntl.flock(_emu_lock, fcntl.LOCK_EX)
     try:
         if cluster.is_up():
