@@ -373,9 +373,10 @@ def load_real(directory=REAL_DIR):
         if min(h.values) <= 0:
             continue        # not judged (clusterproof changes: values <= 0)
         sessions = [index[p.session] for p in h.points]
-        s = RealSeries(f'{h.test} {h.figure}', np.array(h.values), h.unit,
-                       figure=h.figure, first=REAL_FIRST_JUDGED)
-        s.name, s.sessions = f'{h.test} {h.figure}', sessions
+        name = f'{h.test} {h.figure}'
+        s = RealSeries(name, np.array(h.values), h.unit, figure=h.figure,
+                       first=REAL_FIRST_JUDGED)       # model: the figure itself
+        s.name, s.sessions = name, sessions
         out.append(s)
     return out, injections, len(labels['sessions'])
 
