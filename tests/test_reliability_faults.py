@@ -89,9 +89,17 @@ def _emu_env(emu_cluster, results_dir, scratch_dir, mode='smoke'):
     return env
 
 
+def _sigint_default():
+    # A run started in the background by a non-interactive shell (a CI
+    # runner, `cmd &`) inherits SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: ReFrame must see Ctrl-C as a user's terminal sends it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_reframe(args, env):
     return subprocess.Popen([str(VENV_BIN / 'reframe')] + args, cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_sigint_default)
 
 
 def _text(path):
