@@ -24,7 +24,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import osu as osu_parser
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checks.base import ClusterproofCheck, MpiRanks
 from clusterproof.site.hardware import is_emulated
 from clusterproof.site.spackenv import pinned_spec
 
@@ -35,7 +35,7 @@ OSU_VIEW_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard',
                  'libexec/osu-micro-benchmarks/mpi/pt2pt', 'bin')
 
 
-class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck, MpiRanks):
     """One OSU benchmark on two nodes (base of both checks)."""
 
     valid_systems = ['*']

@@ -98,3 +98,18 @@ def test_hpcc_across_four_nodes_of_the_local_cluster(tmp_path, emu_cluster):
         _check_passed(case, 4)                         # one rank on each of the 4 nodes
         assert case['cp_emulated'] is True
         assert len(set(case['job_nodelist'])) == 4
+
+
+@need_hpcc
+def test_a_crashed_rank_ends_the_srun_step(tmp_path):
+    """Under srun every MPI check asks for --kill-on-bad-exit=1 (a rank that
+    crashes in MPI_Init would leave its peers spinning until the time limit);
+    mpirun aborts by itself and gets no such option. The job scripts of a
+    dry run show it; no cluster is needed."""
+    results = tmp_path / 'results'
+    proc = run_reframe(['-c', 'reframe_checks/hpcc.py', '--dry-run', '--system', 'emu'], results)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    srun = (results / 'stage' / 'emu' / 'srun' / 'gnu' / 'Hpcc' / 'rfm_job.sh').read_text()
+    assert 'srun --kill-on-bad-exit=1 ' in srun, srun
+    mpirun = (results / 'stage' / 'emu' / 'mpirun' / 'gnu' / 'Hpcc' / 'rfm_job.sh').read_text()
+    assert 'mpirun' in mpirun and 'kill-on-bad-exit' not in mpirun, mpirun

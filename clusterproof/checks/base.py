@@ -245,7 +245,20 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
                 f'self.record_built_binary(path, sources, compiler) before it runs')
 
 
-class OneRankPerCore(rfm.RegressionTestPlugin):
+class MpiRanks(rfm.RegressionTestPlugin):
+    """An MPI program under srun: a rank that dies (a crash in MPI_Init)
+    ends the step at once (``placement.SRUN_END_ON_CRASH``) and the test
+    fails then, instead of its peers waiting for it until the time limit.
+    mpirun aborts the job by itself."""
+
+    @run_before('run')
+    def end_the_step_when_a_rank_dies(self):
+        if (self.job.launcher.registered_name == 'srun'
+                and placement.SRUN_END_ON_CRASH not in self.job.launcher.options):
+            self.job.launcher.options = [*self.job.launcher.options, placement.SRUN_END_ON_CRASH]
+
+
+class OneRankPerCore(MpiRanks):
     """MPI ranks of the HPL-type runs (HPL, HPCC): one per physical core of
     each node, or one per node on the emulated cluster (its nodes share this
     machine's cores); single-threaded OpenMP and BLAS; OpenMPI's mpirun on
@@ -318,7 +331,7 @@ class ThreadPlacement(rfm.RegressionTestPlugin):
                 f'--format {fmt} {shlex.join(extra)}'.rstrip())
 
 
-class RoundRobinRanks(ThreadPlacement):
+class RoundRobinRanks(ThreadPlacement, MpiRanks):
     """MPI ranks in the placement of :class:`ThreadPlacement`: under Slurm's
     srun ``--distribution=cyclic``; under mpirun a hostfile with one client
     node per rank, written in the job by ``clusterproof placement``, and

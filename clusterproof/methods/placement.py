@@ -35,6 +35,9 @@ from clusterproof import ClusterproofError
 from clusterproof.site import hostlist
 
 FORMATS = ('hostfile', 'slots', 'threadlist', 'srun', 'mpirun')
+#: srun's option that ends a step when one of its tasks dies: an MPI rank that
+#: crashes would otherwise leave its peers waiting until the job's time limit
+SRUN_END_ON_CRASH = '--kill-on-bad-exit=1'
 
 
 def client_nodes(nodes):
@@ -132,7 +135,7 @@ class Placement:
         (``mpirun`` aborts the job by itself)."""
         over = self.oversubscribed(cores_per_node)
         if launcher == 'srun':
-            return (['--distribution=cyclic', '--kill-on-bad-exit=1']
+            return (['--distribution=cyclic', SRUN_END_ON_CRASH]
                     + (['--overcommit'] if over else []))
         if launcher == 'mpirun':
             if not hostfile_path:
