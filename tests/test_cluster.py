@@ -105,6 +105,8 @@ def test_rendered_configuration(tmp_path):
     assert 'bind-address=127.0.0.1' in texts['my.cnf']
     assert f'datadir={tmp_path}/db' in texts['my.cnf']
     assert texts['hosts'].splitlines()[2:] == [f'198.18.0.{98 + i} n{i + 1}' for i in range(4)]
+    # one PMIx fence algorithm: mixed, a rank could crash in MPI_Init (slurm/local-cluster/mpi.conf.in)
+    assert re.search(r'^PMIxCollFence=tree$', texts['mpi.conf'], re.M)
 
 
 HETERO = 'n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024'
@@ -255,6 +257,9 @@ def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
 
 @need_netns
 def test_mpi_with_srun_pmix(emu_cluster, mpi_hello):
+    # the daemons read mpi.conf beside slurm.conf: every PMIx fence is a tree
+    proc = _run(['scontrol', 'show', 'config'], _env(emu_cluster))
+    assert re.search(r'^PMIxCollFence\s*=\s*tree$', proc.stdout, re.M), proc.stdout[-2000:]
     # a rank that dies ends the step at once: the others would wait for it in MPI until the bound
     proc = _run(['srun', '--mpi=pmix', '--kill-on-bad-exit=1', '-N4', '-n4', str(mpi_hello)],
                 _env(emu_cluster, **MPI_ENV))

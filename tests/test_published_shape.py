@@ -116,9 +116,6 @@ def shape(tmp_path_factory):
         [str(VENV_BIN / 'python'), str(REPO / 'scripts' / 'published-shape'),
          '--instance', str(SHAPE_INSTANCE), '--threads', ','.join(map(str, THREADS)),
          '--limit', f'ior={MPI_LIMIT}', '--limit', f'mdtest={MPI_LIMIT}',
-         # an MPI start on the emulated nodes crashes now and then (docs/storage.md):
-         # about 1 IOR or mdtest attempt in 5 here; four retries make a failure rare
-         '--retries', '4',
          '--results', str(results), '--keep-work', '--', '--keep-stage-files'],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=WAIT_S)
     assert not (REPO / 'site_config' / 'systems' / f'{NAME}.py').exists()

@@ -2,11 +2,6 @@
 ``reframe -c reframe_checks -r --system emu`` (mode smoke, both partitions:
 srun and mpirun), asserting on the results it stores.
 
-A failed case is run once more (``--max-retries 1``), for the MPI start
-crash of these emulated nodes (now and then every rank of one node
-segfaults in MPI_Init: docs/storage.md); a case that fails twice fails
-the test.
-
 Every check either passes on both partitions or is skipped for one of the
 two allowed reasons (its binary is missing: the message gives the build
 command; or the system does not declare the hardware). No list of checks is
@@ -23,16 +18,11 @@ from conftest import REPO, need_netns, run_reframe
 @need_netns
 def test_whole_suite_on_the_local_cluster(emu_cluster, tmp_path):
     results = tmp_path / 'results'
-    proc = run_reframe(['-c', str(REPO / 'reframe_checks'), '-r', '--system', 'emu',
-                        '--max-retries', '1'],
+    proc = run_reframe(['-c', str(REPO / 'reframe_checks'), '-r', '--system', 'emu'],
                        results, mode='smoke', extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout[-4000:]
     report = sorted(glob.glob(str(results / 'reports' / 'run-report-*.json')))[-1]
-    final = {}          # each case's last attempt (a retry is a later run of the report)
-    for run in json.load(open(report))['runs']:
-        for tc in run['testcases']:
-            final[(tc['name'], tc['partition'], tc['environ'])] = tc
-    cases = list(final.values())
+    cases = json.load(open(report))['runs'][0]['testcases']
 
     by_check = {}
     for tc in cases:

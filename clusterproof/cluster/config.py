@@ -246,6 +246,7 @@ def render_all(spec, controller_host, db_pass):
     return {
         'slurm.conf': render('slurm.conf.in', values),
         'slurmdbd.conf': render('slurmdbd.conf.in', values),
+        'mpi.conf': render('mpi.conf.in', values),
         'my.cnf': render('my.cnf.in', values),
         'mariadb-init.sql': render('mariadb-init.sql.in', values),
         'prolog-slurmctld.sh': render('prolog-slurmctld.sh.in', values),
