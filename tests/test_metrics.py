@@ -15,6 +15,7 @@ import urllib.request
 
 import pytest
 
+from clusterproof import ClusterproofError
 from clusterproof.results import metrics
 from conftest import REPO, VENV_BIN, reframe_env, run_reframe, wait_for
 
@@ -144,5 +145,41 @@ def test_per_system_urls_and_the_variable(monkeypatch):
     monkeypatch.setenv(metrics.URL_VARIABLE, 'http://127.0.0.1:8428/insert/0/prometheus/api/v1/import')
     [entry] = metrics.logging_entries(base, {'pixstor': 'http://vm.example:8428'})
     assert entry['handlers_perflog'][1]['url'].endswith('/insert/0/prometheus/api/v1/import')
-    with pytest.raises(ValueError, match="CLUSTERPROOF_METRICS_URL or metrics_url: 'vm:8428'"):
-        metrics.import_url('vm:8428')
+    monkeypatch.setenv(metrics.URL_VARIABLE, 'vm:8428')
+    with pytest.raises(ClusterproofError, match="CLUSTERPROOF_METRICS_URL: 'vm:8428' is no http"):
+        metrics.logging_entries(base, {})
+    monkeypatch.delenv(metrics.URL_VARIABLE)
+    with pytest.raises(ClusterproofError, match="metrics_url of system pixstor: 'vm:8428' is no http"):
+        metrics.logging_entries(base, {'pixstor': 'vm:8428'})
+
+
+SYSTEMS_CONFIG = '''
+from clusterproof.results.metrics import logging_entries
+perflog = {'type': 'filelog', 'prefix': '%(check_system)s', 'basedir': PERFLOGS, 'level': 'info'}
+site_configuration = {
+    'systems': [{'name': name, 'hostnames': ['.*'], 'partitions': [
+                    {'name': 'p', 'scheduler': 'local', 'launcher': 'local', 'environs': ['e']}]}
+                for name in ('sending', 'quiet')],
+    'environments': [{'name': 'e'}],
+    'logging': logging_entries({'handlers': [{'type': 'stream', 'name': 'stdout', 'level': 'info'}],
+                                'handlers_perflog': [perflog]},
+                               {'sending': 'http://127.0.0.1:9', 'quiet': None}),
+}
+'''
+
+
+def test_reframe_gives_the_handler_to_the_system_with_a_url_only(tmp_path, monkeypatch):
+    """The per-system entries as ReFrame itself selects them (``target_systems``)."""
+    monkeypatch.delenv(metrics.URL_VARIABLE, raising=False)
+    config = tmp_path / 'config.py'
+    config.write_text(f'PERFLOGS = {str(tmp_path / "perflogs")!r}\n' + SYSTEMS_CONFIG)
+    shown = {}
+    for system in ('sending', 'quiet'):
+        proc = subprocess.run([str(VENV_BIN / 'reframe'), '-C', str(config), '--system', system,
+                               '--show-config=logging/0/handlers_perflog'],
+                              cwd=REPO, env=reframe_env(tmp_path), capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        shown[system] = proc.stdout
+    assert '"url": "http://127.0.0.1:9/api/v1/import"' in shown['sending']
+    assert 'httpjson' not in shown['quiet'] and 'filelog' in shown['quiet']

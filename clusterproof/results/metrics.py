@@ -21,6 +21,8 @@ import math
 import os
 import re
 
+from clusterproof import ClusterproofError
+
 #: environment variable naming the import URL for every system (overrides the system files)
 URL_VARIABLE = 'CLUSTERPROOF_METRICS_URL'
 
@@ -69,20 +71,21 @@ def victoria_metrics_lines(record, extras, ignore_keys):
     return '\n'.join(lines) + '\n' if lines else None
 
 
-def import_url(url):
+def import_url(url, where=URL_VARIABLE):
     """The import endpoint for ``url``: a bare server address
     (``http://host:8428``) gets VictoriaMetrics' ``/api/v1/import``; a URL
-    with a path is taken as it is."""
-    if not re.match(r'^https?://[^/]+', url or ''):
-        raise ValueError(f'{URL_VARIABLE} or metrics_url: {url!r} is no http(s) URL')
+    with a path is taken as it is. ``where`` names the setting in errors."""
+    if not isinstance(url, str) or not re.match(r'^https?://[^/]+', url):
+        raise ClusterproofError(f'{where}: {url!r} is no http:// or https:// URL '
+                                f'(e.g. http://vm.example.org:8428)')
     return url if re.match(r'^https?://[^/]+/.', url) else url.rstrip('/') + '/api/v1/import'
 
 
-def perflog_handler(url):
+def perflog_handler(url, where=URL_VARIABLE):
     """The ``handlers_perflog`` entry that sends every figure to ``url``."""
     return {
         'type': 'httpjson',
-        'url': import_url(url),
+        'url': import_url(url, where),
         'level': 'info',
         'json_formatter': victoria_metrics_lines,
     }
@@ -95,11 +98,12 @@ def logging_entries(entry, system_urls):
     copy whose perflog handlers also send to that URL.
     ``$CLUSTERPROOF_METRICS_URL`` replaces them all: set, it sends every
     system's figures there; set and empty, no system sends any."""
-    def sending(url, systems=None):
-        new = dict(entry, handlers_perflog=[*entry['handlers_perflog'], perflog_handler(url)])
-        return dict(new, target_systems=systems) if systems else new
+    def sending(url, system=None):
+        where = f'metrics_url of system {system}' if system else URL_VARIABLE
+        new = dict(entry, handlers_perflog=[*entry['handlers_perflog'], perflog_handler(url, where)])
+        return dict(new, target_systems=[system]) if system else new
 
     if URL_VARIABLE in os.environ:
         url = os.environ[URL_VARIABLE]
         return [sending(url) if url else entry]
-    return [sending(url, [name]) for name, url in system_urls.items() if url] + [entry]
+    return [sending(url, name) for name, url in system_urls.items() if url] + [entry]
