@@ -49,7 +49,7 @@ def victoria_metrics(tmp_path):
     proc = subprocess.Popen(
         [binary, f'-httpListenAddr={url.removeprefix("http://")}',
          f'-storageDataPath={tmp_path / "vm-data"}', '-memory.allowedBytes=64MB',
-         '-retentionPeriod=100y',
+         '-retentionPeriod=100y', '-loggerLevel=WARN',    # little output: the pipe never fills
          # a figure is visible to queries at once (default: 30 s after it arrived)
          '-search.latencyOffset=0s'],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
