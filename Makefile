@@ -4,11 +4,12 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 export RFM_CONFIG_FILES := $(CURDIR)/site_config/settings.py
 
-.PHONY: setup run test spack acceptance published-shape cluster-up cluster-down clean help
+.PHONY: setup run test test-fast spack acceptance published-shape cluster-up cluster-down clean help
 
 help:
 	@echo "make run         set up, then run the suite on this machine (system local, mode smoke)"
 	@echo "make test        set up, then run the whole test suite (PYTEST_ARGS='...' for pytest)"
+	@echo "make test-fast   the tests that need neither the local cluster nor root and are not slow (minutes)"
 	@echo "make setup       set up only (Debian packages as root, .venv/ with pinned packages)"
 	@echo "make spack       concretize and install the Spack environment (needs spack)"
 	@echo "make acceptance SYSTEM=S   the full methodology on system S"
@@ -22,6 +23,11 @@ run: setup
 
 test: setup
 	@bash scripts/run-tests $(PYTEST_ARGS)
+
+# The fast tier (docs/testing.md): parsers, the store, configuration, docs.
+FAST := not cluster and not root and not slow
+test-fast: setup
+	@bash scripts/run-tests -m "$(FAST)" $(PYTEST_ARGS)
 
 spack: setup
 	@$(VENV)/bin/clusterproof spack concretize

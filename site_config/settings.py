@@ -24,6 +24,7 @@ from pathlib import Path
 
 from clusterproof.modes import reframe_modes
 from clusterproof.paths import results_dir
+from clusterproof.results.metrics import logging_entries
 
 _here = Path(__file__).resolve().parent
 _repo = _here.parent
@@ -51,10 +52,12 @@ def _load(name):
 _results = results_dir()
 _results.mkdir(parents=True, exist_ok=True)
 
-_systems, _environments = [], []
+_systems, _environments, _metrics_urls = [], [], {}
 for _name in SYSTEM_FILES:
     _mod = _load(_name)
     for _entry in getattr(_mod, 'systems', None) or [_mod.system]:
+        # figures to a time-series database: optional ``metrics_url`` of the system file
+        _metrics_urls[_entry['name']] = getattr(_mod, 'metrics_url', None)
         _sys = dict(_entry)
         _sys.setdefault('prefix', str(_results))
         _sys.setdefault('stagedir', str(_results / 'stage'))
@@ -73,37 +76,42 @@ _environments.append({
     'extras': {'omp_flag': '-fopenmp'},
 })
 
+_logging = {
+    'handlers': [{
+        'type': 'file',
+        'name': str(_results / 'reframe.log'),
+        'level': 'debug',
+        'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
+        'append': True,
+    }, {
+        'type': 'stream',
+        'name': 'stdout',
+        'level': 'info',
+        'format': '%(message)s',
+    }],
+    'handlers_perflog': [{
+        'type': 'filelog',
+        'prefix': '%(check_system)s/%(check_partition)s',
+        'basedir': str(_results / 'perflogs'),
+        'level': 'info',
+        'format': ('%(check_job_completion_time)s|%(check_result)s|'
+                   '%(check_#ALL)s'),
+        'format_perfvars': ('%(check_perf_var)s=%(check_perf_value)s|'
+                            '%(check_perf_unit)s|%(check_perf_ref)s|'
+                            '%(check_perf_lower_thres)s|'
+                            '%(check_perf_upper_thres)s|'),
+        'datefmt': '%Y-%m-%dT%H:%M:%S%z',
+        'append': True,
+    }],
+}
+
 site_configuration = {
     'systems': _systems,
     'environments': _environments,
-    'logging': [{
-        'handlers': [{
-            'type': 'file',
-            'name': str(_results / 'reframe.log'),
-            'level': 'debug',
-            'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
-            'append': True,
-        }, {
-            'type': 'stream',
-            'name': 'stdout',
-            'level': 'info',
-            'format': '%(message)s',
-        }],
-        'handlers_perflog': [{
-            'type': 'filelog',
-            'prefix': '%(check_system)s/%(check_partition)s',
-            'basedir': str(_results / 'perflogs'),
-            'level': 'info',
-            'format': ('%(check_job_completion_time)s|%(check_result)s|'
-                       '%(check_#ALL)s'),
-            'format_perfvars': ('%(check_perf_var)s=%(check_perf_value)s|'
-                                '%(check_perf_unit)s|%(check_perf_ref)s|'
-                                '%(check_perf_lower_thres)s|'
-                                '%(check_perf_upper_thres)s|'),
-            'datefmt': '%Y-%m-%dT%H:%M:%S%z',
-            'append': True,
-        }],
-    }],
+    # the perflogs for every system; for a system with a metrics URL (its
+    # file's ``metrics_url``, or $CLUSTERPROOF_METRICS_URL for all), its
+    # figures also go to VictoriaMetrics through ReFrame's httpjson handler
+    'logging': logging_entries(_logging, _metrics_urls),
     'general': [{
         'report_file': str(_results / 'reports' / 'run-report-{sessionid}.json'),
         'topology_prefix': str(_results / 'topology'),

@@ -69,13 +69,21 @@ def closed_ancestor(path=REPO):
     return None
 
 
-need_root = pytest.mark.skipif(not have_root(), reason='needs root')
+def _root_tier(skip):
+    """``skip``, and the marker ``root``: the test is left out of
+    ``make test-fast`` (``-m "not root"``) wherever it runs."""
+    def mark(test):
+        return pytest.mark.root(skip(test))
+    return mark
+
+
+need_root = _root_tier(pytest.mark.skipif(not have_root(), reason='needs root'))
 need_repo_open_to_others = pytest.mark.skipif(
     closed_ancestor() is not None,
     reason=f'other users cannot reach this checkout ({closed_ancestor()} is not searchable '
            f'by others); clone it where they can to run this test')
-need_netns = pytest.mark.skipif(not have_netns(),
-                                reason='needs root and network namespaces (ip, nsenter, unshare --net)')
+need_netns = _root_tier(pytest.mark.skipif(
+    not have_netns(), reason='needs root and network namespaces (ip, nsenter, unshare --net)'))
 
 
 def reframe_env(results_dir, mode='smoke', extra=None):
@@ -193,10 +201,18 @@ def pytest_configure(config):
                    'the other tests of its module; their module fixture restores it')
 
 
+#: fixtures that bring up a local Slurm cluster (``shape``: the 16-node one of
+#: tests/test_published_shape.py): a test using one is marked ``cluster``
+CLUSTER_FIXTURES = {'emu_cluster', 'shape'}
+
+
 def pytest_collection_modifyitems(items):
+    """The tiers (docs/testing.md): a test on a local cluster is marked
+    ``cluster`` and ``root`` (the cluster needs root and network namespaces)."""
     for item in items:
-        if 'emu_cluster' in getattr(item, 'fixturenames', ()):
+        if CLUSTER_FIXTURES & set(getattr(item, 'fixturenames', ())):
             item.add_marker(pytest.mark.cluster)
+            item.add_marker(pytest.mark.root)
 
 
 def restore_emu_cluster():

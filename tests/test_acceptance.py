@@ -11,6 +11,8 @@ own. The verdict table is also tested on records of real runs.
 import dataclasses
 import subprocess
 
+import pytest
+
 from clusterproof.commands.acceptance import reframe_status, verdict_table
 from clusterproof.results.database import load_sessions, records
 from conftest import WAIT_S
@@ -34,6 +36,7 @@ def references(tmp_path, copy_bw):
     return refs
 
 
+@pytest.mark.slow
 def test_acceptance_passes_against_a_reachable_reference(tmp_path):
     refs = references(tmp_path, 1)              # 1 MB/s: any working machine
     out = tmp_path / 'acceptance.html'
@@ -48,6 +51,7 @@ def test_acceptance_passes_against_a_reachable_reference(tmp_path):
     assert 'copy_bw' in page and '<html' in page.lower()
 
 
+@pytest.mark.slow
 def test_acceptance_fails_an_item_below_its_reference(tmp_path):
     refs = references(tmp_path, 10**9)          # 1 PB/s: no machine reaches it
     proc = clusterproof(ARGS, tmp_path / 'results', refs, timeout=WAIT_S)
@@ -55,6 +59,7 @@ def test_acceptance_fails_an_item_below_its_reference(tmp_path):
     assert 'FAIL' in proc.stdout and 'copy_bw' in proc.stdout
 
 
+@pytest.mark.slow
 def test_acceptance_fails_a_referenced_check_that_was_skipped(tmp_path):
     """A storage check with a reference that SKIPS (no ior binary: a genuine
     skip, the Spack view of the test empty and no ior on PATH) is an item
@@ -79,6 +84,7 @@ def test_acceptance_fails_a_referenced_check_that_was_skipped(tmp_path):
     assert 'skipped: ior not found' in line and 'spack -e . install ior@4.0.0' in line
 
 
+@pytest.mark.slow
 def test_acceptance_fails_a_referenced_check_that_never_ran(tmp_path):
     """References for a thread count the run never reached (the filter
     leaves it out): that item fails as absent; the measured one passes."""

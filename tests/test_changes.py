@@ -28,6 +28,7 @@ def small_bench():
     return scores
 
 
+@pytest.mark.slow
 def test_benchmark_smallest_configuration_against_the_targets(small_bench):
     """The targets where they are met; the measured level where they are not
     (docs/changes.md says why)."""
@@ -49,6 +50,7 @@ def test_benchmark_smallest_configuration_against_the_targets(small_bench):
         assert small_bench[model].recall(minimum=0.10) == 1.0
 
 
+@pytest.mark.slow
 def test_last_line_is_for_scripts():
     out = subprocess.run([sys.executable, str(REPO / 'scripts' / 'bench_detection.py'),
                           '--methods', 'changes', '--models', 'gauss 1%,gauss 2%'],
@@ -92,6 +94,7 @@ def cp(*args):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_command_json_and_table_on_csv(tmp_path):
     rng = np.random.default_rng(5)
     rows = []

@@ -166,6 +166,7 @@ def test_env_lines_and_a_run_dir_of_another_instance(tmp_path):
         lc.load_spec(2, tmp_path)
 
 
+@pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'), reason='needs root and setpriv')
 @need_repo_open_to_others
 def test_up_without_root_fails_with_one_line_and_starts_nothing():

@@ -5,6 +5,7 @@ regression), and drift on a history recorded from real runs."""
 import dataclasses
 import re
 
+import pytest
 
 from clusterproof.results import compare
 from clusterproof.references.bless import derive, merged_entries
@@ -26,6 +27,7 @@ def _run(results, refs, *extra, system='local', env=None):
     return proc, found[-1]
 
 
+@pytest.mark.slow
 def test_round_trip_bless_compare_and_slowed_run(tmp_path):
     results, refs = tmp_path / 'results', tmp_path / 'refs'
     ids = [_run(results, refs)[1] for _ in range(2)]

@@ -229,6 +229,7 @@ def _args(tmpfs_dir):
     return FIO_ARGS + ['-S', f'PmemFioEmulated.tmpfs_dir={tmpfs_dir}']
 
 
+@pytest.mark.slow
 def test_emulated_and_psync_on_local(tmp_path, tmpfs_dir):
     res = run_reframe(_args(tmpfs_dir) + ['--system', 'local'], tmp_path)
     _assert_fio_results(res, tmp_path, tmpfs_dir)

@@ -74,6 +74,7 @@ def _check_passed(case, ranks):
     assert case['cp_smoke'] is True
 
 
+@pytest.mark.slow
 @need_hpcc
 def test_hpcc_on_local_over_mpirun(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'local'], tmp_path)

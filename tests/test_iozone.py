@@ -146,6 +146,7 @@ def pixstor_scripts(tmp_path_factory):
     return scripts
 
 
+@pytest.mark.slow
 def test_pixstor_dry_run_scripts(pixstor_scripts, tmp_path):
     assert sorted(t for k, t in pixstor_scripts if k == 'sequential') == \
         [2 ** i for i in range(11)]
@@ -218,6 +219,7 @@ def test_end_to_end_on_the_local_cluster(emu_cluster, tmp_path):
     assert 'P: write_gbs' in out.stdout and 'P: random_read' in out.stdout
 
 
+@pytest.mark.slow
 def test_end_to_end_on_this_machine(tmp_path):
     results = tmp_path / 'results'
     out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'local', '-r',

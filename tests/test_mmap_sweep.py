@@ -163,6 +163,7 @@ def _assert_sweep_results(res, results):
     assert not glob.glob(str(results / 'scratch' / 'mmap-sweep-*'))
 
 
+@pytest.mark.slow
 def test_sweep_on_local(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/mmap_sweep.py', '-r', '--system', 'local'],
                       tmp_path)

@@ -22,6 +22,7 @@ from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, need_netns, need_rep
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 
 
+@pytest.mark.slow
 def test_two_nightly_runs_at_once(tmp_path, record_property):
     record_property('reliability', 'fault')
     env = reframe_env(tmp_path)

@@ -212,6 +212,7 @@ PROBE = """<script>window.addEventListener('load', function(){
   setTimeout(function(){ out.first = drawn(); step(); }, 300); });</script>"""
 
 
+@pytest.mark.slow
 @need_chromium
 def test_morning_page_in_headless_chromium(morning_page, tmp_path):
     """At 1400x900 the first screen holds the counts and the ranked changes;
@@ -237,6 +238,7 @@ def test_morning_page_in_headless_chromium(morning_page, tmp_path):
     assert 0 < layout['first'] < n_plots and layout['scrolled'] == n_plots, json.dumps(layout)
 
 
+@pytest.mark.slow
 @need_chromium
 def test_report_in_headless_chromium(report_page, tmp_path):
     _, err = chromium(tmp_path, report_page, '--dump-dom')

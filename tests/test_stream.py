@@ -104,6 +104,7 @@ def test_l3_domains_of_this_machine():
 
 @pytest.mark.skipif(not (REPO / '.venv/share/clusterproof/stream/stream.c').is_file(),
                     reason='no STREAM source: run scripts/setup (make setup) to fetch it')
+@pytest.mark.slow
 def test_stream_on_local_built_from_source(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/stream.py', '-r', '--system', 'local'],
                       tmp_path)
