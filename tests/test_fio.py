@@ -134,8 +134,67 @@ def test_killed_run_with_error_0_and_no_io_is_refused():
     doc = fio.load(read('libpmem-killed.txt'))
     assert doc['jobs'][0]['error'] == 0
     msgs = fio.problems(doc, 'libpmem-killed.txt')
-    assert len(msgs) == 1 and 'randwrite_8files' in msgs[0] and 'total_ios=0' in msgs[0]
-    assert 'terminating on signal 2' in msgs[0]
+    assert len(msgs) == 2
+    assert 'interrupted by signal 2' in msgs[0] and 'terminating on signal 2' in msgs[0]
+    assert 'randwrite_8files' in msgs[1] and 'total_ios=0' in msgs[1]
+
+
+@pytest.mark.parametrize('name, signal', [('fio-3.33-killed-sigINT.txt', 2),
+                                          ('fio-3.33-killed-sigTERM.txt', 15)])
+def test_interrupted_run_with_complete_json_is_refused(name, signal):
+    """fio stopped by SIGINT/SIGTERM still prints complete JSON, percentiles
+    and I/O included: the signal line makes it not a result."""
+    doc = fio.load(read(name))
+    job = doc['jobs'][0]
+    assert job['error'] == 0 and job['write']['total_ios'] > 0
+    assert '99.990000' in job['write']['lat_ns']['percentile']
+    assert fio.interruption(doc) == [f'fio: terminating on signal {signal}']
+    with pytest.raises(ParseError, match=rf'{name}: fio was interrupted by signal {signal}'):
+        fio.section_figures(read(name), 'randwrite', name)
+
+
+def test_time_based_job_cut_short_is_refused_without_the_signal_line():
+    """The JSON alone shows the interruption: job_runtime 2.6 s of runtime=60."""
+    text = read('fio-3.33-killed-sigINT.txt').replace('fio: terminating on signal 2', '')
+    msgs = fio.problems(fio.load(text), 'x')
+    assert len(msgs) == 1 and re.search(r'job randwrite: time_based job ran 2\.\d s of its '
+                                        r'runtime=60: fio stopped it early', msgs[0])
+
+
+def test_exit_status_is_a_sign_when_given():
+    text = read('psync-randread.json')
+    assert fio.problems(fio.load(text), 'x', exit_status=0) == []
+    with pytest.raises(ParseError, match='fio reported a failure: fio exited with status 128'):
+        fio.parse(text, 'x', exit_status=128)
+
+
+def test_killed_run_without_output_says_so():
+    with pytest.raises(ParseError, match='fio printed nothing: it was killed'):
+        fio.parse(read('fio-3.33-killed-sigKILL.txt'), 'fio-3.33-killed-sigKILL.txt')
+
+
+@pytest.mark.parametrize('name', ['fio-2.1.10-psync-randread.json',
+                                  'fio-2.1.10-psync-randwrite.json',
+                                  'fio-2.2.10-psync-randread.json'])
+def test_fio_2_json_is_refused_naming_the_version_not_as_no_io(name):
+    """fio 2.1.10 has no total_ios; 2.x has no total-latency percentiles."""
+    doc = fio.load(read(name))
+    assert fio.problems(doc, name) == []
+    ver = fio.version(doc)[0]
+    with pytest.raises(ParseError, match=rf'{name}: written by {ver}; the figures need fio 3.1'):
+        fio.parse(read(name), name)
+
+
+def test_fio_2_without_total_ios_still_fails_a_job_that_did_no_io():
+    doc = fio.load(read('fio-2.1.10-psync-randread.json'))
+    assert 'total_ios' not in doc['jobs'][0]['read']
+    doc['jobs'][0]['read']['io_bytes'] = 0
+    assert 'io_bytes=0: no I/O was done' in fio.problems(doc, 'x')[0]
+
+
+def test_fio_2_refuses_lat_percentiles_in_the_job():
+    with pytest.raises(ParseError, match='Bad option <lat_percentiles=1>'):
+        fio.parse(read('fio-2.2.10-lat-percentiles-option.txt'), 'x')
 
 
 def test_output_without_json_names_what_fio_said():
