@@ -54,7 +54,9 @@ _ITER = re.compile(r'^(write|read)\s+' + r'\s+'.join([f'({_NUM})'] * len(_ITER_C
 _SUMMARY_HEAD = re.compile(r'^Operation\s+Max\(MiB\).*$', re.M)
 _REORDER_LINE = "Using reorderTasks '-C'"
 _WARNING = re.compile(r'^.*\bWARNING:.*$', re.M)
-_ERROR = re.compile(r'^.*(?:\bERROR\b|MPI_ABORT was invoked).*$', re.M)
+#: error lines: ``ERROR`` (IOR, mdtest 3.x/4.x), ``Process N(...): FAILED in <function>,``
+#: (LLNL mdtest 1.9.x), Open MPI's abort notice
+_ERROR = re.compile(r'^.*(?:\bERROR\b|: FAILED in \w+,|MPI_ABORT was invoked).*$', re.M)
 
 #: summary-table columns kept, and their names in the result
 _SUMMARY_COLS = {
