@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -17,7 +18,7 @@ from clusterproof.methods.fiojob import (FioJob, fio_size, parse_engines, worst_
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio
 
-from conftest import DATA, REPO, report_cases, run_reframe
+from conftest import DATA, REPO, VENV_BIN, reframe_env, report_cases, run_reframe, wait_for
 
 FIO = DATA / 'fio'
 
@@ -311,3 +312,66 @@ def test_emulated_job_larger_than_tmpfs_fails_with_the_sizes(tmp_path, tmpfs_dir
     assert re.search(r'bytes free on tmpfs, the test needs \d+', res.stdout), res.stdout[-3000:]
     assert all(tc['result'] == 'fail' for tc in report_cases(tmp_path))
     assert not os.path.exists(tmpfs_dir)
+
+
+def _fio_under(directory):
+    """Pids of fio processes whose working directory is under ``directory``
+    (the stage directories of a ReFrame run this test started)."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            if (os.path.basename(os.readlink(f'/proc/{entry}/exe')) == 'fio'
+                    and os.readlink(f'/proc/{entry}/cwd').startswith(str(directory))):
+                pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def _bytes_written(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f'/proc/{pid}/io') as f:
+                total += int(dict(line.split(': ') for line in f.read().splitlines())['wchar'])
+        except OSError:
+            continue
+    return total
+
+
+def test_fio_interrupted_inside_the_check_fails_its_sanity(tmp_path):
+    """fio gets SIGINT mid-run: it still prints complete JSON, and the
+    StorageFioBaseline case fails naming the signal; no figure is logged."""
+    cmd = [str(VENV_BIN / 'reframe'), '-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
+           '-n', 'StorageFioBaseline%section=randwrite_8files',
+           '-S', 'StorageFioBaseline.filesize=1048576', '-S', 'StorageFioBaseline.numjobs=1',
+           '-S', 'StorageFioBaseline.loops=1000000']
+    proc = subprocess.Popen(cmd, cwd=REPO, env=reframe_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        # the 1 MiB file is laid out, then written over and over: 8 MiB
+        # written by fio's processes means its job is doing I/O
+        wait_for('fio doing I/O for the check',
+                 lambda: _bytes_written(_fio_under(tmp_path)) > 8 * 2 ** 20, proc=proc)
+        for pid in _fio_under(tmp_path):      # as Ctrl-C does: every fio process
+            try:
+                os.kill(pid, signal.SIGINT)
+            except ProcessLookupError:        # a short-lived helper fio already gone
+                pass
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0, out[-3000:]
+    [case] = report_cases(tmp_path)
+    assert case['result'] == 'fail'
+    assert re.search(r'fio was interrupted by signal 2 \(fio: terminating on signal 2\)',
+                     case['fail_reason']), case['fail_reason']
+    # the perflog has the failure only (ReFrame logs failed cases, without figures)
+    for path in glob.glob(str(tmp_path / 'perflogs' / '*' / '*' / 'StorageFioBaseline.log')):
+        rows = [line.split('|') for line in open(path).read().splitlines()[1:]]
+        assert rows and all(row[1] == 'fail' for row in rows)
+    assert not glob.glob(str(tmp_path / 'scratch' / 'fio-*'))

@@ -120,7 +120,8 @@ def interruption(doc, exit_status=None):
     """The signs in fio's own output (and exit status, when given) that it
     was interrupted, killed or failed: a list of short phrases, empty when
     there is none. ``doc`` is :func:`load`'s result."""
-    signs = [m.group(0) for m in _FAILURE_LINES.finditer(doc.get('_text', ''))]
+    # each fio process prints the signal line: once is enough
+    signs = list(dict.fromkeys(m.group(0) for m in _FAILURE_LINES.finditer(doc.get('_text', ''))))
     if exit_status not in (None, 0):
         signs.append(f'fio exited with status {exit_status}')
     return signs
