@@ -196,6 +196,26 @@ def test_json_of_write_and_read_keeps_every_iteration(stem):
         assert run.summary[op]['max_mib'] == max(bws)
 
 
+def test_ior_3_2_1_json_of_one_rank_after_its_banner():
+    """IOR 3.2.1 writes its text banner before the JSON, no "Version" key, and
+    entries without iops and latency."""
+    run = parse_recording('ior-3.2.1-write-read-json-np1')
+    assert run.source_format == 'json' and run.version == '3.2.1'
+    assert [(r['operation'], r['iter']) for r in run.iterations] == [
+        ('write', 0), ('read', 0), ('write', 1), ('read', 1)]
+    assert all(r['iops'] is None and r['latency_s'] is None for r in run.iterations)
+    assert run.summary['write']['max_mib'] == max(
+        r['bw_mib'] for r in run.iterations if r['operation'] == 'write')
+
+
+def test_ior_3_2_1_json_of_two_ranks_overwritten_is_named():
+    js = IOR_DATA / 'ior-3.2.1-write-read-json.json'
+    assert js.read_text().startswith('[ ]')
+    with pytest.raises(ParseError, match=r'ior-3.2.1-write-read-json.json: not valid JSON .*'
+                                         r'several ranks wrote the file over each other'):
+        ior.parse_json(js.read_text(), str(js))
+
+
 @pytest.mark.parametrize('stem, version', [('ior-3.0.1-write-read', '3.0.1'),
                                            ('ior-3.2.1-write-read', '3.2.1')])
 def test_eight_column_rows_of_ior_3_0_and_3_2(stem, version):

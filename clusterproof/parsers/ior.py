@@ -9,7 +9,10 @@ Two sources, one result (:class:`IorRun`):
   write valid JSON. With a summary file, stdout carries no results table.
   Without a summary file the JSON goes to stdout, and lines IOR prints
   meanwhile (``--mpiio.showHints``/``-H`` hints, ``WARNING:``) land inside
-  it: such JSON is refused quoting the stray line. ``Results`` holds one
+  it: such JSON is refused quoting the stray line. IOR 3.2 writes its text
+  banner before the JSON (skipped) and opens the file on every rank: with
+  more than one rank the ranks overwrite each other and the file is refused
+  naming that. ``Results`` holds one
   entry per iteration and operation (4.0) or one ``[write, read]`` list per
   iteration (3.3); every entry is read.
 - the text on stdout otherwise: the per-iteration rows under ``Results:``
@@ -55,7 +58,7 @@ FILE_PER_PROCESS = 'file-per-process'
 OPERATIONS = ('write', 'read')
 
 _NUM = r'(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?'
-_VERSION = re.compile(r'^IOR-(\S+): MPI Coordinated Test of Parallel I/O', re.M)
+_VERSION = re.compile(r'^IOR-(\S+): MPI Coordinated Test of Parallel I/O\s*$\n?', re.M)
 _CMD = re.compile(r'^Command line(?: used)?\s*: (.*)$', re.M)
 #: the Options block: ``key : value`` (3.2 on) or ``key = value`` (3.0, tab-indented)
 _OPTION = re.compile(r'^\s*(access|tasks|clients|nodes|clients per node|repetitions|xfersize|'
@@ -260,10 +263,17 @@ def _flat(results):
             yield res
 
 
+def _optional(entry, key):
+    return None if entry.get(key) is None else float(entry[key])
+
+
 def _why_invalid_json(text, err):
     """The cause an invalid JSON summary shows at the place it breaks."""
     lines = text.splitlines()
     line = lines[err.lineno - 1].strip() if 0 < err.lineno <= len(lines) else ''
+    if 'Test of Parallel I/O' in text and not _VERSION.match(text):
+        return ('several ranks wrote the file over each other (IOR 3.2 opens the summary file '
+                'on every rank; only a one-rank run writes it whole): use the text output')
     if 'hints passed to MPI_File_open' in text or line.startswith('hints '):
         return ('MPI-IO hint text (--mpiio.showHints, -H) is printed into JSON written to '
                 'stdout: name a summaryFile, or drop the hints option')
@@ -280,15 +290,16 @@ def parse_json(text, source='IOR JSON summary', stdout=''):
     """:class:`IorRun` from IOR's JSON summary file. Invalid JSON raises
     :class:`ParseError` naming the file, line and column (IOR 4.0.0 with
     ``-v`` writes such files). ``stdout`` adds its ERROR/WARNING lines."""
+    banner = _VERSION.match(text)          # IOR 3.2 puts its text banner first
     try:
-        doc = json.loads(text)
+        doc = json.loads(text[banner.end():] if banner else text)
     except json.JSONDecodeError as err:
         raise ParseError(f'{source}: not valid JSON ({err}); {_why_invalid_json(text, err)}'
                          ) from None
     errors, warnings = problem_lines(stdout)
     run = IorRun(source, 'json', errors=errors, warnings=warnings)
     try:
-        run.version = str(doc.get('Version', ''))
+        run.version = str(doc.get('Version', '') or (banner.group(1) if banner else ''))
         run.command = str(doc.get('Command line', ''))
         tests = doc.get('tests') or []
         options = tests[0].get('Options', {}) if tests else {}
@@ -304,7 +315,8 @@ def parse_json(text, source='IOR JSON summary', stdout=''):
                 counters[op] = counters.get(op, -1) + 1
                 run.iterations.append({
                     'operation': op, 'iter': counters[op], 'bw_mib': float(res['bwMiB']),
-                    'iops': float(res['iops']), 'latency_s': float(res['latency']),
+                    # no iops and latency before 3.3
+                    'iops': _optional(res, 'iops'), 'latency_s': _optional(res, 'latency'),
                     'block_kib': float(res['blockKiB']), 'xfer_kib': float(res['xferKiB']),
                     'open_s': float(res['openTime']), 'wrrd_s': float(res['wrRdTime']),
                     'close_s': float(res['closeTime']), 'total_s': float(res['totalTime'])})
