@@ -375,3 +375,23 @@ def test_fio_interrupted_inside_the_check_fails_its_sanity(tmp_path):
         rows = [line.split('|') for line in open(path).read().splitlines()[1:]]
         assert rows and all(row[1] == 'fail' for row in rows)
     assert not glob.glob(str(tmp_path / 'scratch' / 'fio-*'))
+
+
+def test_fio_3_1_lat_percentiles_are_read_under_clat_ns():
+    """fio 3.1 to 3.12 print the lat_percentiles=1 figures under clat_ns (and
+    no bw_bytes: bw is KiB/s)."""
+    raw = json.loads(read('fio-3.1-psync-randwrite.json'))['jobs'][0]['write']
+    assert 'percentile' not in raw['lat_ns'] and 'bw_bytes' not in raw
+    figs = fio.section_figures(read('fio-3.1-psync-randwrite.json'), 'randwrite_8files')
+    assert figs['lat_p99'] == raw['clat_ns']['percentile']['99.000000'] / 1000 == 11993.088
+    assert figs['lat_mean'] == raw['lat_ns']['mean'] / 1000
+    assert figs['bw'] == 4520 / 1024 and figs['total_ios'] == 8192
+    read_figs = fio.section_figures(read('fio-3.1-psync-randread.json'), 'randread_8files')
+    assert read_figs['lat_p99'] == 148.48
+
+
+def test_fio_3_1_without_lat_percentiles_is_refused():
+    """Its clat_ns percentiles are completion latencies: not the figure."""
+    with pytest.raises(ParseError, match=r'randread_8files, read: lat_ns has no percentile\(s\) '
+                                         r'.*set lat_percentiles=1'):
+        fio.parse(read('fio-3.1-psync-randread-clat.json'), 'x')

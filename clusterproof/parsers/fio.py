@@ -8,7 +8,8 @@ Per job (a section, with ``group_reporting=1``) and direction: IOPS,
 bandwidth (MiB/s, from ``bw_bytes``; ``bw`` KiB/s before fio 3.3), mean
 latency (us) and the latency percentiles p50, p99, p99.9, p99.99 (us) from
 ``lat_ns`` (filled by ``lat_percentiles=1``; ``clat_ns`` is not the
-published figure).
+published figure; fio 3.1 to 3.12 print the ``lat_percentiles=1``
+percentiles under ``clat_ns``, and they are read there).
 
 :func:`problems` is the sanity rule; a run is not a result when any of these
 shows (each is named in the message):
@@ -99,14 +100,23 @@ def _seconds(value):
     return float(m.group(1)) * _TIME_UNITS[m.group(2)]
 
 
-def _short_time_based_run(doc, job):
-    """Why a ``time_based`` job ran short of its ``runtime`` (fio stopped it
-    early), or None. Options come from the job, then the global section."""
+def options(doc, job):
+    """A job's options as fio reports them: its own over the global ones."""
     opts = dict(doc.get('global options') or {})
     opts.update(job.get('job options') or {})
-    if str(opts.get('time_based', '0')).lower() not in ('1', 'true', 'on', 'yes', ''):
-        return None
-    if 'time_based' not in opts or 'runtime' not in opts or 'job_runtime' not in job:
+    return opts
+
+
+def _is_set(opts, name):
+    """A boolean option given (``name`` alone, ``=1``, ``=true`` ...)."""
+    return name in opts and str(opts[name]).lower() in ('1', 'true', 'on', 'yes', '')
+
+
+def _short_time_based_run(doc, job):
+    """Why a ``time_based`` job ran short of its ``runtime`` (fio stopped it
+    early), or None."""
+    opts = options(doc, job)
+    if not _is_set(opts, 'time_based') or 'runtime' not in opts or 'job_runtime' not in job:
         return None
     wanted = _seconds(opts['runtime'])
     ramp = _seconds(opts.get('ramp_time', 0)) or 0      # counted in or out of runtime
@@ -161,13 +171,25 @@ def problems(doc, source='fio output', exit_status=None):
     return found
 
 
-def direction_figures(stats, source, name, ddir):
-    """Figures of one direction of one job."""
+def percentile_parent(doc, job):
+    """The object holding the total-latency percentiles: ``lat_ns``, except
+    in fio 3.1 to 3.12 where ``lat_percentiles=1`` fills the percentiles under
+    ``clat_ns`` (with total latencies: the completion-latency percentiles are
+    then off)."""
+    _, ver = version(doc)
+    if (3, 1) <= ver < (3, 13) and _is_set(options(doc, job), 'lat_percentiles'):
+        return 'clat_ns'
+    return 'lat_ns'
+
+
+def direction_figures(stats, source, name, ddir, parent='lat_ns'):
+    """Figures of one direction of one job; ``parent`` holds the percentiles
+    (:func:`percentile_parent`)."""
     lat = stats.get('lat_ns') or {}
-    pct = lat.get('percentile') or {}
+    pct = (stats.get(parent) or {}).get('percentile') or {}
     missing = [key for key in PERCENTILES.values() if key not in pct]
     if missing:
-        raise ParseError(f'{source}: job {name}, {ddir}: lat_ns has no percentile(s) '
+        raise ParseError(f'{source}: job {name}, {ddir}: {parent} has no percentile(s) '
                          f'{", ".join(missing)} (set lat_percentiles=1 in the job)')
     figs = {
         'iops': float(stats['iops']),
@@ -204,7 +226,8 @@ def parse(text, source='fio output', exit_status=None):
         for ddir in DIRECTIONS:
             stats = job.get(ddir) or {}
             if did_io(stats):
-                per_dir[ddir] = direction_figures(stats, source, name, ddir)
+                per_dir[ddir] = direction_figures(stats, source, name, ddir,
+                                                  percentile_parent(doc, job))
         result[name] = per_dir
     return result
 
