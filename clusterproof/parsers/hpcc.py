@@ -73,6 +73,15 @@ def newest_run(text, source='hpccoutf.txt'):
                   f'(started {started or "at an unknown time"})')
 
 
+def _stopped_in(text):
+    """Where an unfinished run stops: ``; it stops in its <name> section``
+    (the last section begun and not ended), or ''."""
+    begun = re.findall(r'^Begin of (.+) section\.\s*$', text, re.M)
+    if begun and f'End of {begun[-1]} section.' not in text:
+        return f'; it stops in its {begun[-1]} section'
+    return ''
+
+
 def summary(text, source='hpccoutf.txt'):
     """The summary section of the newest run as a dict (numbers converted)."""
     text, where = newest_run(text, source)
@@ -80,7 +89,7 @@ def summary(text, source='hpccoutf.txt'):
     end = text.find(END, start)
     if start < 0 or end < 0:
         raise ParseError(f'{where}: no complete summary section ("{BEGIN}" ... "{END}"); '
-                         f'the run did not finish')
+                         f'the run did not finish{_stopped_in(text)}')
     out = {}
     for line in text[start + len(BEGIN):end].splitlines():
         name, sep, val = line.partition('=')
