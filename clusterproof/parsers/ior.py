@@ -208,8 +208,9 @@ def _why_no_summary(run, text, repetitions):
     if repetitions and all(n in (0, repetitions) for n in counts.values()) \
             and not _FINISHED.search(text):
         return (f'every iteration row is there ({done}) but no "Finished" line: IOR was run as '
-                'a library (IO500 runs it so, printing neither without -v); read the '
-                'summary its harness wrote, or run ior itself')
+                'a library (IO500 runs it so, printing neither without -v), or was stopped '
+                'right after its last iteration; read the summary its harness wrote, or run '
+                'ior itself')
     return f'iteration rows: {done or "none"}: IOR did not finish'
 
 
