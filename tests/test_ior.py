@@ -180,7 +180,8 @@ def test_invalid_json_of_ior_4_0_0_with_verbose():
         parse_recording('ior-4.0.0-write-json-verbose')
 
 
-@pytest.mark.parametrize('stem', ['ior-3.3.0-write-read-json', 'ior-4.0.0-write-read-json'])
+@pytest.mark.parametrize('stem', ['ior-3.3.0-write-read-json', 'ior-4.0.0-write-read-json',
+                                  'ior-4.1.0+dev-write-read-json'])
 def test_json_of_write_and_read_keeps_every_iteration(stem):
     """3.3 nests one [write, read] list per iteration, 4.0 lists them flat:
     both give write and read rows for iterations 0 and 1."""

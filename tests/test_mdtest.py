@@ -91,6 +91,13 @@ def test_llnl_mdtest_1_9_3_summary_is_the_rate_table():
     assert files_only.rate('File read') == 10371.903
 
 
+def test_mdtest_4_1_rate_table_in_ops_per_sec():
+    run = parse_recording('mdtest-4.1.0+dev-u-N1-w-e')
+    assert (run.version, run.tasks, run.iterations, run.shift) == ('4.1.0+dev', 2, 2, 1)
+    assert len(run.rates) == 10 and run.rate('Directory rename') == 11085.729
+    assert run.rate('File read', 'max') == 12531.346 and run.problems() == []
+
+
 def test_mdtest_of_ior_3_2_1_calls_itself_1_9_3_and_heads_summary_rate():
     run = parse_recording('mdtest-3.2.1-u-N1-w-e')
     assert run.version == '1.9.3' and run.rate('File stat') == 1108399.747
