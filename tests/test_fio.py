@@ -341,6 +341,7 @@ def _bytes_written(pids):
     return total
 
 
+@pytest.mark.slow
 def test_fio_interrupted_inside_the_check_fails_its_sanity(tmp_path):
     """fio gets SIGINT mid-run: it still prints complete JSON, and the
     StorageFioBaseline case fails naming the signal; no figure is logged."""
