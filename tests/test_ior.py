@@ -258,6 +258,13 @@ def test_library_run_without_summary_is_named_not_called_unfinished():
         ior.parse(cut, 'cut.out')
 
 
+def test_ior_stopped_by_sigterm_did_not_finish():
+    with pytest.raises(ParseError, match=r'killed-sigterm.out: no "Summary of all tests:" table '
+                                         r'.*\(iteration rows: write 1 of 3, read 1 of 3: IOR did '
+                                         r'not finish\)'):
+        parse_recording('ior-4.0.0-killed-sigterm')
+
+
 def test_hints_printed_into_json_on_stdout_are_named():
     name = 'ior-4.0.0-mpiio-hints-json-stdout.out'
     with pytest.raises(ValueError):
