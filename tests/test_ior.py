@@ -258,6 +258,12 @@ def test_library_run_without_summary_is_named_not_called_unfinished():
         ior.parse(cut, 'cut.out')
 
 
+def test_csv_output_is_named():
+    with pytest.raises(ParseError, match=r'csv.out: no "Summary of all tests:" table .*\(the run '
+                                         r'printed CSV \(summaryFormat=CSV\): iteration rows only'):
+        parse_recording('ior-4.0.0-write-read-csv')
+
+
 def test_ior_stopped_by_sigterm_did_not_finish():
     with pytest.raises(ParseError, match=r'killed-sigterm.out: no "Summary of all tests:" table '
                                          r'.*\(iteration rows: write 1 of 3, read 1 of 3: IOR did '

@@ -72,6 +72,7 @@ _ITER = re.compile(r'^(write|read)\s+((?:' + _NUM + r'\s+){7,9}' + _NUM + r')\s*
 _FINISHED = re.compile(r'^Finished\s*: ', re.M)
 _JSON_RUN = re.compile(r'summaryFormat=JSON', re.I)
 _SUMMARY_FILE = re.compile(r'^Writing output to (\S+)', re.M)
+_CSV_HEAD = re.compile(r'^access,bw\(MiB/s\),', re.M)
 _SUMMARY_HEAD = re.compile(r'^Operation\s+Max\(MiB\).*$', re.M)
 _REORDER_LINE = "Using reorderTasks '-C'"
 _WARNING = re.compile(r'^.*\bWARNING:.*$', re.M)
@@ -203,6 +204,9 @@ def _why_no_summary(run, text, repetitions):
         return f'the run wrote its results to the JSON summary file {m.group(1)}'
     if not run.iterations and _JSON_RUN.search(run.command or text):
         return 'the run wrote its results as JSON (summaryFormat=JSON), not as text'
+    if _CSV_HEAD.search(text):
+        return ('the run printed CSV (summaryFormat=CSV): iteration rows only, no summary; '
+                'run it with the text or JSON summary')
     if not run.iterations:
         return 'no iteration row either: IOR did not finish'
     if repetitions and all(n in (0, repetitions) for n in counts.values()) \
