@@ -23,7 +23,8 @@ Two sources, one result (:class:`IorRun`):
 A text output without the summary table is refused, naming what it shows:
 every iteration's row but no table and no ``Finished`` line is IOR run as a
 library (IO500 calls ``ior_run()`` without ``-v``, which prints neither);
-fewer rows than ``repetitions`` is a run that did not finish.
+fewer rows than ``repetitions`` is a run that did not finish; CSV output
+(``summaryFormat=CSV``) has rows only and is named as such.
 
 Facts the text parser relies on (tests/data/ior/ has real recordings):
 
