@@ -51,7 +51,8 @@ def fio_direct(tmpfs_dir, sizes):
         out = subprocess.run(['fio', f'--section={SECTION}', '--output-format=json',
                               str(jobfile)], capture_output=True, text=True,
                              env=dict(os.environ, PMEM_IS_PMEM_FORCE='1'), timeout=300)
-        return fioparser.section_figures(out.stdout, SECTION, 'direct fio')
+        return fioparser.section_figures(out.stdout, SECTION, 'direct fio',
+                                         exit_status=out.returncode)
     finally:
         for path in glob.glob(f'{tmpfs_dir}/*'):
             os.unlink(path)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -17,7 +18,7 @@ from clusterproof.methods.fiojob import (FioJob, fio_size, parse_engines, worst_
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio
 
-from conftest import DATA, REPO, report_cases, run_reframe
+from conftest import DATA, REPO, VENV_BIN, reframe_env, report_cases, run_reframe, wait_for
 
 FIO = DATA / 'fio'
 
@@ -134,8 +135,67 @@ def test_killed_run_with_error_0_and_no_io_is_refused():
     doc = fio.load(read('libpmem-killed.txt'))
     assert doc['jobs'][0]['error'] == 0
     msgs = fio.problems(doc, 'libpmem-killed.txt')
-    assert len(msgs) == 1 and 'randwrite_8files' in msgs[0] and 'total_ios=0' in msgs[0]
-    assert 'terminating on signal 2' in msgs[0]
+    assert len(msgs) == 2
+    assert 'interrupted by signal 2' in msgs[0] and 'terminating on signal 2' in msgs[0]
+    assert 'randwrite_8files' in msgs[1] and 'total_ios=0' in msgs[1]
+
+
+@pytest.mark.parametrize('name, signal', [('fio-3.33-killed-sigINT.txt', 2),
+                                          ('fio-3.33-killed-sigTERM.txt', 15)])
+def test_interrupted_run_with_complete_json_is_refused(name, signal):
+    """fio stopped by SIGINT/SIGTERM still prints complete JSON, percentiles
+    and I/O included: the signal line makes it not a result."""
+    doc = fio.load(read(name))
+    job = doc['jobs'][0]
+    assert job['error'] == 0 and job['write']['total_ios'] > 0
+    assert '99.990000' in job['write']['lat_ns']['percentile']
+    assert fio.interruption(doc) == [f'fio: terminating on signal {signal}']
+    with pytest.raises(ParseError, match=rf'{name}: fio was interrupted by signal {signal}'):
+        fio.section_figures(read(name), 'randwrite', name)
+
+
+def test_time_based_job_cut_short_is_refused_without_the_signal_line():
+    """The JSON alone shows the interruption: job_runtime 2.6 s of runtime=60."""
+    text = read('fio-3.33-killed-sigINT.txt').replace('fio: terminating on signal 2', '')
+    msgs = fio.problems(fio.load(text), 'x')
+    assert len(msgs) == 1 and re.search(r'job randwrite: time_based job ran 2\.\d s of its '
+                                        r'runtime=60: fio stopped it early', msgs[0])
+
+
+def test_exit_status_is_a_sign_when_given():
+    text = read('psync-randread.json')
+    assert fio.problems(fio.load(text), 'x', exit_status=0) == []
+    with pytest.raises(ParseError, match='fio reported a failure: fio exited with status 128'):
+        fio.parse(text, 'x', exit_status=128)
+
+
+def test_killed_run_without_output_says_so():
+    with pytest.raises(ParseError, match='fio printed nothing: it was killed'):
+        fio.parse(read('fio-3.33-killed-sigKILL.txt'), 'fio-3.33-killed-sigKILL.txt')
+
+
+@pytest.mark.parametrize('name', ['fio-2.1.10-psync-randread.json',
+                                  'fio-2.1.10-psync-randwrite.json',
+                                  'fio-2.2.10-psync-randread.json'])
+def test_fio_2_json_is_refused_naming_the_version_not_as_no_io(name):
+    """fio 2.1.10 has no total_ios; 2.x has no total-latency percentiles."""
+    doc = fio.load(read(name))
+    assert fio.problems(doc, name) == []
+    ver = fio.version(doc)[0]
+    with pytest.raises(ParseError, match=rf'{name}: written by {ver}; the figures need fio 3.1'):
+        fio.parse(read(name), name)
+
+
+def test_fio_2_without_total_ios_still_fails_a_job_that_did_no_io():
+    doc = fio.load(read('fio-2.1.10-psync-randread.json'))
+    assert 'total_ios' not in doc['jobs'][0]['read']
+    doc['jobs'][0]['read']['io_bytes'] = 0
+    assert 'io_bytes=0: no I/O was done' in fio.problems(doc, 'x')[0]
+
+
+def test_fio_2_refuses_lat_percentiles_in_the_job():
+    with pytest.raises(ParseError, match='Bad option <lat_percentiles=1>'):
+        fio.parse(read('fio-2.2.10-lat-percentiles-option.txt'), 'x')
 
 
 def test_output_without_json_names_what_fio_said():
@@ -253,3 +313,87 @@ def test_emulated_job_larger_than_tmpfs_fails_with_the_sizes(tmp_path, tmpfs_dir
     assert re.search(r'bytes free on tmpfs, the test needs \d+', res.stdout), res.stdout[-3000:]
     assert all(tc['result'] == 'fail' for tc in report_cases(tmp_path))
     assert not os.path.exists(tmpfs_dir)
+
+
+def _fio_under(directory):
+    """Pids of fio processes whose working directory is under ``directory``
+    (the stage directories of a ReFrame run this test started)."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            if (os.path.basename(os.readlink(f'/proc/{entry}/exe')) == 'fio'
+                    and os.readlink(f'/proc/{entry}/cwd').startswith(str(directory))):
+                pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def _bytes_written(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f'/proc/{pid}/io') as f:
+                total += int(dict(line.split(': ') for line in f.read().splitlines())['wchar'])
+        except OSError:
+            continue
+    return total
+
+
+@pytest.mark.slow
+def test_fio_interrupted_inside_the_check_fails_its_sanity(tmp_path):
+    """fio gets SIGINT mid-run: it still prints complete JSON, and the
+    StorageFioBaseline case fails naming the signal; no figure is logged."""
+    cmd = [str(VENV_BIN / 'reframe'), '-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
+           '-n', 'StorageFioBaseline%section=randwrite_8files',
+           '-S', 'StorageFioBaseline.filesize=1048576', '-S', 'StorageFioBaseline.numjobs=1',
+           '-S', 'StorageFioBaseline.loops=1000000']
+    proc = subprocess.Popen(cmd, cwd=REPO, env=reframe_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        # the 1 MiB file is laid out, then written over and over: 8 MiB
+        # written by fio's processes means its job is doing I/O
+        wait_for('fio doing I/O for the check',
+                 lambda: _bytes_written(_fio_under(tmp_path)) > 8 * 2 ** 20, proc=proc)
+        for pid in _fio_under(tmp_path):      # as Ctrl-C does: every fio process
+            try:
+                os.kill(pid, signal.SIGINT)
+            except ProcessLookupError:        # a short-lived helper fio already gone
+                pass
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0, out[-3000:]
+    [case] = report_cases(tmp_path)
+    assert case['result'] == 'fail'
+    assert re.search(r'fio was interrupted by signal 2 \(fio: terminating on signal 2\)',
+                     case['fail_reason']), case['fail_reason']
+    # the perflog has the failure only (ReFrame logs failed cases, without figures)
+    for path in glob.glob(str(tmp_path / 'perflogs' / '*' / '*' / 'StorageFioBaseline.log')):
+        rows = [line.split('|') for line in open(path).read().splitlines()[1:]]
+        assert rows and all(row[1] == 'fail' for row in rows)
+    assert not glob.glob(str(tmp_path / 'scratch' / 'fio-*'))
+
+
+def test_fio_3_1_lat_percentiles_are_read_under_clat_ns():
+    """fio 3.1 to 3.12 print the lat_percentiles=1 figures under clat_ns (and
+    no bw_bytes: bw is KiB/s)."""
+    raw = json.loads(read('fio-3.1-psync-randwrite.json'))['jobs'][0]['write']
+    assert 'percentile' not in raw['lat_ns'] and 'bw_bytes' not in raw
+    figs = fio.section_figures(read('fio-3.1-psync-randwrite.json'), 'randwrite_8files')
+    assert figs['lat_p99'] == raw['clat_ns']['percentile']['99.000000'] / 1000 == 11993.088
+    assert figs['lat_mean'] == raw['lat_ns']['mean'] / 1000
+    assert figs['bw'] == 4520 / 1024 and figs['total_ios'] == 8192
+    read_figs = fio.section_figures(read('fio-3.1-psync-randread.json'), 'randread_8files')
+    assert read_figs['lat_p99'] == 148.48
+
+
+def test_fio_3_1_without_lat_percentiles_is_refused():
+    """Its clat_ns percentiles are completion latencies: not the figure."""
+    with pytest.raises(ParseError, match=r'randread_8files, read: lat_ns has no percentile\(s\) '
+                                         r'.*set lat_percentiles=1'):
+        fio.parse(read('fio-3.1-psync-randread-clat.json'), 'x')

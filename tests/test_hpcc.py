@@ -63,6 +63,37 @@ def test_unfinished_run_names_the_file():
         hpcc_parser.parse(no_hpl, 'x')
 
 
+THREE = DATA / 'hpcc' / 'hpccoutf-3-runs.txt'
+KILLED = DATA / 'hpcc' / 'hpccoutf-3-runs-then-killed.txt'
+
+
+def test_appended_file_yields_the_newest_run():
+    """Three runs of hpcc in one directory: the newest (HPL_Tflops
+    0.000732487), never the oldest (0.00130533), and the count is said."""
+    text = THREE.read_text()
+    assert [started for started, _ in hpcc_parser.runs(text)] == [
+        'Tue Nov 24 11:04:53 2026', 'Tue Nov 24 11:04:55 2026', 'Tue Nov 24 11:04:57 2026']
+    out = hpcc_parser.parse(text, 'd/hpccoutf.txt')
+    assert out['summary']['HPL_Tflops'] == 0.000732487
+    assert hpcc_parser.summary(text, 'x')['HPL_Tflops'] == 0.000732487
+    assert out['runs'] == 3
+    assert out['note'] == ('d/hpccoutf.txt holds 3 runs (HPCC appends to it); the newest '
+                           '(started Tue Nov 24 11:04:57 2026) is read')
+    assert hpcc_parser.verdict(out) is None
+    single = hpcc_parser.parse(LOCAL.read_text(), str(LOCAL))
+    assert single['runs'] == 1 and single['note'] == ''
+
+
+def test_appended_file_whose_newest_run_was_killed_is_refused():
+    """A fourth run killed during RandomAccess: its summary is missing, and
+    the complete older runs are not read in its place."""
+    with pytest.raises(ParseError, match=r'^d/hpccoutf\.txt holds 4 runs \(HPCC appends to it\); '
+                                         r'the newest \(started Tue Nov 24 11:05:04 2026\): no '
+                                         r'complete summary section .*the run did not '
+                                         r'finish; it stops in its MPIRandomAccess section$'):
+        hpcc_parser.parse(KILLED.read_text(), 'd/hpccoutf.txt')
+
+
 def _check_passed(case, ranks):
     assert case['result'] == 'pass', case.get('fail_reason')
     assert case['num_tasks'] == ranks

@@ -172,11 +172,121 @@ def test_invalid_json_of_ior_4_0_0_with_verbose():
     js = IOR_DATA / 'ior-4.0.0-write-json-verbose.json'
     with pytest.raises(ValueError):
         json.loads(js.read_text())
-    with pytest.raises(ParseError, match=r'write-json-verbose.json: not valid JSON .*line 90'):
+    with pytest.raises(ParseError, match=r'write-json-verbose.json: not valid JSON .*line 90.*'
+                                         r'Results array is closed twice.*with -v'):
         ior.parse_json(js.read_text(), str(js))
     # stdout has no table either when a summary file is written: both are named
     with pytest.raises(ParseError, match='not valid JSON.*and .*no "Summary of all tests:"'):
         parse_recording('ior-4.0.0-write-json-verbose')
+
+
+@pytest.mark.parametrize('stem', ['ior-3.3.0-write-read-json', 'ior-4.0.0-write-read-json',
+                                  'ior-4.1.0+dev-write-read-json'])
+def test_json_of_write_and_read_keeps_every_iteration(stem):
+    """3.3 nests one [write, read] list per iteration, 4.0 lists them flat:
+    both give write and read rows for iterations 0 and 1."""
+    run = parse_recording(stem)
+    assert run.source_format == 'json'
+    assert [(r['operation'], r['iter']) for r in run.iterations] == [
+        ('write', 0), ('read', 0), ('write', 1), ('read', 1)]
+    results = json.loads(text(f'{stem}.json'))['tests'][0]['Results']
+    flat = [e for r in results for e in (r if isinstance(r, list) else [r])]
+    assert [r['bw_mib'] for r in run.iterations] == [e['bwMiB'] for e in flat]
+    for op in ior.OPERATIONS:
+        bws = [r['bw_mib'] for r in run.iterations if r['operation'] == op]
+        assert run.summary[op]['max_mib'] == max(bws)
+
+
+def test_ior_3_2_1_json_of_one_rank_after_its_banner():
+    """IOR 3.2.1 writes its text banner before the JSON, no "Version" key, and
+    entries without iops and latency."""
+    run = parse_recording('ior-3.2.1-write-read-json-np1')
+    assert run.source_format == 'json' and run.version == '3.2.1'
+    assert [(r['operation'], r['iter']) for r in run.iterations] == [
+        ('write', 0), ('read', 0), ('write', 1), ('read', 1)]
+    assert all(r['iops'] is None and r['latency_s'] is None for r in run.iterations)
+    assert run.summary['write']['max_mib'] == max(
+        r['bw_mib'] for r in run.iterations if r['operation'] == 'write')
+
+
+def test_ior_3_2_1_json_of_two_ranks_overwritten_is_named():
+    js = IOR_DATA / 'ior-3.2.1-write-read-json.json'
+    assert js.read_text().startswith('[ ]')
+    with pytest.raises(ParseError, match=r'ior-3.2.1-write-read-json.json: not valid JSON .*'
+                                         r'several ranks wrote the file over each other'):
+        ior.parse_json(js.read_text(), str(js))
+
+
+@pytest.mark.parametrize('stem, version', [('ior-3.0.1-write-read', '3.0.1'),
+                                           ('ior-3.2.1-write-read', '3.2.1')])
+def test_eight_column_rows_of_ior_3_0_and_3_2(stem, version):
+    """No IOPS and latency columns before 3.3; 3.0 writes 'key = value' options."""
+    run = parse_recording(stem)
+    assert run.version == version and run.access == ior.SHARED_FILE and run.tasks == 2
+    assert run.command.startswith(f'/opt/ior-{version}/bin/ior -a POSIX -i 2')
+    assert [(r['operation'], r['iter']) for r in run.iterations] == [
+        ('write', 0), ('read', 0), ('write', 1), ('read', 1)]
+    assert all(r['iops'] is None and r['latency_s'] is None for r in run.iterations)
+    assert all(r['block_kib'] == 4096 and r['xfer_kib'] == 1024 for r in run.iterations)
+    for op in ior.OPERATIONS:
+        bws = [r['bw_mib'] for r in run.iterations if r['operation'] == op]
+        assert run.summary[op]['max_mib'] == pytest.approx(max(bws), abs=0.5)
+    assert run.summary['read']['reorder'] == 1 and run.reorder
+    assert ior.check_access(run, ior.SHARED_FILE) is None
+
+
+def test_ior_3_0_1_first_read_row_without_decimals():
+    run = parse_recording('ior-3.0.1-write-read')
+    assert [r['bw_mib'] for r in run.iterations] == [576.80, 3918.0, 13.04, 130.68]
+    assert [r['total_s'] for r in run.iterations][:2] == [0.013870, 0.002042]
+
+
+def test_library_run_without_summary_is_named_not_called_unfinished():
+    """IOR run as a library (as IO500 runs it) prints every iteration row but
+    no summary table and no Finished line."""
+    name = 'ior-4.0.0-library-io500-easy-write.txt'
+    with pytest.raises(ParseError) as err:
+        ior.parse(text(name), name)
+    msg = str(err.value)
+    assert 'every iteration row is there (write 1 of 1) but no "Finished" line' in msg
+    assert 'as a library' in msg and 'did not finish' not in msg
+    # the same output cut before its last row is a run that did not finish
+    cut = text('ior-3.2.1-write-read.out')
+    cut = cut[:cut.index('read      396.20')]
+    with pytest.raises(ParseError, match=r'iteration rows: write 2 of 2, read 1 of 2: IOR did '
+                                         r'not finish'):
+        ior.parse(cut, 'cut.out')
+
+
+def test_csv_output_is_named():
+    with pytest.raises(ParseError, match=r'csv.out: no "Summary of all tests:" table .*\(the run '
+                                         r'printed CSV \(summaryFormat=CSV\): iteration rows only'):
+        parse_recording('ior-4.0.0-write-read-csv')
+
+
+def test_ior_stopped_by_sigterm_did_not_finish():
+    with pytest.raises(ParseError, match=r'killed-sigterm.out: no "Summary of all tests:" table '
+                                         r'.*\(iteration rows: write 1 of 3, read 1 of 3: IOR did '
+                                         r'not finish\)'):
+        parse_recording('ior-4.0.0-killed-sigterm')
+
+
+def test_hints_printed_into_json_on_stdout_are_named():
+    name = 'ior-4.0.0-mpiio-hints-json-stdout.out'
+    with pytest.raises(ValueError):
+        json.loads(text(name))
+    with pytest.raises(ParseError) as err:
+        ior.parse(text(name), name)
+    msg = str(err.value)
+    assert f'{name} (JSON on stdout): not valid JSON' in msg
+    assert 'MPI-IO hint text (--mpiio.showHints, -H)' in msg
+    assert '-v' not in msg and 'did not finish' not in msg
+
+
+def test_json_run_stdout_names_its_summary_file():
+    with pytest.raises(ParseError, match=r'results to the JSON summary file /tmp/ior-rec/'
+                                         r'ior-3.3.0-write-read-json.json'):
+        ior.parse_text(text('ior-3.3.0-write-read-json.out'), 'x.out')
 
 
 def test_invalid_json_falls_back_to_the_text():

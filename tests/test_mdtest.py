@@ -66,12 +66,51 @@ def test_read_without_bytes_warns():
     assert big.items == 4000
 
 
-def test_error_run_names_the_file_and_quotes_the_error():
+@pytest.mark.parametrize('stem, line', [
+    ('mdtest-4.0.0-error-unwritable', 'ERROR: open64("/proc/mdtest-unwritable/'),
+    # LLNL 1.9.3 prints no ERROR: 'Process 0(): FAILED in main, ...'
+    ('mdtest-1.9.3-error-unwritable', 'FAILED in main, Unable to create test directory path'),
+])
+def test_error_run_names_the_file_and_quotes_the_error(stem, line):
     with pytest.raises(ParseError) as err:
-        parse_recording('mdtest-4.0.0-error-unwritable')
+        parse_recording(stem)
     msg = str(err.value)
-    assert 'mdtest-4.0.0-error-unwritable.out: no "SUMMARY rate" table' in msg
-    assert 'ERROR: open64("/proc/mdtest-unwritable/' in msg
+    assert f'{stem}.out: no "SUMMARY rate" table (mdtest failed; first error: ' in msg
+    assert line in msg
+
+
+def test_llnl_mdtest_1_9_3_summary_is_the_rate_table():
+    """LLNL's mdtest 1.9.3 heads its rate table ``SUMMARY: (of N iterations)``."""
+    run = parse_recording('mdtest-1.9.3-u-N1-w-e')
+    assert (run.version, run.tasks, run.iterations, run.items) == ('1.9.3', 2, 2, 200)
+    assert run.rate('File creation') == 349.069
+    assert run.rate('Tree removal', 'max') == 62.705
+    assert len(run.rates) == 9 and run.problems() == []
+    files_only = parse_recording('mdtest-1.9.3-F-np4')
+    assert files_only.tasks == 4 and 'Directory creation' not in files_only.rates
+    assert files_only.rate('File read') == 10371.903
+
+
+def test_mdtest_4_1_rate_table_in_ops_per_sec():
+    run = parse_recording('mdtest-4.1.0+dev-u-N1-w-e')
+    assert (run.version, run.tasks, run.iterations, run.shift) == ('4.1.0+dev', 2, 2, 1)
+    assert len(run.rates) == 10 and run.rate('Directory rename') == 11085.729
+    assert run.rate('File read', 'max') == 12531.346 and run.problems() == []
+
+
+def test_mdtest_of_ior_3_2_1_calls_itself_1_9_3_and_heads_summary_rate():
+    run = parse_recording('mdtest-3.2.1-u-N1-w-e')
+    assert run.version == '1.9.3' and run.rate('File stat') == 1108399.747
+
+
+def test_a_table_heading_not_known_is_named_not_called_unfinished():
+    body = (MD_DATA / 'mdtest-1.9.3-u-N1-w-e.out').read_text()
+    changed = body.replace('SUMMARY: (of 2 iterations)', 'SUMMARY speed: (of 2 iterations)')
+    with pytest.raises(ParseError, match='headings found: SUMMARY speed: .*none is a rate table'):
+        mdtest.parse(changed, 'x.out')
+    cut = body[:body.index('SUMMARY')]
+    with pytest.raises(ParseError, match='the output ends before the table: mdtest did not finish'):
+        mdtest.parse(cut, 'x.out')
 
 
 def test_truncated_table_is_an_error():

@@ -7,8 +7,24 @@ Two sources, one result (:class:`IorRun`):
   when it is valid JSON. IOR 4.0.0 writes *invalid* JSON when ``-v`` is given
   (it closes the ``Results`` array twice); IOR 3.3.0 and 4.0.0 without ``-v``
   write valid JSON. With a summary file, stdout carries no results table.
+  Without a summary file the JSON goes to stdout, and lines IOR prints
+  meanwhile (``--mpiio.showHints``/``-H`` hints, ``WARNING:``) land inside
+  it: such JSON is refused quoting the stray line. IOR 3.2 writes its text
+  banner before the JSON (skipped) and opens the file on every rank: with
+  more than one rank the ranks overwrite each other and the file is refused
+  naming that. ``Results`` holds one
+  entry per iteration and operation (4.0) or one ``[write, read]`` list per
+  iteration (3.3); every entry is read.
 - the text on stdout otherwise: the per-iteration rows under ``Results:``
-  and the ``Summary of all tests:`` table.
+  (10 columns from 3.3 on; 8 in 3.0 and 3.2, without IOPS and latency) and
+  the ``Summary of all tests:`` table. IOR 3.0 prints its options as
+  ``key = value`` and ``Command line used:``.
+
+A text output without the summary table is refused, naming what it shows:
+every iteration's row but no table and no ``Finished`` line is IOR run as a
+library (IO500 calls ``ior_run()`` without ``-v``, which prints neither);
+fewer rows than ``repetitions`` is a run that did not finish; CSV output
+(``summaryFormat=CSV``) has rows only and is named as such.
 
 Facts the text parser relies on (tests/data/ior/ has real recordings):
 
@@ -43,18 +59,27 @@ FILE_PER_PROCESS = 'file-per-process'
 OPERATIONS = ('write', 'read')
 
 _NUM = r'(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?'
-_VERSION = re.compile(r'^IOR-(\S+): MPI Coordinated Test of Parallel I/O', re.M)
-_CMD = re.compile(r'^Command line\s*: (.*)$', re.M)
-_OPTION = re.compile(r'^(access|tasks|nodes|clients per node|repetitions|xfersize|blocksize|'
-                     r'aggregate filesize|ordering inter file|api)\s*: (.*?)\s*$', re.M)
+_VERSION = re.compile(r'^IOR-(\S+): MPI Coordinated Test of Parallel I/O\s*$\n?', re.M)
+_CMD = re.compile(r'^Command line(?: used)?\s*: (.*)$', re.M)
+#: the Options block: ``key : value`` (3.2 on) or ``key = value`` (3.0, tab-indented)
+_OPTION = re.compile(r'^\s*(access|tasks|clients|nodes|clients per node|repetitions|xfersize|'
+                     r'blocksize|aggregate filesize|ordering inter file|api)\s*[:=] (.*?)\s*$',
+                     re.M)
 _ITER_COLS = ('bw_mib', 'iops', 'latency_s', 'block_kib', 'xfer_kib', 'open_s', 'wrrd_s',
               'close_s', 'total_s', 'iter')
-_ITER = re.compile(r'^(write|read)\s+' + r'\s+'.join([f'({_NUM})'] * len(_ITER_COLS)) + r'\s*$',
-                   re.M)
+#: IOR 3.0 and 3.2 rows: no IOPS, no latency
+_ITER_COLS_8 = tuple(c for c in _ITER_COLS if c not in ('iops', 'latency_s'))
+_ITER = re.compile(r'^(write|read)\s+((?:' + _NUM + r'\s+){7,9}' + _NUM + r')\s*$', re.M)
+_FINISHED = re.compile(r'^Finished\s*: ', re.M)
+_JSON_RUN = re.compile(r'summaryFormat=JSON', re.I)
+_SUMMARY_FILE = re.compile(r'^Writing output to (\S+)', re.M)
+_CSV_HEAD = re.compile(r'^access,bw\(MiB/s\),', re.M)
 _SUMMARY_HEAD = re.compile(r'^Operation\s+Max\(MiB\).*$', re.M)
 _REORDER_LINE = "Using reorderTasks '-C'"
 _WARNING = re.compile(r'^.*\bWARNING:.*$', re.M)
-_ERROR = re.compile(r'^.*(?:\bERROR\b|MPI_ABORT was invoked).*$', re.M)
+#: error lines: ``ERROR`` (IOR, mdtest 3.x/4.x), ``Process N(...): FAILED in <function>,``
+#: (LLNL mdtest 1.9.x), Open MPI's abort notice
+_ERROR = re.compile(r'^.*(?:\bERROR\b|: FAILED in \w+,|MPI_ABORT was invoked).*$', re.M)
 
 #: summary-table columns kept, and their names in the result
 _SUMMARY_COLS = {
@@ -162,6 +187,38 @@ def _summary_rows(text, source):
     return rows
 
 
+def _leading_int(value):
+    """The number a value starts with (``2 (2 per node)`` gives 2), 0 if none."""
+    m = re.match(r'\s*(\d+)', value or '')
+    return int(m.group(1)) if m else 0
+
+
+def _why_no_summary(run, text, repetitions):
+    """What an output without the summary table shows: an error, iterations
+    missing (IOR did not finish), or every iteration (IOR run as a library)."""
+    if run.errors:
+        return f'IOR failed; first error: {run.errors[0]!r}'
+    counts = {op: sum(r['operation'] == op for r in run.iterations) for op in OPERATIONS}
+    done = ', '.join(f'{op} {n} of {repetitions}' for op, n in counts.items() if n)
+    m = _SUMMARY_FILE.search(text)
+    if not run.iterations and m:
+        return f'the run wrote its results to the JSON summary file {m.group(1)}'
+    if not run.iterations and _JSON_RUN.search(run.command or text):
+        return 'the run wrote its results as JSON (summaryFormat=JSON), not as text'
+    if _CSV_HEAD.search(text):
+        return ('the run printed CSV (summaryFormat=CSV): iteration rows only, no summary; '
+                'run it with the text or JSON summary')
+    if not run.iterations:
+        return 'no iteration row either: IOR did not finish'
+    if repetitions and all(n in (0, repetitions) for n in counts.values()) \
+            and not _FINISHED.search(text):
+        return (f'every iteration row is there ({done}) but no "Finished" line: IOR was run as '
+                'a library (IO500 runs it so, printing neither without -v), or was stopped '
+                'right after its last iteration; read the summary its harness wrote, or run '
+                'ior itself')
+    return f'iteration rows: {done or "none"}: IOR did not finish'
+
+
 def parse_text(text, source='IOR output', stderr=''):
     """:class:`IorRun` from IOR's text output (stdout; ``stderr`` adds its
     ERROR/WARNING lines). A run without a summary table is an error naming
@@ -174,22 +231,25 @@ def parse_text(text, source='IOR output', stderr=''):
     run.command = m.group(1).strip() if m else ''
     options = {k: v for k, v in _OPTION.findall(text)}
     run.access = options.get('access', '')
-    run.tasks = int(options['tasks']) if options.get('tasks', '').isdigit() else 0
-    run.nodes = int(options['nodes']) if options.get('nodes', '').isdigit() else 0
+    run.tasks = _leading_int(options.get('tasks') or options.get('clients'))
+    run.nodes = _leading_int(options.get('nodes'))
     run.reorder = _REORDER_LINE in text
     summary_at = text.find('Summary of all tests:')
     body = text if summary_at < 0 else text[:summary_at]
     for m in _ITER.finditer(body):
-        row = {'operation': m.group(1)}
-        for col, val in zip(_ITER_COLS, m.groups()[1:]):
+        values = m.group(2).split()
+        if len(values) not in (len(_ITER_COLS), len(_ITER_COLS_8)):
+            continue
+        row = {'operation': m.group(1), 'iops': None, 'latency_s': None}
+        for col, val in zip(_ITER_COLS if len(values) == len(_ITER_COLS) else _ITER_COLS_8,
+                            values):
             num = float(val)
             row[col] = int(num) if col in _INT_FIELDS else num
         run.iterations.append(row)
     run.summary = _summary_rows(text[summary_at:], source) if summary_at >= 0 else {}
     if not run.summary:
-        why = f'; first error: {errors[0]!r}' if errors else ''
         raise ParseError(f'{source}: no "Summary of all tests:" table with a write or read row '
-                         f'(IOR did not finish){why}')
+                         f'({_why_no_summary(run, text, _leading_int(options.get("repetitions")))})')
     if not run.access:
         fpp = {s.get('file_per_proc') for s in run.summary.values()}
         run.access = FILE_PER_PROCESS if fpp == {1} else SHARED_FILE if fpp == {0} else ''
@@ -199,19 +259,53 @@ def parse_text(text, source='IOR output', stderr=''):
     return run
 
 
+def _flat(results):
+    """The result entries of a test: 4.0 lists them, 3.3 nests one
+    ``[write, read]`` list per iteration."""
+    for res in results:
+        if isinstance(res, list):
+            yield from _flat(res)
+        else:
+            yield res
+
+
+def _optional(entry, key):
+    return None if entry.get(key) is None else float(entry[key])
+
+
+def _why_invalid_json(text, err):
+    """The cause an invalid JSON summary shows at the place it breaks."""
+    lines = text.splitlines()
+    line = lines[err.lineno - 1].strip() if 0 < err.lineno <= len(lines) else ''
+    if 'Test of Parallel I/O' in text and not _VERSION.match(text):
+        return ('several ranks wrote the file over each other (IOR 3.2 opens the summary file '
+                'on every rank; only a one-rank run writes it whole): use the text output')
+    if 'hints passed to MPI_File_open' in text or line.startswith('hints '):
+        return ('MPI-IO hint text (--mpiio.showHints, -H) is printed into JSON written to '
+                'stdout: name a summaryFile, or drop the hints option')
+    if _WARNING.match(line) or _ERROR.match(line):
+        return f'IOR printed {line!r} into the JSON: name a summaryFile'
+    if line.startswith(']') and re.search(r'^\s*\]\s*\n\s*\]\s*\n\s*,\s*\n\s*"max"', text,
+                                          re.M):
+        return ('the Results array is closed twice, as IOR 4.0.0 writes it with -v; '
+                'use the text output instead')
+    return f'it breaks at {line[:120]!r}'
+
+
 def parse_json(text, source='IOR JSON summary', stdout=''):
     """:class:`IorRun` from IOR's JSON summary file. Invalid JSON raises
     :class:`ParseError` naming the file, line and column (IOR 4.0.0 with
     ``-v`` writes such files). ``stdout`` adds its ERROR/WARNING lines."""
+    banner = _VERSION.match(text)          # IOR 3.2 puts its text banner first
     try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise ParseError(f'{source}: not valid JSON ({err}); IOR 4.0.0 writes invalid JSON '
-                         f'with -v, use the text output instead') from None
+        doc = json.loads(text[banner.end():] if banner else text)
+    except json.JSONDecodeError as err:
+        raise ParseError(f'{source}: not valid JSON ({err}); {_why_invalid_json(text, err)}'
+                         ) from None
     errors, warnings = problem_lines(stdout)
     run = IorRun(source, 'json', errors=errors, warnings=warnings)
     try:
-        run.version = str(doc.get('Version', ''))
+        run.version = str(doc.get('Version', '') or (banner.group(1) if banner else ''))
         run.command = str(doc.get('Command line', ''))
         tests = doc.get('tests') or []
         options = tests[0].get('Options', {}) if tests else {}
@@ -220,16 +314,15 @@ def parse_json(text, source='IOR JSON summary', stdout=''):
         run.tasks = int(options.get('tasks') or 0)
         for test in tests:
             counters = {}
-            for res in test.get('Results', []):
-                if isinstance(res, list):       # one list per iteration in some versions
-                    res = res[0] if res else {}
+            for res in _flat(test.get('Results', [])):
                 op = res.get('access')
                 if op not in OPERATIONS:
                     continue
                 counters[op] = counters.get(op, -1) + 1
                 run.iterations.append({
                     'operation': op, 'iter': counters[op], 'bw_mib': float(res['bwMiB']),
-                    'iops': float(res['iops']), 'latency_s': float(res['latency']),
+                    # no iops and latency before 3.3
+                    'iops': _optional(res, 'iops'), 'latency_s': _optional(res, 'latency'),
                     'block_kib': float(res['blockKiB']), 'xfer_kib': float(res['xferKiB']),
                     'open_s': float(res['openTime']), 'wrrd_s': float(res['wrRdTime']),
                     'close_s': float(res['closeTime']), 'total_s': float(res['totalTime'])})
@@ -263,7 +356,10 @@ def parse(stdout, source='IOR output', json_text=None, json_source=None, stderr=
     """The JSON summary where it is given and valid, the text otherwise.
 
     When the JSON is invalid and stdout has no summary table either, the
-    error names both (the JSON error first)."""
+    error names both (the JSON error first). A stdout that is JSON
+    (``summaryFormat=JSON`` without a summary file) is read as the JSON."""
+    if json_text is None and stdout.lstrip().startswith('{'):
+        json_text, json_source = stdout, f'{source} (JSON on stdout)'
     if json_text is not None:
         try:
             run = parse_json(json_text, json_source or f'{source} (JSON summary)',

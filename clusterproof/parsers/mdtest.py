@@ -1,7 +1,8 @@
 """mdtest output: the ``SUMMARY rate`` table (operations per second).
 
-mdtest prints up to two tables with identical row names: ``SUMMARY rate``
-(ops/s; ``SUMMARY rate: (of N iterations)`` in 3.3/4.0,
+mdtest prints up to two tables with identical row names: the rate table
+(ops/s: ``SUMMARY: (of N iterations)`` in LLNL's mdtest 1.9.x,
+``SUMMARY rate: (of N iterations)`` in the mdtest of IOR 3.2-4.0,
 ``SUMMARY rate (in ops/sec): (of N iterations)`` in 4.1) and, with ``-P``
 or in newer versions, ``SUMMARY time`` (seconds or ms per operation). Only
 the rate table is read here; the time table is never taken for rates.
@@ -9,11 +10,12 @@ the rate table is read here; the time table is never taken for rates.
 Rows: ``Directory creation``, ``Directory stat``, ``Directory rename``,
 ``Directory removal``, ``File creation``, ``File stat``, ``File read``,
 ``File removal``, ``Tree creation``, ``Tree removal``, each with Max, Min,
-Mean and Std Dev (3.3.0 puts a ``:`` after the name). ``-F`` leaves out the
+Mean and Std Dev (1.9.x to 3.3 put a ``:`` after the name). ``-F`` leaves out the
 directory rows.
 
-``WARNING:`` and ``ERROR`` lines are collected (an mdtest run without
-``-w``/``-e`` warns that the read test only opens and closes).
+``WARNING:`` and ``ERROR`` lines (1.9.x: ``Process N(): FAILED in ...``) are
+collected (an mdtest run without ``-w``/``-e`` warns that the read test only
+opens and closes).
 """
 
 import re
@@ -28,12 +30,15 @@ OPERATIONS = ('Directory creation', 'Directory stat', 'Directory rename', 'Direc
               'Tree creation', 'Tree removal')
 
 _NUM = r'(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)'
-_RATE_HEAD = re.compile(r'^SUMMARY rate(?: \(in ops/sec\))?: \(of (\d+) iterations?\)\s*$', re.M)
+#: the rate table's heading in every version (1.9.x has no word after SUMMARY)
+_RATE_HEAD = re.compile(r'^SUMMARY(?: rate(?: \(in ops/sec\))?)?: \(of (\d+) iterations?\)\s*$',
+                        re.M)
 _ROW = re.compile(r'^\s+([A-Z][a-z]+(?: [a-z]+)*)\s*:?\s+' + r'\s+'.join([_NUM] * 4) + r'\s*$')
 _VERSION = re.compile(r'^mdtest-(\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)',
                       re.M)
 _CMD = re.compile(r'^Command line used: (.*)$', re.M)
 _ITEMS = re.compile(r'^(\d+) tasks, (\d+) files(/directories)?\s*$', re.M)
+_FINISHED = re.compile(r'^-- finished at .* --\s*$', re.M)
 _SHIFT = re.compile(r'Shifting ranks by (\d+) for each phase')
 
 
@@ -79,11 +84,10 @@ def parse(text, source='mdtest output', stderr=''):
     run.shift = int(m.group(1)) if m else 0
     head = _RATE_HEAD.search(text)
     if not head:
-        why = f'; first error: {errors[0]!r}' if errors else ''
-        raise ParseError(f'{source}: no "SUMMARY rate" table (mdtest did not finish){why}')
+        raise ParseError(f'{source}: no "SUMMARY rate" table ({_why_no_table(text, errors)})')
     run.iterations = int(head.group(1))
     for line in text[head.end():].splitlines():
-        if line.startswith('SUMMARY') or line.startswith('--') and 'finished' in line:
+        if line.startswith('SUMMARY') or _FINISHED.match(line):
             break
         row = _ROW.match(line)
         if row and row.group(1) in OPERATIONS:
@@ -92,6 +96,19 @@ def parse(text, source='mdtest output', stderr=''):
     if not run.rates:
         raise ParseError(f'{source}: the mdtest SUMMARY rate table has no operation rows')
     return run
+
+
+def _why_no_table(text, errors):
+    """What the output shows when it has no rate table: an error, a table
+    heading this parser does not know, or an end before any table."""
+    if errors:
+        return f'mdtest failed; first error: {errors[0]!r}'
+    headings = re.findall(r'^SUMMARY.*$', text, re.M)
+    if headings:
+        return f'headings found: {"; ".join(h.strip() for h in headings)}; none is a rate table'
+    if _FINISHED.search(text):
+        return 'mdtest printed its finish line but no table'
+    return 'the output ends before the table: mdtest did not finish'
 
 
 def stride(order):
