@@ -160,10 +160,10 @@ def test_xfail_is_read_in_one_place(tmp_path):
 
 
 def test_xfail_and_xpass_verdicts():
-    assert references.judge(8, 10, -0.1, None, False, xfail='known') == 'xfail'
-    assert references.judge(10, 10, -0.1, None, False, xfail='known') == 'xpass'
-    assert references.judge(12, 10, None, 0.1, True, xfail='known') == 'xfail'
-    assert references.judge(8, 10, -0.1, None, False) == 'REGRESSION'
+    assert references.judge(8, 10, -0.1, None, False, xfail='known').verdict == 'xfail'
+    assert references.judge(10, 10, -0.1, None, False, xfail='known').verdict == 'xpass'
+    assert references.judge(12, 10, None, 0.1, True, xfail='known').verdict == 'xfail'
+    assert references.judge(8, 10, -0.1, None, False).verdict == 'REGRESSION'
     assert 'xpass' in references.FAILING and 'xfail' not in references.FAILING
 
 
@@ -184,6 +184,26 @@ def test_xfail_verdicts_agree_with_reframe(tmp_path):
     assert all(r.sanity_ok for r in recs)            # both ran and measured
     assert all('ref-changed' not in row.flags for row in rows)
     assert [row.regression for row in rows] == [r.perf_result == 'xpass' for r in recs]
+
+
+def test_above_the_upper_bound_of_a_throughput_fails_as_in_reframe(tmp_path):
+    """A throughput above an upper bound written by hand: ReFrame fails the
+    figure, and the judge agrees (OUT-OF-BOUNDS, failing, with the reason);
+    the other figure passes in both."""
+    from clusterproof.results import compare
+    from clusterproof.results.database import load_sessions, records
+    text = ('ReferenceProbe:\n  $index: [num_threads]\n'
+            '  1:\n    bw: [5, -0.1, 0.2, "MB/s"]\n'       # measures 10: above 6
+            '  2:\n    bw: [20, -0.1, 0.1, "MB/s"]\n')     # measures 20
+    proc = run_probe(tmp_path, text, 'nightly')
+    assert proc.returncode != 0 and '1 failure(s)' in proc.stdout, proc.stdout
+    recs = sorted((r for r in records(load_sessions(tmp_path / 'results' / 'results.db'))
+                   if r.figure), key=lambda r: r.value)
+    assert [(r.value, r.perf_result) for r in recs] == [(10, 'fail'), (20, 'pass')]
+    rows = compare.against_references(recs, {'local': references.parse(text, 'refs')})
+    assert [row.verdict for row in rows] == [references.Verdict.OUT_OF_BOUNDS, 'pass']
+    assert [row.regression for row in rows] == [True, False]
+    assert rows[0].reason == 'above the upper bound 6, on the better side; ReFrame fails it too'
 
 
 def test_declared_items_of_a_system():
@@ -227,7 +247,7 @@ def test_ms_per_op_is_lower_is_better_everywhere(tmp_path):
     from clusterproof.results.database import load_sessions, records
     from results_helpers import recorded_results
     assert references.lower_is_better('ms/op')
-    assert references.judge(1.2, 1.0, None, 0.1, references.lower_is_better('ms/op')) \
+    assert references.judge(1.2, 1.0, None, 0.1, references.lower_is_better('ms/op')).verdict \
         == 'REGRESSION'
     rec = next(r for r in records(load_sessions(recorded_results(tmp_path) / 'results.db'))
                if r.figure == 'copy_bw')
