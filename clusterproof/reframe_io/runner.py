@@ -82,6 +82,20 @@ def default_report_file(env=None):
                                        f'{os.getpid()}-{time.monotonic_ns()}.json'
 
 
+def report_option(report_file):
+    """The options that make ReFrame write its run report to ``report_file``
+    (for a caller that runs ``reframe`` itself and reads the session with
+    :func:`session_of`)."""
+    return ['--report-file', str(report_file)]
+
+
+def session_of(report_file):
+    """The session UUID in the run report ``report_file``; None when ReFrame
+    wrote none (it ran no test case or failed before)."""
+    path = Path(report_file)
+    return read_report(path)['session_info']['uuid'] if path.is_file() else None
+
+
 def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None):
     """Run ``reframe ARGS --report-file FILE`` (``report_file``, default
     :func:`default_report_file` of ``env``) and return its :class:`Run`. With ``echo``
@@ -92,7 +106,7 @@ def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None)
     report_file = Path(report_file or default_report_file(env)).resolve()
     report_file.parent.mkdir(parents=True, exist_ok=True)
     report_file.unlink(missing_ok=True)
-    cmd = [reframe_command(), *map(str, args), '--report-file', str(report_file)]
+    cmd = [reframe_command(), *map(str, args), *report_option(report_file)]
     if echo:
         with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) as proc:
