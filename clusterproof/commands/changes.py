@@ -3,6 +3,8 @@ with their size, confidence and what changed at that night."""
 
 import json
 
+from tabulate import tabulate
+
 from clusterproof import ClusterproofError
 from clusterproof.results import changes, history
 from clusterproof.results.database import add_selection_args, parse_since
@@ -102,9 +104,5 @@ def _print_table(found, noisy, quiet, skipped, total):
 
 
 def _table(header, rows):
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    fmt = '  '.join(f'{{:<{w}}}' for w in widths)
-    print(fmt.format(*header).rstrip())
-    for r in rows:
-        print(fmt.format(*r).rstrip())
+    print(tabulate(rows, headers=header, tablefmt='plain', disable_numparse=True))
 

@@ -38,6 +38,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from tabulate import tabulate
+
 from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
                                            reference_of_record, references_for,
                                            tolerance_text)
@@ -230,26 +232,23 @@ def format_rows(rows):
     """A text table grouped by test: both values, the ratio, the tolerance,
     the verdict and the smoke/emulated flags."""
     header = ('figure', 'unit', 'base', 'value', 'ratio', 'tolerance', 'verdict', 'flags')
-    lines = []
     groups = {}
     for r in rows:
         groups.setdefault((r.system, r.partition, r.test), []).append(r)
-    table = []
+    titles, cells = {}, []
     for (system, part, test), rs in groups.items():
-        table.append(None)
-        table.append(f'{test} @{system}:{part}')
+        titles[len(cells)] = f'{test} @{system}:{part}'
         for r in rs:
-            table.append((r.figure, r.unit, _num(r.base), _num(r.value),
+            cells.append((r.figure, r.unit, _num(r.base), _num(r.value),
                           '' if r.ratio is None else f'{r.ratio:.3f}', r.tolerance,
-                          r.verdict, ','.join(_flag_text(r, f) for f in r.flags)))
-    cells = [t for t in table if isinstance(t, tuple)]
-    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
-    fmt = '  ' + '  '.join(f'{{:<{w}}}' for w in widths)
-    lines.append(fmt.format(*header).rstrip())
-    for t in table:
-        if t is None:
-            continue
-        lines.append(t if isinstance(t, str) else fmt.format(*t).rstrip())
+                          str(r.verdict), ','.join(_flag_text(r, f) for f in r.flags)))
+    head, *body = tabulate(cells, headers=header, tablefmt='plain',
+                           disable_numparse=True).splitlines()
+    lines = ['  ' + head.rstrip()]
+    for i, line in enumerate(body):
+        if i in titles:
+            lines.append(titles[i])
+        lines.append('  ' + line.rstrip())
     return '\n'.join(lines)
 
 
