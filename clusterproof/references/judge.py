@@ -4,7 +4,8 @@ in ReFrame's external-reference (``$ref``) format.
 Everything that reads or applies a reference goes through this module:
 loading and validating a file (:func:`load`, :func:`validate_file`), finding
 the entry of a measured figure as ReFrame does (:func:`lookup`), its absolute
-bounds (:func:`bounds`), the direction of a figure (:func:`lower_is_better`)
+bounds (:func:`bounds`), the direction of a figure as its check declared it
+(:func:`lower_is_better`, :func:`record_lower_is_better`),
 the verdict (:class:`Verdict`, :func:`judge`) and the references a system declares
 (:func:`declared`, what ``acceptance`` walks). ``compare``, ``report``,
 ``acceptance``, ``bless`` and the checks (``checks.base``, at set-up) use it;
@@ -35,8 +36,8 @@ import yaml
 from clusterproof import ClusterproofError
 from clusterproof.paths import references_dir
 
-#: units of figures where a smaller value is better (times and latencies);
-#: every other unit is a throughput, a rate or a count, where larger is better
+#: units of figures where a smaller value is better (times and latencies):
+#: the direction of history that declares none (see :func:`lower_is_better`)
 LOWER_IS_BETTER_UNITS = {'s', 'sec', 'ms', 'msec', 'us', 'usec', 'µs', 'ns', 'nsec',
                          'min', 'h', 'cycles', 'ms/op', 'us/op'}
 #: units a reference may carry
@@ -47,14 +48,36 @@ KNOWN_UNITS = LOWER_IS_BETTER_UNITS | {
 }
 
 
-def lower_is_better(unit, figure=''):
-    """The one direction rule: True for figures where a smaller value is
-    better: time units (``s``, ``us``, ``ms/op`` ...), and figures whose
-    name says latency (``lat_*``, ``*_latency``)."""
+def lower_is_better(unit, figure='', declared=None):
+    """The one direction rule: True for a figure where a smaller value is
+    better.
+
+    ``declared`` is what the figure's check declared where it defines the
+    figure (``{figure: lower_is_better}``, the test case's
+    ``cp_lower_is_better``, see :mod:`clusterproof.reframe_io.figures`): it
+    decides, and a figure missing from it is an error. History that carries
+    no declaration (sessions recorded before the checks declared directions,
+    perflogs and CSV files imported from elsewhere) is read as such history
+    has always been: time units (``s``, ``us``, ``ms/op`` ...) and figures
+    whose name says latency (``lat_*``, ``*_latency``) are lower-is-better."""
+    if declared is not None:
+        try:
+            return bool(declared[figure])
+        except KeyError:
+            raise ClusterproofError(
+                f'figure {figure!r} has no declared direction (its test case declares '
+                f'{", ".join(sorted(declared)) or "none"})') from None
     if (unit or '').strip() in LOWER_IS_BETTER_UNITS:
         return True
     name = (figure or '').lower()
     return name.startswith('lat') or name.endswith('latency') or '_lat_' in name
+
+
+def record_lower_is_better(rec):
+    """:func:`lower_is_better` of a result record: the direction its test
+    case declared (``cp_lower_is_better``), if it declared any."""
+    declared = rec.case.get('cp_lower_is_better') if isinstance(rec.case, dict) else None
+    return lower_is_better(rec.unit, rec.figure, declared or None)
 
 
 def reference_file(system, directory=None, emulated=False):

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 
 from clusterproof.references.judge import (Judgement, Verdict, declared, judge_reference,
-                                           locate)
+                                           locate, record_lower_is_better)
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _judged(measured, reference):
     (failed as expected) does not fail."""
     flags = sorted({f for r in measured for f in r.flags})
     med = statistics.median(r.value for r in measured)
-    judged = judge_reference(med, reference, measured[0].lower_is_better)
+    judged = judge_reference(med, reference, record_lower_is_better(measured[0]))
     if flags and not judged.failing:
         return Judgement(Verdict.NOT_ACCEPTED, ', '.join(flags), judged.bounds)
     return judged

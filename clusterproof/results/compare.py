@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
-                                           reference_of_record, references_for,
-                                           tolerance_text)
+                                           record_lower_is_better, reference_of_record,
+                                           references_for, tolerance_text)
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
@@ -101,7 +101,7 @@ def _judged(row, r, found):
     ``ref-changed`` when ReFrame judged it against another reference (only
     for references ReFrame loads: neither smoke nor emulated figures)."""
     row.base, row.lower, row.upper = found.value, found.lower, found.upper
-    judged = judge_reference(r.value, found, r.lower_is_better)
+    judged = judge_reference(r.value, found, row.lower_is_better)
     row.verdict, row.reason = judged.verdict, judged.reason
     if not r.smoke and not r.emulated:
         old = reference_of_record(r)
@@ -121,7 +121,7 @@ def against_references(recs, refs_by_system=None):
             continue
         found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
-                  flags=r.flags, lower_is_better=r.lower_is_better)
+                  flags=r.flags, lower_is_better=record_lower_is_better(r))
         if found and r.emulated:
             row.flags = row.flags + ['emulated-ref']
         elif r.emulated:
@@ -157,23 +157,23 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
             continue
         seen.add(r.key)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
-                  flags=r.flags, lower_is_better=r.lower_is_better)
+                  flags=r.flags, lower_is_better=record_lower_is_better(r))
         b = base.get(r.key)
         if b is not None:
             found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
             lower, upper = (found.lower, found.upper) if found else (None, None)
             if lower is None and upper is None:
-                lower, upper = ((None, tolerance) if r.lower_is_better else (-tolerance, None))
+                lower, upper = ((None, tolerance) if row.lower_is_better else (-tolerance, None))
             row.base, row.lower, row.upper = b.value, lower, upper
             row.flags = sorted(set(r.flags) | set(b.flags))
-            judged = judge(r.value, b.value, lower, upper, r.lower_is_better)
+            judged = judge(r.value, b.value, lower, upper, row.lower_is_better)
             row.verdict, row.reason = judged.verdict, judged.reason
         rows.append(row)
     for key, b in base.items():
         if key not in seen:
             rows.append(Row(b.system, b.partition, b.test, b.figure, b.unit, b.value, None,
                             verdict=Verdict.MISSING, flags=b.flags,
-                            lower_is_better=b.lower_is_better))
+                            lower_is_better=record_lower_is_better(b)))
     return rows
 
 
@@ -206,7 +206,7 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
     for key, rs in series.items():
         rs.sort(key=lambda r: r.start)
         last = rs[-1]
-        lib = last.lower_is_better
+        lib = record_lower_is_better(last)
         vals = [r.value for r in rs]
         found = lookup(references_for(refs_by_system, last.system, last.emulated), last)
         if found and found.value and not found.xfail and len(vals) >= window:
