@@ -70,8 +70,13 @@ class Run:
 
     @property
     def testcases(self):
-        """Every test case of the session (of every retry round)."""
-        return [tc for run in self.report.get('runs', []) for tc in run.get('testcases', [])]
+        """Every test case of the session (see :func:`testcases`)."""
+        return testcases(self.report)
+
+
+def testcases(report):
+    """Every test case of a run report's data (of every retry round)."""
+    return [tc for run in report.get('runs', []) for tc in run.get('testcases', [])]
 
 
 def default_report_file(env=None):
