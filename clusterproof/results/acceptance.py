@@ -47,15 +47,16 @@ def reframe_status(recs, uuids, statuses):
 
 
 def verdict_table(recs, refs, system, partitions, uuids):
-    """``[Item]`` and the count of items not
-    passed, for ``recs`` of the sessions ``uuids`` (the repetitions) on
-    ``system`` with ``partitions``, against parsed ``refs``.
+    """``[Item]`` and the count of items not passed, for ``recs`` of the
+    sessions ``uuids`` (the repetitions) on ``system`` with ``partitions``,
+    against parsed ``refs``.
 
     One item per declared reference (:func:`judge.declared`): the median of
     its values judged when it was measured in every repetition, else
-    ``FAILED`` with the reason. Then figures without a reference (``no-ref``, not
-    counted), failed test cases no item shows (``FAILED``, counted) and
-    skipped ones without a reference (``skipped``, not counted)."""
+    ``FAILED`` with the reason. Then figures without a reference
+    (``no-ref``, not counted), failed test cases no item shows (``FAILED``,
+    counted) and skipped ones without a reference (``skipped``, not
+    counted)."""
     by_where = {}
     for r in recs:
         where = locate(refs, r)

@@ -223,8 +223,7 @@ def _reason(row):
         if 'ref-changed' in row.flags:
             text += f'; the run was judged against {row.ran_against or "no reference"}'
         return text
-    why = [f for f in row.flags if f not in _LABELS]
-    return '; '.join(why) or row.verdict
+    return row.reason or str(row.verdict)
 
 
 def _failures(judged):
