@@ -16,16 +16,15 @@ must be known when ReFrame imports the check files, before it applies any
 and different is an error, so the two can never disagree.
 """
 
-import argparse
 import os
-import sys
-from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.reframe_io.runner import reframe_mode
 
 MODES = ('smoke', 'nightly', 'acceptance')
 DEFAULT_MODE = 'smoke'
 ENV_VAR = 'CLUSTERPROOF_MODE'
+
 
 def reframe_modes():
     """The ``modes`` section of the ReFrame configuration.
@@ -34,23 +33,6 @@ def reframe_modes():
     expansion ReFrame logs (``-vv``) names the mode it applied.
     """
     return [{'name': mode, 'options': ['-S', f'cp_mode={mode}']} for mode in MODES]
-
-
-def _is_reframe(argv0):
-    path = Path(argv0 or '')
-    return path.name == 'reframe' or (path.name == '__main__.py' and path.parent.name == 'reframe')
-
-
-def reframe_mode(argv=None):
-    """The ``--mode`` given to the running ``reframe`` command, or None (no
-    ``--mode``, or this process is not ReFrame)."""
-    argv = sys.argv if argv is None else argv
-    if not argv or not _is_reframe(argv[0]):
-        return None
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument('--mode')
-    known, _ = parser.parse_known_args(argv[1:])
-    return known.mode
 
 
 def current_mode(environ=None, argv=None):

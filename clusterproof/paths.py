@@ -20,11 +20,13 @@ def references_dir():
     return Path(os.environ.get('CLUSTERPROOF_REFERENCES', REFERENCES_DIR)).resolve()
 
 
-def results_dir():
+def results_dir(environ=None):
     """The one directory that holds perflogs, the results database, run
-    reports, stage and output directories. ``CLUSTERPROOF_RESULTS`` sets it;
-    the default is ``results/`` in the repository."""
-    return Path(os.environ.get('CLUSTERPROOF_RESULTS', REPO / 'results')).resolve()
+    reports, stage and output directories. ``CLUSTERPROOF_RESULTS`` sets it
+    (in ``environ``, default this process's environment); the default is
+    ``results/`` in the repository."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get('CLUSTERPROOF_RESULTS', REPO / 'results')).resolve()
 
 
 def local_scratch():

@@ -16,13 +16,14 @@ Override with ``-S Hpcc.num_nodes=N``, ``-S Hpcc.problem_size=N``,
 import os
 
 import reframe as rfm
-from reframe.core.builtins import performance_function, run_after, sanity_function, variable
+from reframe.core.builtins import run_after, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import hpl
 from clusterproof.parsers import hpcc as hpcc_parser
 from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 1000
@@ -89,30 +90,30 @@ class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
             raise SanityError(f'hpccoutf.txt: summary has no number for {name}')
         return value
 
-    @performance_function('Tflops')
+    @performance_figure('Tflops', lower_is_better=False)
     def HPL_Tflops(self):
         return self.figure('HPL_Tflops')
 
-    @performance_function('Gflops')
+    @performance_figure('Gflops', lower_is_better=False)
     def StarDGEMM_Gflops(self):
         return self.figure('StarDGEMM_Gflops')
 
-    @performance_function('GB/s')
+    @performance_figure('GB/s', lower_is_better=False)
     def StarSTREAM_Triad(self):
         return self.figure('StarSTREAM_Triad')
 
-    @performance_function('GB/s')
+    @performance_figure('GB/s', lower_is_better=False)
     def SingleSTREAM_Triad(self):
         return self.figure('SingleSTREAM_Triad')
 
-    @performance_function('GB/s')
+    @performance_figure('GB/s', lower_is_better=False)
     def PTRANS_GBs(self):
         return self.figure('PTRANS_GBs')
 
-    @performance_function('GUPs')
+    @performance_figure('GUPs', lower_is_better=False)
     def MPIRandomAccess_GUPs(self):
         return self.figure('MPIRandomAccess_GUPs')
 
-    @performance_function('Gflops')
+    @performance_figure('Gflops', lower_is_better=False)
     def MPIFFT_Gflops(self):
         return self.figure('MPIFFT_Gflops')

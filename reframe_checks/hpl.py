@@ -20,7 +20,7 @@ Override with ``-S Hpl.problem_size=N``, ``-S Hpl.memory_fraction=0.5``,
 import os
 
 import reframe as rfm
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -29,6 +29,7 @@ from clusterproof.modes import by_mode
 from clusterproof.parsers import hpl as hpl_parser
 from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 2000
@@ -96,11 +97,11 @@ class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
         if hpl.declared_rpeak_gflops(self.declared('hardware'), self.num_nodes) is None:
             self.perf_variables.pop('efficiency', None)
 
-    @performance_function('Gflops')
+    @performance_figure('Gflops', lower_is_better=False)
     def gflops(self):
         return max(r['gflops'] for r in self.result()['results'])
 
-    @performance_function('%')
+    @performance_figure('%', lower_is_better=False)
     def efficiency(self):
         rpeak = hpl.declared_rpeak_gflops(self.declared('hardware'), self.num_nodes)
         return 100.0 * max(r['gflops'] for r in self.result()['results']) / rpeak

@@ -40,7 +40,7 @@ bandwidths are in ``ior_iterations`` and in the stage directory's output.
 import shlex
 
 import reframe as rfm
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -52,6 +52,7 @@ from clusterproof.parsers import ior as ior_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
 from clusterproof.checks.storage import StorageScale
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 IOR_SPEC = pinned_spec('ior')
 _BANNER = 'MPI Coordinated Test of Parallel I/O'
@@ -192,26 +193,26 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     def bw(self, phase, stat, unit):
         return self.runs()[phase].bandwidth(phase, stat, unit)
 
-    @performance_function('MiB/s')
+    @performance_figure('MiB/s', lower_is_better=False)
     def write_max(self):
         return self.bw('write', 'max', 'MiB/s')
 
-    @performance_function('MiB/s')
+    @performance_figure('MiB/s', lower_is_better=False)
     def write_mean(self):
         return self.bw('write', 'mean', 'MiB/s')
 
-    @performance_function('MiB/s')
+    @performance_figure('MiB/s', lower_is_better=False)
     def read_max(self):
         return self.bw('read', 'max', 'MiB/s')
 
-    @performance_function('MiB/s')
+    @performance_figure('MiB/s', lower_is_better=False)
     def read_mean(self):
         return self.bw('read', 'mean', 'MiB/s')
 
-    @performance_function('GB/s')
+    @performance_figure('GB/s', lower_is_better=False)
     def write_max_gbs(self):
         return self.bw('write', 'max', 'GB/s')
 
-    @performance_function('GB/s')
+    @performance_figure('GB/s', lower_is_better=False)
     def read_max_gbs(self):
         return self.bw('read', 'max', 'GB/s')

@@ -49,7 +49,7 @@ import shutil
 
 import reframe as rfm
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -61,6 +61,7 @@ from clusterproof.paths import REPO
 from clusterproof.checks.base import ClusterproofCheck, ThreadPlacement
 from clusterproof.checks.storage import StorageScale
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 IOZONE_SPEC = pinned_spec('iozone')
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'
@@ -222,27 +223,27 @@ class IOzoneSequential(IOzoneBase):
         return iozone.sequential_passes(self.iozone_path, self.size, self.threads, THREADLIST,
                                         self.stonewall)
 
-    @performance_function('GB/s')
+    @performance_figure('GB/s', lower_is_better=False)
     def write_gbs(self):
         return iozone_parser.to_gbps(self.figure('initial writers'))
 
-    @performance_function('GB/s')
+    @performance_figure('GB/s', lower_is_better=False)
     def read_gbs(self):
         return iozone_parser.to_gbps(self.figure('readers'))
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def write_min_process(self):
         return iozone_parser.to_mbps(self.figure('initial writers', 'min'))
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def write_max_process(self):
         return iozone_parser.to_mbps(self.figure('initial writers', 'max'))
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def read_min_process(self):
         return iozone_parser.to_mbps(self.figure('readers', 'min'))
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def read_max_process(self):
         return iozone_parser.to_mbps(self.figure('readers', 'max'))
 
@@ -258,18 +259,18 @@ class IOzoneRandom(IOzoneBase):
         return iozone.random_passes(self.iozone_path, self.size, self.threads, THREADLIST,
                                     self.stonewall)
 
-    @performance_function('IOPS')
+    @performance_figure('IOPS', lower_is_better=False)
     def random_write(self):
         return self.figure('random writers')
 
-    @performance_function('IOPS')
+    @performance_figure('IOPS', lower_is_better=False)
     def random_read(self):
         return self.figure('random readers')
 
-    @performance_function('IOPS')
+    @performance_figure('IOPS', lower_is_better=False)
     def random_write_min_process(self):
         return self.figure('random writers', 'min')
 
-    @performance_function('IOPS')
+    @performance_figure('IOPS', lower_is_better=False)
     def random_read_min_process(self):
         return self.figure('random readers', 'min')

@@ -27,7 +27,7 @@ creation and removal; never taken from the ``SUMMARY time`` table.
 """
 
 import reframe as rfm
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -39,6 +39,7 @@ from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
 from clusterproof.checks.storage import StorageScale
 from clusterproof.methods import sizing
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 MDTEST_SPEC = pinned_spec('ior')      # mdtest comes with IOR
 
@@ -140,26 +141,26 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
         self.binary_version = run.version or self.binary_version
         return True
 
-    @performance_function('ops/s')
+    @performance_figure('ops/s', lower_is_better=False)
     def file_creation(self):
         return self.result().rate(FIGURES['file_creation'])
 
-    @performance_function('ops/s')
+    @performance_figure('ops/s', lower_is_better=False)
     def file_stat(self):
         return self.result().rate(FIGURES['file_stat'])
 
-    @performance_function('ops/s')
+    @performance_figure('ops/s', lower_is_better=False)
     def file_read(self):
         return self.result().rate(FIGURES['file_read'])
 
-    @performance_function('ops/s')
+    @performance_figure('ops/s', lower_is_better=False)
     def file_removal(self):
         return self.result().rate(FIGURES['file_removal'])
 
-    @performance_function('ops/s')
+    @performance_figure('ops/s', lower_is_better=False)
     def tree_creation(self):
         return self.result().rate(FIGURES['tree_creation'])
 
-    @performance_function('ops/s')
+    @performance_figure('ops/s', lower_is_better=False)
     def tree_removal(self):
         return self.result().rate(FIGURES['tree_removal'])

@@ -30,6 +30,7 @@ from clusterproof.modes import current_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
 from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.reframe_io.figures import performance_figure_function
 from clusterproof.site.topology import detect_hardware
 
 SWEEP_SCRIPT = 'sweep_targets.sh'
@@ -167,11 +168,12 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.perf_variables = {}
         for target in self.targets:
             name = target['name']
-            for fig, key, unit in (('wall', 'wall_s', 's'), ('cpu', 'cpu_s', 's'),
-                                   ('io_idle', 'io_idle_s', 's'),
-                                   ('throughput', 'throughput_mib_s', 'MiB/s')):
-                self.perf_variables[f'{name}_{fig}'] = sn.make_performance_function(
-                    self._figure(name, key), unit)
+            for fig, key, unit, lower in (('wall', 'wall_s', 's', True),
+                                          ('cpu', 'cpu_s', 's', True),
+                                          ('io_idle', 'io_idle_s', 's', True),
+                                          ('throughput', 'throughput_mib_s', 'MiB/s', False)):
+                self.perf_variables[f'{name}_{fig}'] = performance_figure_function(
+                    self._figure(name, key), unit, lower_is_better=lower)
 
     @sn.deferrable
     def _figure(self, name, key):

@@ -17,7 +17,7 @@ or PATH; when missing the checks are skipped with the build command.
 
 
 import reframe as rfm
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -27,6 +27,7 @@ from clusterproof.parsers import osu as osu_parser
 from clusterproof.checks.base import ClusterproofCheck, MpiRanks
 from clusterproof.site.hardware import is_emulated
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 OSU_SPEC = pinned_spec('osu-micro-benchmarks')
 #: directions a benchmark moves data in at once (the line rate counts per direction)
@@ -72,11 +73,11 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck, MpiRanks):
         return True
 
     # figures of every OSU check (the largest message's bandwidth, the smallest's rate)
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def bandwidth(self):
         return osu_parser.bandwidth_at_largest(self.result())[1]
 
-    @performance_function('msg/s')
+    @performance_figure('msg/s', lower_is_better=False)
     def message_rate(self):
         return osu_parser.message_rate_at_smallest(self.result())[1]
 
@@ -104,7 +105,7 @@ class OsuBandwidth(_OsuTwoNodes):
         if self.link_mbs(1) is None:
             self.perf_variables.pop('link_fraction', None)
 
-    @performance_function('%')
+    @performance_figure('%', lower_is_better=False)
     def link_fraction(self):
         return (100.0 * osu_parser.bandwidth_at_largest(self.result())[1]
                 / self.link_mbs(DIRECTIONS[self.benchmark]))

@@ -31,7 +31,7 @@ import subprocess
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 
 from clusterproof.methods import fiojob
@@ -39,6 +39,7 @@ from clusterproof.checks import scratch
 from clusterproof.parsers import fio as fioparser
 from clusterproof.checks.base import ClusterproofCheck, ConfigurationError
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 JOB_FILE = 'worst_case.fio'
 FIO_SPEC = pinned_spec('fio')
@@ -116,31 +117,31 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     def every_job_did_io(self):
         return sn.assert_gt(self.figures()['total_ios'], 0)
 
-    @performance_function('IOPS')
+    @performance_figure('IOPS', lower_is_better=False)
     def iops(self):
         return self.figures()['iops']
 
-    @performance_function('MiB/s')
+    @performance_figure('MiB/s', lower_is_better=False)
     def bw(self):
         return self.figures()['bw']
 
-    @performance_function('us')
+    @performance_figure('us', lower_is_better=True)
     def lat_mean(self):
         return self.figures()['lat_mean']
 
-    @performance_function('us')
+    @performance_figure('us', lower_is_better=True)
     def lat_p50(self):
         return self.figures()['lat_p50']
 
-    @performance_function('us')
+    @performance_figure('us', lower_is_better=True)
     def lat_p99(self):
         return self.figures()['lat_p99']
 
-    @performance_function('us')
+    @performance_figure('us', lower_is_better=True)
     def lat_p99_9(self):
         return self.figures()['lat_p99_9']
 
-    @performance_function('us')
+    @performance_figure('us', lower_is_better=True)
     def lat_p99_99(self):
         return self.figures()['lat_p99_99']
 

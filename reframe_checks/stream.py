@@ -24,7 +24,7 @@ the published 120,000,000 elements outside smoke mode. Override it with
 import os
 
 import reframe as rfm
-from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
+from reframe.core.builtins import (fixture, parameter, run_after,
                                    run_before, sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -36,6 +36,7 @@ from clusterproof.parsers import stream as stream_parser
 from clusterproof.paths import REPO
 from clusterproof.checks.base import ClusterproofCheck
 from clusterproof.site.spackenv import pinned_spec
+from clusterproof.reframe_io.figures import performance_figure
 
 STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
 STREAM_SPEC = pinned_spec('stream')
@@ -171,23 +172,23 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         if memory.declared_memory_peak_mbs(self.declared('hardware')) is None:
             self.perf_variables.pop('triad_efficiency', None)
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def copy(self):
         return self.result()['rates']['Copy']
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def scale(self):
         return self.result()['rates']['Scale']
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def add(self):
         return self.result()['rates']['Add']
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def triad(self):
         return self.result()['rates']['Triad']
 
-    @performance_function('%')
+    @performance_figure('%', lower_is_better=False)
     def triad_efficiency(self):
         peak = memory.declared_memory_peak_mbs(self.declared('hardware'))
         return memory.efficiency_percent(self.result()['rates']['Triad'], peak)

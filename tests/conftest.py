@@ -11,7 +11,6 @@ idle (``emu_known_state``).
 
 import contextlib
 import fcntl
-import json
 import os
 import shutil
 import subprocess
@@ -105,8 +104,8 @@ def report_cases(results_dir):
     reports = sorted(Path(results_dir, 'reports').glob('run-report-*.json'),
                      key=lambda p: p.stat().st_mtime)
     assert reports, f'no run report in {Path(results_dir, "reports")}'
-    data = json.loads(reports[-1].read_text())
-    return [tc for run in data['runs'] for tc in run['testcases']]
+    from clusterproof.reframe_io import runner
+    return runner.testcases(runner.read_report(reports[-1]))
 
 
 def scratch_dirs_left(results_dir):

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from clusterproof.commands.acceptance import reframe_status, verdict_table
+from clusterproof.results.acceptance import reframe_status, verdict_table
 from clusterproof.results.database import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import (REPO, SELFTEST_CHECKS, clusterproof, cp_env, recorded_results,
@@ -56,7 +56,8 @@ def test_acceptance_fails_an_item_below_its_reference(tmp_path):
     refs = references(tmp_path, 10**9)          # 1 PB/s: no machine reaches it
     proc = clusterproof(ARGS, tmp_path / 'results', refs, timeout=WAIT_S)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert 'FAIL' in proc.stdout and 'copy_bw' in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if '@local:default copy_bw:' in x)
+    assert line.split()[0] == 'REGRESSION' and 'below the lower bound' in line
 
 
 @pytest.mark.slow
@@ -116,7 +117,7 @@ def _recorded(tmp_path, n=2):
 
 def _table(recs, uuids, refs=REFS):
     rows, failed = verdict_table(recs, refs, 'local', ['default'], uuids)
-    return {item: verdict for item, _v, _r, verdict in rows}, failed
+    return {v.item: str(v.judgement) for v in rows}, failed
 
 
 def test_verdicts_of_measured_items(tmp_path):
@@ -159,8 +160,10 @@ def test_xfail_is_not_counted_and_xpass_is(tmp_path):
         1: {'copy_bw': ['$xfail', 'known', [1e12, -0.1, None, 'MB/s']]},
         2: {'copy_bw': ['$xfail', 'known', [1, -0.5, None, 'MB/s']]}}}}
     table, failed = _table(recs, uuids, slow)
-    assert table['DevZeroCopy num_threads=1 @local:default copy_bw'] == 'xfail'
-    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == 'xpass'
+    assert table['DevZeroCopy num_threads=1 @local:default copy_bw'].startswith(
+        'xfail (below the lower bound 9e+11; expected: known')
+    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == \
+        'xpass (met a reference marked $xfail (known))'
     assert failed == 1
 
 

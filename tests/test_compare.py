@@ -9,22 +9,25 @@ import pytest
 
 from clusterproof.results import compare
 from clusterproof.references.bless import derive, merged_entries
-from clusterproof.references.judge import reference_of_record
+from clusterproof.references.judge import Verdict, reference_of_record
 from clusterproof.results.database import load_sessions, records
 import yaml
 
-from conftest import need_netns, run_reframe
+from clusterproof.reframe_io import runner
+from conftest import WAIT_S, need_netns, reframe_env
 from results_helpers import SELFTEST_CHECKS, clusterproof, recorded_results
 
 
 def _run(results, refs, *extra, system='local', env=None):
-    proc = run_reframe(['-c', str(SELFTEST_CHECKS), '-r', '--system', system,
-                        '-S', 'copy_mib=192', *extra],
-                       results, mode='nightly',
-                       extra_env={'CLUSTERPROOF_REFERENCES': str(refs), **(env or {})})
-    found = re.findall(r'Current session stored with UUID: ([0-9a-f-]+)', proc.stdout)
-    assert found, proc.stdout + proc.stderr
-    return proc, found[-1]
+    """Run the copy check through the ReFrame adapter; its session UUID
+    comes from the run report."""
+    done = runner.run(['-c', str(SELFTEST_CHECKS), '-r', '--system', system,
+                       '-S', 'copy_mib=192', *extra],
+                      env=reframe_env(results, 'nightly',
+                                      {'CLUSTERPROOF_REFERENCES': str(refs), **(env or {})}),
+                      timeout=WAIT_S)
+    assert done.testcases, done.output
+    return done, done.uuid
 
 
 @pytest.mark.slow
@@ -41,8 +44,8 @@ def test_round_trip_bless_compare_and_slowed_run(tmp_path):
     assert (refs / 'local.yaml').is_file()
 
     proc, again = _run(results, refs)
-    assert proc.returncode == 0, proc.stdout    # ReFrame judged it against the blessed file
-    assert 'copy_time' in proc.stdout
+    assert proc.returncode == 0, proc.output    # ReFrame judged it against the blessed file
+    assert 'copy_time' in proc.output
     out = clusterproof(['compare', again, '--drift-nights', '0'], results, refs)
     assert out.returncode == 0, out.stdout + out.stderr
     assert 'REGRESSION' not in out.stdout and 'verdicts: pass 4\n' in out.stdout
@@ -97,17 +100,17 @@ def test_round_trip_on_the_local_cluster(emu_cluster, tmp_path):
     assert {'emu:srun', 'emu:mpirun'} <= set(entry)
 
     proc, again = _run(results, refs, system='emu', env=emu_cluster)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert proc.returncode == 0, proc.output[-3000:]
     out = clusterproof(['compare', again, '--drift-nights', '0'], results, refs)
     assert out.returncode == 0, out.stdout + out.stderr
     assert 'EMULATED' in out.stdout and 'emulated.yaml' in out.stdout
-    judged = re.findall(r'^  copy_\w+ .* (pass|REGRESSION|better) +emulated,emulated-ref$',
+    judged = re.findall(r'^  copy_\w+ .* (pass|REGRESSION|OUT-OF-BOUNDS) +emulated,emulated-ref$',
                         out.stdout, re.M)
     assert judged and set(judged) == {'pass'}, out.stdout
     assert 'not-judged' not in out.stdout
 
     proc, slowed = _run(results, refs, '-S', 'block_size=512', system='emu', env=emu_cluster)
-    assert proc.returncode == 0, proc.stdout[-3000:]   # ReFrame judges no emulated figure
+    assert proc.returncode == 0, proc.output[-3000:]   # ReFrame judges no emulated figure
     out = clusterproof(['compare', slowed, '--drift-nights', '0'], results, refs)
     assert out.returncode == 1, out.stdout + out.stderr
     assert re.search(r'^  copy_time .* REGRESSION +emulated,emulated-ref$', out.stdout, re.M)
@@ -177,10 +180,15 @@ def test_drift_nights_in_a_row(tmp_path):
 
 
 def test_verdicts_by_direction():
-    assert compare.judge(90, 100, -0.05, None, False) == 'REGRESSION'
-    assert compare.judge(96, 100, -0.05, None, False) == 'pass'
-    assert compare.judge(200, 100, -0.05, None, False) == 'pass'
-    assert compare.judge(1.2, 1.0, None, 0.1, True) == 'REGRESSION'
-    assert compare.judge(0.5, 1.0, None, 0.1, True) == 'pass'
-    assert compare.judge(float('nan'), 1.0, None, 0.1, True) == 'FAILED'
-    assert compare.judge(1.0, None, None, None, True) == 'no-ref'
+    assert compare.judge(90, 100, -0.05, None, False).verdict == 'REGRESSION'
+    assert compare.judge(96, 100, -0.05, None, False).verdict == 'pass'
+    assert compare.judge(200, 100, -0.05, None, False).verdict == 'pass'
+    assert compare.judge(1.2, 1.0, None, 0.1, True).verdict == 'REGRESSION'
+    assert compare.judge(0.5, 1.0, None, 0.1, True).verdict == 'pass'
+    assert compare.judge(float('nan'), 1.0, None, 0.1, True).verdict == 'FAILED'
+    assert compare.judge(1.0, None, None, None, True).verdict == 'no-ref'
+    # Beyond a bound on the better side: ReFrame fails it, and so does the judge.
+    above = compare.judge(120, 100, -0.05, 0.1, False)
+    assert above.verdict == Verdict.OUT_OF_BOUNDS and above.failing
+    assert above.reason == 'above the upper bound 110, on the better side; ReFrame fails it too'
+    assert above.bounds == (95, 110) and str(above).startswith('OUT-OF-BOUNDS (above')

@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.modes import MODES, current_mode, reframe_mode, reframe_modes
+from clusterproof.modes import MODES, current_mode, reframe_modes
+from clusterproof.reframe_io.runner import reframe_mode
 from conftest import REPO, VENV_BIN, reframe_env
 
 RFM = str(VENV_BIN / 'reframe')

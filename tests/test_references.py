@@ -74,8 +74,9 @@ def test_shipped_reference_files_are_valid():
 CHECK = '''
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import parameter, performance_function, run_before, sanity_function
+from reframe.core.builtins import parameter, run_before, sanity_function
 from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.reframe_io.figures import performance_figure
 
 @rfm.simple_test
 class ReferenceProbe(rfm.RunOnlyRegressionTest, ClusterproofCheck):
@@ -93,19 +94,20 @@ class ReferenceProbe(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     def found(self):
         return sn.assert_found('value', self.stdout)
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def bw(self):
         return sn.extractsingle(r'value (\\d+)', self.stdout, 1, float)
 '''
 
 
-def run_probe(tmp_path, refs, mode):
-    """Run a real check through ReFrame with a references file for ``local``.
+def run_probe(tmp_path, refs, mode, text=CHECK):
+    """Run a real check (``text``) through ReFrame with a references file
+    for ``local``.
 
     The references directory of the repository is used as ReFrame sees it,
     so the test writes ``local.yaml`` there and always removes it."""
     check = tmp_path / 'probe.py'
-    check.write_text(CHECK)
+    check.write_text(text)
     ref = REFERENCES_DIR / 'local.yaml'
     assert not ref.exists(), 'local has no references in the repository'
     ref.write_text(refs)
@@ -167,10 +169,10 @@ def test_xfail_is_read_in_one_place(tmp_path):
 
 
 def test_xfail_and_xpass_verdicts():
-    assert references.judge(8, 10, -0.1, None, False, xfail='known') == 'xfail'
-    assert references.judge(10, 10, -0.1, None, False, xfail='known') == 'xpass'
-    assert references.judge(12, 10, None, 0.1, True, xfail='known') == 'xfail'
-    assert references.judge(8, 10, -0.1, None, False) == 'REGRESSION'
+    assert references.judge(8, 10, -0.1, None, False, xfail='known').verdict == 'xfail'
+    assert references.judge(10, 10, -0.1, None, False, xfail='known').verdict == 'xpass'
+    assert references.judge(12, 10, None, 0.1, True, xfail='known').verdict == 'xfail'
+    assert references.judge(8, 10, -0.1, None, False).verdict == 'REGRESSION'
     assert 'xpass' in references.FAILING and 'xfail' not in references.FAILING
 
 
@@ -191,6 +193,58 @@ def test_xfail_verdicts_agree_with_reframe(tmp_path):
     assert all(r.sanity_ok for r in recs)            # both ran and measured
     assert all('ref-changed' not in row.flags for row in rows)
     assert [row.regression for row in rows] == [r.perf_result == 'xpass' for r in recs]
+
+
+def test_above_the_upper_bound_of_a_throughput_fails_as_in_reframe(tmp_path):
+    """A throughput above an upper bound written by hand: ReFrame fails the
+    figure, and the judge agrees (OUT-OF-BOUNDS, failing, with the reason);
+    the other figure passes in both."""
+    from clusterproof.results import compare
+    from clusterproof.results.database import load_sessions, records
+    text = ('ReferenceProbe:\n  $index: [num_threads]\n'
+            '  1:\n    bw: [5, -0.1, 0.2, "MB/s"]\n'       # measures 10: above 6
+            '  2:\n    bw: [20, -0.1, 0.1, "MB/s"]\n')     # measures 20
+    proc = run_probe(tmp_path, text, 'nightly')
+    assert proc.returncode != 0 and '1 failure(s)' in proc.stdout, proc.stdout
+    recs = sorted((r for r in records(load_sessions(tmp_path / 'results' / 'results.db'))
+                   if r.figure), key=lambda r: r.value)
+    assert [(r.value, r.perf_result) for r in recs] == [(10, 'fail'), (20, 'pass')]
+    rows = compare.against_references(recs, {'local': references.parse(text, 'refs')})
+    assert [row.verdict for row in rows] == [references.Verdict.OUT_OF_BOUNDS, 'pass']
+    assert [row.regression for row in rows] == [True, False]
+    assert rows[0].reason == 'above the upper bound 6, on the better side; ReFrame fails it too'
+
+
+def test_direction_is_the_one_the_check_declared(tmp_path):
+    """Each figure's direction is declared where the check defines it
+    (reframe_io.figures.performance_figure), recorded with the test case by ReFrame, and
+    what the judge uses; the unit no longer decides it."""
+    import dataclasses
+    from clusterproof.results.database import load_sessions, records
+    proc = run_probe(tmp_path, 'ReferenceProbe: {}\n', 'nightly')
+    assert proc.returncode == 0, proc.stdout
+    recs = [r for r in records(load_sessions(tmp_path / 'results' / 'results.db')) if r.figure]
+    assert [r.case['cp_lower_is_better'] for r in recs] == [{'bw': False}] * 2
+    assert not references.record_lower_is_better(recs[0])
+    # The declaration wins over the unit; a figure it does not name is an error.
+    as_time = dataclasses.replace(recs[0], unit='s')
+    assert not references.record_lower_is_better(as_time)
+    other = dataclasses.replace(recs[0], figure='lat')
+    with pytest.raises(ClusterproofError, match=r"figure 'lat' has no declared direction "
+                                                r"\(its test case declares bw\)"):
+        references.record_lower_is_better(other)
+
+
+def test_a_figure_without_a_direction_fails_its_test_case(tmp_path):
+    check = CHECK.replace("from clusterproof.reframe_io.figures import performance_figure\n",
+                          "from reframe.core.builtins import performance_function\n")
+    check = check.replace("@performance_figure('MB/s', lower_is_better=False)",
+                          "@performance_function('MB/s')")
+    proc = run_probe(tmp_path, 'ReferenceProbe: {}\n', 'nightly', check)
+    assert proc.returncode != 0 and 'Ran 2/2 test case(s)' in proc.stdout, proc.stdout
+    assert ('ReferenceProbe: figure(s) bw declare no direction: define them with '
+            'clusterproof.reframe_io.figures.performance_figure(unit, lower_is_better=...)') \
+        in proc.stdout
 
 
 def test_declared_items_of_a_system():
@@ -234,7 +288,7 @@ def test_ms_per_op_is_lower_is_better_everywhere(tmp_path):
     from clusterproof.results.database import load_sessions, records
     from results_helpers import recorded_results
     assert references.lower_is_better('ms/op')
-    assert references.judge(1.2, 1.0, None, 0.1, references.lower_is_better('ms/op')) \
+    assert references.judge(1.2, 1.0, None, 0.1, references.lower_is_better('ms/op')).verdict \
         == 'REGRESSION'
     rec = next(r for r in records(load_sessions(recorded_results(tmp_path) / 'results.db'))
                if r.figure == 'copy_bw')

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from clusterproof.results import history
+from clusterproof.references.judge import Judgement, Verdict
+from clusterproof.results.acceptance import Item
 from clusterproof.results.report import build, bucket
 from clusterproof.results.database import load_sessions, records
 from conftest import WAIT_S
@@ -83,10 +85,11 @@ def test_report_is_self_contained_and_labels_smoke(report_page):
 
 
 def test_verdict_buckets():
-    assert [bucket(v) for v in ('pass', 'REGRESSION', 'FAILED', 'FAILED (skipped: no pmem)',
-                                'skipped', 'not-judged', 'no-ref', 'xfail', 'better')] == \
-        ['pass', 'regression', 'failed', 'failed', 'skipped', 'not judged', 'not judged',
-         'xfail', 'better']
+    assert [bucket(v) for v in ('pass', 'REGRESSION', 'FAILED', 'skipped', 'not-judged',
+                                'no-ref', 'xfail', 'OUT-OF-BOUNDS')] == \
+        ['pass', 'regression', 'failed', 'skipped', 'not judged', 'not judged',
+         'xfail', 'out of bounds']
+    assert [v.bucket for v in Verdict] == [bucket(v) for v in Verdict]
 
 
 def test_report_of_failed_test(tmp_path):
@@ -107,9 +110,9 @@ def test_report_of_failed_test(tmp_path):
 def test_acceptance_verdicts_and_unknown_verdicts(tmp_path):
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
     recs = records(sessions[:1])
-    verdicts = [('copy_bw', '650 MB/s', '600 MB/s -10%', 'pass'),
-                ('pmem', '-', '-', 'FAILED (skipped: no pmem device)'),
-                ('odd', '1', '1', 'xpass')]
+    verdicts = [Item('copy_bw', '650 MB/s', '600 MB/s -10%', Judgement(Verdict.PASS)),
+                Item('pmem', '-', '-', Judgement(Verdict.FAILED, 'skipped: no pmem device')),
+                Item('odd', '1', '1', Judgement(Verdict.XPASS))]
     page = build(sessions[:1], recs, {'local': {}}, verdicts=verdicts, title='acceptance')
     rows = table_rows(page, 'acceptance-table')[1:]
     assert [re.search(r'class="verdict v-([\w-]+)">([^<]*)<', r).groups() for r in rows] == \

@@ -13,6 +13,7 @@ import platform
 import sys
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import ReframeError, SanityError
 
@@ -20,6 +21,7 @@ from clusterproof import ClusterproofError
 
 from clusterproof.site import binaries
 from clusterproof.references import judge as references
+from clusterproof.reframe_io import figures
 from clusterproof.methods import placement
 from clusterproof.site.hardware import client_node_count, declared, is_emulated
 from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
@@ -67,6 +69,10 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     #: report, so every skip of a clusterproof check records it here
     cp_skip_reason = variable(str, value='')
 
+    #: ``{figure: lower_is_better}``: the direction each figure declares where
+    #: it is defined (clusterproof.reframe_io.figures), what the judge reads
+    cp_lower_is_better = variable(typ.Dict[str, bool], value={})
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # ReFrame's skip() comes first in the MRO of a check
@@ -90,6 +96,12 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         makes every result on it an emulated one.'''
         if is_emulated(self.current_partition):
             self.cp_emulated = True
+
+    @run_before('performance', always_last=True)
+    def _cp_record_directions(self):
+        '''Record the direction of every figure (after every hook that sets
+        ``perf_variables``); a figure without one fails the test case.'''
+        self.cp_lower_is_better = figures.declared(self.perf_variables, type(self).__name__)
 
     @run_after('setup')
     def _cp_load_references(self):

@@ -2,6 +2,8 @@
 
 import re
 
+from tabulate import tabulate
+
 from clusterproof import ClusterproofError
 from clusterproof.references import bless
 from clusterproof.results.database import add_selection_args, records, select_sessions
@@ -109,9 +111,5 @@ def run(args):
 
 
 def _table(header, rows):
-    rows = [tuple(str(c) for c in r) for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(header)]
-    fmt = '  '.join(f'{{:<{w}}}' for w in widths)
-    return '\n'.join([fmt.format(*header), fmt.format(*('-' * w for w in widths))]
-                     + [fmt.format(*r) for r in rows])
+    return tabulate([tuple(map(str, r)) for r in rows], headers=header, tablefmt='simple',
+                    disable_numparse=True)

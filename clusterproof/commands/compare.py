@@ -23,7 +23,9 @@ def register(subparsers):
                     'expected) or xpass (the mark is stale); a row whose reference differs '
                     'from the one ReFrame judged it against when it ran is flagged '
                     'ref-changed with that reference; a skipped test is shown skipped with '
-                    'its reason. Exit status 1 on a regression, an xpass, a failed test or '
+                    'its reason. A figure beyond a bound on its better side (a throughput '
+                    'above an upper bound) is OUT-OF-BOUNDS, a failure as in ReFrame. Exit '
+                    'status 1 on a regression, OUT-OF-BOUNDS, an xpass, a failed test or '
                     'drift; 0 otherwise.')
     p.add_argument('sessions', nargs='*', metavar='SESSION',
                    help='session uuid or unique prefix: SESSION, or BASE SESSION')

@@ -36,7 +36,7 @@ from clusterproof import ClusterproofError
 from clusterproof.paths import write_atomic
 from clusterproof.references.judge import (default_index, entry_reference, index_of,
                                            index_value, load_references, parse,
-                                           reference_file)
+                                           record_lower_is_better, reference_file)
 from clusterproof.results.database import percentile
 
 DEFAULT_NSIGMA = 3.0
@@ -167,7 +167,7 @@ def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
         ref = statistics.median(values) if pct is None else percentile(values, pct)
         spread = statistics.pstdev(values) if len(values) > 1 else 0.0
         tol = max(min_tolerance, nsigma * spread / abs(ref)) if ref else min_tolerance
-        lib = rs[0].lower_is_better
+        lib = record_lower_is_better(rs[0])
         tol = min(tol, max_tolerance)
         if not lib:
             tol = min(tol, 1.0)     # ReFrame's lower threshold is at least -100%

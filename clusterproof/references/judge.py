@@ -4,8 +4,9 @@ in ReFrame's external-reference (``$ref``) format.
 Everything that reads or applies a reference goes through this module:
 loading and validating a file (:func:`load`, :func:`validate_file`), finding
 the entry of a measured figure as ReFrame does (:func:`lookup`), its absolute
-bounds (:func:`bounds`), the direction of a figure (:func:`lower_is_better`)
-the verdict (:func:`judge`) and the references a system declares
+bounds (:func:`bounds`), the direction of a figure as its check declared it
+(:func:`lower_is_better`, :func:`record_lower_is_better`),
+the verdict (:class:`Verdict`, :func:`judge`) and the references a system declares
 (:func:`declared`, what ``acceptance`` walks). ``compare``, ``report``,
 ``acceptance``, ``bless`` and the checks (``checks.base``, at set-up) use it;
 none of them reads the YAML, parses an entry or applies a bound on its own.
@@ -23,8 +24,10 @@ verdicts ``xfail`` (failed as expected, not a regression) and ``xpass``
 failure as in ReFrame).
 """
 
+import enum
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,8 +36,8 @@ import yaml
 from clusterproof import ClusterproofError
 from clusterproof.paths import references_dir
 
-#: units of figures where a smaller value is better (times and latencies);
-#: every other unit is a throughput, a rate or a count, where larger is better
+#: units of figures where a smaller value is better (times and latencies):
+#: the direction of history that declares none (see :func:`lower_is_better`)
 LOWER_IS_BETTER_UNITS = {'s', 'sec', 'ms', 'msec', 'us', 'usec', 'µs', 'ns', 'nsec',
                          'min', 'h', 'cycles', 'ms/op', 'us/op'}
 #: units a reference may carry
@@ -45,14 +48,36 @@ KNOWN_UNITS = LOWER_IS_BETTER_UNITS | {
 }
 
 
-def lower_is_better(unit, figure=''):
-    """The one direction rule: True for figures where a smaller value is
-    better: time units (``s``, ``us``, ``ms/op`` ...), and figures whose
-    name says latency (``lat_*``, ``*_latency``)."""
+def lower_is_better(unit, figure='', declared=None):
+    """The one direction rule: True for a figure where a smaller value is
+    better.
+
+    ``declared`` is what the figure's check declared where it defines the
+    figure (``{figure: lower_is_better}``, the test case's
+    ``cp_lower_is_better``, see :mod:`clusterproof.reframe_io.figures`): it
+    decides, and a figure missing from it is an error. History that carries
+    no declaration (sessions recorded before the checks declared directions,
+    perflogs and CSV files imported from elsewhere) is read as such history
+    has always been: time units (``s``, ``us``, ``ms/op`` ...) and figures
+    whose name says latency (``lat_*``, ``*_latency``) are lower-is-better."""
+    if declared is not None:
+        try:
+            return bool(declared[figure])
+        except KeyError:
+            raise ClusterproofError(
+                f'figure {figure!r} has no declared direction (its test case declares '
+                f'{", ".join(sorted(declared)) or "none"})') from None
     if (unit or '').strip() in LOWER_IS_BETTER_UNITS:
         return True
     name = (figure or '').lower()
     return name.startswith('lat') or name.endswith('latency') or '_lat_' in name
+
+
+def record_lower_is_better(rec):
+    """:func:`lower_is_better` of a result record: the direction its test
+    case declared (``cp_lower_is_better``), if it declared any."""
+    declared = rec.case.get('cp_lower_is_better') if isinstance(rec.case, dict) else None
+    return lower_is_better(rec.unit, rec.figure, declared or None)
 
 
 def reference_file(system, directory=None, emulated=False):
@@ -471,37 +496,97 @@ def bounds(ref, lower, upper):
 
 # -- judging ------------------------------------------------------------------
 
-#: verdicts that fail a comparison or an acceptance (``xpass`` as ReFrame
-#: counts it: an expected failure that did not happen, a stale ``$xfail``)
-FAILING = ('REGRESSION', 'FAILED', 'xpass')
+class Verdict(enum.StrEnum):
+    """The one verdict of a figure, a test case or an acceptance item, from
+    :func:`judge` through ``compare``, ``acceptance`` and the report. Its
+    value is the text every output shows; :attr:`failing` and
+    :attr:`bucket` say what it counts as (nothing parses the text back)."""
+    PASS = 'pass'                   # inside the bounds
+    REGRESSION = 'REGRESSION'       # beyond the bound on the worse side
+    OUT_OF_BOUNDS = 'OUT-OF-BOUNDS'  # beyond a bound on the better side (ReFrame fails it too)
+    XFAIL = 'xfail'                 # beyond a bound of a $xfail reference: failed as expected
+    XPASS = 'xpass'                 # met a $xfail reference: a stale mark, a failure
+    FAILED = 'FAILED'               # nothing measured (the reason says why)
+    SKIPPED = 'skipped'             # the test case was skipped
+    NO_REF = 'no-ref'               # nothing to judge against
+    NOT_JUDGED = 'not-judged'       # a smoke or emulated figure shown beside a real reference
+    MISSING = 'missing'             # in the base session, not in the new one
+    NOT_ACCEPTED = 'not accepted'   # acceptance: smoke or emulated figures are never accepted
+
+    @property
+    def failing(self):
+        """True for a verdict that fails a comparison or an acceptance
+        (``xpass`` as ReFrame counts it: an expected failure that did not
+        happen)."""
+        return self in _FAILING
+
+    @property
+    def bucket(self):
+        """The count of the report this verdict goes to (see
+        ``results.report.BUCKETS``), else its own text."""
+        return _BUCKETS.get(self, self.value)
+
+
+_FAILING = frozenset({Verdict.REGRESSION, Verdict.OUT_OF_BOUNDS, Verdict.XPASS,
+                      Verdict.FAILED, Verdict.NOT_ACCEPTED})
+_BUCKETS = {Verdict.PASS: 'pass', Verdict.REGRESSION: 'regression', Verdict.FAILED: 'failed',
+            Verdict.SKIPPED: 'skipped', Verdict.NO_REF: 'not judged',
+            Verdict.NOT_JUDGED: 'not judged', Verdict.OUT_OF_BOUNDS: 'out of bounds'}
+#: verdicts that fail a comparison or an acceptance
+FAILING = tuple(v for v in Verdict if v.failing)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A :class:`Verdict` with its ``reason`` (why an item failed, which
+    bound a figure crossed; '' when nothing needs saying) and the absolute
+    ``bounds`` (low, high) it was judged against."""
+    verdict: Verdict
+    reason: str = ''
+    bounds: tuple = (None, None)
+
+    @property
+    def failing(self):
+        return self.verdict.failing
+
+    def __str__(self):
+        return f'{self.verdict} ({self.reason})' if self.reason else str(self.verdict)
 
 
 def judge(value, ref, lower, upper, lower_is_better, xfail=None):
-    """Verdict of ``value`` against ``ref`` with relative thresholds:
-    ``pass``, ``REGRESSION`` (worse than the tolerance allows), ``better``,
-    ``no-ref`` (no reference) or ``FAILED`` (no finite value). For an
-    expected failure (``xfail``, the reason of a ``$xfail`` entry):
-    ``xfail`` where it would be a regression (failed as expected, not
-    counted as a regression), ``xpass`` where it would pass or be better."""
+    """The :class:`Judgement` of ``value`` against ``ref`` with relative
+    thresholds, as ReFrame judges a performance figure: ``pass`` inside the
+    bounds; outside, ``REGRESSION`` on the worse side and ``OUT-OF-BOUNDS``
+    on the better side (a throughput above its upper bound: ReFrame fails
+    it, and so does this judge; the reason says so: re-bless or widen the
+    bound); ``no-ref`` without a reference; ``FAILED`` without a finite
+    value. For an expected failure (``xfail``, the reason of a ``$xfail``
+    entry), as ReFrame: ``xfail`` where it would fail, ``xpass`` where it
+    would pass."""
     if ref is None:
-        return 'no-ref'
-    if value is None or not math.isfinite(value):
-        return 'FAILED'
+        return Judgement(Verdict.NO_REF)
     lo, hi = bounds(ref, lower, upper)
+    if value is None or not math.isfinite(value):
+        return Judgement(Verdict.FAILED, 'no finite value', (lo, hi))
     below = lo is not None and value < lo
     above = hi is not None and value > hi
-    if lower_is_better:
-        verdict = 'REGRESSION' if above else 'better' if below else 'pass'
+    if not (below or above):
+        verdict, why = Verdict.PASS, ''
     else:
-        verdict = 'REGRESSION' if below else 'better' if above else 'pass'
+        side = f'below the lower bound {lo:.5g}' if below else f'above the upper bound {hi:.5g}'
+        worse = above if lower_is_better else below
+        verdict = Verdict.REGRESSION if worse else Verdict.OUT_OF_BOUNDS
+        why = side if worse else f'{side}, on the better side; ReFrame fails it too'
     if xfail:
-        return 'xfail' if verdict == 'REGRESSION' else 'xpass'
-    return verdict
+        if verdict == Verdict.PASS:
+            return Judgement(Verdict.XPASS, f'met a reference marked $xfail ({xfail})', (lo, hi))
+        return Judgement(Verdict.XFAIL, f'{why}; expected: {xfail}', (lo, hi))
+    return Judgement(verdict, why, (lo, hi))
 
 
 def judge_reference(value, reference, lower_is_better):
     """:func:`judge` of ``value`` against a :class:`Reference` (None: ``no-ref``)."""
     if reference is None:
-        return 'no-ref'
+        return Judgement(Verdict.NO_REF)
     return judge(value, reference.value, reference.lower, reference.upper,
                  lower_is_better, reference.xfail)

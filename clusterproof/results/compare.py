@@ -4,7 +4,9 @@ Verdicts of one figure:
 
 ``pass``        inside the tolerance
 ``REGRESSION``  worse than the tolerance allows (lower throughput, higher time)
-``better``      better than the tolerance (not a failure: consider re-blessing)
+``OUT-OF-BOUNDS`` beyond a bound on the better side (a throughput above its
+                upper bound): ReFrame fails such a figure, and so does compare;
+                re-bless or widen the bound
 ``no-ref``      nothing to compare with
 ``not-judged``  a smoke figure, or an emulated figure with no reference
                 blessed from emulated runs: never judged against a real
@@ -16,7 +18,9 @@ Verdicts of one figure:
 ``FAILED``      the test case failed before its figures were measured
 ``skipped``     the test case was skipped (the reason in its flags)
 
-Every verdict and bound comes from :mod:`clusterproof.references.judge`.
+Every verdict (a :class:`~clusterproof.references.judge.Verdict`, with the
+reason in ``Row.reason``) and bound comes from
+:mod:`clusterproof.references.judge`.
 A row whose reference today differs from the one ReFrame judged the figure
 against when it ran (a re-bless or an edit since) carries the flag
 ``ref-changed`` and the old reference in ``Row.ran_against``.
@@ -34,9 +38,11 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from clusterproof.references.judge import (FAILING, judge, judge_reference, lookup,  # noqa: F401
-                                           reference_of_record, references_for,
-                                           tolerance_text)
+from tabulate import tabulate
+
+from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
+                                           record_lower_is_better, reference_of_record,
+                                           references_for, tolerance_text)
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
@@ -55,7 +61,8 @@ class Row:
     value: float
     lower: float = None         # relative thresholds used
     upper: float = None
-    verdict: str = 'no-ref'
+    verdict: Verdict = Verdict.NO_REF
+    reason: str = ''            # why, for a verdict that needs one (judge.Judgement)
     flags: list = field(default_factory=list)
     lower_is_better: bool = False
     #: with the flag ``ref-changed``: the reference ReFrame judged against
@@ -74,8 +81,8 @@ class Row:
 
     @property
     def regression(self):
-        """True for a verdict that fails the comparison (judge.FAILING)."""
-        return self.verdict in FAILING
+        """True for a verdict that fails the comparison (Verdict.failing)."""
+        return self.verdict.failing
 
 
 def _failed_row(r):
@@ -83,10 +90,10 @@ def _failed_row(r):
     skip reason, else ``FAILED`` with the phase and the reason."""
     if r.skipped:
         return Row(r.system, r.partition, r.test, '(test)', '', None, None,
-                   verdict='skipped', flags=r.flags + [r.why])
-    return Row(r.system, r.partition, r.test, '(test)', '', None, None, verdict='FAILED',
-               flags=r.flags + [f'{r.result} in {r.fail_phase}'
-                                + (f': {r.reason}' if r.reason else '')])
+                   verdict=Verdict.SKIPPED, reason=r.why, flags=r.flags + [r.why])
+    why = f'{r.result} in {r.fail_phase}' + (f': {r.reason}' if r.reason else '')
+    return Row(r.system, r.partition, r.test, '(test)', '', None, None,
+               verdict=Verdict.FAILED, reason=why, flags=r.flags + [why])
 
 
 def _judged(row, r, found):
@@ -94,7 +101,8 @@ def _judged(row, r, found):
     ``ref-changed`` when ReFrame judged it against another reference (only
     for references ReFrame loads: neither smoke nor emulated figures)."""
     row.base, row.lower, row.upper = found.value, found.lower, found.upper
-    row.verdict = judge_reference(r.value, found, r.lower_is_better)
+    judged = judge_reference(r.value, found, row.lower_is_better)
+    row.verdict, row.reason = judged.verdict, judged.reason
     if not r.smoke and not r.emulated:
         old = reference_of_record(r)
         if not found.same_as(old):
@@ -113,7 +121,7 @@ def against_references(recs, refs_by_system=None):
             continue
         found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
-                  flags=r.flags, lower_is_better=r.lower_is_better)
+                  flags=r.flags, lower_is_better=record_lower_is_better(r))
         if found and r.emulated:
             row.flags = row.flags + ['emulated-ref']
         elif r.emulated:
@@ -122,14 +130,14 @@ def against_references(recs, refs_by_system=None):
             found = lookup(references_for(refs_by_system, r.system), r)
             if found:
                 row.base, row.lower, row.upper = found.value, found.lower, found.upper
-                row.verdict = 'not-judged'
+                row.verdict = Verdict.NOT_JUDGED
             rows.append(row)
             continue
         if found and r.smoke:
             # Smoke sizes are not comparable with any reference: show it,
             # judge nothing.
             row.base, row.lower, row.upper = found.value, found.lower, found.upper
-            row.verdict = 'not-judged'
+            row.verdict = Verdict.NOT_JUDGED
         elif found:
             _judged(row, r, found)
         rows.append(row)
@@ -149,22 +157,23 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
             continue
         seen.add(r.key)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
-                  flags=r.flags, lower_is_better=r.lower_is_better)
+                  flags=r.flags, lower_is_better=record_lower_is_better(r))
         b = base.get(r.key)
         if b is not None:
             found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
             lower, upper = (found.lower, found.upper) if found else (None, None)
             if lower is None and upper is None:
-                lower, upper = ((None, tolerance) if r.lower_is_better else (-tolerance, None))
+                lower, upper = ((None, tolerance) if row.lower_is_better else (-tolerance, None))
             row.base, row.lower, row.upper = b.value, lower, upper
             row.flags = sorted(set(r.flags) | set(b.flags))
-            row.verdict = judge(r.value, b.value, lower, upper, r.lower_is_better)
+            judged = judge(r.value, b.value, lower, upper, row.lower_is_better)
+            row.verdict, row.reason = judged.verdict, judged.reason
         rows.append(row)
     for key, b in base.items():
         if key not in seen:
             rows.append(Row(b.system, b.partition, b.test, b.figure, b.unit, b.value, None,
-                            verdict='missing', flags=b.flags,
-                            lower_is_better=b.lower_is_better))
+                            verdict=Verdict.MISSING, flags=b.flags,
+                            lower_is_better=record_lower_is_better(b)))
     return rows
 
 
@@ -197,7 +206,7 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
     for key, rs in series.items():
         rs.sort(key=lambda r: r.start)
         last = rs[-1]
-        lib = last.lower_is_better
+        lib = record_lower_is_better(last)
         vals = [r.value for r in rs]
         found = lookup(references_for(refs_by_system, last.system, last.emulated), last)
         if found and found.value and not found.xfail and len(vals) >= window:
@@ -223,26 +232,23 @@ def format_rows(rows):
     """A text table grouped by test: both values, the ratio, the tolerance,
     the verdict and the smoke/emulated flags."""
     header = ('figure', 'unit', 'base', 'value', 'ratio', 'tolerance', 'verdict', 'flags')
-    lines = []
     groups = {}
     for r in rows:
         groups.setdefault((r.system, r.partition, r.test), []).append(r)
-    table = []
+    titles, cells = {}, []
     for (system, part, test), rs in groups.items():
-        table.append(None)
-        table.append(f'{test} @{system}:{part}')
+        titles[len(cells)] = f'{test} @{system}:{part}'
         for r in rs:
-            table.append((r.figure, r.unit, _num(r.base), _num(r.value),
+            cells.append((r.figure, r.unit, _num(r.base), _num(r.value),
                           '' if r.ratio is None else f'{r.ratio:.3f}', r.tolerance,
-                          r.verdict, ','.join(_flag_text(r, f) for f in r.flags)))
-    cells = [t for t in table if isinstance(t, tuple)]
-    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
-    fmt = '  ' + '  '.join(f'{{:<{w}}}' for w in widths)
-    lines.append(fmt.format(*header).rstrip())
-    for t in table:
-        if t is None:
-            continue
-        lines.append(t if isinstance(t, str) else fmt.format(*t).rstrip())
+                          str(r.verdict), ','.join(_flag_text(r, f) for f in r.flags)))
+    head, *body = tabulate(cells, headers=header, tablefmt='plain',
+                           disable_numparse=True).splitlines()
+    lines = ['  ' + head.rstrip()]
+    for i, line in enumerate(body):
+        if i in titles:
+            lines.append(titles[i])
+        lines.append('  ' + line.rstrip())
     return '\n'.join(lines)
 
 

@@ -5,11 +5,11 @@ inlined once, no network), rendered from the Jinja2 templates of
 First screen (what a reader needs at 8 in the morning):
 
 1. the verdict counts of the newest session (pass, regression, change,
-   failed, skipped, not judged; a verdict string the report does not know
-   is counted under its own name);
+   failed, skipped, not judged; any other verdict, e.g. ``xfail``, is
+   counted under its own name: ``judge.Verdict.bucket``);
 2. the changes the change-point detector found in the last
    :data:`RECENT_NIGHTS` sessions, ranked by size x confidence, with what
-   changed in the provenance (:func:`clusterproof.commands.changes.detect`,
+   changed in the provenance (:func:`clusterproof.results.changes.detect`,
    as ``clusterproof changes`` finds them);
 3. the failures and regressions with their reason.
 
@@ -44,8 +44,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError
-from clusterproof.commands.changes import detect
-from clusterproof.references.judge import bounds, references_for
+from clusterproof.references.judge import Verdict, bounds, references_for
 from clusterproof.results import changes, history
 from clusterproof.results.compare import against_references
 from clusterproof.results.database import THREAD_ATTRS, check_name
@@ -86,28 +85,16 @@ _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 
 
 def bucket(verdict):
-    """The count a verdict string goes to: one of :data:`BUCKETS`, else its
-    own name (``better``, ``xfail``...). An acceptance item whose test was
-    skipped, ``FAILED (skipped: reason)``, failed the acceptance."""
-    v = (verdict or '').strip().lower()
-    if v == 'pass':
-        return 'pass'
-    if v == 'regression':
-        return 'regression'
-    if v == 'skipped':
-        return 'skipped'
-    if v.startswith('fail'):
-        return 'failed'
-    if v in ('', 'no-ref', 'not-judged', 'not judged'):
-        return 'not judged'
-    return v
+    """The count a :class:`~clusterproof.references.judge.Verdict` goes to:
+    one of :data:`BUCKETS`, else its own name (``xfail``...)."""
+    return Verdict(verdict).bucket
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
           now=None, histories=None):
     """The report page as a string. ``recs`` are the records of ``sessions``
     (oldest first); ``verdicts`` (optional) is an acceptance verdict table
-    ``[(item, measured, reference, verdict)]``; ``histories`` (optional,
+    (``[results.acceptance.Item]``); ``histories`` (optional,
     :class:`clusterproof.results.history.History`) replaces the histories
     made from ``recs``."""
     refs = dict(refs_by_system or {})
@@ -187,7 +174,7 @@ def recent_changes(histories, nights=RECENT_NIGHTS):
         vals = np.fromiter((p.value for p in pts), float, len(pts))
         if (vals > 0).all() and moved(np.log(vals)):
             suspects.append(dataclasses.replace(h, points=pts))
-    found, _quiet, _noisy, _skipped = detect(suspects)
+    found, _quiet, _noisy, _skipped = changes.detect(suspects)
     cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
     keep = []
     for f, h in _with_history(found, suspects):
@@ -228,24 +215,22 @@ _LABELS = ('smoke', 'emulated', 'emulated-ref', 'ref-changed')
 
 
 def _reason(row):
-    b = bucket(row.verdict)
-    if b == 'regression' or row.verdict == 'xpass':
-        what = ('met a reference marked $xfail (a stale mark)' if row.verdict == 'xpass'
-                else f'tolerance {row.tolerance}')
+    if row.verdict in (Verdict.REGRESSION, Verdict.OUT_OF_BOUNDS, Verdict.XPASS):
+        what = ('met a reference marked $xfail (a stale mark)' if row.verdict == Verdict.XPASS
+                else f'tolerance {row.tolerance}: {row.reason}')
         ratio = f'{(row.ratio - 1) * 100:+.1f}%; ' if row.ratio else ''
         text = f'{_num(row.value)} {row.unit} against {_num(row.base)} ({ratio}{what})'
         if 'ref-changed' in row.flags:
             text += f'; the run was judged against {row.ran_against or "no reference"}'
         return text
-    why = [f for f in row.flags if f not in _LABELS]
-    return '; '.join(why) or row.verdict
+    return row.reason or str(row.verdict)
 
 
 def _failures(judged):
     """The rows that fail (``judge.FAILING``: failed test cases first, then
     regressions and stale ``$xfail`` marks, the largest miss first)."""
     bad = [row for _rec, row in judged if row.regression]
-    bad.sort(key=lambda r: (bucket(r.verdict) != 'failed',
+    bad.sort(key=lambda r: (r.verdict != Verdict.FAILED,
                             -abs((r.ratio or 1) - 1), r.system, r.test, r.figure))
     return [{'row': row, 'reason': _reason(row), 'labels': _labels(row.flags)} for row in bad]
 
@@ -255,9 +240,8 @@ def _labels(flags):
 
 
 def _verdict_row(v):
-    item, measured, ref, verdict = v
-    return {'item': item, 'measured': measured, 'reference': ref, 'verdict': verdict,
-            'bucket': bucket(verdict)}
+    return {'item': v.item, 'measured': v.measured, 'reference': v.reference,
+            'verdict': str(v.judgement), 'bucket': v.verdict.bucket}
 
 
 # -- families ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (performance_function, run_after, run_before,
+from reframe.core.builtins import (run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
@@ -26,6 +26,7 @@ from clusterproof.checks import reliability
 from clusterproof.checks import scratch
 from clusterproof.modes import by_mode
 from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.reframe_io.figures import performance_figure
 
 
 def _job_output(check):
@@ -74,7 +75,7 @@ class ReliabilityQuick(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlacem
     def printed_a_name(self):
         return sn.assert_found(r'^\S+\s*$', self.stdout)
 
-    @performance_function('count')
+    @performance_figure('count', lower_is_better=False)
     def tasks(self):
         return sn.count(sn.extractall(r'^(\S+)\s*$', self.stdout, 1))
 

@@ -12,11 +12,12 @@ system calls). References come from ``clusterproof bless`` in
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (parameter, performance_function, run_after,
+from reframe.core.builtins import (parameter, run_after,
                                    run_before, sanity_function, variable)
 
 from clusterproof.references.judge import reference_file
 from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.reframe_io.figures import performance_figure
 
 
 @rfm.simple_test
@@ -66,11 +67,11 @@ class DevZeroCopy(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         return sn.map(lambda i: sn.min(times[i * self.repeats:(i + 1) * self.repeats]),
                       range(self.num_threads))
 
-    @performance_function('MB/s')
+    @performance_figure('MB/s', lower_is_better=False)
     def copy_bw(self):
         nbytes = self.num_threads * self.copy_mib * 2**20
         return nbytes / sn.max(self._best_times()) / 1e6
 
-    @performance_function('s')
+    @performance_figure('s', lower_is_better=True)
     def copy_time(self):
         return sn.max(self._best_times())
