@@ -1,7 +1,6 @@
 """``clusterproof changes``: change points in the history of every figure,
 with their size, confidence and what changed at that night."""
 
-import datetime
 import json
 
 from clusterproof import ClusterproofError
@@ -45,37 +44,12 @@ def run(args):
     settings = changes.Settings(max_detectable=args.max_detectable / 100)
     hists = [h for h in hists if (not args.test or args.test in h.test)
              and (not args.figure or h.figure == args.figure)]
-    found, quiet, noisy, skipped = detect(hists, settings)
+    found, quiet, noisy, skipped = changes.detect(hists, settings)
     if args.format == 'json':
         print(json.dumps(found, indent=1))
         return 0
     _print_table(found, noisy, quiet if args.all else [], skipped, len(hists))
     return 0
-
-
-def detect(hists, settings=None):
-    """``(found, quiet, noisy, skipped)`` of ``hists``: the changes (dicts
-    with their summary, largest first), the figures without a change, those
-    too noisy to judge and those not judged (with the reason)."""
-    settings = settings or changes.Settings()
-    found, quiet, noisy, skipped = [], [], [], []
-    for h in hists:
-        if any(v <= 0 for v in h.values):
-            skipped.append((h, 'values <= 0'))
-            continue
-        cps = changes.scan(h.values, settings) if len(h.points) > 1 else []
-        fn = changes.figure_noise(h.values, cps, settings) if len(h.points) > 1 else None
-        if fn is not None and fn.too_noisy:
-            noisy.append((h, fn))
-            continue
-        if not cps:
-            quiet.append((h, fn))
-        for c in cps:
-            found.append(_finding(h, c, fn))
-    for f in found:
-        f['summary'] = summary(f)
-    found.sort(key=lambda f: (-abs(f['change']), f['system'], f['test'], f['figure']))
-    return found, quiet, noisy, skipped
 
 
 def _load(args):
@@ -93,76 +67,6 @@ def _load(args):
     if not hists:
         raise ClusterproofError('no figures in the history selected')
     return hists
-
-
-def _finding(h, c, fn):
-    first = h.points[c.at]
-    return {
-        'system': h.system, 'partition': h.partition, 'test': h.test, 'figure': h.figure,
-        'unit': h.unit, 'flags': list(h.flags),
-        'at': _iso(first.time), 'session': first.session, 'where': first.where,
-        'change': round(c.change, 4), 'uncertainty': round(c.uncertainty, 4),
-        'confidence': round(c.confidence, 4),
-        'direction': _direction(h, c),
-        'found': _iso(h.points[c.found].time),
-        'sessions_before': c.n_before, 'sessions_after': c.n_after,
-        'noise': None if fn is None else round(fn.noise, 4),
-        'detectable': None if fn is None else round(fn.detectable, 4),
-        'attribution': attribution(h.points, c),
-    }
-
-
-def summary(f):
-    """One sentence: 'Stream triad -7.9 % since 2026-11-20 (session 3f2a1b2c):
-    spack_lock_hash: a1b2 -> c3d4; nothing else changed'."""
-    since = f['at'][:10] + (f' (session {f["session"][:8]})' if f['session'] else '')
-    what = '; '.join(f['attribution'])
-    what = (what + '; nothing else changed') if what else 'no recorded provenance changed'
-    return (f'{f["test"]} {f["figure"]} {f["change"] * 100:+.1f}% since {since}: {what}')
-
-
-def _direction(h, c):
-    up = c.shift > 0
-    return 'better' if up != h.lower_is_better else 'worse'
-
-
-def _iso(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat()
-
-
-def attribution(points, c):
-    """What changed at the change point: provenance fields whose value in
-    the sessions after it differs from every session before it (within the
-    same segment), and for node lists the nodes common to the sessions after
-    the change that no session before it used."""
-    before = points[max(0, c.at - c.n_before):c.at]
-    after = points[c.at:c.at + c.n_after]
-    out = []
-    keys = sorted({k for p in before + after for k in p.provenance})
-    for k in keys:
-        old = {p.provenance.get(k, '') for p in before}
-        new = {p.provenance.get(k, '') for p in after}
-        if k == 'job_nodelist':
-            common = _common_nodes(after) - _common_nodes(before)
-            if common and old != new:
-                out.append(f'nodes: {", ".join(sorted(common))} in every session after, '
-                           f'not in every one before')
-            continue
-        if new and not (new & old):
-            out.append(f'{k}: {_short(old)} -> {_short(new)}')
-    return out
-
-
-def _common_nodes(points):
-    sets = [set(filter(None, (p.provenance.get('job_nodelist') or '').split(',')))
-            for p in points]
-    return set.intersection(*sets) if sets else set()
-
-
-def _short(values):
-    vals = sorted(values)
-    text = ', '.join((v[:12] + '...' if len(v) > 15 else v) or '(none)' for v in vals[:3])
-    return text + (f' (+{len(vals) - 3})' if len(vals) > 3 else '')
 
 
 def _print_table(found, noisy, quiet, skipped, total):

@@ -9,7 +9,7 @@ First screen (what a reader needs at 8 in the morning):
    is counted under its own name);
 2. the changes the change-point detector found in the last
    :data:`RECENT_NIGHTS` sessions, ranked by size x confidence, with what
-   changed in the provenance (:func:`clusterproof.commands.changes.detect`,
+   changed in the provenance (:func:`clusterproof.results.changes.detect`,
    as ``clusterproof changes`` finds them);
 3. the failures and regressions with their reason.
 
@@ -44,7 +44,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError
-from clusterproof.commands.changes import detect
+from clusterproof.results.changes import detect
 from clusterproof.references.judge import bounds, references_for
 from clusterproof.results import changes, history
 from clusterproof.results.compare import against_references
