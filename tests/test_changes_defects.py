@@ -63,6 +63,19 @@ def test_changes_inside_the_noise_are_not_listed_and_a_disproved_alarm_is_withdr
     assert [c.at for c in withdrawn] == [70] and withdrawn[0].z < changes.DEFAULT_Z
 
 
+def test_an_episode_that_ends_is_two_changes_not_a_withdrawn_alarm():
+    """A CPU quota slows six sessions by 30 %, then the level comes back:
+    the nightly alarm stands, and the return is a change of its own."""
+    rng = np.random.default_rng(18)
+    values = 100 * (1 + 0.01 * rng.standard_normal(80))
+    values[40:46] *= 0.7
+    kept, withdrawn = changes.find(values)
+    assert [c.at for c in kept] == [40, 46]
+    assert kept[0].change == pytest.approx(-0.3, abs=0.02)
+    assert kept[1].change == pytest.approx(1 / 0.7 - 1, abs=0.03)
+    assert kept[0].found is not None and withdrawn == []
+
+
 def test_too_noisy_figure_still_lists_changes_larger_than_it_can_detect(tmp_path):
     """A binary rebuilt at -O0 halves three figures of 7-9 % noise, which
     detect >= 26-34 % only: the halving is listed, the figure's smaller

@@ -199,7 +199,8 @@ def noise_floor(y):
     the resolution of its values (the smallest gap between two distinct
     values, as uniform rounding noise: gap / sqrt(12)) and a share of the
     spread of its session-to-session differences (the central 90 %, so
-    neither a step nor a few outliers count). A figure whose values are
+    neither a step nor a few outliers count; all of it when most
+    differences are zero). A figure whose values are
     mostly one number (499, 515, 530, mostly 515) has an interquartile
     range of zero; its noise is not."""
     y = np.asarray(y, dtype=float)
@@ -208,7 +209,10 @@ def noise_floor(y):
     d = np.sort(np.diff(y))
     k = max(1, len(d) // 20)
     core = d[k:len(d) - k] if len(d) - 2 * k >= 3 else d
-    spread = FLOOR_SPREAD * float(np.std(core)) / math.sqrt(2)
+    # When most differences are zero (the values repeat), their interquartile
+    # range says nothing and their spread counts in full.
+    share = 1.0 if d[len(d) // 4] == d[(3 * len(d)) // 4] else FLOOR_SPREAD
+    spread = share * float(np.std(core)) / math.sqrt(2)
     return max(resolution(y), spread, 1e-6)
 
 
@@ -494,7 +498,8 @@ def find(values, settings=None, groups=None):
     every session up to the next change, still reaches ``z``. Every step is
     judged so once all are placed: one that does not reach ``z`` is dropped,
     the weakest first (the sizes of the others are then estimated again);
-    a dropped nightly alarm is returned as withdrawn. ``groups`` (e.g. the node list of each session)
+    a dropped nightly alarm is returned as withdrawn, unless the level came
+    back (:func:`_episode_end`: then the return is a change too). ``groups`` (e.g. the node list of each session)
     first removes the levels of groups that explain the spread
     (:func:`group_levels`)."""
     s = settings or Settings()
@@ -522,19 +527,52 @@ def find(values, settings=None, groups=None):
                 retro[k] = dataclasses.replace(c, view='both', found=alarms[n].found)
     rest = [a for n, a in enumerate(alarms) if n not in used]
     steps = sorted([c for c in retro if c.kind == 'step'] + rest, key=lambda c: c.at)
-    withdrawn = []
+    withdrawn, tried = [], set()
     while True:
         steps = refine(y, steps, s, floor)
         weak = [c for c in steps if c.z < s.z]
         if not weak:
             break
         worst = min(weak, key=lambda c: c.z)     # the weakest first, then judge again
+        if worst.found is not None and worst.at not in tried:
+            tried.add(worst.at)
+            end = _episode_end(y, steps, worst, s, floor)
+            if end is not None:
+                steps.append(Change(end, None, 0.0, 0.0, view='retrospective'))
+                steps.sort(key=lambda c: c.at)
+                continue
         if worst.found is not None:
             withdrawn.append(worst)
         steps.remove(worst)
     kept = steps + [c for c in retro if c.kind == 'drift']
     kept.sort(key=lambda c: c.at)
     return kept, withdrawn
+
+
+def _episode_end(y, steps, c, s, floor):
+    """The end of an episode that a nightly alarm ``c`` raised and the
+    later sessions seem to disprove because the level came back (a CPU
+    quota for six sessions): the session ``e`` where the level returned,
+    when the episode has ``MIN_SEGMENT`` sessions or more (two bad nights
+    are not one), and both the sessions ``[c.at, e)`` against those before
+    and the sessions from ``e`` against the episode reach ``z + POWER``
+    standard errors (as the retrospective view keeps a boundary), judged as
+    :func:`refine` would; else None."""
+    cuts = [0] + [d.at for d in steps] + [len(y)]
+    i = cuts.index(c.at)
+    prev, nxt = cuts[i - 1], cuts[i + 1]
+    before = y[max(prev, c.at - s.window):c.at]
+    sig_b = _floor(robust_scale(before), floor)
+    best = None
+    for e in range(c.at + MIN_SEGMENT, nxt - MIN_SEGMENT + 1):
+        ep, rest = y[c.at:e], y[e:nxt][:s.window]
+        z1 = abs(hl_shift(before, ep)) / shift_stderr(sig_b, len(before), len(ep))
+        sig_e = _floor(robust_scale(ep), floor)
+        z2 = abs(hl_shift(ep, rest)) / shift_stderr(sig_e, len(ep), len(rest))
+        z = min(z1, z2)
+        if z >= s.z + POWER and agree(ep, sig_b) and (best is None or z > best[0]):
+            best = (z, e)
+    return None if best is None else best[1]
 
 
 def group_levels(y, groups):
