@@ -159,3 +159,28 @@ def test_constant_figure_has_the_floor_and_no_change():
     kept, withdrawn = changes.find(values)
     assert kept == [] and withdrawn == []
     assert changes.figure_noise(values).noise < 1e-5
+
+
+def test_tcpd_metrics_on_hand_worked_cases():
+    """F1 (margin 5) and cover as van den Burg & Williams define them,
+    checked on cases worked by hand (TCPD itself is not in the repository)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'scripts'))
+    import bench_detection as bench
+    # each prediction matches at most one annotated point
+    assert bench.true_positives({1, 10, 20, 23}, {3, 8, 20}) == 3
+    assert bench.true_positives({1, 2, 3}, set()) == 0
+    # one annotator at 50, prediction at 53: the points {0, 50} and {0, 53}
+    assert bench.f1_score({'a': [50]}, [53]) == 1.0
+    # no prediction: precision 1 (the start), recall 1/2 -> F1 2/3
+    assert bench.f1_score({'a': [50]}, []) == pytest.approx(2 / 3)
+    # two annotators, one marks nothing: recall (1 + 1) / 2, precision 2 / 2
+    assert bench.f1_score({'a': [50], 'b': []}, [50]) == 1.0
+    # cover: truth [0, 50), [50, 100); prediction one segment: each true
+    # segment's best Jaccard index is 50 / 100
+    assert bench.cover_score({'a': [50]}, [], 100) == pytest.approx(0.5)
+    assert bench.cover_score({'a': [50]}, [50], 100) == 1.0
+    # prediction at 60: [0,50) vs [0,60) = 50/60, [50,100) vs [60,100) = 40/50
+    assert bench.cover_score({'a': [50]}, [60], 100) == pytest.approx(
+        (50 * 50 / 60 + 50 * 40 / 50) / 100)
