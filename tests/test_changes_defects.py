@@ -129,6 +129,20 @@ def test_two_node_types_are_two_levels_not_noise(tmp_path):
     assert fn.noise > 0.025
 
 
+def test_a_node_used_only_after_the_change_is_not_taken_out(tmp_path):
+    """Sessions on n1, n2, n4 in turn, then on a slow n3: n3's level is the
+    change, not a node type to take out."""
+    rng = np.random.default_rng(19)
+    nodes = [('n1', 'n2', 'n4')[i % 3] for i in range(30)] + ['n3'] * 6
+    values = 100 * (1 + 0.01 * rng.standard_normal(36))
+    values[30:] *= 0.6
+    found, *_ = changes.detect(_histories(tmp_path, {'triad': values}, nodes))
+    (f,) = _listed(found)
+    assert f['at'].startswith(_night(30)[:10])
+    assert f['change'] == pytest.approx(-0.4, abs=0.03)
+    assert 'nodes: n3 in every session after, not in every one before' in f['attribution']
+
+
 def test_slow_drift_is_one_drift_with_its_rate():
     """0.2 % worse per session from session 40 on (a filling file system):
     one drift, its start and rate, not a staircase of steps."""

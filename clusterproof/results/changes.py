@@ -579,12 +579,18 @@ def group_levels(y, groups):
     """``y`` with the level of each group of sessions (``groups[i]``, e.g.
     the node list of session ``i``) taken out, when the groups explain the
     spread: runs that land on one of two node types are two levels, not
-    noise. Groups of fewer than ``MIN_GROUP`` sessions keep their values;
+    noise. Groups with fewer than ``MIN_GROUP`` / 2 sessions in either half
+    of the history keep their values (a node used only after a change may be
+    the cause of that change);
     nothing changes unless the spread within the groups is below
     ``GROUP_GAIN`` of the spread of all."""
     y = np.asarray(y, dtype=float)
     labels = np.asarray([g or '' for g in groups], dtype=object)
-    names = [g for g in set(labels) if g and (labels == g).sum() >= MIN_GROUP]
+    half = len(y) // 2
+    # a group whose sessions all fall in one half is not a node type: it may
+    # be the slow node itself, whose level is the change
+    names = [g for g in set(labels) if g and (labels[:half] == g).sum() >= MIN_GROUP // 2
+             and (labels[half:] == g).sum() >= MIN_GROUP // 2]
     if len(names) < 2:
         return y
     adj = y.copy()
