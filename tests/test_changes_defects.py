@@ -130,12 +130,17 @@ def test_two_node_types_are_two_levels_not_noise(tmp_path):
 
 
 def test_a_node_used_only_after_the_change_is_not_taken_out(tmp_path):
-    """Sessions on n1, n2, n4 in turn, then on a slow n3: n3's level is the
-    change, not a node type to take out."""
+    """Sessions on two node types in turn (n1 3 % faster than n2), then six
+    on a slow n3: the node types' levels are taken out, n3's level is the
+    change, not a node type."""
     rng = np.random.default_rng(19)
-    nodes = [('n1', 'n2', 'n4')[i % 3] for i in range(30)] + ['n3'] * 6
-    values = 100 * (1 + 0.01 * rng.standard_normal(36))
+    nodes = [('n1', 'n2')[i % 2] for i in range(30)] + ['n3'] * 6
+    values = 100 * (1 + 0.005 * rng.standard_normal(36)) * np.where(
+        np.array(nodes) == 'n1', 1.015, 0.985)
     values[30:] *= 0.6
+    y = np.log(values)
+    assert not np.allclose(changes.group_levels(y, nodes)[:30], y[:30])   # n1, n2 out
+    assert np.allclose(changes.group_levels(y, nodes)[30:], y[30:])       # n3 kept
     found, *_ = changes.detect(_histories(tmp_path, {'triad': values}, nodes))
     (f,) = _listed(found)
     assert f['at'].startswith(_night(30)[:10])
