@@ -194,6 +194,24 @@ def test_changes_are_ranked_with_attribution(morning_page):
     assert len(marked) == 1 and marked[0]['key'].endswith('copy_bw')
 
 
+def test_page_and_changes_command_agree_on_an_older_step(tmp_path):
+    """Sixteen sessions with a 50 % drop at session 9: `clusterproof changes`
+    lists it, and the page built from the same histories has it on the first
+    screen and counts it (the pre-screen once looked only at the newest two
+    values against the median, which a step 8 sessions old has moved)."""
+    from clusterproof.results.changes import detect
+    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]   # no smoke
+    recs = records(sessions)
+    hists = stepped_history(tmp_path, sessions, recs, nights=16, step_at=8, drop=0.5)
+    listed = [f for f in detect(hists)[0] if not f['withdrawn']]
+    assert [(f['figure'], round(f['change'], 1)) for f in listed] == [('copy_bw', -0.5)]
+    page = build(sessions, recs, {'local': _ref(650.0)}, histories=hists)
+    rows = table_rows(page, 'changes-table')[1:]
+    assert len(rows) == 1 and 'copy_bw' in rows[0] and '-50.' in rows[0]
+    assert re.search(r'data-bucket="change"><span class="n">1<', page)
+    assert 'No change point' not in page
+
+
 PROBE = """<script>window.addEventListener('load', function(){
   var out = {};
   ['counts', 'changes-table', 'failures'].forEach(function(id){
@@ -324,8 +342,9 @@ def test_stale_xfail_is_a_failure_with_its_reason(tmp_path):
 
 
 def test_which_figures_are_scanned_for_changes():
-    """Only a figure whose newest nights moved is scanned: a new level, or a
-    new level followed by a bad night the other way; not one bad night."""
+    """Only a figure whose newest nights moved is scanned: a new level (also
+    one 8 sessions old), or a new level followed by a bad night the other
+    way; not one bad night."""
     import numpy as np
     from clusterproof.results.report import moved
     noise = np.log([100 + (i * 7) % 5 - 2 for i in range(40)])   # about 1.4 %
@@ -337,3 +356,6 @@ def test_which_figures_are_scanned_for_changes():
     one_bad = noise.copy()
     one_bad[-1] -= 0.3
     assert not moved(one_bad) and not moved(noise)
+    older = noise.copy()                  # a step 8 sessions old is still seen
+    older[-8:] -= 0.2
+    assert moved(older)

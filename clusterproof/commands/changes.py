@@ -13,8 +13,11 @@ from clusterproof.results.database import add_selection_args, parse_since
 def register(subparsers):
     p = subparsers.add_parser(
         'changes', help='change points in the history of every figure',
-        description='Find where each figure moved to a new level, as the nightly runs would '
-                    'have found it (each night sees only the history up to that night). '
+        description='Find where each figure moved to a new level or drifted, two ways: as '
+                    'the nightly runs would have found it (each night sees only the history '
+                    'up to that night), and by a segmentation of the whole history; each '
+                    'change says which found it, and nightly alarms that later sessions '
+                    'disproved are listed as withdrawn. '
                     'Reads the ReFrame results database, or history kept elsewhere: '
                     'perflogs (files or directories) and CSV files with the header '
                     'timestamp,system,partition,test,figure,value,unit (further columns are '
@@ -22,9 +25,10 @@ def register(subparsers):
                     'first session after it, its signed size with its standard error, the '
                     'confidence, and what changed in the provenance (binary version, Spack '
                     'spec and lock hash, configuration hash, project revision, ReFrame '
-                    'version, nodes). A figure too noisy to detect a useful change is listed '
-                    'as such and raises nothing. These are not verdicts against the '
-                    'references: that is clusterproof compare.')
+                    'version, nodes). A figure too noisy to detect a useful change lists only '
+                    'the changes larger than it can detect, else it is listed as too noisy. '
+                    'These are not verdicts against the references: that is clusterproof '
+                    'compare.')
     p.add_argument('sources', nargs='*', metavar='PATH',
                    help='perflog files or directories, *.csv, or a results database *.db '
                         '(default: the results database)')
@@ -72,22 +76,34 @@ def _load(args):
 
 
 def _print_table(found, noisy, quiet, skipped, total):
-    print(f'{len(found)} change(s) in {total} figure(s); {len(noisy)} too noisy to judge')
+    withdrawn = [f for f in found if f['withdrawn']]
+    found = [f for f in found if not f['withdrawn']]
+    print(f'{len(found)} change(s) in {total} figure(s); {len(noisy)} too noisy to judge; '
+          f'{len(withdrawn)} nightly alarm(s) withdrawn')
     if found:
-        header = ('figure', 'at', 'change', 'confidence', 'noise', 'attribution')
+        header = ('figure', 'at', 'change', 'confidence', 'noise', 'found by', 'attribution')
         rows = []
         for f in found:
+            drift = (f' drift {f["rate"] * 100:+.2f}%/session' if f['kind'] == 'drift'
+                     else '')
             flags = f' [{",".join(f["flags"])}]' if f['flags'] else ''
             rows.append((f'{f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}{flags}',
                          f['at'][:16].replace('T', ' ')
                          + (f' ({f["session"][:8]})' if f['session'] else ''),
                          f'{f["change"] * 100:+.1f}% ±{f["uncertainty"] * 100:.1f}% '
-                         f'{f["direction"]}',
+                         f'{f["direction"]}{drift}',
                          f'{f["confidence"] * 100:.1f}%',
                          '-' if f['noise'] is None else
                          f'{f["noise"] * 100:.1f}% (>= {f["detectable"] * 100:.1f}%)',
+                         _view(f),
                          '; '.join(f['attribution']) or 'no recorded provenance changed'))
         _table(header, rows)
+    if withdrawn:
+        print('\nnightly alarms withdrawn (later sessions do not confirm them):')
+        for f in withdrawn:
+            print(f'  {f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}: raised '
+                  f'{f["found"][:16].replace("T", " ")}, {f["change"] * 100:+.1f}% '
+                  f'±{f["uncertainty"] * 100:.1f}% over the sessions since')
     if noisy:
         print('\ntoo noisy to judge (minimum detectable change above the limit):')
         for h, fn in noisy:
@@ -101,6 +117,13 @@ def _print_table(found, noisy, quiet, skipped, total):
             print(f'  {h.test} @{h.system}:{h.partition} {h.figure}: {what}')
     for h, why in skipped:
         print(f'  not judged: {h.test} @{h.system}:{h.partition} {h.figure}: {why}')
+
+
+def _view(f):
+    if f['view'] == 'retrospective':
+        return 'whole history'
+    night = 'nightly ' + f['found'][:10]
+    return night + (' + whole history' if f['view'] == 'both' else '')
 
 
 def _table(header, rows):

@@ -28,17 +28,27 @@ The size of a change is re-estimated from every session up to the next
 change (or the newest), with its standard error and a confidence (one minus
 the two-sided p-value of the shift).
 
+A second view, retrospective, segments the whole history at once
+(:func:`segment`): a change the nightly screen did not raise in its first
+nights, or years of imported history, is found there; a row of steps that a
+trend fits better is one drift. :func:`find` matches the two views, says
+which found each change, and withdraws the nightly alarms that later
+sessions disprove. The noise has a floor from the values' resolution and
+spread (:func:`noise_floor`), and the levels of the node lists are taken out
+when they explain the spread (:func:`group_levels`).
+
 A figure's minimum detectable change follows from its noise: the shift whose
 statistic reaches ``z`` with 95 % probability after ``min_after + 1``
 sessions.
-A figure whose minimum detectable change exceeds ``max_detectable`` is
-listed as too noisy and raises no alarms.
+A figure whose minimum detectable change exceeds ``max_detectable`` is too
+noisy: only its changes larger than that are listed.
 
 The thresholds were tuned on seeds of ``scripts/bench_detection.py`` that
 its reported figures do not use; ``docs/changes.md`` has the measured
 recall, delay and false alarm rate per noise model.
 """
 
+import dataclasses
 import datetime
 import math
 from dataclasses import dataclass
@@ -66,6 +76,23 @@ DEFAULT_PENALTY = 3.0
 OUTLIER_Z = 6.0
 #: minimum detectable change above which a figure is too noisy to judge
 DEFAULT_MAX_DETECTABLE = 0.25
+#: share of the spread of session-to-session differences a figure's noise
+#: never goes below (:func:`noise_floor`)
+FLOOR_SPREAD = 0.5
+#: a change kept by the retrospective view (or a nightly alarm re-judged on
+#: every later session) must be at least the change detectable with 95 %
+#: probability at its own session counts: its shift reaches ``z`` + this
+#: many standard errors
+POWER = 1.645
+#: a nightly alarm and a retrospective change this many sessions apart (in
+#: the same direction) are one change
+MATCH = 3
+#: segments of the retrospective view are at least this long
+MIN_SEGMENT = 3
+#: sessions of a group (a node list) before its level is its own
+MIN_GROUP = 4
+#: the groups explain the spread when it shrinks below this share
+GROUP_GAIN = 0.7
 #: variance factor of the Hodges-Lehmann shift against the mean (Gaussian)
 _HL_VAR = math.pi / 3
 _IQR = 1.349
@@ -84,13 +111,23 @@ class Settings:
 
 @dataclass
 class Change:
-    """A change point: ``at`` is the index of the first session after it."""
+    """A change point: ``at`` is the index of the first session after it.
+
+    ``view`` says who found it: ``nightly`` (a nightly run would have raised
+    it, on the night ``found``), ``retrospective`` (the segmentation of the
+    whole history; ``found`` is None) or ``both``. A ``drift`` (``kind``) is
+    a slow change from ``at`` to ``end`` (exclusive) at ``rate`` (log units
+    per session); its ``shift`` is the whole change."""
     at: int
-    found: int              # index of the session that revealed it (the night)
+    found: int | None       # index of the session that revealed it (the night)
     shift: float            # in log units: the size is exp(shift) - 1
     stderr: float           # standard error of the shift (log units)
     n_before: int = 0
     n_after: int = 0
+    view: str = 'nightly'
+    kind: str = 'step'
+    end: int | None = None
+    rate: float = 0.0
 
     @property
     def change(self):
@@ -113,7 +150,7 @@ class Change:
 
     @property
     def delay(self):
-        return self.found - self.at
+        return None if self.found is None else self.found - self.at
 
 
 def robust_scale(y):
@@ -151,10 +188,41 @@ def pooled_scale(y, start, end):
     return robust_scale(np.concatenate(parts))
 
 
-def _floor(sigma):
+def _floor(sigma, floor=1e-6):
     # A figure that never moved (a constant) still has the resolution of
     # its printed digits: do not divide by zero.
-    return max(sigma, 1e-6)
+    return max(sigma, floor)
+
+
+def noise_floor(y):
+    """The smallest noise a figure's log values ``y`` can honestly claim:
+    the resolution of its values (the smallest gap between two distinct
+    values, as uniform rounding noise: gap / sqrt(12)) and a share of the
+    spread of its session-to-session differences (the central 90 %, so
+    neither a step nor a few outliers count; all of it when most
+    differences are zero). A figure whose values are
+    mostly one number (499, 515, 530, mostly 515) has an interquartile
+    range of zero; its noise is not."""
+    y = np.asarray(y, dtype=float)
+    if len(y) < 4:
+        return 1e-6
+    d = np.sort(np.diff(y))
+    k = max(1, len(d) // 20)
+    core = d[k:len(d) - k] if len(d) - 2 * k >= 3 else d
+    # When most differences are zero (the values repeat), their interquartile
+    # range says nothing and their spread counts in full.
+    share = 1.0 if d[len(d) // 4] == d[(3 * len(d)) // 4] else FLOOR_SPREAD
+    spread = share * float(np.std(core)) / math.sqrt(2)
+    return max(resolution(y), spread, 1e-6)
+
+
+def resolution(y):
+    """The resolution of log values ``y`` as noise: the smallest gap between
+    two distinct values / sqrt(12) (uniform rounding). A property of how the
+    figure is printed, so the nightly view uses it from the start."""
+    gaps = np.diff(np.unique(np.asarray(y, dtype=float)))
+    gaps = gaps[gaps > 1e-12]
+    return max(float(gaps.min()) / math.sqrt(12) if len(gaps) else 0.0, 1e-6)
 
 
 def hl_shift(before, after):
@@ -199,7 +267,7 @@ def _segment(seg, sigma, min_size, penalty):
     return algo.predict(pen=penalty * math.log(len(seg)))[:-1]
 
 
-def screen(y, start, settings):
+def screen(y, start, settings, floor=1e-6):
     """The cheap part of one night's decision: ``(seg, offset, sigma, need)``
     when the newest sessions of ``y[start:]`` (log values up to tonight)
     moved enough to look closer, else None. ``need`` is the number of
@@ -211,7 +279,7 @@ def screen(y, start, settings):
     need = s.min_after
     if n < s.min_before + need:
         return None
-    sigma = _floor(pooled_scale(y[lo:], max(start - lo, 0), len(y) - lo - need))
+    sigma = _floor(pooled_scale(y[lo:], max(start - lo, 0), len(y) - lo - need), floor)
     if has_outliers(seg[:-need], sigma, s.outlier_z):
         need += 1
         if n < s.min_before + need:
@@ -222,12 +290,12 @@ def screen(y, start, settings):
     return seg, len(y) - n, sigma, need
 
 
-def judge_night(y, start, settings):
+def judge_night(y, start, settings, floor=1e-6):
     """The decision of one night: a :class:`Change` (index relative to
     ``y``) if the newest sessions of ``y[start:]`` moved, else None.
     ``y`` holds log values up to and including tonight."""
     s = settings
-    screened = screen(y, start, s)
+    screened = screen(y, start, s, floor)
     if screened is None:
         return None
     seg, offset, sigma, need = screened
@@ -260,22 +328,29 @@ def agree(after, sigma):
 
 
 def scan(values, settings=None):
-    """Every change of ``values`` (oldest first) as the nightly runs would
-    have found them: each night sees the history up to that night only.
-    Sizes are then re-estimated from all sessions up to the next change."""
+    """Every alarm of ``values`` (oldest first) as the nightly runs would
+    have raised them: each night sees the history up to that night only.
+    Sizes are then re-estimated from all sessions up to the next change.
+    (:func:`find` adds the retrospective view and withdraws the alarms
+    that later sessions disprove.)"""
     s = settings or Settings()
     y = _log(values)
+    floor = resolution(y)
+    return refine(y, _nightly(y, s, floor), s, floor)
+
+
+def _nightly(y, s, floor):
     found = []
     start = 0
     for t in range(len(y)):
-        c = judge_night(y[:t + 1], start, s)
+        c = judge_night(y[:t + 1], start, s, floor)
         if c is not None:
             found.append(c)
             start = c.at
-    return refine(y, found, s)
+    return found
 
 
-def refine(y, found, settings):
+def refine(y, found, settings, floor=1e-6):
     """Sizes from every session between neighbouring changes (the robust
     noise of the segment before each change)."""
     out = []
@@ -283,12 +358,251 @@ def refine(y, found, settings):
     for i, c in enumerate(found):
         before = y[max(bounds[i], c.at - settings.window):c.at]
         after = y[c.at:bounds[i + 2]][:settings.window]
-        sigma = _floor(robust_scale(before))
+        sigma = _floor(robust_scale(before), floor)
         shift = hl_shift(before, after)
-        out.append(Change(c.at, c.found, shift,
-                          shift_stderr(sigma, len(before), len(after)),
-                          len(before), len(after)))
+        out.append(dataclasses.replace(
+            c, shift=shift, stderr=shift_stderr(sigma, len(before), len(after)),
+            n_before=len(before), n_after=len(after)))
     return out
+
+
+# -- the retrospective view: the whole history at once ----------------------------------
+
+def diff_scale(y, floor=1e-6):
+    """Noise of log values ``y`` whose level may have moved: the robust
+    scale of the session-to-session differences / sqrt(2) (a level shift
+    moves one difference only)."""
+    return _floor(robust_scale(np.diff(y)) / math.sqrt(2), floor)
+
+
+def segment(y, settings=None, floor=1e-6):
+    """The changes of the whole history ``y`` (log values), as a
+    retrospective segmentation finds them: ``ruptures`` binary segmentation
+    of all of ``y`` (values in noise units, penalty ``penalty x log(n)``),
+    then every boundary kept only while the Hodges-Lehmann shift across its
+    two neighbouring segments reaches ``z + POWER`` standard errors (the
+    change is at least what the figure can detect at these session counts)
+    and the sessions after it agree; the weakest boundary goes first and
+    the others are judged again. A row of steps in one direction that a
+    trend fits better (:func:`_drifts`) is one drift. Returns changes with
+    ``view='retrospective'`` and ``found=None``."""
+    s = settings or Settings()
+    n = len(y)
+    if n < 2 * MIN_SEGMENT:
+        return []
+    sigma0 = diff_scale(y, floor)
+    bkps = list(_segment(y, sigma0, MIN_SEGMENT, s.penalty))
+    while True:
+        sigma = _segments_scale(y, bkps, floor)
+        judged = _judge_bounds(y, bkps, sigma, s)
+        weak = [(z, b) for b, (z, ok) in zip(bkps, judged) if not ok]
+        if not weak:
+            break
+        bkps.remove(min(weak)[1])
+    sigma = _segments_scale(y, bkps, floor)
+    cps = [Change(b, None, 0.0, 0.0, view='retrospective') for b in bkps]
+    cps = refine(y, cps, s, sigma)
+    return _drifts(y, cps, sigma, s)
+
+
+def _segments_scale(y, bkps, floor):
+    cuts = [0] + list(bkps) + [len(y)]
+    res = np.concatenate([y[a:b] - _median(y[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a])
+    return _floor(robust_scale(res), floor)
+
+
+def _judge_bounds(y, bkps, sigma, s):
+    cuts = [0] + list(bkps) + [len(y)]
+    out = []
+    for i, b in enumerate(bkps):
+        before = y[max(cuts[i], b - s.window):b]
+        after = y[b:cuts[i + 2]][:s.window]
+        shift = hl_shift(before, after)
+        z = abs(shift) / shift_stderr(sigma, len(before), len(after))
+        out.append((z, z >= s.z + POWER and agree(after, sigma)))
+    return out
+
+
+def _drifts(y, cps, sigma, s):
+    """Rows of two or more steps in one direction that a trend fits better
+    become one drift: each row's span (from the segment before its first
+    step to the segment after its last) is fitted by the steps (one level
+    per segment) and by a continuous line bending at each step (flat before
+    a start and after an end searched in the outer segments), both in noise
+    units with ``penalty x log(n)`` per step, per bend and per end; the
+    cheaper one is kept. A smooth rise, curved or not, is one drift."""
+    out, i = [], 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and (cps[j + 1].shift > 0) == (cps[i].shift > 0):
+            j += 1
+        if j > i:
+            drift = _fit_drift(y, cps, i, j, sigma, s)
+            if drift is not None:
+                out.append(drift)
+                i = j + 1
+                continue
+        out.append(cps[i])
+        i += 1
+    return out
+
+
+def _fit_drift(y, cps, i, j, sigma, s):
+    lo = cps[i - 1].at if i > 0 else 0
+    hi = cps[j + 1].at if j + 1 < len(cps) else len(y)
+    seg = y[lo:hi] / sigma
+    m = len(seg)
+    pen = s.penalty * math.log(len(y))
+    cuts = [c.at - lo for c in cps[i:j + 1]]
+    steps = sum(float(((p - p.mean()) ** 2).sum())
+                for p in np.split(seg, cuts)) + pen * len(cuts)
+    t = np.arange(m, dtype=float)
+    best = None
+    grid = max(1, m // 40)
+    inner = cuts[1:-1]
+    for a in range(0, cuts[0], grid):
+        for b in range(m, cuts[-1], -grid):
+            knots = [a] + inner + [b]
+            if any(k2 - k1 < 2 for k1, k2 in zip(knots, knots[1:])):
+                continue
+            # a continuous line: flat to a, bending at each inner step, flat after b
+            X = np.column_stack([np.ones(m)] + [np.clip(t - k, 0, None) for k in knots[:-1]]
+                                + [np.clip(t - b, 0, None)])
+            coef, *_ = np.linalg.lstsq(X, seg, rcond=None)
+            fit = X @ coef
+            rss = float(((seg - fit) ** 2).sum())
+            cost = rss + pen * (len(knots) - 1 + (a > 0) + (b < m))
+            if best is None or cost < best[0]:
+                best = (cost, a, b, fit)
+    if best is None or best[0] >= steps:
+        return None
+    _, a, b, fit = best
+    total = (fit[min(b, m - 1)] - fit[a]) * sigma
+    rate = total / max(b - a, 1)
+    err = sigma * math.sqrt(12.0 / max(b - a, 2))     # of the whole change
+    return Change(lo + a, None, total, err, a, m - b, view='retrospective', kind='drift',
+                  end=lo + b, rate=rate)
+
+
+def find(values, settings=None, groups=None):
+    """``(changes, withdrawn)`` of a figure's ``values`` (oldest first):
+    both views of its history.
+
+    The nightly view (:func:`scan`'s alarms, each with the night it would
+    have been raised) and the retrospective view (:func:`segment` of the
+    whole history) are matched: an alarm and a change within ``MATCH``
+    sessions in the same direction are one change (``view='both'``, placed
+    where the whole history puts it, ``found`` the night of the alarm). An
+    alarm inside a drift dates the drift. An alarm the retrospective view
+    does not confirm is kept (``view='nightly'``) while its shift, over
+    every session up to the next change, still reaches ``z``. Every step is
+    judged so once all are placed: one that does not reach ``z`` is dropped,
+    the weakest first (the sizes of the others are then estimated again);
+    a dropped nightly alarm is returned as withdrawn, unless the level came
+    back (:func:`_episode_end`: then the return is a change too). ``groups`` (e.g. the node list of each session)
+    first removes the levels of groups that explain the spread
+    (:func:`group_levels`)."""
+    s = settings or Settings()
+    y = _log(values)
+    if groups is not None:
+        y = group_levels(y, groups)
+    floor = noise_floor(y)
+    alarms = _nightly(y, s, resolution(y))
+    retro = segment(y, s, floor)
+    used = set()
+    for k, c in enumerate(retro):
+        near = [(abs(a.at - c.at), n) for n, a in enumerate(alarms)
+                if n not in used and (a.shift > 0) == (c.shift > 0)
+                and (c.at - MATCH <= a.at <= (c.end or c.at) + MATCH)]
+        if near:
+            hits = sorted(near)
+            if c.kind == 'drift':
+                inside = [n for _, n in hits]
+                used.update(inside)
+                retro[k] = dataclasses.replace(c, view='both',
+                                               found=min(alarms[n].found for n in inside))
+            else:
+                n = hits[0][1]
+                used.add(n)
+                retro[k] = dataclasses.replace(c, view='both', found=alarms[n].found)
+    rest = [a for n, a in enumerate(alarms) if n not in used]
+    steps = sorted([c for c in retro if c.kind == 'step'] + rest, key=lambda c: c.at)
+    withdrawn, tried = [], set()
+    while True:
+        steps = refine(y, steps, s, floor)
+        weak = [c for c in steps if c.z < s.z]
+        if not weak:
+            break
+        worst = min(weak, key=lambda c: c.z)     # the weakest first, then judge again
+        if worst.found is not None and worst.at not in tried:
+            tried.add(worst.at)
+            end = _episode_end(y, steps, worst, s, floor)
+            if end is not None:
+                steps.append(Change(end, None, 0.0, 0.0, view='retrospective'))
+                steps.sort(key=lambda c: c.at)
+                continue
+        if worst.found is not None:
+            withdrawn.append(worst)
+        steps.remove(worst)
+    kept = steps + [c for c in retro if c.kind == 'drift']
+    kept.sort(key=lambda c: c.at)
+    return kept, withdrawn
+
+
+def _episode_end(y, steps, c, s, floor):
+    """The end of an episode that a nightly alarm ``c`` raised and the
+    later sessions seem to disprove because the level came back (a CPU
+    quota for six sessions): the session ``e`` where the level returned,
+    when the episode has ``MIN_SEGMENT`` sessions or more (two bad nights
+    are not one), and both the sessions ``[c.at, e)`` against those before
+    and the sessions from ``e`` against the episode reach ``z + POWER``
+    standard errors (as the retrospective view keeps a boundary), judged as
+    :func:`refine` would; else None."""
+    cuts = [0] + [d.at for d in steps] + [len(y)]
+    i = cuts.index(c.at)
+    prev, nxt = cuts[i - 1], cuts[i + 1]
+    before = y[max(prev, c.at - s.window):c.at]
+    sig_b = _floor(robust_scale(before), floor)
+    best = None
+    for e in range(c.at + MIN_SEGMENT, nxt - MIN_SEGMENT + 1):
+        ep, rest = y[c.at:e], y[e:nxt][:s.window]
+        z1 = abs(hl_shift(before, ep)) / shift_stderr(sig_b, len(before), len(ep))
+        sig_e = _floor(robust_scale(ep), floor)
+        z2 = abs(hl_shift(ep, rest)) / shift_stderr(sig_e, len(ep), len(rest))
+        z = min(z1, z2)
+        if z >= s.z + POWER and agree(ep, sig_b) and (best is None or z > best[0]):
+            best = (z, e)
+    return None if best is None else best[1]
+
+
+def group_levels(y, groups):
+    """``y`` with the level of each group of sessions (``groups[i]``, e.g.
+    the node list of session ``i``) taken out, when the groups explain the
+    spread: runs that land on one of two node types are two levels, not
+    noise. Groups with fewer than ``MIN_GROUP`` / 2 sessions in either half
+    of the history keep their values (a node used only after a change may be
+    the cause of that change);
+    nothing changes unless the spread within the groups is below
+    ``GROUP_GAIN`` of the spread of all."""
+    y = np.asarray(y, dtype=float)
+    labels = np.asarray([g or '' for g in groups], dtype=object)
+    half = len(y) // 2
+    # a group whose sessions all fall in one half is not a node type: it may
+    # be the slow node itself, whose level is the change
+    names = [g for g in set(labels) if g and (labels[:half] == g).sum() >= MIN_GROUP // 2
+             and (labels[half:] == g).sum() >= MIN_GROUP // 2]
+    if len(names) < 2:
+        return y
+    adj = y.copy()
+    big = max(names, key=lambda g: (labels == g).sum())
+    ref = _median(y[labels == big])
+    for g in names:
+        sel = labels == g
+        med = _median(y[sel])
+        adj[sel] = y[sel] - med + ref
+    if diff_scale(adj) >= GROUP_GAIN * diff_scale(y):
+        return y
+    return adj
 
 
 @dataclass
@@ -301,51 +615,78 @@ class FigureNoise:
     heavy_tailed: bool = False
 
 
-def figure_noise(values, changes=(), settings=None):
+def figure_noise(values, changes=(), settings=None, groups=None):
     """Noise of the newest ``settings.window`` sessions of ``values``: the
-    robust scale about the median of each segment between ``changes``."""
+    robust scale about the median of each segment between ``changes`` (about
+    the fitted trend inside a drift), with the floor of :func:`noise_floor`;
+    ``groups`` as for :func:`find`."""
     s = settings or Settings()
     y = _log(values)
+    if groups is not None:
+        y = group_levels(y, groups)
     lo = max(0, len(y) - s.window)
-    cuts = [lo] + [c.at for c in changes if c.at > lo] + [len(y)]
-    parts = [y[a:b] - _median(y[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
+    marks = sorted({m for c in changes for m in (c.at, c.end) if m is not None and m > lo})
+    cuts = [lo] + [m for m in marks if m < len(y)] + [len(y)]
+    drifts = [(c.at, c.end) for c in changes if c.kind == 'drift']
+    parts = []
+    for a, b in zip(cuts, cuts[1:]):
+        part = y[a:b]
+        if b - a >= 3 and any(d0 <= a and b <= d1 for d0, d1 in drifts):
+            t = np.arange(b - a)
+            part = part - np.polyval(np.polyfit(t, part, 1), t)
+        if b > a:
+            parts.append(part - _median(part))
     res = np.concatenate(parts)
-    sigma = robust_scale(res)
+    sigma = max(robust_scale(res), noise_floor(y[lo:]))
     rel = math.expm1(sigma)
     det = minimum_detectable(rel, s)
     return FigureNoise(rel, det, len(res), too_noisy=det > s.max_detectable,
                        heavy_tailed=has_outliers(res, _floor(sigma), s.outlier_z))
 
 
-# -- findings: what `clusterproof changes` and the report list (moved from
-# commands/changes.py unchanged) --------------------------------------------
+# -- findings: what `clusterproof changes` and the morning page list -----------------
 
 def detect(hists, settings=None):
     """``(found, quiet, noisy, skipped)`` of ``hists``: the changes (dicts
-    with their summary, largest first), the figures without a change, those
-    too noisy to judge and those not judged (with the reason)."""
+    with their summary, largest first; a nightly alarm that later sessions
+    disproved has ``withdrawn`` true), the figures without a change, those
+    too noisy to judge and those not judged (with the reason). A figure too
+    noisy to judge still lists the changes larger than it can detect."""
     settings = settings or Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
         if any(v <= 0 for v in h.values):
             skipped.append((h, 'values <= 0'))
             continue
-        cps = scan(h.values, settings) if len(h.points) > 1 else []
-        fn = figure_noise(h.values, cps, settings) if len(h.points) > 1 else None
-        if fn is not None and fn.too_noisy:
-            noisy.append((h, fn))
+        if len(h.points) < 2:
+            quiet.append((h, None))
             continue
-        if not cps:
+        groups = node_groups(h.points)
+        cps, withdrawn = find(h.values, settings, groups)
+        fn = figure_noise(h.values, cps, settings, groups)
+        if fn.too_noisy:
+            cps = [c for c in cps if abs(c.change) >= fn.detectable]
+            withdrawn = []
+            if not cps:
+                noisy.append((h, fn))
+        elif not cps:
             quiet.append((h, fn))
-        for c in cps:
-            found.append(_finding(h, c, fn))
+        found += [_finding(h, c, fn) for c in cps]
+        found += [_finding(h, c, fn, withdrawn=True) for c in withdrawn]
     for f in found:
         f['summary'] = summary(f)
-    found.sort(key=lambda f: (-abs(f['change']), f['system'], f['test'], f['figure']))
+    found.sort(key=lambda f: (f['withdrawn'], -abs(f['change']), f['system'], f['test'],
+                              f['figure']))
     return found, quiet, noisy, skipped
 
 
-def _finding(h, c, fn):
+def node_groups(points):
+    """The node list of each session, or None when the record has none."""
+    groups = [p.provenance.get('job_nodelist', '') for p in points]
+    return groups if any(groups) else None
+
+
+def _finding(h, c, fn, withdrawn=False):
     first = h.points[c.at]
     return {
         'system': h.system, 'partition': h.partition, 'test': h.test, 'figure': h.figure,
@@ -354,7 +695,11 @@ def _finding(h, c, fn):
         'change': round(c.change, 4), 'uncertainty': round(c.uncertainty, 4),
         'confidence': round(c.confidence, 4),
         'direction': _direction(h, c),
-        'found': _iso(h.points[c.found].time),
+        'found': None if c.found is None else _iso(h.points[c.found].time),
+        'view': c.view, 'kind': c.kind, 'withdrawn': withdrawn,
+        'end': (None if c.end is None or c.end >= len(h.points)
+                else _iso(h.points[c.end].time)),
+        'rate': round(math.expm1(c.rate), 5) if c.kind == 'drift' else None,
         'sessions_before': c.n_before, 'sessions_after': c.n_after,
         'noise': None if fn is None else round(fn.noise, 4),
         'detectable': None if fn is None else round(fn.detectable, 4),
@@ -368,6 +713,13 @@ def summary(f):
     since = f['at'][:10] + (f' (session {f["session"][:8]})' if f['session'] else '')
     what = '; '.join(f['attribution'])
     what = (what + '; nothing else changed') if what else 'no recorded provenance changed'
+    if f.get('withdrawn'):
+        return (f'{f["test"]} {f["figure"]}: the alarm of {f["found"][:10]} '
+                f'({f["change"] * 100:+.1f}% since {since}) was withdrawn: later sessions '
+                f'do not confirm it')
+    if f.get('kind') == 'drift':
+        return (f'{f["test"]} {f["figure"]} drifted {f["change"] * 100:+.1f}% '
+                f'({f["rate"] * 100:+.2f}% per session) since {since}: {what}')
     return (f'{f["test"]} {f["figure"]} {f["change"] * 100:+.1f}% since {since}: {what}')
 
 

@@ -56,9 +56,12 @@ PUBLISHED_SYSTEM = 'pixstor'
 RECENT_NIGHTS = 14
 #: sessions of each figure's history the change detector sees
 SCAN_SESSIONS = 90
-#: a figure is scanned when its newest value lies this many robust noise
-#: units from the median of its history (a recent change puts it there)
+#: a figure is scanned when the mean of its newest sessions after some split
+#: in the last RECENT_NIGHTS is this many standard errors from the mean
+#: before it (:func:`moved`)
 SCAN_Z = 3.0
+#: variance of a median against a mean (Gaussian)
+_HL = math.pi / 2
 #: changes and failures listed on the first screen (the rest below)
 FIRST_SCREEN_ROWS = 8
 #: small multiples beyond the figures that changed or did not pass
@@ -163,8 +166,10 @@ def _counts(rows, n_changes):
 
 def recent_changes(histories, nights=RECENT_NIGHTS):
     """The changes found in the newest ``nights`` sessions of each history,
-    ranked by size x confidence. Only the figures that :func:`moved` are
-    scanned (the others cost one median), each on its last
+    ranked by size x confidence: what ``clusterproof changes`` lists for
+    them (the same :func:`detect`; nightly alarms since withdrawn left out).
+    Only the figures that :func:`moved` in those sessions are scanned (the
+    others cost a few vector operations), each on its last
     :data:`SCAN_SESSIONS` values."""
     suspects = []
     for h in histories:
@@ -178,23 +183,39 @@ def recent_changes(histories, nights=RECENT_NIGHTS):
     cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
     keep = []
     for f, h in _with_history(found, suspects):
-        if _time(f['at']) >= cut[h.key]:
+        if not f['withdrawn'] and _time(f['at']) >= cut[h.key]:
             f['rank'] = abs(f['change']) * f['confidence']
             keep.append(f)
     keep.sort(key=lambda f: (-f['rank'], f['system'], f['test'], f['figure']))
     return keep
 
 
-def moved(y):
-    """True when the newest values of ``y`` (log values), as many as a
-    change needs after it (``changes.DEFAULT_MIN_AFTER``), all lie
-    :data:`SCAN_Z` robust noise units or more from the median of the others:
-    a change in the newest nights puts them there (a change followed by a bad
-    night too), one bad night alone does not."""
+def moved(y, nights=RECENT_NIGHTS):
+    """True when a level shift may start in the newest ``nights`` log values
+    of ``y`` (at least ``changes.DEFAULT_MIN_AFTER`` sessions after it): for
+    some split, the median of the sessions after it (of two middle values,
+    the one nearer the level before) is :data:`SCAN_Z` standard errors or
+    more from the mean of the sessions before it, those values clipped to 3
+    noise units about the median (the noise from session-to-session
+    differences, which a step does not widen). A step eight sessions old is
+    seen as well as one of last night; one bad night alone is not. The
+    detector itself decides; this only spares it the figures that cannot
+    have changed."""
+    n = len(y)
     need = changes.DEFAULT_MIN_AFTER
-    base = y[:-need]
-    sigma = max(changes.robust_scale(base), 1e-6)
-    return bool((np.abs(y[-need:] - np.median(base)) >= SCAN_Z * sigma).all())
+    if n < need + 2:
+        return False
+    sigma = changes.diff_scale(y)
+    mid = float(np.median(y))
+    cs = np.cumsum(np.clip(y, mid - 3 * sigma, mid + 3 * sigma))
+    for k in range(need, min(nights, n - 2) + 1):
+        base = cs[n - k - 1] / (n - k)
+        last = np.sort(y[n - k:])
+        lo, hi = last[(k - 1) // 2], last[k // 2]
+        med = lo if abs(lo - base) <= abs(hi - base) else hi
+        if abs(med - base) >= SCAN_Z * sigma * math.sqrt(_HL / k + 1.0 / (n - k)):
+            return True
+    return False
 
 
 def _with_history(found, hists):
