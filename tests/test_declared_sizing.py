@@ -19,7 +19,7 @@ from clusterproof.site import binaries
 from clusterproof.site.hardware import node_cores, processor_from_hardware
 from clusterproof.site.topology import detect_hardware
 from clusterproof.site.validate import find_system, load_site_configuration, validate_system
-from conftest import REPO, report_cases, run_reframe
+from conftest import report_cases, run_reframe, site_config_overlay
 
 CHECKS = ['-c', 'reframe_checks/mmap_sweep.py', '-c', 'reframe_checks/stream.py']
 
@@ -27,11 +27,6 @@ CHECKS = ['-c', 'reframe_checks/mmap_sweep.py', '-c', 'reframe_checks/stream.py'
 #: under a directory of the test (the declared hardware untouched) and the
 #: keys named in DROP removed from extras['hardware']
 CONFIG = '''
-import importlib.util
-spec = importlib.util.spec_from_file_location('cp_settings', {settings!r})
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-site_configuration = mod.site_configuration
 for system in site_configuration['systems']:
     for part in system['partitions']:
         extras = dict(part.get('extras', {{}}))
@@ -49,9 +44,7 @@ for system in site_configuration['systems']:
 def dry_run(tmp_path, system, mode, *args, drop=()):
     scratch = tmp_path / 'scratch'
     scratch.mkdir(exist_ok=True)
-    config = tmp_path / 'config.py'
-    config.write_text(CONFIG.format(settings=str(REPO / 'site_config' / 'settings.py'),
-                                    scratch=str(scratch), drop=list(drop)))
+    config = site_config_overlay(tmp_path, CONFIG.format(scratch=str(scratch), drop=list(drop)))
     results = tmp_path / 'results'
     proc = run_reframe(CHECKS + ['--system', system, '--dry-run', *args], results, mode,
                        extra_env={'RFM_CONFIG_FILES': str(config)})
