@@ -179,3 +179,15 @@ def test_validate_refuses_two_node_counts():
     del part['extras']['storage']
     with pytest.raises(ClusterproofError, match=r"minerva:rome7702: .*no node count"):
         validate_system(system)
+
+
+def test_slurm_cpus_and_emulated_nodes_in_the_agreement():
+    from clusterproof.site.hardware import processor_disagreements
+    hw = {'sockets': 2, 'cores_per_socket': 20, 'threads_per_core': 2}
+    # Slurm gives jobs 76 of the 80 CPUs (two cores per socket kept for the system)
+    slurm = {'num_cpus': 76, 'num_sockets': 2, 'num_cpus_per_socket': 38, 'num_cpus_per_core': 2}
+    assert processor_disagreements(slurm, dict(hw, slurm_cpus=76)) == []
+    assert processor_disagreements(slurm, hw) == [('num_cpus_per_socket', 38, 40),
+                                                  ('num_cpus', 76, 80)]
+    # an emulated node with one CPU of this machine
+    assert processor_disagreements({'num_cpus': 1, 'num_cpus_per_socket': 1}, hw, True) == []

@@ -123,10 +123,15 @@ def node_cores(partition):
 PROCESSOR_FROM_HARDWARE = {
     'num_sockets': lambda hw: hw['sockets'],
     'num_cpus_per_core': lambda hw: hw['threads_per_core'],
-    'num_cpus_per_socket': lambda hw: hw['cores_per_socket'] * hw['threads_per_core'],
-    'num_cpus': lambda hw: hw.get('slurm_cpus') or
-    hw['sockets'] * hw['cores_per_socket'] * hw['threads_per_core'],
+    'num_cpus_per_socket': lambda hw: _node_cpus(hw) // hw['sockets'],
+    'num_cpus': lambda hw: _node_cpus(hw),
 }
+
+
+def _node_cpus(hw):
+    """CPUs a job gets on a node: what Slurm gives (``slurm_cpus``) where
+    declared, else every hardware thread."""
+    return hw.get('slurm_cpus') or hw['sockets'] * hw['cores_per_socket'] * hw['threads_per_core']
 
 
 def processor_from_hardware(hardware):
@@ -139,11 +144,14 @@ def processor_from_hardware(hardware):
 def processor_disagreements(processor, hardware, emulated=False):
     """``[(key, processor value, value from extras['hardware'])]`` for every
     key of a declared ReFrame ``processor`` that disagrees with the declared
-    hardware. An emulated node's ``num_cpus`` is the CPUs Slurm gives it,
-    not its hardware's: not compared."""
+    hardware. Emulated nodes are not compared: their ``processor`` is the
+    share of this machine Slurm gives each (``clusterproof cluster up
+    --cpus-per-node``), their ``hardware`` the machine they all share."""
+    if emulated:
+        return []
     out = []
     for key, rule in PROCESSOR_FROM_HARDWARE.items():
-        if processor.get(key) is None or (emulated and key == 'num_cpus'):
+        if processor.get(key) is None:
             continue
         try:
             want = rule(hardware)
