@@ -60,3 +60,35 @@ def write_atomic(path, text, mode=0o644):
             os.unlink(tmp)
         raise
     return path
+
+
+def user_path(base):
+    """``<base>-<uid>``: a path of the user running clusterproof, for what
+    lives outside their results directory on a machine several users share
+    (tmpfs directories): each user their own, no one meets another's."""
+    return f'{base}-{os.getuid()}'
+
+
+def private_dir(path):
+    """Create ``path`` as a directory only its owner can enter (mode 0700),
+    or accept it when it exists and is this user's own directory. Another
+    user's directory (or a symbolic link, or one others may write) is an
+    error naming the path, its owner and mode."""
+    import stat
+
+    from clusterproof import ClusterproofError
+    path = Path(path)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as err:
+        raise ClusterproofError(f'cannot create {path}: {err.strerror}') from None
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() \
+            or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise ClusterproofError(
+            f'{path} is not a private directory of this user (uid {os.getuid()}): it is '
+            f'{"a directory" if stat.S_ISDIR(st.st_mode) else "not a directory"} of uid '
+            f'{st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}; remove it or choose another path')
+    return path

@@ -20,6 +20,7 @@ from reframe.core.builtins import run_after, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import hpl
+from clusterproof.site.hardware import partition_node_count
 from clusterproof.parsers import hpcc as hpcc_parser
 from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
 from clusterproof.site.spackenv import pinned_spec
@@ -59,7 +60,8 @@ class Hpcc(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
     def set_ranks(self):
         part = self.current_partition
         if self.num_nodes == 0:
-            self.num_nodes = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
+            with self.configuration():
+                self.num_nodes = partition_node_count(part)
         self.set_mpi_ranks(self.num_nodes)
 
     @run_after('setup')

@@ -28,6 +28,7 @@ from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import hpl as hpl_parser
 from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
+from clusterproof.site.hardware import partition_node_count
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 
@@ -66,7 +67,8 @@ class Hpl(rfm.RunOnlyRegressionTest, ClusterproofCheck, OneRankPerCore):
     @run_after('setup')
     def set_ranks(self):
         part = self.current_partition
-        available = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
+        with self.configuration():
+            available = partition_node_count(part)
         self.skip_if(self.num_nodes > available,
                      f'{self.num_nodes} nodes asked, {part.fullname} has {available}')
         self.set_mpi_ranks(self.num_nodes)

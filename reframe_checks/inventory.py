@@ -33,7 +33,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.site import inventory
 from clusterproof.parsers import ipmctl
 from clusterproof.site import pmem
-from clusterproof.site.hardware import client_node_count
+from clusterproof.site.hardware import partition_node_count
 from clusterproof.checks.base import ClusterproofCheck
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,7 +43,7 @@ class _NodeReport(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     """One report per node of the partition (base of both checks)."""
 
     #: nodes to inspect; 0 means every node the partition declares
-    #: (``extras['storage']['client_nodes']``; 1 under the local scheduler)
+    #: (clusterproof.site.hardware.partition_node_count; 1 under the local scheduler)
     num_nodes = variable(int, value=0)
 
     #: ``--pmem`` adds the ipmctl/ndctl output to each report
@@ -53,7 +53,7 @@ class _NodeReport(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     def set_node_count(self):
         if self.num_nodes == 0:
             with self.configuration():
-                self.num_nodes = client_node_count(self.current_partition)
+                self.num_nodes = partition_node_count(self.current_partition)
         self.num_tasks = self.num_nodes
         self.num_tasks_per_node = 1
 

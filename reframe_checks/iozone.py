@@ -66,7 +66,10 @@ from clusterproof.reframe_io.figures import performance_figure
 IOZONE_SPEC = pinned_spec('iozone')
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'
 THREADLIST = 'threadlist'
-#: serializes IOzone runs on a machine without scheduler (fixed ports)
+#: serializes IOzone runs on a machine without scheduler (fixed ports), of
+#: every user: whoever comes first creates it readable by all (umask 022), and
+#: each run locks it opened read-only, never creating or truncating another
+#: user's file (which /tmp's sticky bit and fs.protected_regular refuse)
 LOCAL_LOCK = '/tmp/clusterproof-iozone.lock'
 
 
@@ -148,7 +151,8 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
         else:
             nodes = '$SLURM_JOB_NODELIST'
         self.prerun_cmds = [] if nodes != '$(hostname)' else [
-            f'exec 9>{shlex.quote(LOCAL_LOCK)} && flock 9',
+            f'[ -e {shlex.quote(LOCAL_LOCK)} ] || (umask 022 && : >> {shlex.quote(LOCAL_LOCK)}) '
+            f'2>/dev/null; exec 9<{shlex.quote(LOCAL_LOCK)} && flock 9',
         ]
         self.prerun_cmds += [
             self.placement_command(nodes, 'threadlist', '--workdir', str(self.test_dir),

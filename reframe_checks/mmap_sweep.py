@@ -10,8 +10,9 @@ figures of one test can be set side by side as in the published table.
 
 Figures per target: ``<target>_wall`` and ``<target>_cpu`` (s),
 ``<target>_io_idle`` (s, wall - cpu/threads) and ``<target>_throughput``
-(MiB/s). Sizes come from the mode and the node's memory
-(``clusterproof.methods.mmap_sweep.sizes``): in smoke mode every target is 32 MiB,
+(MiB/s). Sizes come from the mode and the partition's declared node memory
+(``clusterproof.methods.mmap_sweep.sizes``), threads from its declared cores,
+never from the machine that runs ReFrame: in smoke mode every target is 32 MiB,
 which the page cache holds, so smoke figures are never device figures.
 """
 
@@ -31,10 +32,9 @@ from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
 from clusterproof.checks.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure_function
-from clusterproof.site.topology import detect_hardware
+from clusterproof.site.hardware import node_cores
 
 SWEEP_SCRIPT = 'sweep_targets.sh'
-_HW = detect_hardware()
 
 
 class build_mmap_sweep(rfm.CompileOnlyRegressionTest):
@@ -67,12 +67,13 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     point = parameter(mmap_sweep.points(current_mode()),
                       fmt=lambda p: f'a{p[0]}_b{p[1]}')
 
-    #: (read|rw, threads)
-    access = parameter(mmap_sweep.accesses(current_mode(),
-                                           _HW['cores_per_socket'] * _HW['sockets']),
+    #: (read|rw, threads): threads is a number or ``cores``, one per physical
+    #: core of the partition's nodes (known only once the test has its partition)
+    access = parameter(mmap_sweep.accesses(current_mode()),
                        fmt=lambda x: f'{x[0]}_t{x[1]}')
 
-    #: threads of this test (from ``access``; logged with each result)
+    #: threads of this test; 0 = from ``access`` and the partition's declared
+    #: cores (``-S MmapSweep.threads=N`` sets N; logged with each result)
     threads = variable(int, value=0)
 
     #: bytes per target; 0 means from the mode and the node's memory
@@ -91,7 +92,11 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.sizes = {'file': self.file_size or sizes['file'],
                       'memory': self.memory_size or sizes['memory']}
         a, b = self.point
-        threads = self.threads = self.access[1]
+        if self.threads == 0:
+            with self.configuration():
+                self.threads = mmap_sweep.access_threads(self.access[1],
+                                                         node_cores(self.current_partition))
+        threads = self.threads
         # A point larger than the sizes of this mode is not part of its sweep.
         too_small = [t['name'] for t in self.targets
                      if not mmap_sweep.fits(a, b, self.size_of(t), threads)]
@@ -107,7 +112,7 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.binary_path = binary
         self.binary_version = 'mmap_sweep 1 (built from reframe_checks/src/mmap_sweep)'
         a, b = self.point
-        mode, threads = self.access
+        mode, threads = self.access[0], self.threads
         self.test_dirs = {}
         lines = ['#!/bin/bash', 'status=0']
         for target in self.targets:

@@ -25,7 +25,7 @@ from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import osu as osu_parser
 from clusterproof.checks.base import ClusterproofCheck, MpiRanks
-from clusterproof.site.hardware import is_emulated
+from clusterproof.site.hardware import is_emulated, partition_node_count
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 
@@ -52,7 +52,8 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck, MpiRanks):
     def find_benchmark(self, name):
         part = self.current_partition
         self.cp_emulated = is_emulated(part)
-        available = hpl.partition_node_count(part.extras, part.scheduler.registered_name)
+        with self.configuration():
+            available = partition_node_count(part)
         self.skip_if(available < 2, f'{name} measures the network between two nodes; '
                                     f'{part.fullname} has {available}')
         self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))

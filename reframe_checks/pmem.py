@@ -7,9 +7,12 @@ reads or writes, sync, one I/O in flight, four jobs), one test per section.
                        /dev/pmemN whose namespace is fsdax (else SKIP with the
                        reason). Compared with ``site_config/references/<system>.yaml``.
 ``PmemFioDevDax``      dev-dax engine on a declared /dev/daxX.Y
-                       (``extras['pmem']['devdax']``).
+                       (``extras['pmem']['devdax']``, with its ``align`` in
+                       bytes, default 2 MiB).
 ``PmemFioEmulated``    libpmem on tmpfs with ``PMEM_IS_PMEM_FORCE=1``, on
                        ``local`` and ``emu`` only: for tests and demonstrations.
+                       Its directory is the user's own, ``/dev/shm/clusterproof-<uid>``
+                       (mode 0700), so users of one login node never meet.
                        Its name says emulated, ``cp_emulated`` is set in every
                        perflog entry, it has no reference and always uses smoke
                        sizes.
@@ -22,12 +25,16 @@ Figures per section: iops, bw (MiB/s), lat_mean and lat_p50/p99/p99_9/p99_99
 The job file is generated (``clusterproof.methods.fiojob``) into the stage
 directory; sizes, loops and jobs come from the mode and can be set with
 ``-S filesize=<bytes> -S numjobs=N -S loops=N``.
+
+What only the node under test knows (fio's engines, its mounts, its ndctl
+namespaces, a device-DAX device) is probed inside the job before fio starts
+(``clusterproof.site.pmem.probe_commands``); a node without it ends the job
+before fio and the test is skipped with the reason. Nothing is probed on the
+machine that runs ReFrame.
 """
 
 import os
 import shlex
-import shutil
-import subprocess
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -38,6 +45,8 @@ from clusterproof.methods import fiojob
 from clusterproof.checks import scratch
 from clusterproof.parsers import fio as fioparser
 from clusterproof.checks.base import ClusterproofCheck, ConfigurationError
+from clusterproof.paths import private_dir, user_path
+from clusterproof.site import pmem as node
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 
@@ -63,14 +72,11 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def find_fio(self):
         self.fio = self.use_binary('fio', FIO_SPEC)
-        probe = subprocess.run([self.fio, '--enghelp'], capture_output=True, text=True)
-        try:
-            engines = fiojob.parse_engines(probe.stdout)
-        except ValueError as err:
-            self.skip(f'{self.fio}: {err}')
-        self.skip_if(self.engine not in engines,
-                     f'{self.fio} ({self.binary_version}) has no {self.engine} engine '
-                     f'(fio --enghelp); build one with: spack -e . install {FIO_SPEC}')
+
+    def node_needs(self):
+        """What the node must have besides fio's engine: keyword arguments of
+        clusterproof.site.pmem.node_verdict (``dax``, ``devdax``/``align``, ``tmpfs``)."""
+        return {}
 
     def target_dir_root(self):
         """The directory under which this test makes its own directory."""
@@ -104,6 +110,24 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
                                 for path, size in self.fio_job.layout_files(self.section)]
         if self.test_dir is not None:
             self.postrun_cmds = [scratch.shell_cleanup(self.test_dir)]
+
+    @run_before('run')
+    def probe_the_node(self):
+        # After write_job_file: the probe and its guard come before anything
+        # the job writes.
+        needs = self.node_needs()
+        self.prerun_cmds = node.probe_commands(self.fio, dax='dax' in needs,
+                                               devdax=needs.get('devdax')) + [
+            node.guard_command(self.fio, self.engine, **needs)] + list(self.prerun_cmds)
+
+    @run_before('sanity')
+    def skip_unless_the_node_can(self):
+        if self.is_dry_run():
+            return
+        verdict = node.node_verdict(self.stagedir, self.fio, self.engine, **self.node_needs())
+        if not verdict and 'engine' in verdict.reason:
+            self.skip(f'{verdict.reason}; build one with: spack -e . install {FIO_SPEC}')
+        self.skip_if(not verdict, verdict.reason)
 
     @run_after('run')
     def remove_test_files(self):
@@ -146,11 +170,6 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         return self.figures()['lat_p99_99']
 
 
-def _mounts_text():
-    with open('/proc/mounts') as f:
-        return f.read()
-
-
 @rfm.simple_test
 class PmemFio(FioWorstCaseBase):
     descr = 'fio worst-case job with the libpmem engine on the DAX mount (fsdax)'
@@ -163,13 +182,9 @@ class PmemFio(FioWorstCaseBase):
         self.skip_if(not mounts, f'{self.current_partition.fullname} declares no DAX mount '
                                  "(extras['pmem']['dax_mounts'])")
         self.dax_mount = mounts[0]['path']
-        ndctl = shutil.which('ndctl')
-        self.skip_if(ndctl is None, 'ndctl not installed: cannot verify that '
-                                    f'{self.dax_mount} is on an fsdax namespace')
-        from clusterproof.site.pmem import verify_dax_target
-        listing = subprocess.run([ndctl, 'list', '-N'], capture_output=True, text=True)
-        verdict = verify_dax_target(self.dax_mount, _mounts_text(), listing.stdout)
-        self.skip_if(not verdict, f'not persistent memory: {verdict.reason}')
+
+    def node_needs(self):
+        return {'dax': self.dax_mount}
 
     def target_dir_root(self):
         return os.path.join(self.dax_mount, 'clusterproof')
@@ -190,18 +205,21 @@ class PmemFioDevDax(FioWorstCaseBase):
         dev = devices[0]
         name = dev.get('chardev') or dev.get('path') if isinstance(dev, dict) else dev
         self.device = name if name.startswith('/') else f'/dev/{name}'
-        self.skip_if(not os.path.exists(self.device), f'{self.device} does not exist on '
-                                                       'this node (ndctl list -N)')
+        # declared, and checked on the node by the probe (its sysfs align)
+        self.devdax_align = (dev.get('align') if isinstance(dev, dict) else None) \
+            or fiojob.DEFAULT_DEVDAX_ALIGN
+
+    def node_needs(self):
+        return {'devdax': self.device, 'align': self.devdax_align}
 
     def target_dir_root(self):
         return '/tmp/clusterproof-unused'   # dev-dax writes no files
 
     def make_job(self, target):
-        align = fiojob.devdax_alignment(self.device) or fiojob.DEFAULT_DEVDAX_ALIGN
         return fiojob.worst_case_job('dev-dax', self.device, mode=self.fio_mode(),
                                      filesize=self.filesize or None,
                                      numjobs=self.numjobs or None, loops=self.loops or None,
-                                     devdax_align=align)
+                                     devdax_align=self.devdax_align)
 
 
 @rfm.simple_test
@@ -213,8 +231,9 @@ class PmemFioEmulated(FioWorstCaseBase):
     cp_emulated = True
     cp_smoke = True
 
-    #: a directory on tmpfs, where this test makes its own directory
-    tmpfs_dir = variable(str, value='/dev/shm/clusterproof')
+    #: a directory on tmpfs, where this test makes its own directory; empty:
+    #: the user's own /dev/shm/clusterproof-<uid> (created mode 0700)
+    tmpfs_dir = variable(str, value='')
 
     @run_after('init')
     def never_a_reference(self):
@@ -225,12 +244,12 @@ class PmemFioEmulated(FioWorstCaseBase):
 
     @run_after('setup')
     def check_tmpfs(self):
-        from clusterproof.parsers import mounts
-        from clusterproof.site.pmem import mount_of
-        mnt = mount_of(self.tmpfs_dir, mounts.parse(_mounts_text()))
-        self.skip_if(mnt is None or mnt.fstype != 'tmpfs',
-                     f'{self.tmpfs_dir} is not on tmpfs (it is on '
-                     f'{mnt.fstype if mnt else "no mount"}); set -S tmpfs_dir=<dir on tmpfs>')
+        if not self.tmpfs_dir:
+            # local and emu: the nodes are this machine, the user's directory theirs
+            self.tmpfs_dir = user_path('/dev/shm/clusterproof')
+            if not self.is_dry_run():
+                with self.configuration():
+                    private_dir(self.tmpfs_dir)
         parent = os.path.dirname(self.tmpfs_dir.rstrip('/'))
         st = os.statvfs(parent)
         free = st.f_bavail * st.f_frsize
@@ -239,6 +258,9 @@ class PmemFioEmulated(FioWorstCaseBase):
             raise ConfigurationError(f'{parent}: {free} bytes free on tmpfs, the test needs '
                                      f'{need}; free space or set -S filesize=<bytes>')
         self.env_vars['PMEM_IS_PMEM_FORCE'] = '1'
+
+    def node_needs(self):
+        return {'tmpfs': self.tmpfs_dir}
 
     def target_dir_root(self):
         return self.tmpfs_dir

@@ -16,9 +16,11 @@ and all four kernels reported.
 The binary is ``stream_c.exe`` from the Spack view (or PATH) when present;
 otherwise ``StreamBuild`` compiles ``stream.c`` (fetched by ``scripts/setup``
 from the ReFrame-HPC source distribution) with the array size fixed at
-compile time: at least 4 x the node's total last-level cache, and at least
-the published 120,000,000 elements outside smoke mode. Override it with
-``-S StreamBuild.array_size=N``, the threads with ``-S Stream.threads=N``.
+compile time: at least 4 x the total last-level cache the partition declares
+(``extras['hardware']['llc_mib']``; never the cache of the machine running
+ReFrame), and at least the published 120,000,000 elements outside smoke mode.
+Threads come from the declared cores or L3 domains. Override them with
+``-S StreamBuild.array_size=N`` and ``-S Stream.threads=N``.
 """
 
 import os
@@ -30,7 +32,6 @@ from reframe.core.exceptions import SanityError
 
 from clusterproof.site import binaries
 from clusterproof.methods import memory
-from clusterproof.site import topology
 from clusterproof.modes import by_mode
 from clusterproof.parsers import stream as stream_parser
 from clusterproof.paths import REPO
@@ -51,7 +52,7 @@ class StreamBuild(rfm.CompileOnlyRegressionTest, ClusterproofCheck):
     sourcepath = 'stream.c'
     executable = 'stream'
 
-    #: elements per array; 0 = from the node's last-level cache (and the mode)
+    #: elements per array; 0 = from the partition's declared last-level cache (and the mode)
     array_size = variable(int, value=0)
 
     #: times each kernel runs (the best is reported); published: 100
@@ -74,14 +75,15 @@ class StreamBuild(rfm.CompileOnlyRegressionTest, ClusterproofCheck):
                      f'and no STREAM source at {STREAM_SOURCE}: run scripts/setup (make setup) '
                      f'to fetch it, or build the binary with: {binaries.build_command(STREAM_SPEC)}')
         hw = self.declared('hardware')
-        if self.array_size == 0:
-            llc = hw.get('llc_mib') or topology.llc_mib()
-            minimum = by_mode({'smoke': 0, 'nightly': memory.PUBLISHED_ARRAY_SIZE,
-                               'acceptance': memory.PUBLISHED_ARRAY_SIZE})
-            self.array_size = memory.stream_array_size(llc, minimum)
-        if hw.get('memory_gib'):
-            memory.check_fits(self.array_size, hw['memory_gib'],
-                              where=f'node of {self.current_partition.fullname}')
+        with self.configuration():
+            if self.array_size == 0:
+                minimum = by_mode({'smoke': 0, 'nightly': memory.PUBLISHED_ARRAY_SIZE,
+                                   'acceptance': memory.PUBLISHED_ARRAY_SIZE})
+                self.array_size = memory.stream_array_size(
+                    self.declared('hardware', 'llc_mib'), minimum)
+            if hw.get('memory_gib'):
+                memory.check_fits(self.array_size, hw['memory_gib'],
+                                  where=f'node of {self.current_partition.fullname}')
         self.prebuild_cmds = [f'cp {STREAM_SOURCE} stream.c']
         omp_flag = self.current_environ.extras.get('omp_flag', '-fopenmp')
         self.build_system.cflags = memory.stream_cflags(self.array_size, self.ntimes, omp_flag)
@@ -125,9 +127,10 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     @run_after('setup')
     def set_threads(self):
         hw = self.declared('hardware')
-        if self.threads == 0:
-            self.threads = memory.stream_threads(hw, self.placement)
-        self.num_cpus_per_task = memory.stream_threads(hw, 'cores')
+        with self.configuration():
+            if self.threads == 0:
+                self.threads = memory.stream_threads(hw, self.placement)
+            self.num_cpus_per_task = memory.stream_threads(hw, 'cores')
         self.env_vars.update(memory.omp_env(self.placement, self.threads))
 
     @run_after('setup')

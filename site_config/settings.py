@@ -25,6 +25,7 @@ from pathlib import Path
 from clusterproof.modes import reframe_modes
 from clusterproof.paths import results_dir
 from clusterproof.results.metrics import logging_entries
+from clusterproof.site.hardware import processor_from_hardware
 
 _here = Path(__file__).resolve().parent
 _repo = _here.parent
@@ -62,6 +63,13 @@ for _name in SYSTEM_FILES:
         _sys.setdefault('prefix', str(_results))
         _sys.setdefault('stagedir', str(_results / 'stage'))
         _sys.setdefault('outputdir', str(_results / 'output'))
+        # ReFrame's processor follows from extras['hardware'] where the system
+        # file declares none (clusterproof validate checks both agree where it
+        # does): ReFrame never detects the machine it runs on for a partition.
+        _sys['partitions'] = [
+            _part if 'processor' in _part or 'hardware' not in _part.get('extras', {})
+            else dict(_part, processor=processor_from_hardware(_part['extras']['hardware']))
+            for _part in _sys['partitions']]
         _systems.append(_sys)
     for _env in getattr(_mod, 'environments', []):
         _environments.append(_env)

@@ -276,3 +276,20 @@ def pytest_terminal_summary(terminalreporter):
             f'reliability: faults survived {tally["fault"][0]}/{tally["fault"][1]}, '
             f'bad inputs refused {tally["bad_input"][0]}/{tally["bad_input"][1]}, '
             f'results lost {lost}' + (f' ({skipped} scenarios skipped)' if skipped else ''))
+
+
+def site_config_overlay(directory, code):
+    """A ReFrame configuration file in ``directory``: the project's site
+    configuration, then ``code`` run on its ``site_configuration`` (a test
+    declares other hardware, a DAX mount, a scratch directory of its own).
+    Pass it as ``RFM_CONFIG_FILES``."""
+    import textwrap
+    path = Path(directory) / 'site_config_overlay.py'
+    path.write_text(
+        'import importlib.util\n'
+        f'spec = importlib.util.spec_from_file_location("cp_settings", '
+        f'{str(REPO / "site_config" / "settings.py")!r})\n'
+        'mod = importlib.util.module_from_spec(spec)\n'
+        'spec.loader.exec_module(mod)\n'
+        'site_configuration = mod.site_configuration\n' + textwrap.dedent(code))
+    return path

@@ -9,6 +9,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.site import binaries
 from clusterproof.methods import hpl
+from clusterproof.site.hardware import partition_node_count
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpl as hpl_parser
 from clusterproof.parsers import hpcc as hpcc_parser
@@ -120,9 +121,17 @@ def test_rpeak_and_scaling():
 
 
 def test_node_counts_and_ranks():
-    assert hpl.partition_node_count({'max_nodes': 64}, 'slurm') == 64
-    assert hpl.partition_node_count({'storage': {'client_nodes': 4}}, 'slurm') == 4
-    assert hpl.partition_node_count({'max_nodes': 64}, 'local') == 1
+    def part(extras, scheduler='slurm'):
+        return {'fullname': 'minerva:rome7702', 'scheduler': scheduler, 'extras': extras}
+
+    assert partition_node_count(part({'max_nodes': 64})) == 64
+    assert partition_node_count(part({'storage': {'client_nodes': 4}})) == 4
+    assert partition_node_count(part({'max_nodes': 64}, 'local')) == 1
+    # HPL, HPCC and OSU take the storage checks' rule: no silent single node
+    with pytest.raises(ClusterproofError) as err:
+        partition_node_count(part({}))
+    assert 'minerva:rome7702' in str(err.value) and "'max_nodes'" in str(err.value)
+    assert 'site_config/systems/minerva.py' in str(err.value)
     assert hpl.ranks_per_node({'sockets': 2, 'cores_per_socket': 32}) == 64
     assert hpl.ranks_per_node({'sockets': 2, 'cores_per_socket': 32}, emulated=True) == 1
 

@@ -17,7 +17,7 @@ import pytest
 from clusterproof import cluster as lc
 from clusterproof.checks import reliability
 from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, need_netns, need_repo_open_to_others,
-                      need_root, reframe_env, wait_for)
+                      need_root, reframe_env, report_cases, wait_for)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 
@@ -126,3 +126,63 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     acct = subprocess.run(['sacct', '-X', '-n', '-P', '-u', name, '-o', 'user,jobname,state'],
                           env=dict(os.environ, **emu_cluster), capture_output=True, text=True).stdout
     assert f'{name}|rfm_ReliabilityHold|COMPLETED' in acct, acct
+
+
+#: a quick subset of the suite with everything that lives outside a user's
+#: results directory: the emulated pmem check's tmpfs directory, the fio
+#: baseline, the mmap sweep, and the local IOzone lock under /tmp
+SHARED_MACHINE_ARGS = ['-c', str(REPO / 'reframe_checks' / 'pmem.py'),
+                       '-c', str(REPO / 'reframe_checks' / 'mmap_sweep.py'),
+                       '-c', str(REPO / 'reframe_checks' / 'iozone.py'),
+                       '-r', '--system', 'local', '-n', 'PmemFioEmulated',
+                       '-n', 'StorageFioBaseline', '-n', 'MmapSweep',
+                       '-n', 'IOzoneSequential%threads=2',
+                       '-S', 'StorageFioBaseline.filesize=1048576']
+
+
+def _suite_passed(proc, results):
+    out = proc.stdout[-4000:] + proc.stderr[-1000:]
+    assert proc.returncode == 0, out
+    cases = report_cases(results)
+    ran = {tc['name'].split()[0] for tc in cases if tc['result'] == 'pass'}
+    assert {'PmemFioEmulated', 'StorageFioBaseline', 'MmapSweep',
+            'IOzoneSequential'} <= ran, out
+    assert not [tc for tc in cases if tc['result'] == 'fail'], out
+
+
+@need_root
+@need_repo_open_to_others
+def test_the_suite_as_root_then_as_an_ordinary_user(tmp_path, ordinary_user, record_property):
+    record_property('reliability', 'fault')
+    name, home = ordinary_user
+    uid = pwd.getpwnam(name).pw_uid
+    # root first: it makes its own tmpfs directory, and the IOzone lock if none is there
+    root_results = tmp_path / 'root'
+    proc = subprocess.run([str(VENV_BIN / 'reframe'), *SHARED_MACHINE_ARGS], cwd=REPO,
+                          env=reframe_env(root_results, extra={
+                              'CLUSTERPROOF_SCRATCH': str(tmp_path / 'root-scratch')}),
+                          capture_output=True, text=True, timeout=WAIT_S)
+    _suite_passed(proc, root_results)
+    # then the user, on the same machine
+    results = home / 'results'
+    env = reframe_env(results)
+    env.update({'HOME': str(home), 'USER': name, 'LOGNAME': name,
+                'CLUSTERPROOF_SCRATCH': str(home / 'scratch')})
+    keep = ['RFM_CONFIG_FILES', 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
+            'PATH', 'HOME', 'USER', 'LOGNAME']
+    argv = ['runuser', '-u', name, '--', 'env', '-i'] + [f'{k}={env[k]}' for k in keep]
+    mine = Path(f'/dev/shm/clusterproof-{uid}')
+    try:
+        proc = subprocess.run(argv + [str(VENV_BIN / 'reframe'), *SHARED_MACHINE_ARGS], cwd='/',
+                              capture_output=True, text=True, timeout=WAIT_S)
+        _suite_passed(proc, results)
+        record_property('results_lost', 0)
+        # each user's tmpfs directory is their own and closed to the other
+        for path, owner in ((mine, uid), (Path('/dev/shm/clusterproof-0'), 0)):
+            st = path.stat()
+            assert st.st_uid == owner and stat.S_IMODE(st.st_mode) == 0o700, path
+        intrude = subprocess.run(['runuser', '-u', name, '--', 'touch',
+                                  '/dev/shm/clusterproof-0/intruder'], capture_output=True)
+        assert intrude.returncode != 0
+    finally:
+        shutil.rmtree(mine, ignore_errors=True)

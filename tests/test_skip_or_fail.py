@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.site.hardware import client_node_count
+from clusterproof.site.hardware import partition_node_count
 from conftest import REPO, report_cases, run_reframe
 
 CHECKS = REPO / 'reframe_checks'
@@ -68,12 +68,12 @@ def test_missing_client_node_count_names_system_and_key():
     part = {'fullname': 'pixstor:clients', 'scheduler': 'slurm',
             'extras': {'storage': {'scratch': '/scratch/x'}}}
     with pytest.raises(ClusterproofError) as err:
-        client_node_count(part)
+        partition_node_count(part)
     assert 'pixstor:clients' in str(err.value) and "'client_nodes'" in str(err.value)
     assert 'site_config/systems/pixstor.py' in str(err.value)
     part['extras']['storage']['client_nodes'] = 0
     with pytest.raises(ClusterproofError, match=r"client_nodes'\]=0"):
-        client_node_count(part)
+        partition_node_count(part)
     part['extras']['storage']['client_nodes'] = 16
-    assert client_node_count(part) == 16
-    assert client_node_count(dict(part, scheduler='local')) == 1
+    assert partition_node_count(part) == 16
+    assert partition_node_count(dict(part, scheduler='local')) == 1

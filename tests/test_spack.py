@@ -438,3 +438,52 @@ def test_spack_installs_mmap_sweep_from_the_project_source(env_copy):
     assert sorted(p.name for p in src.iterdir()) == ['Makefile', 'mmap_sweep.c']
     lock = binaries.read_lock(env_copy / 'spack.lock')
     assert binaries.root_for_binary(lock, str(exe)) == root_hash(lock, 'mmap-sweep')
+
+
+# -- what scripts/setup installs for the Spack externals ----------------------
+
+def _setup_packages(repo=REPO):
+    proc = subprocess.run(['bash', str(Path(repo) / 'scripts' / 'setup'), '--list-packages'],
+                          capture_output=True, text=True, timeout=WAIT_S)
+    return proc, proc.stdout.split()
+
+
+def _externals(system):
+    data = yaml.safe_load((REPO / 'spack' / 'systems' / system / 'packages.yaml').read_text())
+    return {name.rstrip(':'): [e['spec'] for e in entry.get('externals', [])]
+            for name, entry in data['packages'].items() if entry.get('externals')}
+
+
+def test_setup_ensures_the_debian_packages_of_the_declared_externals():
+    proc, listed = _setup_packages()
+    assert proc.returncode == 0, proc.stderr
+    for system in ('local', 'emu'):
+        # fio+pmem links the pmdk external at /usr: its headers are libpmem-dev's
+        assert _externals(system)['pmdk'] == ['pmdk@1.12.1']
+    assert 'libpmem-dev' in listed and 'gfortran-12' in listed and 'cmake' in listed
+    assert len(listed) == len(set(listed))
+    if os.geteuid() != 0:
+        return
+    # `make test` ran the set-up as root: every package is there, and the
+    # pmdk external really is the pinned version, found where fio's configure looks
+    status = subprocess.run(['dpkg-query', '-W', '-f=${Package} ${Status}\n', *listed],
+                            capture_output=True, text=True).stdout.splitlines()
+    missing = [line for line in status if not line.endswith('install ok installed')]
+    assert not missing and len(status) == len(listed), missing
+    assert Path('/usr/include/libpmem.h').is_file()
+    version = subprocess.run(['pkg-config', '--modversion', 'libpmem'], capture_output=True,
+                             text=True).stdout.strip()
+    assert f'pmdk@{version}' in spackenv.load_manifest()['specs']
+
+
+def test_setup_refuses_an_external_it_cannot_install(tmp_path):
+    (tmp_path / 'scripts').mkdir()
+    shutil.copy(REPO / 'scripts' / 'setup', tmp_path / 'scripts' / 'setup')
+    for system in ('local', 'emu'):
+        shutil.copytree(REPO / 'spack' / 'systems' / system, tmp_path / 'spack' / 'systems' / system)
+    emu = tmp_path / 'spack' / 'systems' / 'emu' / 'packages.yaml'
+    emu.write_text(emu.read_text() + '  libfabric:\n    externals:\n    - spec: libfabric@1.17.0\n'
+                                     '      prefix: /usr\n')
+    proc, _ = _setup_packages(tmp_path)
+    assert proc.returncode == 1
+    assert 'spack/systems/emu/packages.yaml declares the external libfabric' in proc.stderr

@@ -23,7 +23,7 @@ from clusterproof.site import binaries
 from clusterproof.references import judge as references
 from clusterproof.reframe_io import figures
 from clusterproof.methods import placement
-from clusterproof.site.hardware import client_node_count, declared, is_emulated
+from clusterproof.site.hardware import partition_node_count, declared, is_emulated
 from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
 from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
@@ -316,7 +316,7 @@ class ThreadPlacement(rfm.RegressionTestPlugin):
         one MPI rank per thread, or (``one_task_per_node``, IOzone) one task
         per client node whose threads the program starts itself."""
         with self.configuration():
-            self.placement = placement.layout(client_node_count(self.current_partition),
+            self.placement = placement.layout(partition_node_count(self.current_partition),
                                               self.threads)
         self.client_nodes = self.placement.num_nodes
         if one_task_per_node:

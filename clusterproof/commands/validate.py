@@ -8,7 +8,9 @@ def register(sub):
     p = sub.add_parser(
         'validate', help='check the site configuration and the reference files',
         description='Load site_config/settings.py and every system file, check the '
-                    'declared hardware, scratch areas and access options, and every '
+                    'declared hardware (ReFrame\'s processor entry must agree with '
+                    'extras[\'hardware\'], and a partition has one node count), '
+                    'scratch areas and access options, and every '
                     'entry of site_config/references/*.yaml (values, tolerances, '
                     'units). Exit status 2 on the first problem, naming file, key and value.')
     p.add_argument('--system', help='only this system (default: all)')

@@ -11,6 +11,7 @@
 import math
 
 from clusterproof import ClusterproofError
+from clusterproof.site.hardware import physical_cores
 
 #: fraction of the nodes' memory the matrix fills by default
 DEFAULT_MEMORY_FRACTION = 0.8
@@ -156,21 +157,12 @@ def hpccinf(n, nb, p, q, ptrans_n=None, ptrans_nb=None, threshold=DEFAULT_THRESH
     return text
 
 
-def partition_node_count(extras, scheduler):
-    """Nodes a partition offers: 1 under the local scheduler, otherwise
-    ``extras['max_nodes']`` or ``extras['storage']['client_nodes']``."""
-    if scheduler == 'local':
-        return 1
-    count = extras.get('max_nodes') or (extras.get('storage') or {}).get('client_nodes') or 1
-    return int(count)
-
-
 def ranks_per_node(hardware, emulated=False):
     """MPI ranks per node: one per physical core; one per node when the nodes
     are emulated on one machine (they share its cores)."""
     if emulated:
         return 1
-    return int(hardware['sockets']) * int(hardware['cores_per_socket'])
+    return physical_cores(hardware)
 
 
 def mpirun_env(euid):

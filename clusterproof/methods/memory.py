@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.site.hardware import physical_cores
 
 #: STREAM's rule: each array at least this many times the total last-level cache
 LLC_FACTOR = 4
@@ -96,10 +97,7 @@ def l3_domains_from_sysfs(root='/sys/devices/system/cpu'):
 def stream_threads(hardware, placement):
     """Threads of a STREAM run: one per physical core (``cores``) or one per
     L3 domain (``l3``) of the node described by ``hardware``."""
-    try:
-        cores = int(hardware['sockets']) * int(hardware['cores_per_socket'])
-    except KeyError as err:
-        raise ClusterproofError(f"STREAM threads: extras['hardware'] has no {err.args[0]!r}") from None
+    cores = physical_cores(hardware, "STREAM threads: extras['hardware']")
     if placement == 'cores':
         return cores
     if placement == 'l3':

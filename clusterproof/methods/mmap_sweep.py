@@ -3,7 +3,8 @@
 Points are ``(a, b)``: read ``a`` bytes every ``b`` bytes. The published
 sweep uses a in {4 KiB, 128 KiB, 1 MiB, 4 MiB} and b in powers of two from
 a up. Accesses are ``(mode, threads)``: read or rw, one thread or one per
-core.
+physical core of the node under test (``'cores'``: the partition's declared
+cores, known only once the test has its partition; :func:`access_threads`).
 
 Files larger than the page cache can hold are the point of the benchmark:
 outside smoke mode a file target is twice (acceptance) or 1.25 times
@@ -31,14 +32,25 @@ def points(mode=None):
     }, mode)
 
 
-def accesses(mode=None, cores=2):
-    """``[(mode, threads), ...]``: smoke keeps two of them."""
-    multi = max(2, int(cores))
+#: threads of an access: a number, or one per physical core of the node
+PER_CORE = 'cores'
+
+
+def accesses(mode=None):
+    """``[(mode, threads), ...]``; threads is a number or :data:`PER_CORE`.
+    Smoke keeps two of them, with at most two threads."""
     return by_mode({
         'smoke': [('read', 1), ('rw', 2)],
-        'nightly': [(m, t) for m in ('read', 'rw') for t in (1, multi)],
-        'acceptance': [(m, t) for m in ('read', 'rw') for t in (1, multi)],
+        'nightly': [(m, t) for m in ('read', 'rw') for t in (1, PER_CORE)],
+        'acceptance': [(m, t) for m in ('read', 'rw') for t in (1, PER_CORE)],
     }, mode)
+
+
+def access_threads(threads, node_cores):
+    """Threads of an access on a node with ``node_cores`` physical cores."""
+    if threads == PER_CORE:
+        return max(1, int(node_cores))
+    return int(threads)
 
 
 def sizes(memory_gib, mode=None):

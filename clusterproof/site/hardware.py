@@ -55,23 +55,111 @@ def declared(partition, section, key=None, default=KeyError):
     return sect[key]
 
 
-def client_node_count(partition):
-    """How many client nodes a job of ``partition`` may spread threads over:
-    ``extras['storage']['client_nodes']`` under a scheduler, this machine
-    alone without one. A partition with a scheduler that does not declare
-    the count is an error naming the system and the key (never a silent 1).
+def _name(partition):
+    return partition['fullname'] if isinstance(partition, dict) else partition.fullname
+
+
+def _system_file(partition):
+    return f'site_config/systems/{_name(partition).split(":")[0]}.py'
+
+
+def partition_node_count(partition):
+    """The nodes a job of ``partition`` may use: the one rule for HPL, HPCC,
+    OSU and the storage checks (their client nodes).
+
+    Without a scheduler (``local``) it is this machine alone. Otherwise it is
+    ``extras['max_nodes']``, or ``extras['storage']['client_nodes']`` when
+    the partition declares no ``max_nodes``; a partition that declares
+    neither, or a count that is not a whole number >= 1, is an error naming
+    the system, partition and key (never a silent 1). ``clusterproof
+    validate`` refuses a partition that declares both with different values.
     """
     scheduler = partition['scheduler'] if isinstance(partition, dict) \
         else partition.scheduler.registered_name
     if scheduler == 'local':
         return 1
-    count = declared(partition, 'storage', 'client_nodes')
+    extras = partition['extras'] if isinstance(partition, dict) else partition.extras
+    if 'max_nodes' in (extras or {}):
+        key, count = "extras['max_nodes']", extras['max_nodes']
+    else:
+        sect = (extras or {}).get('storage') or {}
+        if 'client_nodes' not in sect:
+            raise ClusterproofError(
+                f"site configuration of {_name(partition)}: extras['storage'] has no key "
+                f"'client_nodes' and extras no 'max_nodes': no node count; declare one "
+                f'in {_system_file(partition)}')
+        key, count = "extras['storage']['client_nodes']", sect['client_nodes']
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        name = partition['fullname'] if isinstance(partition, dict) else partition.fullname
         raise ClusterproofError(
-            f"site configuration of {name}: extras['storage']['client_nodes']={count!r} must "
-            f'be a whole number >= 1; fix site_config/systems/{name.split(":")[0]}.py')
+            f'site configuration of {_name(partition)}: {key}={count!r} must '
+            f'be a whole number >= 1; fix {_system_file(partition)}')
     return count
+
+
+def physical_cores(hardware, where='extras[\'hardware\']'):
+    """Physical cores of one node (sockets x cores_per_socket) of a declared
+    ``extras['hardware']``: the one count behind "one thread per core"
+    (STREAM, the mmap sweep) and "one rank per core" (HPL, HPCC)."""
+    try:
+        sockets, per_socket = hardware['sockets'], hardware['cores_per_socket']
+    except KeyError as err:
+        raise ClusterproofError(f'{where} has no {err.args[0]!r} (declare sockets and '
+                                'cores_per_socket)') from None
+    for key, val in (('sockets', sockets), ('cores_per_socket', per_socket)):
+        if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+            raise ClusterproofError(f'{where}: {key}={val!r} (want a whole number >= 1)')
+    return sockets * per_socket
+
+
+def node_cores(partition):
+    """Physical cores of one node of ``partition``, from its declaration;
+    an undeclared count is an error naming the system, partition and key."""
+    return physical_cores(declared(partition, 'hardware'),
+                          f"site configuration of {_name(partition)}: extras['hardware'] "
+                          f'({_system_file(partition)})')
+
+
+#: ReFrame ``processor`` keys and how each follows from ``extras['hardware']``
+PROCESSOR_FROM_HARDWARE = {
+    'num_sockets': lambda hw: hw['sockets'],
+    'num_cpus_per_core': lambda hw: hw['threads_per_core'],
+    'num_cpus_per_socket': lambda hw: _node_cpus(hw) // hw['sockets'],
+    'num_cpus': lambda hw: _node_cpus(hw),
+}
+
+
+def _node_cpus(hw):
+    """CPUs a job gets on a node: what Slurm gives (``slurm_cpus``) where
+    declared, else every hardware thread."""
+    return hw.get('slurm_cpus') or hw['sockets'] * hw['cores_per_socket'] * hw['threads_per_core']
+
+
+def processor_from_hardware(hardware):
+    """ReFrame's ``processor`` entry of a partition, derived from its
+    ``extras['hardware']`` (the site configuration fills it in where a system
+    file declares none, so ReFrame never detects the machine it runs on)."""
+    return {key: rule(hardware) for key, rule in PROCESSOR_FROM_HARDWARE.items()}
+
+
+def processor_disagreements(processor, hardware, emulated=False):
+    """``[(key, processor value, value from extras['hardware'])]`` for every
+    key of a declared ReFrame ``processor`` that disagrees with the declared
+    hardware. Emulated nodes are not compared: their ``processor`` is the
+    share of this machine Slurm gives each (``clusterproof cluster up
+    --cpus-per-node``), their ``hardware`` the machine they all share."""
+    if emulated:
+        return []
+    out = []
+    for key, rule in PROCESSOR_FROM_HARDWARE.items():
+        if processor.get(key) is None:
+            continue
+        try:
+            want = rule(hardware)
+        except (KeyError, TypeError):
+            continue            # validate_hardware names a missing key
+        if processor[key] != want:
+            out.append((key, processor[key], want))
+    return out
 
 
 def is_emulated(where):

@@ -271,3 +271,127 @@ def compare_pmem(node, declared, memoryresources_text, topology_text, ndctl_json
     problems += compare_dax_mounts(node, declared.get('dax_mounts', []), mounts_text, ndctl_json)
     problems += compare_devdax(node, declared.get('devdax', []), namespaces)
     return problems
+
+
+# What the fio checks learn on the node under test. The job records it in
+# its stage directory before fio starts (probe_commands), stops before fio
+# when node_verdict finds the node unfit (``python -m clusterproof.site.pmem``),
+# and the check then skips with the same reason: nothing is read from the
+# machine that runs ReFrame.
+
+#: files the probe writes in the stage directory
+PROBE_ENGINES = 'node-fio-engines.txt'
+PROBE_MOUNTS = 'node-mounts.txt'
+PROBE_NDCTL = 'node-ndctl-namespaces.json'
+PROBE_DEVDAX = 'node-devdax.txt'
+#: written instead of PROBE_NDCTL when the node has no ndctl
+NO_NDCTL = 'ndctl: not installed'
+
+
+def probe_commands(fio, dax=False, devdax=None):
+    """Shell commands recording what the node under test has: fio's engines,
+    its mounts, with ``dax`` its ndctl namespaces, with ``devdax``
+    (``/dev/daxX.Y``) whether the device is there and its alignment."""
+    import shlex
+    cmds = [f'{shlex.quote(fio)} --enghelp > {PROBE_ENGINES} 2>&1',
+            f'cat /proc/mounts > {PROBE_MOUNTS}']
+    if dax:
+        cmds.append(f'if command -v ndctl >/dev/null; then ndctl list -N > {PROBE_NDCTL}; '
+                    f'else echo "{NO_NDCTL}" > {PROBE_NDCTL}; fi')
+    if devdax:
+        dev = shlex.quote(devdax)
+        align = shlex.quote(f'/sys/bus/dax/devices/{os.path.basename(devdax)}/align')
+        cmds.append(f'{{ test -c {dev} && echo present; cat {align} 2>/dev/null; }} '
+                    f'> {PROBE_DEVDAX}')
+    return cmds
+
+
+def _probe_text(directory, name):
+    try:
+        with open(os.path.join(directory, name)) as f:
+            return f.read()
+    except OSError as err:
+        return DaxVerdict(False, f'the probe on the node wrote no {name}: {err.strerror}')
+
+
+def node_verdict(directory, fio, engine, dax=None, devdax=None, align=None, tmpfs=None):
+    """Can the fio check run on the node whose probe files are in
+    ``directory``? ``engine`` must be one of fio's; ``dax``: that path must be
+    on a DAX mount of an fsdax namespace; ``devdax``: that device must exist,
+    with the alignment ``align`` (bytes) when its sysfs entry gives one;
+    ``tmpfs``: that path must be on tmpfs. A :class:`DaxVerdict`, false with
+    the reason."""
+    from clusterproof.methods.fiojob import parse_engines
+    texts = {}
+    for name in [PROBE_ENGINES, PROBE_MOUNTS] + ([PROBE_NDCTL] if dax else []) + \
+            ([PROBE_DEVDAX] if devdax else []):
+        texts[name] = _probe_text(directory, name)
+        if isinstance(texts[name], DaxVerdict):
+            return texts[name]
+    try:
+        engines = parse_engines(texts[PROBE_ENGINES])
+    except ValueError as err:
+        return DaxVerdict(False, f'{fio}: {err}')
+    if engine not in engines:
+        return DaxVerdict(False, f'{fio} has no {engine} engine on this node (fio --enghelp)')
+    if dax:
+        if texts[PROBE_NDCTL].strip() == NO_NDCTL:
+            return DaxVerdict(False, f'ndctl not installed on the node: cannot verify that '
+                                     f'{dax} is on an fsdax namespace')
+        verdict = verify_dax_target(dax, texts[PROBE_MOUNTS], texts[PROBE_NDCTL])
+        if not verdict:
+            return DaxVerdict(False, f'not persistent memory: {verdict.reason}')
+    if devdax:
+        lines = texts[PROBE_DEVDAX].split()
+        if 'present' not in lines:
+            return DaxVerdict(False, f'{devdax} does not exist on the node (ndctl list -N)')
+        found = next((int(w) for w in lines if w.isdigit()), None)
+        if align and found and found != align:
+            return DaxVerdict(False, f'{devdax} has alignment {found} bytes on the node, the '
+                                     f"job was written for {align}: declare 'align': {found} "
+                                     "in extras['pmem']['devdax']")
+    if tmpfs:
+        mnt = mount_of(tmpfs, mounts_parser.parse(texts[PROBE_MOUNTS]))
+        if mnt is None or mnt.fstype != 'tmpfs':
+            return DaxVerdict(False, f'{tmpfs} is not on tmpfs on the node (it is on '
+                                     f'{mnt.fstype if mnt else "no mount"}); '
+                                     'set -S tmpfs_dir=<dir on tmpfs>')
+    return DaxVerdict(True, 'the node has what the check needs')
+
+
+def guard_command(fio, engine, dax=None, devdax=None, align=None, tmpfs=None):
+    """The job's line after :func:`probe_commands`: ends the job before fio
+    when :func:`node_verdict` finds the node unfit (the check then skips)."""
+    import shlex
+    import sys
+    argv = [sys.executable, '-m', 'clusterproof.site.pmem', '.', fio, engine]
+    for opt, val in (('--dax', dax), ('--devdax', devdax), ('--align', align),
+                     ('--tmpfs', tmpfs)):
+        if val:
+            argv += [opt, str(val)]
+    return f'{shlex.join(argv)} || exit 0'
+
+
+def main(argv=None):
+    """``python -m clusterproof.site.pmem DIR FIO ENGINE [--dax P] [--devdax D
+    --align N] [--tmpfs P]``: the job's guard; prints the verdict, exit
+    status 3 when the node is unfit."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog='python -m clusterproof.site.pmem')
+    p.add_argument('directory')
+    p.add_argument('fio')
+    p.add_argument('engine')
+    p.add_argument('--dax')
+    p.add_argument('--devdax')
+    p.add_argument('--align', type=int)
+    p.add_argument('--tmpfs')
+    args = p.parse_args(argv)
+    verdict = node_verdict(args.directory, args.fio, args.engine, args.dax, args.devdax,
+                           args.align, args.tmpfs)
+    print(f'clusterproof node probe: {verdict.reason}', file=sys.stdout if verdict else sys.stderr)
+    return 0 if verdict else 3
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -8,7 +8,8 @@ import re
 
 from clusterproof import ClusterproofError
 from clusterproof.checks.scratch import check_scratch
-from clusterproof.site.hardware import client_node_count, validate_hardware, validate_pmem
+from clusterproof.site.hardware import (is_emulated, partition_node_count, processor_disagreements,
+                                        validate_hardware, validate_pmem)
 from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE
 
 #: characters that would make a value a shell command
@@ -75,6 +76,18 @@ def validate_system(system):
             raise ClusterproofError(f'{pwhere}: extras has no "hardware" section '
                                     f'(sockets, cores_per_socket, ...)')
         validate_hardware(extras['hardware'], f'{pwhere}: extras')
+        # One fact, two declarations: ReFrame's processor must say what the hardware says.
+        for key, proc, hw in processor_disagreements(part.get('processor') or {},
+                                                     extras['hardware'], is_emulated(extras)):
+            raise ClusterproofError(
+                f"{pwhere}: processor[{key!r}]={proc!r} disagrees with extras['hardware'], "
+                f'which gives {hw!r}; declare one (the other is derived) or make them agree')
+        storage_nodes = (extras.get('storage') or {}).get('client_nodes')
+        if 'max_nodes' in extras and storage_nodes is not None \
+                and extras['max_nodes'] != storage_nodes:
+            raise ClusterproofError(
+                f"{pwhere}: extras['max_nodes']={extras['max_nodes']!r} disagrees with "
+                f"extras['storage']['client_nodes']={storage_nodes!r}: a job has one node count")
         if extras.get('pmem') is not None:
             validate_pmem(extras['pmem'], f'{pwhere}: extras')
         storage = extras.get('storage')
@@ -84,12 +97,11 @@ def validate_system(system):
                 check_scratch(storage.get('scratch'))
             except ClusterproofError as err:
                 raise ClusterproofError(f'{pwhere}: extras.storage.scratch: {err}') from None
-            try:
-                client_node_count({'fullname': f'{name}:{part["name"]}',
-                                   'scheduler': part.get('scheduler', 'local'),
-                                   'extras': extras})
-            except ClusterproofError as err:
-                raise ClusterproofError(f'{pwhere}: {err}') from None
+        try:
+            partition_node_count({'fullname': f'{name}:{part["name"]}',
+                                  'scheduler': part.get('scheduler', 'local'), 'extras': extras})
+        except ClusterproofError as err:
+            raise ClusterproofError(f'{pwhere}: {err}') from None
         checked.append(f'{name}:{part["name"]}')
     return checked
 
