@@ -3,8 +3,8 @@
 Three sources, all read-only (nothing is ever written to the results
 database):
 
-- the ReFrame results database (``results.db``), through
-  :mod:`clusterproof.results.database`;
+- the ReFrame results database (``results.db``), through the figure store
+  (:mod:`clusterproof.results.database`);
 - ReFrame perflogs: ``|``-separated fields with the header line ReFrame
   writes at the top of each file; a figure is the field under the header
   ``<name>_value`` (``<name>_var=<name>_value`` when the format logs the
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.reframe_io import database as rfdb
 from clusterproof.results import database
 
 #: provenance fields compared at a change point (the loggable variables of
@@ -119,20 +120,12 @@ def _record_rows(sessions, recs):
     for r in recs:
         if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
             continue
-        prov = {k: _text(r.case.get(k)) for k in PROVENANCE if k in r.case}
+        prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
         prov['reframe_version'] = version.get(r.session, '')
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
                      Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov)))
     return rows
-
-
-def _text(v):
-    if v is None:
-        return ''
-    if isinstance(v, (list, tuple)):
-        return ','.join(str(x) for x in v)
-    return str(v)
 
 
 # -- perflogs --------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Everything that knows ReFrame's internals."""

@@ -1,0 +1,161 @@
+"""The figure store, derived from real ReFrame results databases (the recorded
+one, and sessions written through ReFrame's own storage code): incremental
+and atomic ingest, two writers at once, rebuild, a damaged database, fleets."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid as uuidlib
+
+import polars as pl
+import pytest
+from results_helpers import (REPO, clusterproof, recorded_report, recorded_results,
+                             reframe_store)
+
+from conftest import WAIT_S
+
+from clusterproof import ClusterproofError, store
+from clusterproof.reframe_io import database as rfdb
+from clusterproof.results.database import load_sessions, records
+
+
+def _rows(path):
+    return store.scan([path]).collect()
+
+
+def _new_report(n, shift_days, value_scale=1.0):
+    """The ``n``-th recorded report as a new session ``shift_days`` later."""
+    rep = recorded_report(n)
+    new = str(uuidlib.uuid4())
+    info = rep['session_info']
+    info.update(uuid=new, time_start_unix=info['time_start_unix'] + shift_days * 86400,
+                time_end_unix=info['time_end_unix'] + shift_days * 86400)
+    for run in rep['runs']:
+        for tc in run['testcases']:
+            tc['session_uuid'] = new
+            tc['uuid'] = f'{new}:{tc["uuid"].split(":", 1)[1]}'
+            tc['job_completion_time_unix'] += shift_days * 86400
+            for pv in tc['perfvalues'].values():
+                pv[0] *= value_scale
+    return rep
+
+
+def test_schema_version_is_the_pinned_reframes():
+    from reframe.frontend.reporting.storage import _SqliteStorage
+    assert rfdb.SCHEMA_VERSION == _SqliteStorage.SCHEMA_VERSION
+
+
+def test_ingest_is_incremental_and_reads_as_the_database(tmp_path):
+    results = recorded_results(tmp_path)
+    db, where = results / 'results.db', results / 'store'
+    assert store.ingest(db, where) == 5
+    df = _rows(where)
+    assert df['session'].n_unique() == 5
+    # one row per figure of every test case of every session, as ReFrame recorded them
+    expected = sum(len(tc['perfvalues']) for n in range(5)
+                   for run in recorded_report(n)['runs'] for tc in run['testcases'])
+    assert df.height == expected
+    assert set(df['figure']) == {'copy_bw', 'copy_time'}
+    assert df.filter(pl.col('smoke'))['session'].n_unique() == 1
+    assert (df['binary_path'] == '/usr/bin/dd').all()
+    assert store.ingest(db, where) == 0     # nothing new: nothing written
+    files = sorted(p.name for p in where.iterdir())
+
+    reframe_store(results, [_new_report(0, 10, value_scale=0.5)])
+    assert store.ingest(db, where) == 1
+    assert len(sorted(p.name for p in where.iterdir())) == len(files) + 1
+    sessions = load_sessions(db)
+    assert len(sessions) == 6
+    newest = [r for r in records(sessions[-1:]) if r.figure == 'copy_bw']
+    oldest = {r.key: r for r in records(sessions[:1]) if r.figure == 'copy_bw'}
+    assert newest and all(r.value == pytest.approx(oldest[r.key].value * 0.5)
+                          for r in newest)
+
+
+def test_what_a_crash_leaves_is_never_read_and_is_cleaned(tmp_path):
+    results = recorded_results(tmp_path)
+    db, where = results / 'results.db', results / 'store'
+    store.ingest(db, where)
+    before = _rows(where)
+    # a crash after writing a part, before the manifest named it; and one
+    # in the middle of writing a part
+    before.head(3).write_parquet(where / 'figures-209901-deadbeef0000.parquet')
+    (where / '.figures-209901-0.parquet.x.tmp').write_bytes(b'PAR1 half')
+    assert _rows(where).equals(before)
+    reframe_store(results, [_new_report(1, 20)])
+    assert store.ingest(db, where) == 1
+    assert not (where / 'figures-209901-deadbeef0000.parquet').exists()
+    assert not (where / '.figures-209901-0.parquet.x.tmp').exists()
+    assert _rows(where)['session'].n_unique() == 6
+
+
+def test_two_ingests_at_once_store_each_session_once(tmp_path):
+    results = recorded_results(tmp_path)
+    db, where = results / 'results.db', results / 'store'
+    code = ('import sys; from clusterproof import store; '
+            'print(store.ingest(sys.argv[1], sys.argv[2], batch=1))')
+    procs = [subprocess.Popen([sys.executable, '-c', code, str(db), str(where)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    added = [int(p.communicate(timeout=WAIT_S)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sorted(added) == [0, 5]
+    df = _rows(where)
+    assert df.height == df.unique(['session', 'test', 'figure']).height
+    assert df['session'].n_unique() == 5
+
+
+def test_rebuild_and_merge_give_the_same_rows(tmp_path):
+    results = recorded_results(tmp_path)
+    db, where = results / 'results.db', results / 'store'
+    reframe_store(results, [_new_report(n % 5, 1 + n) for n in range(store.MERGE_AT + 2)])
+    store.ingest(db, where, batch=1)        # one file per session, then merged by month
+    manifest = json.loads((where / store.MANIFEST).read_text())
+    assert len(manifest['files']) <= store.MERGE_AT + 1
+    assert len(manifest['sessions']) == 5 + store.MERGE_AT + 2
+    keys = ['session', 'test', 'figure']
+    first = _rows(where).sort(keys)
+    assert store.rebuild(db, where) == len(manifest['sessions'])
+    assert _rows(where).sort(keys).equals(first)
+    assert {p.name for p in where.glob('*.parquet')} == set(
+        json.loads((where / store.MANIFEST).read_text())['files'])
+
+
+def test_a_damaged_database_loses_no_night(tmp_path):
+    """An empty results.db, as a kill or a full disk leaves: ReFrame then
+    stores nothing, but writes the run report; the night is read from it."""
+    results = tmp_path / 'results'
+    (results / 'reports').mkdir(parents=True)
+    (results / 'results.db').write_bytes(b'')
+    report = _new_report(0, 0)
+    (results / 'reports' / 'run-report-0.json').write_text(json.dumps(report))
+    (results / 'reports' / 'run-report-1.json').write_text('{"session_info": ')   # cut off
+    with pytest.raises(rfdb.DamagedDatabase, match='an empty file'):
+        rfdb.session_index(results / 'results.db')
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    proc = clusterproof(['compare', '--history', '0'], results, refs)
+    assert report['session_info']['uuid'][:8] in proc.stdout, proc.stderr
+    assert f'{results / "results.db"}: not a ReFrame results database' in proc.stderr
+    assert f'mv {results / "results.db"} {results / "results.db"}.damaged' in proc.stderr
+    assert 'read 1 session(s) from run reports' in proc.stderr
+
+
+def test_a_fleet_is_a_directory_of_stores(tmp_path):
+    fleet = tmp_path / 'fleet'
+    store.ingest(recorded_results(tmp_path) / 'results.db', fleet / 'sys-a')
+    other = tmp_path / 'other'
+    other.mkdir()
+    reframe_store(other, [_new_report(0, 30), _new_report(1, 31)])
+    store.ingest(other / 'results.db', fleet / 'sys-b')
+    assert len(store.stores_in(fleet)) == 2
+    df = store.scan([fleet]).collect()
+    assert df['session'].n_unique() == 7
+    assert df.height == _rows(fleet / 'sys-a').height + _rows(fleet / 'sys-b').height
+    env = dict(os.environ, CLUSTERPROOF_STORE=str(fleet))
+    proc = subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof'), 'compare',
+                           '--history', '0'], env=env, capture_output=True, text=True,
+                          timeout=WAIT_S, cwd=REPO)
+    assert 'against the references' in proc.stdout, proc.stderr
+    with pytest.raises(ClusterproofError, match='no figure store here'):
+        store.stores_in(tmp_path / 'other')
