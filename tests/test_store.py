@@ -159,3 +159,27 @@ def test_a_fleet_is_a_directory_of_stores(tmp_path):
     assert 'against the references' in proc.stdout, proc.stderr
     with pytest.raises(ClusterproofError, match='no figure store here'):
         store.stores_in(tmp_path / 'other')
+
+
+def test_a_night_with_an_empty_database_is_judged(tmp_path):
+    """scripts/nightly with an empty results.db: ReFrame runs, cannot store
+    the session, writes its run report; the night is still reported and
+    compared, and the damaged file is named."""
+    from conftest import reframe_env
+    results = tmp_path / 'results'
+    results.mkdir()
+    (results / 'results.db').write_bytes(b'')
+    env = reframe_env(results, extra={'CLUSTERPROOF_CHECKS': str(REPO / 'tests' / 'checks'
+                                                                   / 'results'),
+                                      'CLUSTERPROOF_REFERENCES': str(tmp_path / 'refs')})
+    proc = subprocess.run([str(REPO / 'scripts' / 'nightly'), '--system', 'local'], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=WAIT_S)
+    out = proc.stdout + proc.stderr
+    assert 'failed to store results in the database' in out
+    assert 'reading it from its run report' in out, out[-3000:]
+    assert proc.returncode in (0, 1), out[-3000:]      # 1: no references to compare with
+    session = out.split('nightly: ReFrame did not store session ')[1].split()[0]
+    assert f'session {session[:8]}' in out      # compare judged it
+    assert f'mv {results / "results.db"} {results / "results.db"}.damaged' in out
+    assert (results / 'results.db').stat().st_size == 0     # never written by us
+    assert list((results / 'reports').glob('nightly-*.html'))
