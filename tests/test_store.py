@@ -183,3 +183,25 @@ def test_a_night_with_an_empty_database_is_judged(tmp_path):
     assert f'mv {results / "results.db"} {results / "results.db"}.damaged' in out
     assert (results / 'results.db').stat().st_size == 0     # never written by us
     assert list((results / 'reports').glob('nightly-*.html'))
+
+
+def test_history_from_elsewhere_is_imported_once(tmp_path):
+    """Perflogs recorded from real STREAM runs, imported into a store: the
+    commands' histories are those of the perflogs; a second import adds
+    nothing."""
+    from clusterproof.results import history
+    data = REPO / 'tests' / 'data' / 'history'
+    results = tmp_path / 'results'
+    results.mkdir()
+    reframe_store(results, [_new_report(0, 0)])
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    proc = clusterproof(['store', 'import', str(data / 'perflogs')], results, refs)
+    assert proc.returncode == 0 and 'imported ' in proc.stdout, proc.stderr
+    again = clusterproof(['store', 'import', str(data / 'perflogs')], results, refs)
+    assert 'imported 0 figure(s) of 0 session(s)' in again.stdout, again.stderr
+    direct = {(h.test, h.figure): h.values for h in history.load([data / 'perflogs'])}
+    stored = {(h.test, h.figure): h.values
+              for h in history.from_database(results / 'results.db')
+              if h.system == 'local' and h.test.startswith('Stream')}
+    assert stored == direct and len(direct) == 8

@@ -317,3 +317,41 @@ def scan(paths):
 def sessions(lf):
     """``(session, start)`` of the rows of ``lf``, oldest first."""
     return (lf.select('session', 'start').unique().sort('start').collect().rows())
+
+
+# -- history from elsewhere -------------------------------------------------------------
+
+def import_history(paths, store):
+    """Add the history of CSV files and perflogs at ``paths`` (see
+    :mod:`clusterproof.results.history`) to ``store``, once: a point is a
+    session ``<its session or file>@<time>``; what the store holds already
+    is skipped. Returns (sessions added, rows added)."""
+    from clusterproof.results import history
+    rows = []
+    for p in paths:
+        p = Path(p)
+        if p.suffix == '.csv':
+            rows += history.read_csv(p)
+        else:
+            for f in history.perflog_files(p):
+                rows += history.read_perflog(f)
+    out = []
+    for system, part, test, figure, unit, flags, pt in rows:
+        name, _, environ = test.partition(' +')
+        where = pt.where.rsplit(':', 1)[0]
+        prov = {k: pt.provenance.get(k, '') for k in rfdb.PROVENANCE}
+        out.append(dict(
+            session=pt.session or f'{where}@{pt.time:.0f}', start=pt.time, end=pt.time,
+            time=pt.time, system=system, partition=part, environ=environ, test=name,
+            figure=figure, value=pt.value, unit=unit, ref=None, lower=None, upper=None,
+            perf_result='', result='pass', fail_phase='', reason='', mode='',
+            smoke='smoke' in flags, emulated='emulated' in flags, attrs='{}',
+            reframe_version=pt.provenance.get('reframe_version', ''), cmdline='',
+            time_start='', source=pt.where, **prov))
+    with locked(store):
+        m = _manifest(store)
+        new = [r for r in out if r['session'] not in m['sessions']]
+        sessions = sorted({r['session'] for r in new})
+        if new:
+            add(store, frame(new), sessions)
+    return len(sessions), len(new)
