@@ -157,6 +157,11 @@ def test_a_fleet_is_a_directory_of_stores(tmp_path):
                            '--history', '0'], env=env, capture_output=True, text=True,
                           timeout=WAIT_S, cwd=REPO)
     assert 'against the references' in proc.stdout, proc.stderr
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    proc = clusterproof(['report', '--store', str(fleet), '--last', '7', '-o',
+                         str(tmp_path / 'r.html')], tmp_path / 'nothing', refs)
+    assert 'report of 7 session(s)' in proc.stdout, proc.stderr
     with pytest.raises(ClusterproofError, match='no figure store here'):
         store.stores_in(tmp_path / 'other')
 

@@ -4,7 +4,7 @@ session, and slow drift over the history; exit status 1 on a regression."""
 from clusterproof import ClusterproofError
 from clusterproof.results import compare
 from clusterproof.references.judge import reference_file
-from clusterproof.results.database import load_sessions, records
+from clusterproof.results.database import add_store_arg, load_sessions, records
 
 
 def register(subparsers):
@@ -43,6 +43,7 @@ def register(subparsers):
     p.add_argument('--drift-nights', type=int, default=compare.DEFAULT_NIGHTS, metavar='N',
                    help='drift when a figure got worse N sessions in a row (default '
                         '%(default)s; 0: off)')
+    add_store_arg(p)
     p.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
                    help='history: only sessions of this mode (default: the mode of SESSION)')
     p.set_defaults(func=run)

@@ -8,6 +8,7 @@ was skipped (``result`` ``skip``, ``reason`` the skip message that the check
 recorded in ``cp_skip_reason``; ReFrame's report keeps none).
 """
 
+import argparse
 import json
 import operator
 import os
@@ -161,10 +162,31 @@ def _record(row, case):
                   mode, smoke, emulated, binary_version, t, case, reason)
 
 
+#: stores given with --store on the command line
+_STORES = []
+
+
 def store_paths():
-    """Stores read instead of the results database: ``CLUSTERPROOF_STORE``
-    (paths separated by ``:``; a directory of stores is a fleet), or []."""
-    return [Path(p) for p in os.environ.get('CLUSTERPROOF_STORE', '').split(':') if p]
+    """Stores read instead of the results database: ``--store`` options,
+    else ``CLUSTERPROOF_STORE`` (paths separated by ``:``); a directory of
+    stores is a fleet. [] for the results database's own store."""
+    return list(_STORES) or [Path(p) for p in os.environ.get('CLUSTERPROOF_STORE', '')
+                             .split(':') if p]
+
+
+class _StoreAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        _STORES.append(Path(values))
+        setattr(namespace, self.dest, list(_STORES))
+
+
+def add_store_arg(parser):
+    """``--store DIR`` (repeatable): read these figure stores (a directory of
+    stores is a fleet) instead of the results database."""
+    parser.add_argument('--store', action=_StoreAction, metavar='DIR',
+                        help='read this figure store, or every store in this directory (a '
+                             'fleet), instead of the results database (repeatable; default: '
+                             '$CLUSTERPROOF_STORE, else <results>/store, ingested first)')
 
 
 def figures(db=None):
@@ -336,6 +358,7 @@ def add_selection_args(parser, default_help='the newest session'):
     g.add_argument('--system', help='only test cases that ran on this system')
     g.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
                    help='only test cases run in this mode')
+    add_store_arg(g)
     parser.epilog = ((parser.epilog or '') +
                      f' Without a selection: {default_help}. The database is '
                      f'$CLUSTERPROOF_RESULTS/results.db.')
