@@ -162,6 +162,18 @@ def test_a_fleet_is_a_directory_of_stores(tmp_path):
     proc = clusterproof(['report', '--store', str(fleet), '--last', '7', '-o',
                          str(tmp_path / 'r.html')], tmp_path / 'nothing', refs)
     assert 'report of 7 session(s)' in proc.stdout, proc.stderr
+    # the example of docs/results.md: the fleet in DuckDB's SQL
+    import duckdb
+    sql = (f"SELECT system, test, figure, count(*) AS n, median(value) AS median "
+           f"FROM read_parquet('{fleet}/*/figures-*.parquet') WHERE figure <> '' "
+           f"GROUP BY ALL ORDER BY ALL")
+    got = duckdb.sql(sql).fetchall()
+    want = (df.filter(pl.col('figure') != '')
+            .group_by('system', 'test', 'figure')
+            .agg(pl.len().alias('n'), pl.col('value').median().alias('median'))
+            .sort('system', 'test', 'figure').rows())
+    assert len(got) == len(want) > 0
+    assert all(g[:4] == w[:4] and g[4] == pytest.approx(w[4]) for g, w in zip(got, want))
     with pytest.raises(ClusterproofError, match='no figure store here'):
         store.stores_in(tmp_path / 'other')
 

@@ -249,25 +249,33 @@ def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None
 
 def _sessions_of(df):
     """:class:`Session` objects, with their records and test cases, of the
-    store rows ``df`` (sorted by session start)."""
+    store rows ``df`` (sorted by session start). A test case that looks the
+    same night after night (attributes, provenance, result) is one dict,
+    and the columns that say so are read once per distinct look."""
+    import polars as pl
+    looks_cols = ['system', 'partition', 'environ', 'test', 'result', 'fail_phase', 'mode',
+                  'smoke', 'emulated', *_CASE_COLS]
+    df = df.with_columns(pl.struct(looks_cols).hash().alias('_looks'),
+                         pl.struct('session').hash().alias('_sess'))
+    shared = {}
+    for row in df.unique('_looks').rows(named=True):
+        shared[row['_looks']] = _case(tuple(row[c] for c in _REC_COLS),
+                                      tuple(row[c] for c in _CASE_COLS))
     out = {}
-    cases = {}
-    cols = df.select(_REC_COLS).rows()
-    extra = df.select(_CASE_COLS + _SESSION_COLS).rows()
-    for row, ex in zip(cols, extra):
-        sess = out.get(row[0])
-        if sess is None:
-            end, version, cmdline, tstart, source = ex[len(_CASE_COLS):]
-            sess = out[row[0]] = Session(row[0], row[1], end, {
-                'uuid': row[0], 'version': version, 'cmdline': cmdline, 'time_start': tstart,
-                'time_start_unix': row[1], 'time_end_unix': end}, source, [], [])
-        ck = (row[0], row[2], row[3], row[4], row[5])
-        case = cases.get(ck)
-        if case is None:
-            case = cases[ck] = _case(row, ex)
+    for row in df.unique('_sess').select('session', 'start', *_SESSION_COLS).rows():
+        uuid, start, end, version, cmdline, tstart, source = row
+        out[uuid] = Session(uuid, start, end, {
+            'uuid': uuid, 'version': version, 'cmdline': cmdline, 'time_start': tstart,
+            'time_start_unix': start, 'time_end_unix': end}, source, [], [])
+    seen = set()
+    for looks, row in zip(df['_looks'].to_list(), df.select(_REC_COLS).rows()):
+        sess, case = out[row[0]], shared[looks]
+        ck = (row[0], looks)
+        if ck not in seen:
+            seen.add(ck)
             sess.cases.append(case)
         sess.recs.append(_record(row, case))
-    return list(out.values())
+    return sorted(out.values(), key=lambda s: (s.start, s.uuid))
 
 
 def _case(row, ex):
@@ -277,7 +285,7 @@ def _case(row, ex):
         case[k] = v.split(',') if k == 'job_nodelist' and v else v
     case.update(name=row[5], system=row[2], partition=row[3], environ=row[4],
                 result=row[13], fail_phase=row[14] or None, cp_mode=row[15],
-                cp_smoke=row[16], cp_emulated=row[17], job_completion_time_unix=row[19])
+                cp_smoke=row[16], cp_emulated=row[17])
     return case
 
 
