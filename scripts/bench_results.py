@@ -41,6 +41,8 @@ CP = str(REPO / '.venv' / 'bin' / 'clusterproof')
 PY = str(REPO / '.venv' / 'bin' / 'python')
 TARGET_S = 5.0
 TARGET_RSS = 2 * 1024 ** 3
+#: address-space limit of each timed process (set by --memory-limit)
+LIMIT = [0]
 DAY = 86400
 START0 = 1735689600.0           # 2025-01-01T00:00Z: the first night
 
@@ -127,11 +129,17 @@ def generate(cache, systems, n_sessions, n_figures):
 
 # -- whole processes, timed ------------------------------------------------------------
 
-def measure_child(argv):
-    """In a wrapper process: run ``argv``, print its wall time, CPU time and
-    peak memory (this wrapper's only child) as JSON on stderr's last line."""
+def measure_child(argv, limit):
+    """In a wrapper process: run ``argv`` (its address space limited to
+    ``limit`` bytes, so that a command that would take the machine's memory
+    fails instead), print its wall time, CPU time and peak memory (this
+    wrapper's only child) as JSON on stderr's last line."""
+    def cap():
+        if limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=cap)
     dt = time.perf_counter() - t0
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     sys.stdout.write(proc.stdout)
@@ -142,10 +150,16 @@ def measure_child(argv):
 
 
 def timed(label, argv, env, target=TARGET_S, quiet=False, strict=False):
-    proc = subprocess.run([PY, __file__, '--measure', '--'] + argv, env=env,
+    proc = subprocess.run([PY, __file__, '--measure', str(LIMIT[0]), '--'] + argv, env=env,
                           capture_output=True, text=True, cwd=REPO)
     m = json.loads(proc.stderr.strip().rsplit('\n', 1)[-1])
     if m['rc'] not in ((0,) if strict else (0, 1)):
+        if 'MemoryError' in proc.stderr or 'memory allocation' in proc.stderr:
+            print(f'{label:34s} FAILED: over the --memory-limit of {LIMIT[0] / 2 ** 30:g} GiB '
+                  f'after {m["wall"]:.1f} s wall, {m["cpu"]:.1f} s CPU', flush=True)
+            m.update(wall=float('inf'), rss=LIMIT[0])
+            m['out'] = ''
+            return m
         sys.exit(f'{label}: {" ".join(argv)}: exit {m["rc"]}\n{proc.stderr[-3000:]}')
     if not quiet:
         ratio = f'  ratio to {target:g} s: {m["wall"] / target:5.2f}' if target else ''
@@ -265,7 +279,7 @@ def bench_engines(store):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == '--measure':
-        return measure_child(sys.argv[3:])
+        return measure_child(sys.argv[4:], int(sys.argv[2]))
     if len(sys.argv) > 1 and sys.argv[1] == '--store-sessions':
         results, system, first, end, figures = sys.argv[2:7]
         store_sessions(Path(results), system, range(int(first), int(end)), int(figures))
@@ -278,7 +292,12 @@ def main():
                     help='also compare the engines of the store (polars, DuckDB)')
     ap.add_argument('--cache', type=Path, default=CACHE,
                     help='where generated databases are kept (default %(default)s)')
+    ap.add_argument('--memory-limit', type=float, default=8, metavar='GIB',
+                    help='address-space limit of each timed process, so that a command '
+                         'that outgrows it fails instead of taking the machine\'s memory '
+                         '(default %(default)g; 0: none)')
     args = ap.parse_args()
+    LIMIT[0] = int(args.memory_limit * 2 ** 30)
     cache = args.cache / f'{args.figures}fig-{args.sessions}sess'
     generate(cache, args.systems, args.sessions, args.figures)
     work = args.cache / 'work'
