@@ -222,3 +222,10 @@ def test_history_from_elsewhere_is_imported_once(tmp_path):
               for h in history.from_database(results / 'results.db')
               if h.system == 'local' and h.test.startswith('Stream')}
     assert stored == direct and len(direct) == 8
+    # rebuilding from the database keeps the imported history
+    proc = clusterproof(['store', 'rebuild'], results, refs)
+    assert 'rebuilt ' in proc.stdout, proc.stderr
+    rebuilt = {(h.test, h.figure): h.values
+               for h in history.from_database(results / 'results.db')
+               if h.system == 'local' and h.test.startswith('Stream')}
+    assert rebuilt == direct

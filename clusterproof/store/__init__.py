@@ -258,8 +258,8 @@ def ingest_reports(results, store=None):
 
 
 def rebuild(db, store=None):
-    """Derive ``store`` anew from ``db`` (and the run reports of sessions
-    the database lacks are lost from it: rebuild reads the database only).
+    """Derive ``store`` anew from ``db``; the sessions the database lacks
+    (imported history, nights read from run reports) are kept as they are.
     Readers see the old store until the new manifest replaces it."""
     store = Path(store or default_path(db))
     with locked(store):
@@ -267,6 +267,13 @@ def rebuild(db, store=None):
         fresh = {'format': FORMAT, 'sessions': {}, 'files': []}
         index = rfdb.session_index(db)
         names = []
+        in_db = [u for u, _ in index]
+        if old['files']:
+            keep = (scan([store]).filter(~pl.col('session').is_in(in_db)).collect()
+                    .sort(['start', 'system', 'test', 'figure']))
+            if keep.height:
+                names.append(_write_part(store, keep, _month(keep['start'][0])))
+                fresh['sessions'].update({s: names[-1] for s in keep['session'].unique()})
         for i in range(0, len(index), 64):
             chunk = [u for u, _ in index[i:i + 64]]
             df = _rows_of(rfdb.read_sessions(db, chunk))
