@@ -89,7 +89,9 @@ def run(args):
 
     if args.history > 0:
         mode = args.mode or (session.modes[0] if len(session.modes) == 1 else None)
-        hist = load_sessions(last=args.history, system=args.system, mode=mode,
+        # drift over the history of the session's system, not of every system of a fleet
+        own = args.system or (session.systems[0] if len(session.systems) == 1 else None)
+        hist = load_sessions(last=args.history, system=own, mode=mode,
                              until=session.start + 1e-3)
         drifts = compare.drift(records(hist), window=args.drift_window,
                                drop=args.drift_percent / 100, nights=args.drift_nights,
