@@ -116,17 +116,16 @@ def resolve_id(db, ident, known=None):
 
 def read_sessions(db, uuids):
     """``(uuid, start, end, report, report_file)`` of each session of
-    ``uuids`` in ``db``, oldest first (each report decoded once)."""
+    ``uuids`` in ``db``, in that order (each report decoded once; looked up
+    by uuid, the table's key: a scan in time order would read every
+    session's report from disk)."""
     conn = connect(db)
     try:
-        uuids = list(uuids)
-        for i in range(0, len(uuids), 500):
-            chunk = uuids[i:i + 500]
-            q = (f'SELECT uuid, session_start_unix, session_end_unix, json_blob, report_file '
-                 f'FROM sessions WHERE uuid IN ({",".join("?" * len(chunk))}) '
-                 f'ORDER BY session_start_unix')
-            for uuid, start, end, blob, report_file in conn.execute(q, chunk):
-                yield uuid, start, end, json.loads(blob), report_file or ''
+        for uuid in uuids:
+            row = conn.execute('SELECT uuid, session_start_unix, session_end_unix, json_blob, '
+                               'report_file FROM sessions WHERE uuid = ?', (uuid,)).fetchone()
+            if row is not None:
+                yield row[0], row[1], row[2], json.loads(row[3]), row[4] or ''
     finally:
         conn.close()
 
