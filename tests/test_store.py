@@ -139,6 +139,12 @@ def test_a_damaged_database_loses_no_night(tmp_path):
     assert f'{results / "results.db"}: not a ReFrame results database' in proc.stderr
     assert f'mv {results / "results.db"} {results / "results.db"}.damaged' in proc.stderr
     assert 'read 1 session(s) from run reports' in proc.stderr
+    # the next command does not read the same run reports again
+    proc = clusterproof(['compare', '--history', '0'], results, refs)
+    assert report['session_info']['uuid'][:8] in proc.stdout, proc.stderr
+    assert 'read 0 session(s) from run reports' in proc.stderr
+    manifest = json.loads((results / 'store' / store.MANIFEST).read_text())
+    assert list(manifest['reports']) == ['run-report-0.json']
 
 
 def test_a_fleet_is_a_directory_of_stores(tmp_path):

@@ -247,13 +247,24 @@ def ingest_reports(results, store=None):
     added = []
     with locked(store):
         m = _manifest(store)
+        seen = m.get('reports', {})     # report files read already: name -> mtime
+        done = {}
         for path in rfdb.run_reports(results):
+            mtime = path.stat().st_mtime
+            if seen.get(path.name) == mtime:
+                continue
             sess = rfdb.read_run_report(path)
+            if sess is not None:
+                done[path.name] = mtime
             if sess is None or sess[0] in m['sessions'] or sess[0] in added:
                 continue
             add(store, _rows_of([sess]), [sess[0]])
             added.append(sess[0])
             m = _manifest(store)
+        if done:
+            m = _manifest(store)
+            m['reports'] = {**m.get('reports', {}), **done}
+            _save_manifest(store, m)
     return added
 
 
