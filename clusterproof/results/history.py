@@ -117,11 +117,16 @@ def from_records(sessions, recs):
 def _record_rows(sessions, recs):
     version = {s.uuid: (s.info.get('version') or '') for s in sessions}
     rows = []
+    shared = {}     # the same test case's provenance night after night: one dict (read-only)
     for r in recs:
         if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
             continue
-        prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
-        prov['reframe_version'] = version.get(r.session, '')
+        pk = (id(r.case), version.get(r.session, ''))
+        prov = shared.get(pk)
+        if prov is None:
+            prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
+            prov['reframe_version'] = pk[1]
+            shared[pk] = prov
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
                      Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov)))
