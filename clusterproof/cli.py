@@ -28,6 +28,7 @@ COMMANDS = [
     'changes',      # change points in the history of every figure
     'acceptance',   # the full methodology, three repetitions, a verdict
     'validate',     # the site configuration and references, checked
+    'store',        # the figure store every command reads
 ]
 
 

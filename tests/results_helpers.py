@@ -1,6 +1,7 @@
 """Shared by the results tests: the recorded database, the clusterproof
 command with a results and references directory of the test's own."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -43,3 +44,42 @@ def without_binary(env, name, empty_view):
     env['PATH'] = os.pathsep.join(d for d in env.get('PATH', '').split(os.pathsep)
                                   if not os.access(os.path.join(d, name), os.X_OK))
     return env
+
+
+#: writes the run reports of a JSON file (a list) into the results database
+#: of CLUSTERPROOF_RESULTS through ReFrame's own storage code
+_STORE_REPORTS = '''
+import json, sys
+import reframe.core.config as config
+import reframe.core.runtime as runtime
+site = config.load_config(sys.argv[1])
+site.select_subconfig('generic')
+runtime.init_runtime(site)
+from reframe.frontend.reporting.storage import StorageBackend
+backend = StorageBackend.default()
+for report in json.load(open(sys.argv[2])):
+    backend.store(report, sys.argv[3])
+'''
+
+
+def reframe_store(results, reports, report_file=''):
+    """Store the run reports ``reports`` in ``results``/results.db as ReFrame
+    does at the end of a run (its storage backend, its schema)."""
+    data = Path(results) / '.reports-to-store.json'
+    data.write_text(json.dumps(reports))
+    env = dict(os.environ, CLUSTERPROOF_RESULTS=str(results))
+    subprocess.run([str(REPO / '.venv' / 'bin' / 'python'), '-c', _STORE_REPORTS,
+                    str(REPO / 'site_config' / 'settings.py'), str(data), report_file],
+                   env=env, check=True, timeout=WAIT_S, capture_output=True)
+    data.unlink()
+
+
+def recorded_report(n=0):
+    """The run report of the ``n``-th recorded session (oldest first)."""
+    import sqlite3
+    conn = sqlite3.connect(f'file:{RECORDED_DB}?mode=ro', uri=True)
+    try:
+        rows = conn.execute('SELECT json_blob FROM sessions ORDER BY session_start_unix')
+        return json.loads(rows.fetchall()[n][0])
+    finally:
+        conn.close()

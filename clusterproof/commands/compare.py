@@ -4,7 +4,7 @@ session, and slow drift over the history; exit status 1 on a regression."""
 from clusterproof import ClusterproofError
 from clusterproof.results import compare
 from clusterproof.references.judge import reference_file
-from clusterproof.results.database import load_sessions, records
+from clusterproof.results.database import add_store_arg, load_sessions, records
 
 
 def register(subparsers):
@@ -45,6 +45,7 @@ def register(subparsers):
     p.add_argument('--drift-nights', type=int, default=compare.DEFAULT_NIGHTS, metavar='N',
                    help='drift when a figure got worse N sessions in a row (default '
                         '%(default)s; 0: off)')
+    add_store_arg(p)
     p.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
                    help='history: only sessions of this mode (default: the mode of SESSION)')
     p.set_defaults(func=run)
@@ -90,7 +91,9 @@ def run(args):
 
     if args.history > 0:
         mode = args.mode or (session.modes[0] if len(session.modes) == 1 else None)
-        hist = load_sessions(last=args.history, system=args.system, mode=mode,
+        # drift over the history of the session's system, not of every system of a fleet
+        own = args.system or (session.systems[0] if len(session.systems) == 1 else None)
+        hist = load_sessions(last=args.history, system=own, mode=mode,
                              until=session.start + 1e-3)
         drifts = compare.drift(records(hist), window=args.drift_window,
                                drop=args.drift_percent / 100, nights=args.drift_nights,

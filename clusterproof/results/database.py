@@ -1,33 +1,28 @@
-"""Measured results, read from ReFrame's results database.
-
-ReFrame stores every session in ``<results>/results.db`` (sqlite, table
-``sessions``: ``uuid``, ``session_start_unix``, ``session_end_unix``,
-``json_blob`` = the whole run report, ``report_file``; table ``testcases``
-indexes the test cases by name, system, partition and completion time).
-Each test case of the report carries its performance values
-(``perfvalues``: ``"<system>:<partition>:<figure>": [value, reference,
-lower, upper, unit, result]``) and every loggable variable of the check:
-the provenance of :class:`clusterproof.checks.base.ClusterproofCheck` (``cp_mode``,
-``cp_smoke``, ``cp_emulated``, ``cp_git_rev``, ``cp_config_hash``,
-``binary_path``, ``binary_version``, ``spack_spec``, ``spack_lock_hash``),
-its parameters and ``job_nodelist``. So the database is the one record;
-this module only reads it (read-only sqlite) and flattens it into
-:class:`Record` rows, one per test case and figure, and one row with figure
-``''`` for a test case that failed before its figures or was skipped
-(``result`` ``skip``, ``reason`` the skip message that the check recorded
-in ``cp_skip_reason``; ReFrame's report keeps none).
+"""Measured results as sessions and :class:`Record` rows, read from the figure
+store (:mod:`clusterproof.store`), which is derived from ReFrame's results
+database (``<results>/results.db``, read through
+:mod:`clusterproof.reframe_io.database`, never written): each read first
+ingests the sessions the store lacks. One row per test case and figure, and
+one row with figure ``''`` for a test case that failed before its figures or
+was skipped (``result`` ``skip``, ``reason`` the skip message that the check
+recorded in ``cp_skip_reason``; ReFrame's report keeps none).
 """
 
+import argparse
 import json
+import operator
+import os
 import re
-import sqlite3
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import results_db
 from clusterproof.references.judge import lower_is_better
+from clusterproof.reframe_io import database as rfdb
 from clusterproof.site.hardware import is_emulated
 
 #: test attributes that count threads (the x axis of scaling plots)
@@ -46,6 +41,7 @@ class Session:
     info: dict
     report_file: str = ''
     cases: list = field(default_factory=list)
+    recs: list = None           # its records, when read from the figure store
 
     @property
     def systems(self):
@@ -94,10 +90,9 @@ class Record:
     case: dict              # the whole test case of the report (shared)
     reason: str = ''        # why the test case failed or was skipped
 
-    @property
-    def key(self):
-        """What identifies the same figure across sessions."""
-        return (self.system, self.partition, self.environ, self.test, self.figure)
+    #: what identifies the same figure across sessions
+    #: (:data:`clusterproof.store.IDENTITY`)
+    key = property(operator.attrgetter('system', 'partition', 'environ', 'test', 'figure'))
 
     @property
     def params(self):
@@ -151,22 +146,77 @@ def parse_since(text, now=None):
     return (now or time.time()) - float(m.group(1)) * _SINCE_UNITS[m.group(2)]
 
 
-def _connect(db):
-    if not db.is_file():
-        raise ClusterproofError(
-            f'no results database at {db}: run the checks first (reframe -c reframe_checks -r) '
-            f'or set CLUSTERPROOF_RESULTS to the results directory')
+#: the columns of the store a :class:`Record` is made of
+_REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figure', 'value',
+             'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
+             'smoke', 'emulated', 'binary_version', 'time', 'reason')
+_CASE_COLS = ('attrs',) + rfdb.PROVENANCE
+_SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
+
+
+def _record(row, case):
+    (session, start, system, part, environ, test, figure, value, unit, ref, lower, upper,
+     perf_result, result, fail_phase, mode, smoke, emulated, binary_version, t, reason) = row
+    return Record(session, start, system, part, environ, check_name(test), test, figure,
+                  value, unit, ref, lower, upper, perf_result, result, fail_phase or None,
+                  mode, smoke, emulated, binary_version, t, case, reason)
+
+
+#: stores given with --store on the command line
+_STORES = []
+
+
+def store_paths():
+    """Stores read instead of the results database: ``--store`` options,
+    else ``CLUSTERPROOF_STORE`` (paths separated by ``:``); a directory of
+    stores is a fleet. [] for the results database's own store."""
+    return list(_STORES) or [Path(p) for p in os.environ.get('CLUSTERPROOF_STORE', '')
+                             .split(':') if p]
+
+
+class _StoreAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        _STORES.append(Path(values))
+        setattr(namespace, self.dest, list(_STORES))
+
+
+def add_store_arg(parser):
+    """``--store DIR`` (repeatable): read these figure stores (a directory of
+    stores is a fleet) instead of the results database."""
+    parser.add_argument('--store', action=_StoreAction, metavar='DIR',
+                        help='read this figure store, or every store in this directory (a '
+                             'fleet), instead of the results database (repeatable; default: '
+                             '$CLUSTERPROOF_STORE, else <results>/store, ingested first)')
+
+
+def figures(db=None):
+    """A lazy frame of the figure store of ``db`` (default: the results
+    database), after ingesting the sessions it lacks; with
+    ``CLUSTERPROOF_STORE`` set, those stores instead (nothing ingested).
+    A damaged database does not lose a night: the sessions of the run
+    reports the store lacks are ingested, and a warning names the file."""
+    from clusterproof import store
+    paths = store_paths() if db is None else []
+    if paths:
+        return store.scan(paths), ', '.join(map(str, paths))
+    db = Path(db or results_db())
+    where = store.default_path(db)
     try:
-        conn = sqlite3.connect(f'file:{db}?mode=ro', uri=True, timeout=30)
-        conn.execute('SELECT 1 FROM sessions LIMIT 1')
-    except sqlite3.Error as err:
-        raise ClusterproofError(f'{db}: not a ReFrame results database ({err})') from None
-    return conn
+        store.ingest(db, where)
+    except rfdb.DamagedDatabase as err:
+        if not rfdb.run_reports(db.parent):
+            raise
+        added = store.ingest_reports(db.parent, where)
+        print(f'WARNING: {err}', file=sys.stderr)
+        print(f'WARNING: read {len(added)} session(s) from run reports in '
+              f'{db.parent / "reports"}: {", ".join(a[:8] for a in added) or "none new"}',
+              file=sys.stderr)
+    return store.scan([where]), str(db)
 
 
 def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None,
                   until=None):
-    """Sessions of the results database, oldest first.
+    """Sessions of the figure store, oldest first, each with its records.
 
     ``ids`` selects by uuid (a unique prefix is enough); ``since`` (unix time)
     and ``until`` bound the start time; ``system`` and ``mode`` keep sessions
@@ -174,102 +224,86 @@ def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None
     what remains. An id that matches nothing or more than one session is an
     error naming it.
     """
-    db = db or results_db()
-    conn = _connect(db)
-    try:
-        query = ('SELECT uuid, session_start_unix, session_end_unix, json_blob, report_file '
-                 'FROM sessions')
-        where, args = [], []
-        if ids:
-            uuids = [_resolve_id(conn, db, i) for i in ids]
-            where.append(f'uuid IN ({",".join("?" * len(uuids))})')
-            args += uuids
-        if since is not None:
-            where.append('session_start_unix >= ?')
-            args.append(since)
-        if until is not None:
-            where.append('session_start_unix < ?')
-            args.append(until)
-        if system:
-            where.append('uuid IN (SELECT session_uuid FROM testcases WHERE system = ?)')
-            args.append(system)
-        if where:
-            query += ' WHERE ' + ' AND '.join(where)
-        if last is not None:
-            # newest first, so that only the reports of the newest N sessions
-            # that match are decoded (a year of history is tens of MB of JSON)
-            query += ' ORDER BY session_start_unix DESC'
-            if not mode:
-                query += f' LIMIT {max(int(last), 0)}'
-        else:
-            query += ' ORDER BY session_start_unix'
-        sessions = []
-        for uuid, start, end, blob, report_file in conn.execute(query, args):
-            if last is not None and len(sessions) >= last:
-                break
-            report = json.loads(blob)
-            cases = [tc for run in report.get('runs', []) for tc in run.get('testcases', [])]
-            if system:
-                cases = [tc for tc in cases if tc.get('system') == system]
-            if mode:
-                cases = [tc for tc in cases if tc.get('cp_mode') == mode]
-                if not cases:
-                    continue
-            sessions.append(Session(uuid, start, end, report.get('session_info', {}),
-                                    report_file or '', cases))
-    finally:
-        conn.close()
-    return sessions[::-1] if last is not None else sessions
+    import polars as pl
+    lf, where = figures(db)
+    if ids:
+        from clusterproof import store
+        known = [u for u, _ in store.sessions(lf)]
+        lf = lf.filter(pl.col('session').is_in([rfdb.resolve_id(where, i, known)
+                                                 for i in ids]))
+    if since is not None:
+        lf = lf.filter(pl.col('start') >= since)
+    if until is not None:
+        lf = lf.filter(pl.col('start') < until)
+    if system:
+        lf = lf.filter(pl.col('system') == system)
+    if mode:
+        lf = lf.filter(pl.col('mode') == mode)
+    if last is not None:
+        newest = (lf.select('session', 'start').unique().sort('start', descending=True)
+                  .head(max(int(last), 0)).select('session'))
+        lf = lf.join(newest, on='session', how='semi')
+    df = lf.sort(['start', 'session']).collect()
+    return _sessions_of(df)
 
 
-def _resolve_id(conn, db, ident):
-    rows = conn.execute('SELECT uuid FROM sessions WHERE uuid LIKE ?',
-                        (ident.replace('%', '') + '%',)).fetchall()
-    if not rows:
-        raise ClusterproofError(f'session {ident!r} is not in {db} '
-                                f'(list them with: reframe --list-stored-sessions)')
-    if len(rows) > 1:
-        raise ClusterproofError(f'session id {ident!r} matches {len(rows)} sessions in {db}; '
-                                f'give more of the uuid')
-    return rows[0][0]
+def _sessions_of(df):
+    """:class:`Session` objects, with their records and test cases, of the
+    store rows ``df`` (sorted by session start). A test case that looks the
+    same night after night (attributes, provenance, result) is one dict,
+    and the columns that say so are read once per distinct look."""
+    import polars as pl
+    looks_cols = ['system', 'partition', 'environ', 'test', 'result', 'fail_phase', 'mode',
+                  'smoke', 'emulated', *_CASE_COLS]
+    df = df.with_columns(pl.struct(looks_cols).hash().alias('_looks'),
+                         pl.struct('session').hash().alias('_sess'))
+    shared = {}
+    for row in df.unique('_looks').rows(named=True):
+        shared[row['_looks']] = _case(tuple(row[c] for c in _REC_COLS),
+                                      tuple(row[c] for c in _CASE_COLS))
+    out = {}
+    for row in df.unique('_sess').select('session', 'start', *_SESSION_COLS).rows():
+        uuid, start, end, version, cmdline, tstart, source = row
+        out[uuid] = Session(uuid, start, end, {
+            'uuid': uuid, 'version': version, 'cmdline': cmdline, 'time_start': tstart,
+            'time_start_unix': start, 'time_end_unix': end}, source, [], [])
+    seen = set()
+    for looks, row in zip(df['_looks'].to_list(), df.select(_REC_COLS).rows()):
+        sess, case = out[row[0]], shared[looks]
+        ck = (row[0], looks)
+        if ck not in seen:
+            seen.add(ck)
+            sess.cases.append(case)
+        sess.recs.append(_record(row, case))
+    return sorted(out.values(), key=lambda s: (s.start, s.uuid))
+
+
+def _case(row, ex):
+    """The test case of a store row, as far as the store keeps it."""
+    case = json.loads(ex[0] or '{}')
+    for k, v in zip(rfdb.PROVENANCE, ex[1:len(_CASE_COLS)]):
+        case[k] = v.split(',') if k == 'job_nodelist' and v else v
+    case.update(name=row[5], system=row[2], partition=row[3], environ=row[4],
+                result=row[13], fail_phase=row[14] or None, cp_mode=row[15],
+                cp_smoke=row[16], cp_emulated=row[17])
+    return case
 
 
 def records(sessions):
-    """Flatten sessions into :class:`Record` rows (test cases without
+    """The :class:`Record` rows of ``sessions`` (test cases without
     performance values still give one row with figure ``''`` when they
     failed or were skipped, so a failed sanity or a skip is never lost;
     readers of figures skip the rows without one)."""
     out = []
     for sess in sessions:
-        for tc in sess.cases:
-            system, part = tc.get('system', ''), tc.get('partition', '')
-            name = tc.get('name', '')
-            common = dict(
-                session=sess.uuid, start=sess.start, system=system, partition=part,
-                environ=tc.get('environ', ''), check=check_name(name), test=name,
-                result=tc.get('result', ''), fail_phase=tc.get('fail_phase'),
-                mode=tc.get('cp_mode', ''), smoke=bool(tc.get('cp_smoke')),
-                emulated=is_emulated(tc),
-                binary_version=tc.get('binary_version', '') or '',
-                time=tc.get('job_completion_time_unix') or sess.start, case=tc,
-                reason=_first_line(tc.get('cp_skip_reason') if tc.get('result') == 'skip'
-                                   else tc.get('fail_reason')))
-            perf = tc.get('perfvalues') or {}
-            if not perf and tc.get('result') != 'pass':
-                out.append(Record(figure='', value=float('nan'), unit='', ref=None,
-                                  lower=None, upper=None, perf_result='', **common))
-            for key, pv in perf.items():
-                figure = key.rsplit(':', 1)[-1]
-                value, ref, lower, upper, unit, res = (list(pv) + [None] * 6)[:6]
-                out.append(Record(figure=figure,
-                                  value=float(value) if value is not None else float('nan'),
-                                  unit=unit or '', ref=ref, lower=lower, upper=upper,
-                                  perf_result=res or '', **common))
+        if sess.recs is not None:
+            out += sess.recs
+            continue
+        for tc in sess.cases:       # a session built in memory
+            for row in rfdb.testcase_rows(tc, sess.uuid, sess.start, sess.end, sess.info,
+                                          sess.report_file):
+                out.append(_record(tuple(row[c] for c in _REC_COLS), tc))
     return out
-
-
-def _first_line(text):
-    return (text or '').strip().split('\n', 1)[0]
 
 
 def by_key(recs):
@@ -332,6 +366,7 @@ def add_selection_args(parser, default_help='the newest session'):
     g.add_argument('--system', help='only test cases that ran on this system')
     g.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
                    help='only test cases run in this mode')
+    add_store_arg(g)
     parser.epilog = ((parser.epilog or '') +
                      f' Without a selection: {default_help}. The database is '
                      f'$CLUSTERPROOF_RESULTS/results.db.')

@@ -3,8 +3,8 @@
 Three sources, all read-only (nothing is ever written to the results
 database):
 
-- the ReFrame results database (``results.db``), through
-  :mod:`clusterproof.results.database`;
+- the ReFrame results database (``results.db``), through the figure store
+  (:mod:`clusterproof.results.database`);
 - ReFrame perflogs: ``|``-separated fields with the header line ReFrame
   writes at the top of each file; a figure is the field under the header
   ``<name>_value`` (``<name>_var=<name>_value`` when the format logs the
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.reframe_io import database as rfdb
 from clusterproof.results import database
 
 #: provenance fields compared at a change point (the loggable variables of
@@ -116,23 +117,20 @@ def from_records(sessions, recs):
 def _record_rows(sessions, recs):
     version = {s.uuid: (s.info.get('version') or '') for s in sessions}
     rows = []
+    shared = {}     # the same test case's provenance night after night: one dict (read-only)
     for r in recs:
         if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
             continue
-        prov = {k: _text(r.case.get(k)) for k in PROVENANCE if k in r.case}
-        prov['reframe_version'] = version.get(r.session, '')
+        pk = (id(r.case), version.get(r.session, ''))
+        prov = shared.get(pk)
+        if prov is None:
+            prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
+            prov['reframe_version'] = pk[1]
+            shared[pk] = prov
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
                      Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov)))
     return rows
-
-
-def _text(v):
-    if v is None:
-        return ''
-    if isinstance(v, (list, tuple)):
-        return ','.join(str(x) for x in v)
-    return str(v)
 
 
 # -- perflogs --------------------------------------------------------------------------
