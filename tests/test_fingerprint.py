@@ -126,3 +126,23 @@ def test_changes_names_the_causes_injected_at_a_known_session(tmp_path, dd_env):
     assert f'dd sha256 {sha[0]}... -> {sha[1]}... (same path)' in bw['attribution'], bw
     assert f'OMP_NUM_THREADS 1 -> 4 on {node}' in bw['attribution'], bw
     print('\n'.join(bw['attribution']))
+
+
+def test_parse_the_probe_output_of_two_nodes():
+    """Output recorded on two nodes of the local Slurm cluster (see
+    tests/data/fingerprint/README.md): one record each, alike, one hash."""
+    from clusterproof.checks import fingerprint
+    from conftest import REPO
+    path = REPO / 'tests' / 'data' / 'fingerprint' / 'emu-2-nodes.out'
+    nodes = fingerprint.parse(path.read_text(), source=str(path))
+    assert sorted(nodes) == ['n1', 'n2']
+    assert nodes['n1']['slurm'] == 'slurm-wlm 22.05.8'
+    assert nodes['n1']['mem_gib'].isdigit() and 'mem_kib' not in nodes['n1']
+    hashes = {n: fingerprint.record_hash(r) for n, r in nodes.items()}
+    text = fingerprint.by_nodes(hashes)
+    assert text == f'n[1-2]={hashes["n1"]}'
+    assert fingerprint.per_node(text) == hashes
+    sha, _ = fingerprint.binary_identity(nodes)
+    assert len(sha) == 64
+    with pytest.raises(Exception, match=r'emu-2-nodes.out:1: .*not a fingerprint line'):
+        fingerprint.parse('kernel=6.1\n', source=str(path))

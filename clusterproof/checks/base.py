@@ -255,10 +255,9 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         import os
 
         with open(os.path.join(self.stagedir, fingerprint.SCRIPT), 'w') as f:
-            f.write(fingerprint.PROBE)
-        binary = self.binary_path or self.executable
-        self.prerun_cmds = [fingerprint.command(self.job.scheduler.registered_name, binary,
-                                                self.stagedir), *self.prerun_cmds]
+            f.write(fingerprint.script(self.job.scheduler.registered_name,
+                                       self.binary_path or self.executable, self.stagedir))
+        self.prerun_cmds = [fingerprint.COMMAND, *self.prerun_cmds]
 
     @run_before('sanity')
     def _cp_record_fingerprint(self):

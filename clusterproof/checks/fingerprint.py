@@ -49,8 +49,8 @@ HASH_DIGITS = 12
 
 _ENV_CASE = '|'.join(f'{p}*' for p in ENV_PREFIXES)
 
-#: the probe: ``sh cp_fingerprint.sh BINARY STAGE_DIR`` (the file system of the
-#: stage directory, where the job runs, is recorded)
+#: the probe (``$1``: the binary, ``$2``: the stage directory, whose file
+#: system is recorded); :func:`script` sets them
 PROBE = r'''#!/bin/sh
 # clusterproof node fingerprint: key=value lines after "@node <hostname>"
 get() { v=; [ -r "$2" ] && { read -r v < "$2" || :; }; echo "$1=$v"; }
@@ -107,15 +107,22 @@ exit 0
 '''.replace('ENVCASE', _ENV_CASE)
 
 
-def command(scheduler, binary, stagedir):
-    """The job-script line that runs the probe on every node of the job
-    (``scheduler``: the ReFrame scheduler's name) into :data:`OUTPUT`."""
+def script(scheduler, binary, stagedir):
+    """The probe as written to the stage directory: ``sh cp_fingerprint.sh``
+    in the job (:data:`COMMAND`) runs it on every node of the job
+    (``scheduler``: the ReFrame scheduler's name), for ``binary`` and the
+    file system of ``stagedir``."""
     q = _quote
-    probe = f'sh {SCRIPT} {q(binary)} {q(stagedir)}'
+    head = f'set -- {q(binary)} {q(stagedir)}\n'
     if scheduler in ('slurm', 'squeue'):
-        probe = (f'if [ -n "$SLURM_JOB_ID" ]; then srun --ntasks-per-node=1 '
-                 f'-N"$SLURM_NNODES" -n"$SLURM_NNODES" {probe}; else {probe}; fi')
-    return f'({probe}) > {OUTPUT} 2>/dev/null || :'
+        head = ('[ -z "$CP_FINGERPRINT_NODE" ] && [ -n "$SLURM_JOB_ID" ] && '
+                'CP_FINGERPRINT_NODE=1 exec srun --ntasks-per-node=1 -N"$SLURM_NNODES" '
+                '-n"$SLURM_NNODES" sh "$0"\n') + head
+    return PROBE.replace('#!/bin/sh\n', '#!/bin/sh\n' + head, 1)
+
+
+#: the job-script line (short: ReFrame logs it with every result)
+COMMAND = f'sh {SCRIPT} > {OUTPUT} 2>/dev/null || :'
 
 
 def _quote(s):
