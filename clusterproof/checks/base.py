@@ -28,6 +28,7 @@ from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
 from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
 from clusterproof.checks.provenance import git_revision, site_config_hash
+from clusterproof.checks import fingerprint
 
 
 class ConfigurationError(ReframeError):
@@ -64,6 +65,13 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
 
     #: the copy of that spack.lock kept with the results (<results>/spack/)
     spack_lock_copy = variable(str, value='')
+
+    #: what the job ran on, taken inside the job (clusterproof.checks.fingerprint):
+    #: ``n[1-16]=<hash>;...`` (each hash's record in <results>/fingerprints/),
+    #: the sha256 of the binary run and the MPI library it loads
+    cp_fingerprint = variable(str, value='')
+    cp_binary_sha256 = variable(str, value='')
+    cp_mpi_library = variable(str, value='')
 
     #: why the test case was skipped: ReFrame prints it but keeps it in no
     #: report, so every skip of a clusterproof check records it here
@@ -240,6 +248,33 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         raise SanityError(f'the job wrote no output ({job.stdout}); job {job.jobid} ended in '
                           f'state {state} on node(s) {nodes}'
                           + (f': {cause}' if cause else ''))
+
+    @run_before('run', always_last=True)
+    def _cp_fingerprint_probe(self):
+        '''Run the fingerprint probe on every node of the job, before the program.'''
+        import os
+
+        with open(os.path.join(self.stagedir, fingerprint.SCRIPT), 'w') as f:
+            f.write(fingerprint.script(self.job.scheduler.registered_name,
+                                       self.binary_path or self.executable, self.stagedir))
+        self.prerun_cmds = [fingerprint.COMMAND, *self.prerun_cmds]
+
+    @run_before('sanity')
+    def _cp_record_fingerprint(self):
+        '''Record the fingerprints and the binary's identity (a probe that
+        could not run leaves them empty; it never fails the test case).'''
+        import os
+
+        if self.is_dry_run():
+            return
+        try:
+            with open(os.path.join(self.stagedir, fingerprint.OUTPUT)) as f:
+                nodes = fingerprint.parse(f.read())
+            hashes = fingerprint.store(nodes)
+        except (OSError, ClusterproofError):
+            return
+        self.cp_fingerprint = fingerprint.by_nodes(hashes)
+        self.cp_binary_sha256, self.cp_mpi_library = fingerprint.binary_identity(nodes)
 
     @run_before('sanity')
     def _cp_require_provenance(self):

@@ -51,9 +51,12 @@ recall, delay and false alarm rate per noise model.
 import dataclasses
 import datetime
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
+
+from clusterproof.checks import fingerprint
 
 #: standard errors of the shift a change must reach
 DEFAULT_Z = 4.2
@@ -744,6 +747,13 @@ def attribution(points, c):
     for k in keys:
         old = {p.provenance.get(k, '') for p in before}
         new = {p.provenance.get(k, '') for p in after}
+        if k == 'cp_fingerprint':
+            out += fingerprint.changes([p.provenance.get(k, '') for p in before],
+                                       [p.provenance.get(k, '') for p in after])
+            continue
+        if k == 'cp_binary_sha256' and new and not (new & old):
+            out.append(_binary_change(before, after, old, new))
+            continue
         if k == 'job_nodelist':
             common = _common_nodes(after) - _common_nodes(before)
             if common and old != new:
@@ -753,6 +763,14 @@ def attribution(points, c):
         if new and not (new & old):
             out.append(f'{k}: {_short(old)} -> {_short(new)}')
     return out
+
+
+def _binary_change(before, after, old, new):
+    '''``stream_c.exe sha256 3fa1.. -> 9c0e.. (same path)``.'''
+    paths = {p.provenance.get('binary_path', '') for p in before + after}
+    name = os.path.basename(next(iter(paths))) if len(paths) == 1 else 'binary'
+    same = ' (same path)' if len(paths) == 1 and paths != {''} else ''
+    return f'{name or "binary"} sha256 {_short(old)} -> {_short(new)}{same}'
 
 
 def _common_nodes(points):

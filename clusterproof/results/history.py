@@ -36,7 +36,8 @@ from clusterproof.results import database
 #: provenance fields compared at a change point (the loggable variables of
 #: every check, and the nodes the job ran on)
 PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
-              'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist')
+              'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist',
+              'cp_binary_sha256', 'cp_mpi_library', 'cp_fingerprint')
 CSV_COLUMNS = ('timestamp', 'system', 'partition', 'test', 'figure', 'value', 'unit')
 #: what an optional ``flags`` column of a CSV history may hold (space-separated):
 #: a smoke or emulated figure has its own history, apart from full-size ones
