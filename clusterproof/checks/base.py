@@ -109,22 +109,20 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         # An absolute path: ReFrame joins it to its reference prefix unchanged.
         self.reference = {'$ref': str(path)}
 
-    def read_job_output(self, program):
+    def read_job_output(self, program=None):
         '''``(stdout, stderr, stdout_path, stderr_path)`` of the job; a file
         that cannot be read fails sanity naming the program and the error.'''
         import os
 
-        from reframe.core.exceptions import SanityError
-
         out = os.path.join(self.stagedir, str(self.job.stdout))
         err = os.path.join(self.stagedir, str(self.job.stderr))
         try:
-            with open(out) as f:
+            with open(out, errors='replace') as f:
                 stdout = f.read()
-            with open(err) as f:
+            with open(err, errors='replace') as f:
                 stderr = f.read()
         except OSError as exc:
-            raise SanityError(f'cannot read the {program} output: {exc}') from None
+            raise SanityError(f'cannot read the {program or "job"} output: {exc}') from None
         return stdout, stderr, out, err
 
     @contextlib.contextmanager
@@ -208,26 +206,68 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         self.spack_lock_copy = ''
         return built.path
 
+    @run_before('run', always_last=True)
+    def _cp_record_exit_status(self):
+        '''The job script records the program's exit status (the first
+        command after it, whatever the check runs next) and its own at exit,
+        in :data:`clusterproof.checks.reliability.EXIT_STATUS_FILE`.'''
+        from clusterproof.checks import reliability
+
+        self.prerun_cmds = [reliability.SHELL_RECORD_SCRIPT_STATUS, *self.prerun_cmds]
+        self.postrun_cmds = [reliability.SHELL_RECORD_PROGRAM_STATUS, *self.postrun_cmds]
+
+    def _cp_job(self):
+        if isinstance(self, rfm.CompileOnlyRegressionTest):
+            return self.build_job
+        return self.job
+
     @run_before('sanity')
-    def _cp_job_wrote_output(self):
-        '''A job that never wrote its output file (its node died before the
-        program started, or Slurm never ran it) fails naming the job's state,
-        its nodes and the likely cause, not a missing file.'''
+    def _cp_job_ended_well(self):
+        '''A job whose program exited non-zero, was killed by a signal, or
+        ended in a Slurm state other than COMPLETED (a dead node, the time
+        limit, a cancellation, out of memory) fails naming the cause
+        (:func:`clusterproof.checks.reliability.failure_cause`): the job's
+        output, its exit statuses, Slurm's state of the job and of its nodes.
+        A job that never wrote its output fails naming its state and nodes,
+        not a missing file.'''
         import os
 
-        from clusterproof.checks.reliability import failure_cause
+        from clusterproof.checks import reliability
 
         if self.is_dry_run():           # --dry-run: nothing ran, nothing to read
             return
-        job = self.build_job if isinstance(self, rfm.CompileOnlyRegressionTest) else self.job
-        if job is None or os.path.exists(os.path.join(self.stagedir, str(job.stdout))):
+        job = self._cp_job()
+        if job is None:
             return
         state = job.state or 'unknown'
-        nodes = ', '.join(sorted(job.nodelist or [])) or 'unknown'
-        cause = failure_cause('', state, self.time_limit)
-        raise SanityError(f'the job wrote no output ({job.stdout}); job {job.jobid} ended in '
-                          f'state {state} on node(s) {nodes}'
-                          + (f': {cause}' if cause else ''))
+        nodes = sorted(job.nodelist or [])
+        wrote = os.path.exists(os.path.join(self.stagedir, str(job.stdout)))
+        statuses = reliability.read_exit_status(os.path.join(self.stagedir,
+                                                             reliability.EXIT_STATUS_FILE))
+        if wrote and not reliability.job_failed(state, statuses, job.exitcode):
+            return
+        text = ''
+        for name in (job.stdout, job.stderr):
+            try:
+                with open(os.path.join(self.stagedir, str(name)), errors='replace') as f:
+                    text += f.read()
+            except OSError:
+                pass
+        down = []
+        if self.current_partition.scheduler.registered_name == 'slurm':
+            down = reliability.slurm_down_nodes(nodes)
+        status = statuses.get('program', statuses.get('script'))
+        cause = reliability.failure_cause(text, state, self.time_limit, status, down)
+        where = (f'job {job.jobid} ended in state {state} on node(s) '
+                 f'{", ".join(nodes) or "unknown"}')
+        if not wrote:
+            raise SanityError(f'the job wrote no output ({job.stdout}); {where}'
+                              + (f': {cause}' if cause else ''))
+        detail = cause or 'the job failed'
+        if cause and cause.startswith('the program exited'):
+            line = reliability.first_error_line(text)
+            detail += f': {line}' if line else ''
+        raise SanityError(f'{detail} ({where})')
 
     @run_before('sanity')
     def _cp_require_provenance(self):

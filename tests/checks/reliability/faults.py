@@ -155,3 +155,29 @@ class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlaceme
             return True
         cause = reliability.failure_cause(text, self.job.state, self.time_limit)
         raise SanityError(cause or f'the program ended without output (Slurm state {self.job.state})')
+
+
+@rfm.simple_test
+class ReliabilityExit(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlacement):
+    descr = 'A program that prints what a good run prints, then exits with a status or a signal'
+    valid_systems = ['emu:srun', 'local']
+    valid_prog_environs = ['*']
+    num_tasks = 1
+    time_limit = '2m'
+
+    #: the program's end: ``exit N`` or ``kill -SIG`` (itself)
+    end = variable(str, value='exit 3')
+
+    @run_after('setup')
+    def find_sh(self):
+        self.executable = self.use_binary('sh', 'dash', version_argv=['true'])
+        self.executable_opts = ['-c', f"'echo all done; echo something broke >&2; {self.end}'"]
+
+    @run_before('run')
+    def keep_going_after_the_program(self):
+        # what a check does after its program: the recorded status is the program's
+        self.postrun_cmds = ['echo after the program']
+
+    @sanity_function
+    def printed_all_done(self):
+        return sn.assert_found(r'^all done', self.stdout)
