@@ -6,14 +6,13 @@ state the job got). The product check STREAM is run into a time limit and
 onto a node that dies, on the local cluster.
 """
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from clusterproof.checks import reliability
 from clusterproof.cluster import faults
-from conftest import REPO, VENV_BIN, WAIT_S, need_netns, report_cases, run_reframe, wait_for
+from conftest import REPO, WAIT_S, need_netns, report_cases, run_reframe, wait_for
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 DATA = Path(__file__).resolve().parent / 'data' / 'reliability'
@@ -97,7 +96,8 @@ def test_dry_run_records_the_statuses_in_the_job_script(tmp_path):
     lines = script.read_text().splitlines()
     prog = next(i for i, ln in enumerate(lines) if 'echo all done' in ln)
     assert lines[prog + 1] == reliability.SHELL_RECORD_PROGRAM_STATUS
-    assert lines.index(reliability.SHELL_RECORD_SCRIPT_STATUS) < prog
+    trap = reliability.shell_at_exit()
+    assert lines.index(trap[0]) < lines.index(trap[1]) < prog
 
 
 # ------------------------------------ a product check: STREAM on the local cluster

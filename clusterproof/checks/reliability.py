@@ -81,8 +81,15 @@ CAUSES = [
 #: ``script N`` (the job script itself, at its exit)
 EXIT_STATUS_FILE = '.clusterproof-exit-status'
 
-#: first command of the job script: record the script's exit status at its exit
-SHELL_RECORD_SCRIPT_STATUS = f"trap 'echo \"script $?\" >> {EXIT_STATUS_FILE}' EXIT"
+
+
+def shell_at_exit(commands=()):
+    """First lines of a job script: at its exit, however it exits, record
+    its exit status, then run ``commands`` (removing test directories);
+    the script's exit status stays what it was."""
+    body = '; '.join([f'echo "script $clusterproof_exit" >> {EXIT_STATUS_FILE}', *commands])
+    return [f'clusterproof_at_exit() {{ clusterproof_exit=$?; {body}; return $clusterproof_exit; }}',
+            'trap clusterproof_at_exit EXIT']
 
 #: first command after the program: record its status and leave ``$?`` as it
 #: was, for the check's own commands after it
