@@ -96,8 +96,12 @@ def test_dry_run_records_the_statuses_in_the_job_script(tmp_path):
     lines = script.read_text().splitlines()
     prog = next(i for i, ln in enumerate(lines) if 'echo all done' in ln)
     assert lines[prog + 1] == reliability.SHELL_RECORD_PROGRAM_STATUS
-    trap = reliability.shell_at_exit()
-    assert lines.index(trap[0]) < lines.index(trap[1]) < prog
+    first = reliability.shell_at_exit()
+    assert [lines.index(ln) for ln in first] == list(range(lines.index(first[0]),
+                                                           lines.index(first[0]) + 3))
+    assert lines.index(first[-1]) < prog
+    # nothing in these lines can be taken for a perflog field or figure
+    assert not any(c in ln for ln in first + [lines[prog + 1]] for c in '=|')
 
 
 # ------------------------------------ a product check: STREAM on the local cluster

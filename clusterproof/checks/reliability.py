@@ -81,20 +81,25 @@ CAUSES = [
 #: ``script N`` (the job script itself, at its exit)
 EXIT_STATUS_FILE = '.clusterproof-exit-status'
 
+#: first command after the program: record its status and leave ``$?`` as it
+#: was, for the check's own commands after it (the function is defined by
+#: :func:`shell_at_exit`)
+SHELL_RECORD_PROGRAM_STATUS = 'clusterproof_program_ended $?'
 
 
 def shell_at_exit(commands=()):
     """First lines of a job script: at its exit, however it exits, record
     its exit status, then run ``commands`` (removing test directories);
-    the script's exit status stays what it was."""
-    body = '; '.join([f'echo "script $clusterproof_exit" >> {EXIT_STATUS_FILE}', *commands])
-    return [f'clusterproof_at_exit() {{ clusterproof_exit=$?; {body}; return $clusterproof_exit; }}',
+    the script's exit status stays what it was. Defines the function that
+    :data:`SHELL_RECORD_PROGRAM_STATUS` calls. No '=' or '|' in these lines:
+    job script lines are logged in the perflog, whose fields are
+    ``|``-separated and whose figures are ``name=value``."""
+    record = 'echo "{what} $1" >> ' + EXIT_STATUS_FILE
+    body = '; '.join([record.format(what='script'), *commands])
+    return [f'clusterproof_program_ended() {{ {record.format(what="program")}; return $1; }}',
+            f'clusterproof_at_exit() {{ set -- $?; {body}; return $1; }}',
             'trap clusterproof_at_exit EXIT']
 
-#: first command after the program: record its status and leave ``$?`` as it
-#: was, for the check's own commands after it
-SHELL_RECORD_PROGRAM_STATUS = (f'clusterproof_status=$?; echo "program $clusterproof_status" '
-                               f'>> {EXIT_STATUS_FILE}; (exit $clusterproof_status)')
 
 #: Slurm (and ReFrame's local scheduler) states of a job that did not end well
 FAILED_STATES = frozenset(['FAILED', 'FAILURE', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL',
