@@ -22,8 +22,8 @@ under mpirun, and mpirun on this machine for the ``local`` system.
 FileSize per thread: at least 2 x the RAM of clients and servers in all,
 divided by T (clusterproof/methods/sizing.py); smoke mode uses small sizes with
 ``--posix.odirect`` and marks the results smoke. The test directory is
-created under the partition's scratch directory only (clusterproof/checks/scratch.py)
-and removed after the run, also when IOR fails.
+created by the job under the partition's scratch directory only and removed
+when the job ends, also when IOR fails (clusterproof/checks/testdirs.py).
 
 ``-S cp_scale=tiny`` keeps the mode's thread counts, placement and options
 (``-C`` included) and writes 1 MiB per thread (figures flagged smoke). A
@@ -44,13 +44,13 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checks import scratch
 from clusterproof.methods import ior
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior as ior_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
 from clusterproof.checks.storage import StorageScale
+from clusterproof.checks.testdirs import TestDirectories
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 
@@ -60,7 +60,7 @@ _BANNER = 'MPI Coordinated Test of Parallel I/O'
 
 @rfm.simple_test
 class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks,
-                    StorageScale):
+                    StorageScale, TestDirectories):
     descr = 'IOR N-to-1 (one shared file): write, then read with -C, bandwidth Max/Mean'
     valid_systems = ['*']
     valid_prog_environs = ['*']
@@ -115,10 +115,9 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
 
     @run_before('run')
     def make_test_dir(self):
-        with self.configuration():
-            self.scratch_root, self.test_dir = scratch.prepare_test_dir(
-                self.declared('storage', 'scratch'), f'ior-t{self.threads}',
-                self.total_bytes, f'IOR with {self.threads} threads', self.is_dry_run())
+        self.test_dir = self.test_directory(self.declared('storage', 'scratch'),
+                                            f'ior-t{self.threads}', self.total_bytes,
+                                            f'IOR with {self.threads} threads')
         self.ior_test_dir = str(self.test_dir)
 
     @run_before('run')
@@ -128,23 +127,16 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
         self.job.num_tasks = self.num_tasks      # the launcher's -np / --ntasks
         launch = self.job.launcher.run_command(self.job)
         read = shlex.join([self.executable] + self.ior_options('read'))
-        cleanup = scratch.shell_cleanup(self.test_dir)
         self.postrun_cmds = [
             'ior_write_status=$?',
             f'if [ $ior_write_status -eq 0 ]; then {launch} {read}; fi',
             'ior_read_status=$?',
-            cleanup,
             'exit $(( ior_write_status != 0 ? ior_write_status : ior_read_status ))',
         ]
 
     def ior_options(self, phase):
         return ior.argv(phase, self.test_dir, self.ior_transfer_size, self.ior_block_size,
                         self.repetitions, self.delay, self.read_reorder, self.ior_direct_io)
-
-    @run_after('run')
-    def remove_test_dir(self):
-        if getattr(self, 'test_dir', None):
-            scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     def runs(self):
         """``{'write': IorRun, 'read': IorRun}`` from the job's output."""

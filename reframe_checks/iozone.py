@@ -25,8 +25,9 @@ mode code path of IOzone, on one node.
 Sizes: at least 2 x the RAM of clients and servers in all, divided by T
 (clusterproof/methods/sizing.py); smoke mode uses small files with ``-I`` (O_DIRECT)
 and marks the results smoke. Files live in a directory of their own under the
-partition's scratch directory (clusterproof/checks/scratch.py), removed by the job
-script, again after the run, and by the next run if the job was interrupted.
+partition's scratch directory, created by the job and removed when it exits,
+again after the run, and by the next run if the job was interrupted
+(clusterproof/checks/testdirs.py).
 
 ``-S cp_scale=tiny`` keeps the mode's thread counts, placement and command
 lines and writes 1 MiB per thread (figures flagged smoke): the acceptance
@@ -53,13 +54,13 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checks import scratch
 from clusterproof.methods import iozone
 from clusterproof.modes import by_mode
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.paths import REPO
 from clusterproof.checks.base import ClusterproofCheck, ThreadPlacement
 from clusterproof.checks.storage import StorageScale
+from clusterproof.checks.testdirs import TestDirectories
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 
@@ -73,7 +74,8 @@ THREADLIST = 'threadlist'
 LOCAL_LOCK = '/tmp/clusterproof-iozone.lock'
 
 
-class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, StorageScale):
+class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, StorageScale,
+                 TestDirectories):
     valid_systems = ['*']
     valid_prog_environs = ['*']
     sourcesdir = None
@@ -132,11 +134,9 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
 
     @run_before('run')
     def make_test_dir(self):
-        with self.configuration():
-            self.scratch_root, self.test_dir = scratch.prepare_test_dir(
-                self.declared('storage', 'scratch'), self.unique_name,
-                self.size.total, f'IOzone {self.kind} with {self.threads} threads',
-                self.is_dry_run())
+        self.test_dir = self.test_directory(
+            self.declared('storage', 'scratch'), self.unique_name, self.size.total,
+            f'IOzone {self.kind} with {self.threads} threads')
         self.iozone_test_dir = str(self.test_dir)
 
     @run_before('run')
@@ -169,29 +169,21 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
             f'{iozone.command_line(second, self.master_address)}; fi',
             'iozone_second_status=$?',
             iozone.stop_space_watchdog(),
-            scratch.shell_cleanup(self.test_dir),
             'exit $(( iozone_first_status != 0 ? iozone_first_status : iozone_second_status ))',
         ]
 
     def passes(self):
         raise NotImplementedError
 
-    @run_after('run')
-    def remove_test_dir(self):
-        if getattr(self, 'test_dir', None) and not self.is_dry_run():
-            scratch.remove_test_dir(self.scratch_root, self.test_dir)
-
     def results(self):
         return self.parsed_output(iozone_parser.parse)
 
     @sanity_function
     def both_passes_complete(self):
-        err = os.path.join(self.stagedir, str(self.job.stderr))
-        if os.path.exists(err):
-            with open(err) as f:
-                full = [line.strip() for line in f if iozone.NO_SPACE_MESSAGE in line]
-            if full:
-                raise SanityError(full[0])
+        _stdout, stderr, _out, _err = self.read_job_output('IOzone')
+        full = [line.strip() for line in stderr.splitlines() if iozone.NO_SPACE_MESSAGE in line]
+        if full:
+            raise SanityError(full[0])
         parsed = self.results()
         runs = parsed['runs']
         if len(runs) != 2:

@@ -17,8 +17,9 @@ creates at most 10 files per task (figures flagged smoke). A task count
 above the system's ``extras['storage']['max_threads']`` skips, naming the
 limit (clusterproof/checks/storage.py).
 
-The test directory is created under the partition's scratch directory only
-and removed after the run, also when mdtest fails.
+The test directory is created by the job under the partition's scratch
+directory only and removed when the job ends, also when mdtest fails
+(clusterproof/checks/testdirs.py).
 
 Sanity: the ``SUMMARY rate`` table is there with every reported operation,
 the task count matches, no ``WARNING:`` or ``ERROR`` line. Figures (ops/s,
@@ -31,12 +32,12 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checks import scratch
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest as mdtest_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
 from clusterproof.checks.storage import StorageScale
+from clusterproof.checks.testdirs import TestDirectories
 from clusterproof.methods import sizing
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
@@ -52,7 +53,8 @@ FIGURES = {
 
 
 @rfm.simple_test
-class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, StorageScale):
+class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, StorageScale,
+             TestDirectories):
     descr = 'mdtest metadata rates (file creation, stat, read, removal; tree creation, removal)'
     valid_systems = ['*']
     valid_prog_environs = ['*']
@@ -96,10 +98,8 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
 
     @run_before('run')
     def make_test_dir(self):
-        with self.configuration():
-            self.scratch_root, self.test_dir = scratch.prepare_test_dir(
-                self.declared('storage', 'scratch'), f'mdtest-t{self.threads}',
-                dry_run=self.is_dry_run())
+        self.test_dir = self.test_directory(self.declared('storage', 'scratch'),
+                                            f'mdtest-t{self.threads}')
         self.mdtest_test_dir = str(self.test_dir)
 
     @run_before('run')
@@ -108,13 +108,6 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
             '-n', str(self.files_per_task), '-u', '-N', str(self.mdtest_stride),
             '-i', str(self.repetitions), '-w', str(self.file_bytes), '-e', str(self.file_bytes),
             '-d', f'{self.test_dir}/mdtest']
-        self.postrun_cmds = ['mdtest_status=$?', scratch.shell_cleanup(self.test_dir),
-                             'exit $mdtest_status']
-
-    @run_after('run')
-    def remove_test_dir(self):
-        if getattr(self, 'test_dir', None):
-            scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     def result(self):
         if not hasattr(self, '_result'):

@@ -26,13 +26,13 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import mmap_sweep
-from clusterproof.checks import scratch
 from clusterproof.modes import current_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
 from clusterproof.checks.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure_function
 from clusterproof.site.hardware import node_cores
+from clusterproof.checks.testdirs import TestDirectories
 
 SWEEP_SCRIPT = 'sweep_targets.sh'
 
@@ -56,7 +56,7 @@ class build_mmap_sweep(rfm.CompileOnlyRegressionTest):
 
 
 @rfm.simple_test
-class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck, TestDirectories):
     descr = 'mmap sweep: read a bytes every b bytes, memory versus files on each device'
     valid_systems = ['*']
     valid_prog_environs = ['*']
@@ -113,7 +113,6 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.binary_version = 'mmap_sweep 1 (built from reframe_checks/src/mmap_sweep)'
         a, b = self.point
         mode, threads = self.access[0], self.threads
-        self.test_dirs = {}
         lines = ['#!/bin/bash', 'status=0']
         for target in self.targets:
             name = target['name']
@@ -122,27 +121,17 @@ class MmapSweep(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             if target['path'] is None:
                 argv.append('--memory')
             else:
-                with self.configuration():
-                    root, test_dir = scratch.prepare_test_dir(target['path'],
-                                                              f'mmap-sweep-{name}')
-                self.test_dirs[name] = (root, test_dir)
+                test_dir = self.test_directory(target['path'], f'mmap-sweep-{name}')
                 argv += ['--file', f'{test_dir}/mmap_sweep.dat', '--create']
             out = shlex.quote(f'{name}.out')
             lines += [f'echo "target {name}: {shlex.join(argv)}"',
                       f'{shlex.join(argv)} > {out} 2>&1 || {{ status=1; '
                       f'echo "target {name} failed:"; cat {out}; }}']
-            if name in self.test_dirs:
-                lines.append(scratch.shell_cleanup(self.test_dirs[name][1]))
         lines.append('exit $status')
         with open(os.path.join(self.stagedir, SWEEP_SCRIPT), 'w') as f:
             f.write('\n'.join(lines) + '\n')
         os.chmod(os.path.join(self.stagedir, SWEEP_SCRIPT), 0o755)
         self.executable = f'./{SWEEP_SCRIPT}'
-
-    @run_after('run')
-    def remove_test_files(self):
-        for root, test_dir in getattr(self, 'test_dirs', {}).values():
-            scratch.remove_test_dir(root, test_dir)
 
     def results(self):
         if not hasattr(self, '_results'):

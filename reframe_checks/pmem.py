@@ -23,7 +23,8 @@ Figures per section: iops, bw (MiB/s), lat_mean and lat_p50/p99/p99_9/p99_99
 (us, from fio's ``lat_ns``). Sanity: every job has error 0 and did I/O.
 
 The job file is generated (``clusterproof.methods.fiojob``) into the stage
-directory; sizes, loops and jobs come from the mode and can be set with
+directory; fio's files go in a test directory of its own under the target
+(created by the job, removed when it ends: clusterproof/checks/testdirs.py); sizes, loops and jobs come from the mode and can be set with
 ``-S filesize=<bytes> -S numjobs=N -S loops=N``.
 
 What only the node under test knows (fio's engines, its mounts, its ndctl
@@ -42,11 +43,11 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 
 from clusterproof.methods import fiojob
-from clusterproof.checks import scratch
 from clusterproof.parsers import fio as fioparser
 from clusterproof.checks.base import ClusterproofCheck, ConfigurationError
 from clusterproof.paths import private_dir, user_path
 from clusterproof.site import pmem as node
+from clusterproof.checks.testdirs import TestDirectories
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 
@@ -54,7 +55,7 @@ JOB_FILE = 'worst_case.fio'
 FIO_SPEC = pinned_spec('fio')
 
 
-class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, TestDirectories):
     """The published job on one target; subclasses choose engine and target."""
 
     valid_prog_environs = ['*']
@@ -92,13 +93,10 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @run_before('run')
     def write_job_file(self):
-        self.test_dir = None
-        with self.configuration():
-            root = scratch.check_scratch(self.target_dir_root())
-            self.fio_job = self.make_job(str(scratch.plan_test_dir(root, 'fio')))
-            self.scratch_root = root
-            if self.engine != 'dev-dax':
-                self.test_dir = scratch.create_test_dir(self.scratch_root, self.fio_job.target)
+        if self.engine == 'dev-dax':        # the device itself: no file, no directory
+            self.fio_job = self.make_job(None)
+        else:
+            self.fio_job = self.make_job(str(self.test_directory(self.target_dir_root(), 'fio')))
         with open(os.path.join(self.stagedir, JOB_FILE), 'w') as f:
             f.write(self.fio_job.render())
         self.executable = self.fio
@@ -108,8 +106,6 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             # until the file system is full): write the files first.
             self.prerun_cmds = [f'head -c {size} /dev/zero > {shlex.quote(path)}'
                                 for path, size in self.fio_job.layout_files(self.section)]
-        if self.test_dir is not None:
-            self.postrun_cmds = [scratch.shell_cleanup(self.test_dir)]
 
     @run_before('run')
     def probe_the_node(self):
@@ -128,11 +124,6 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         if not verdict and 'engine' in verdict.reason:
             self.skip(f'{verdict.reason}; build one with: spack -e . install {FIO_SPEC}')
         self.skip_if(not verdict, verdict.reason)
-
-    @run_after('run')
-    def remove_test_files(self):
-        if self.test_dir is not None:
-            scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     def figures(self):
         return self.parsed_output(fioparser.section_figures, section=self.section)
@@ -211,9 +202,6 @@ class PmemFioDevDax(FioWorstCaseBase):
 
     def node_needs(self):
         return {'devdax': self.device, 'align': self.devdax_align}
-
-    def target_dir_root(self):
-        return '/tmp/clusterproof-unused'   # dev-dax writes no files
 
     def make_job(self, target):
         return fiojob.worst_case_job('dev-dax', self.device, mode=self.fio_mode(),

@@ -129,23 +129,25 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         # An absolute path: ReFrame joins it to its reference prefix unchanged.
         self.reference = {'$ref': str(path)}
 
-    def read_job_output(self, program):
-        '''``(stdout, stderr, stdout_path, stderr_path)`` of the job; a file
-        that cannot be read fails sanity naming the program and the error.'''
+    def read_job_output(self, program=None, filename=None):
+        '''The one way a check reads what its job wrote:
+        ``(stdout, stderr, stdout_path, stderr_path)`` of the job, or with
+        ``filename`` ``(text, path)`` of that file in the stage directory. A
+        file that cannot be read fails sanity naming the program, the file
+        and the error.'''
         import os
 
-        from reframe.core.exceptions import SanityError
-
-        out = os.path.join(self.stagedir, str(self.job.stdout))
-        err = os.path.join(self.stagedir, str(self.job.stderr))
-        try:
-            with open(out) as f:
-                stdout = f.read()
-            with open(err) as f:
-                stderr = f.read()
-        except OSError as exc:
-            raise SanityError(f'cannot read the {program} output: {exc}') from None
-        return stdout, stderr, out, err
+        names = [filename] if filename else [self.job.stdout, self.job.stderr]
+        paths = [os.path.join(self.stagedir, str(name)) for name in names]
+        texts = []
+        for path in paths:
+            try:
+                with open(path, errors='replace') as f:
+                    texts.append(f.read())
+            except OSError as exc:
+                raise SanityError(f'cannot read the {program or "job"} output {path}: '
+                                  f'{exc.strerror}') from None
+        return (texts[0], paths[0]) if filename else (*texts, *paths)
 
     @contextlib.contextmanager
     def configuration(self):
@@ -178,12 +180,9 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         cache = self.__dict__.setdefault('_cp_parsed', {})
         key = (parse.__module__, parse.__qualname__, path, tuple(sorted(options)))
         if key not in cache:
+            text, _ = self.read_job_output(filename=filename or str(self.job.stdout))
             try:
-                with open(path) as f:
-                    text = f.read()
                 cache[key] = parse(text, source=path, **options)
-            except OSError as err:
-                raise SanityError(f'cannot read {path}: {err.strerror}') from None
             except ParseError as err:
                 raise SanityError(str(err)) from None
         return cache[key]
@@ -228,26 +227,77 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         self.spack_lock_copy = ''
         return built.path
 
+    #: shell commands the job script runs before the check's own (creating
+    #: test directories), and at its exit however it exits (removing them):
+    #: mixins append to them (see clusterproof.checks.testdirs)
+    _cp_job_first = ()
+    _cp_job_at_exit = ()
+
+    @run_before('run', always_last=True)
+    def _cp_record_exit_status(self):
+        '''The job script records the program's exit status (the first
+        command after it, whatever the check runs next) and its own at exit,
+        in :data:`clusterproof.checks.reliability.EXIT_STATUS_FILE`; it runs
+        the commands of :attr:`_cp_job_first` first and those of
+        :attr:`_cp_job_at_exit` when it exits.'''
+        from clusterproof.checks import reliability
+
+        self.prerun_cmds = [*reliability.shell_at_exit(self._cp_job_at_exit),
+                            *self._cp_job_first, *self.prerun_cmds]
+        self.postrun_cmds = [reliability.SHELL_RECORD_PROGRAM_STATUS, *self.postrun_cmds]
+
+    def _cp_job(self):
+        if isinstance(self, rfm.CompileOnlyRegressionTest):
+            return self.build_job
+        return self.job
+
     @run_before('sanity')
-    def _cp_job_wrote_output(self):
-        '''A job that never wrote its output file (its node died before the
-        program started, or Slurm never ran it) fails naming the job's state,
-        its nodes and the likely cause, not a missing file.'''
+    def _cp_job_ended_well(self):
+        '''A job whose program exited non-zero, was killed by a signal, or
+        ended in a Slurm state other than COMPLETED (a dead node, the time
+        limit, a cancellation, out of memory) fails naming the cause
+        (:func:`clusterproof.checks.reliability.failure_cause`): the job's
+        output, its exit statuses, Slurm's state of the job and of its nodes.
+        A job that never wrote its output fails naming its state and nodes,
+        not a missing file.'''
         import os
 
-        from clusterproof.checks.reliability import failure_cause
+        from clusterproof.checks import reliability
 
         if self.is_dry_run():           # --dry-run: nothing ran, nothing to read
             return
-        job = self.build_job if isinstance(self, rfm.CompileOnlyRegressionTest) else self.job
-        if job is None or os.path.exists(os.path.join(self.stagedir, str(job.stdout))):
+        job = self._cp_job()
+        if job is None:
             return
         state = job.state or 'unknown'
-        nodes = ', '.join(sorted(job.nodelist or [])) or 'unknown'
-        cause = failure_cause('', state, self.time_limit)
-        raise SanityError(f'the job wrote no output ({job.stdout}); job {job.jobid} ended in '
-                          f'state {state} on node(s) {nodes}'
-                          + (f': {cause}' if cause else ''))
+        nodes = sorted(job.nodelist or [])
+        wrote = os.path.exists(os.path.join(self.stagedir, str(job.stdout)))
+        statuses = reliability.read_exit_status(os.path.join(self.stagedir,
+                                                             reliability.EXIT_STATUS_FILE))
+        if wrote and not reliability.job_failed(state, statuses, job.exitcode):
+            return
+        text = ''
+        if wrote and job is self.job:
+            stdout, stderr, _, _ = self.read_job_output()
+            text = stdout + stderr
+        down = []
+        if self.current_partition.scheduler.registered_name == 'slurm':
+            down = reliability.slurm_down_nodes(nodes)
+        cause = reliability.failure_cause(text, state, self.time_limit,
+                                          statuses.get('program'), down)
+        where = (f'job {job.jobid} on {self.current_partition.fullname} ended in state '
+                 f'{state} on node(s) {", ".join(nodes) or "unknown"}')
+        if not wrote:
+            raise SanityError(f'the job wrote no output ({job.stdout}); {where}'
+                              + (f': {cause}' if cause else ''))
+        if cause is None and 'program' not in statuses and statuses.get('script'):
+            cause = (f'the job stopped before its program started (exit status '
+                     f'{statuses["script"]})')
+        detail = cause or 'the job failed'
+        if cause and cause.startswith(('the program exited', 'the job stopped')):
+            line = reliability.first_error_line(text)
+            detail += f': {line}' if line else ''
+        raise SanityError(f'{detail} ({where})')
 
     @run_before('run', always_last=True)
     def _cp_fingerprint_probe(self):

@@ -20,12 +20,16 @@ Rules (each refusal is a :class:`ClusterproofError` naming the path and rule):
   created it (host, process, Slurm job, time). Cleanup removes a directory
   only when the marker is there and names that very directory.
 
-Interruption: the job script removes the directory in its ``postrun_cmds``
-(:func:`shell_cleanup`), the check removes it again after the run
-(:func:`remove_test_dir`, idempotent), the process that created it removes
-it when it exits (an interrupted ``reframe`` cancels its jobs, then exits:
-:func:`remove_created_here`), and a later run removes leftovers whose
-creating process is gone (:func:`remove_leftovers`). Every created
+Lifecycle (the checks get it from
+:class:`clusterproof.checks.testdirs.TestDirectories`): the check plans the
+path; the job creates it on its node before the program starts
+(:func:`shell_create`) and removes it when the job script exits, however it
+exits (:func:`shell_cleanup` in the script's ``EXIT`` trap); the check removes
+it again after the run (:func:`remove_test_dir`, idempotent), the ``reframe``
+process that planned it removes it when it exits (an interrupted ``reframe``
+cancels its jobs, then exits: :func:`remove_created_here`), and a later run
+removes leftovers whose creating process is gone (:func:`remove_leftovers`).
+A dry run (``--dry-run``) writes the job script and creates nothing. Every created
 directory is also recorded in ``<scratch>/.clusterproof-registry`` so
 leftovers can be found even when they are not direct children.
 """
@@ -360,18 +364,44 @@ def _compact_registry(root):
     os.replace(tmp, reg)
 
 
-def prepare_test_dir(scratch, name, nbytes=None, what='test files', dry_run=False):
-    """``(scratch, test directory)`` for one test: the scratch directory
+def prepare_test_dir(scratch, name=None, nbytes=None, what='test files', path=None,
+                     owner_pid=None):
+    """The test directory of one test, created: the scratch directory
     checked, leftovers of killed runs removed, ``nbytes`` checked against the
-    free space (when given) and a fresh directory created. With ``dry_run``
-    (job scripts only) nothing is written: the directory is only planned.
-    Every refusal is a :class:`ClusterproofError`: the check fails with it."""
+    free space (when given) and a fresh directory created, ``path`` when
+    given (planned by :func:`plan_test_dir`), else ``<scratch>/<name>-<unique>``.
+    Runs in the job (``clusterproof scratch create``, :func:`shell_create`)
+    so the directory is made on the node that uses it. Every refusal is a
+    :class:`ClusterproofError`: the job stops and the check fails with it."""
     root = check_scratch(scratch)
-    planned = plan_test_dir(root, name)
-    if dry_run:
-        return root, planned
+    planned = path or plan_test_dir(root, name)
     remove_leftovers(root)
     if nbytes is not None:
         from clusterproof.methods.sizing import check_fits
         check_fits(root if root.is_dir() else root.parent, nbytes, what)
-    return root, create_test_dir(root, planned)
+    return create_test_dir(root, planned, owner_pid=owner_pid)
+
+
+def shell_create(scratch, path, nbytes=None, what=None):
+    """The shell command a job script runs to create the planned test
+    directory ``path`` (:func:`prepare_test_dir` through ``clusterproof
+    scratch create``), owned by the job script; the script stops with
+    status 2 when it is refused (the refusal is on stderr)."""
+    import sys
+    argv = [sys.executable, '-m', 'clusterproof.cli', 'scratch', 'create', '--path', str(path)]
+    if nbytes is not None:
+        argv += ['--bytes', str(int(nbytes))]
+    if what:
+        argv += ['--what', what]
+    argv += [str(scratch), Path(path).name]
+    # no '|': the command is logged in the perflog, whose fields '|' separates
+    return f'if ! {shlex.join(argv)} --owner-pid $$ > /dev/null; then exit 2; fi'
+
+
+def remove_at_exit(scratch, path):
+    """Remove ``path`` (if it exists, with its marker) when this process
+    exits: a directory a job creates is removed by the ``reframe`` that
+    planned it, if it is interrupted before the job could."""
+    if not _created_here:
+        atexit.register(remove_created_here)
+    _created_here.append((Path(scratch), Path(path)))

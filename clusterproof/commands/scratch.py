@@ -2,7 +2,8 @@
 under the rules of clusterproof/checks/scratch.py.
 
 ``create SCRATCH NAME`` prints the path of a new test directory, owned by
-the calling process or ``--owner-pid``; ``remove SCRATCH PATH`` removes one
+the calling process or ``--owner-pid`` (``--path``: the path the check
+planned; ``--bytes``: refuse when the file system has not that much free); ``remove SCRATCH PATH`` removes one
 clusterproof created; ``leftovers SCRATCH`` removes those of processes that
 are gone. A refusal exits with status 2 and says why on stderr.
 """
@@ -25,6 +26,11 @@ def register(subparsers):
     c.add_argument('--owner-pid', type=int, default=None,
                    help='process that uses the directory (a job script passes $$; '
                         'default: the parent process)')
+    c.add_argument('--path', default=None,
+                   help='create this path (under SCRATCH) instead of NAME-<unique>')
+    c.add_argument('--bytes', type=int, default=None,
+                   help='the test will write this many bytes: refuse when they do not fit')
+    c.add_argument('--what', default='test files', help='what the bytes are, for the refusal')
     r = sub.add_parser('remove', help='remove a test directory clusterproof created')
     r.add_argument('scratch')
     r.add_argument('path')
@@ -37,8 +43,8 @@ def run(args):
     if args.action == 'create':
         # The job script that called us owns the directory, not this process
         # (in "$(...)" the parent is a subshell: pass --owner-pid $$).
-        print(scratch.create_test_dir(args.scratch, scratch.plan_test_dir(args.scratch, args.name),
-                                      owner_pid=args.owner_pid or os.getppid()))
+        print(scratch.prepare_test_dir(args.scratch, args.name, args.bytes, args.what,
+                                       path=args.path, owner_pid=args.owner_pid or os.getppid()))
     elif args.action == 'remove':
         scratch.remove_test_dir(args.scratch, args.path)
     else:

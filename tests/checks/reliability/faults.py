@@ -6,15 +6,13 @@ short enough for the test suite.
                       the results database.
 ``ReliabilityHold``   one task per client node: each writes a file into the
                       test's own directory under the scratch directory
-                      (clusterproof.checks.scratch, as the storage checks do), holds
+                      (clusterproof.checks.testdirs, as the storage checks do), holds
                       for ``hold`` seconds (or until the file ``release``
                       exists, when given), then reports done. A node that dies
                       meanwhile fails sanity with a message naming it.
 ``ReliabilityHang``   a program that never ends; the mode's time limit ends it
                       and the failure says timeout.
 """
-
-import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -23,21 +21,10 @@ from reframe.core.builtins import (run_after, run_before,
 from reframe.core.exceptions import SanityError
 
 from clusterproof.checks import reliability
-from clusterproof.checks import scratch
 from clusterproof.modes import by_mode
 from clusterproof.checks.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure
-
-
-def _job_output(check):
-    text = ''
-    for name in (check.job.stdout, check.job.stderr):
-        try:
-            with open(os.path.join(check.stagedir, str(name))) as f:
-                text += f.read()
-        except OSError:
-            pass
-    return text
+from clusterproof.checks.testdirs import TestDirectories
 
 
 class SlurmPlacement(rfm.RegressionTestPlugin):
@@ -81,7 +68,7 @@ class ReliabilityQuick(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlacem
 
 
 @rfm.simple_test
-class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck):
+class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck, TestDirectories):
     descr = 'One task per client node writes a file in its test directory and holds'
     valid_systems = ['emu:srun', 'local']
     valid_prog_environs = ['*']
@@ -108,10 +95,7 @@ class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @run_before('run')
     def make_test_dir(self):
-        self.scratch_root = self.declared('storage', 'scratch')
-        scratch.remove_leftovers(self.scratch_root)
-        self.test_dir = scratch.create_test_dir(
-            self.scratch_root, scratch.plan_test_dir(self.scratch_root, 'hold'))
+        self.test_dir = self.test_directory(self.declared('storage', 'scratch'), 'hold')
         hold = f'{self.sleep} {self.hold}'
         if self.release:
             hold = (f't=0; while [ ! -e {self.release} ] && [ $t -lt {self.hold} ]; '
@@ -120,18 +104,14 @@ class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.executable_opts = ['-c', f"'h=$(hostname); echo start $h; "
                                       f"echo data > {self.test_dir}/file.$h; "
                                       f"{hold}; echo done $h'"]
-        self.postrun_cmds = [scratch.shell_cleanup(self.test_dir)]
-
-    @run_after('run')
-    def remove_test_dir(self):
-        scratch.remove_test_dir(self.scratch_root, self.test_dir)
 
     @sanity_function
     def every_node_done(self):
         done = sn.evaluate(sn.extractall(r'^done (\S+)', self.stdout, 1))
         if len(set(done)) == self.num_tasks:
             return True
-        cause = reliability.failure_cause(_job_output(self), self.job.state, self.time_limit)
+        stdout, stderr, _, _ = self.read_job_output()
+        cause = reliability.failure_cause(stdout + stderr, self.job.state, self.time_limit)
         raise SanityError(f'{len(set(done))} of {self.num_tasks} nodes finished '
                           f'({", ".join(sorted(set(done))) or "none"}); {cause or "cause unknown"}')
 
@@ -151,8 +131,35 @@ class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlaceme
 
     @sanity_function
     def finished(self):
-        text = _job_output(self)
+        stdout, stderr, _, _ = self.read_job_output()
+        text = stdout + stderr
         if 'never printed' in text:
             return True
         cause = reliability.failure_cause(text, self.job.state, self.time_limit)
         raise SanityError(cause or f'the program ended without output (Slurm state {self.job.state})')
+
+
+@rfm.simple_test
+class ReliabilityExit(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlacement):
+    descr = 'A program that prints what a good run prints, then exits with a status or a signal'
+    valid_systems = ['emu:srun', 'local']
+    valid_prog_environs = ['*']
+    num_tasks = 1
+    time_limit = '2m'
+
+    #: the program's end: ``exit N`` or ``kill -SIG`` (itself)
+    end = variable(str, value='exit 3')
+
+    @run_after('setup')
+    def find_sh(self):
+        self.executable = self.use_binary('sh', 'dash', version_argv=['true'])
+        self.executable_opts = ['-c', f"'echo all done; echo something broke >&2; {self.end}'"]
+
+    @run_before('run')
+    def keep_going_after_the_program(self):
+        # what a check does after its program: the recorded status is the program's
+        self.postrun_cmds = ['echo after the program']
+
+    @sanity_function
+    def printed_all_done(self):
+        return sn.assert_found(r'^all done', self.stdout)

@@ -1,0 +1,174 @@
+"""Every check fails, naming the cause, when its program did not end well:
+it exited non-zero or was killed by a signal (the job script records the
+status, clusterproof.checks.base.ClusterproofCheck), or Slurm ended the job
+(a dead node: named from Slurm's own account of the job's nodes whatever
+state the job got). The product check STREAM is run into a time limit and
+onto a node that dies, on the local cluster.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from clusterproof.checks import reliability
+from clusterproof.cluster import faults
+from conftest import REPO, WAIT_S, need_netns, report_cases, run_reframe, wait_for
+
+FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
+DATA = Path(__file__).resolve().parent / 'data' / 'reliability'
+
+
+# ------------------------------------------------- the causes, on recorded text
+
+def test_node_failure_named_from_srun_and_slurm_output():
+    # recorded: stderr of a job whose node n2 was killed (Slurm 22.05.8)
+    text = (DATA / 'node-death-n2.err').read_text()
+    cause = reliability.failure_cause(text, 'NODE_FAIL', 2400)
+    assert cause == 'node failure: n2 stopped answering during the run (Slurm state NODE_FAIL)', cause
+    # the line printed on n1 (*** JOB 2 ON n1 ... DUE TO NODE FAILURE) alone: a node failed
+    line = next(ln for ln in text.splitlines() if 'DUE TO NODE FAILURE' in ln)
+    assert reliability.failure_cause(line, 'CANCELLED') == (
+        'node failure: a node of the job stopped answering during the run (Slurm state CANCELLED)')
+
+
+def test_dead_node_named_from_slurm_whatever_the_job_state():
+    # recorded: scontrol -o show node n2, 70 s after n2's processes were killed
+    down = reliability.parse_down_nodes((DATA / 'scontrol-node-n2-down.txt').read_text())
+    assert down == [('n2', 'Not responding')], down
+    cause = reliability.failure_cause('', 'CANCELLED', None, None, down)
+    assert cause == ('node failure: n2 stopped answering during the run (Slurm state '
+                     'CANCELLED); Slurm says n2: Not responding'), cause
+    # a responding node is not named
+    assert reliability.parse_down_nodes((DATA / 'scontrol-node-n2-down.txt').read_text()
+                                        .replace('DOWN+NOT_RESPONDING', 'IDLE')
+                                        .replace('State=DOWN*', 'State=IDLE')) == []
+
+
+@pytest.mark.parametrize('status, words', [
+    (137, 'signal: the program was killed by SIGKILL (exit status 137)'),
+    (143, 'signal: the program was killed by SIGTERM (exit status 143)'),
+    (2, 'the program exited with status 2'),
+    (0, None),
+])
+def test_exit_status(status, words):
+    assert reliability.failure_cause('', 'COMPLETED', None, status) == words
+
+
+def test_out_of_memory_and_its_state():
+    assert reliability.failure_cause('', 'OUT_OF_MEMORY').startswith('out of memory')
+    line = 'slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step tasks have been OOM Killed.'
+    assert reliability.failure_cause(line, 'FAILED', None, 137) == f'out of memory: the program ran out of memory: {line}'
+
+
+# ----------------------------------------------- a real job, a real exit status
+
+@pytest.mark.parametrize('end, words', [
+    ('exit 3', 'the program exited with status 3: something broke'),
+    ('kill -9 $$', 'signal: the program was killed by SIGKILL (exit status 137)'),
+    ('kill -TERM $$', 'signal: the program was killed by SIGTERM (exit status 143)'),
+])
+def test_program_that_did_not_end_well_fails_naming_the_cause(tmp_path, end, words,
+                                                              record_property):
+    """The program printed what its sanity looks for, then exited non-zero
+    or was killed; the job script ran on after it (its own exit status 0):
+    the test fails with the program's status, and nothing is a pass."""
+    record_property('reliability', 'fault')
+    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit', '-S', f'ReliabilityExit.end={end}',
+                        '-r', '--system', 'local'], tmp_path)
+    record_property('results_lost', 0)
+    (case,) = report_cases(tmp_path)
+    assert case['result'] == 'fail' and case['fail_phase'] == 'sanity', proc.stdout[-3000:]
+    assert words in case['fail_reason'], case['fail_reason']
+
+
+def test_program_that_ended_well_passes(tmp_path):
+    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit', '-S', 'ReliabilityExit.end=true',
+                        '-r', '--system', 'local'], tmp_path)
+    (case,) = report_cases(tmp_path)
+    assert case['result'] == 'pass', proc.stdout[-3000:]
+
+
+def test_dry_run_records_the_statuses_in_the_job_script(tmp_path):
+    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit', '--dry-run', '--system', 'local'],
+                       tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (script,) = tmp_path.rglob('ReliabilityExit/rfm_job.sh')
+    lines = script.read_text().splitlines()
+    prog = next(i for i, ln in enumerate(lines) if 'echo all done' in ln)
+    assert lines[prog + 1] == reliability.SHELL_RECORD_PROGRAM_STATUS
+    first = reliability.shell_at_exit()
+    assert [lines.index(ln) for ln in first] == list(range(lines.index(first[0]),
+                                                           lines.index(first[0]) + 3))
+    assert lines.index(first[-1]) < prog
+    # nothing in these lines can be taken for a perflog field or figure
+    assert not any(c in ln for ln in first + [lines[prog + 1]] for c in '=|')
+
+
+# ------------------------------------ a product check: STREAM on the local cluster
+
+#: STREAM repeats its kernels this often: far longer than any wait for the
+#: fault (it is the fault that ends it); 100,000 times keeps its table of
+#: times (on the stack) small enough
+_STREAM_HOLDS = ['-S', 'StreamBuild.ntimes=100000']
+
+
+def _stream_on(spec, node):
+    for pid in faults.node_pids(spec, node):
+        try:
+            if Path(f'/proc/{pid}/comm').read_text().strip() == 'stream':
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _start_stream(tmp_path, emu_cluster, *args):
+    from test_reliability_faults import _emu_env, _start_reframe
+    env = _emu_env(emu_cluster, tmp_path, tmp_path / 'scratch')
+    return env, _start_reframe(['-c', str(REPO / 'reframe_checks' / 'stream.py'), '-r',
+                                '--system', 'emu:srun', '-n', 'Stream%placement=cores',
+                                *_STREAM_HOLDS, *args], env)
+
+
+def _stream_case(tmp_path):
+    return next(tc for tc in report_cases(tmp_path) if tc['name'].startswith('Stream '))
+
+
+@need_netns
+def test_stream_on_a_node_that_dies_fails_naming_it(emu_cluster, tmp_path, record_property):
+    """STREAM runs on n2 (``-J nodelist=n2``); every process of n2 is killed
+    while it runs. Slurm ends the job when it declares n2 down, and the check
+    fails naming n2, from Slurm's account of the node, whatever state the job
+    got."""
+    from test_reliability_faults import _lost, _spec
+    record_property('reliability', 'fault')
+    spec = _spec()
+    env, proc = _start_stream(tmp_path, emu_cluster, '-J', 'nodelist=n2')
+    try:
+        wait_for('STREAM running on n2', lambda: _stream_on(spec, 'n2'), proc=proc)
+        assert faults.kill_node(spec, 'n2')
+        out, _ = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    case = _stream_case(tmp_path)
+    record_property('results_lost', len(_lost([], tmp_path)))
+    assert case['result'] == 'fail' and case['fail_phase'] == 'sanity', out[-3000:]
+    assert case['fail_reason'].startswith('sanity error: node failure: n2 stopped answering'), \
+        case['fail_reason']
+    assert 'Slurm says n2: Not responding' in case['fail_reason'], case['fail_reason']
+
+
+@need_netns
+def test_stream_past_its_time_limit_fails_naming_it(emu_cluster, tmp_path, record_property):
+    """STREAM with a 20 s time limit and kernels repeated for hours: Slurm
+    ends it (TIMEOUT) and the check fails naming the limit."""
+    record_property('reliability', 'fault')
+    env, proc = _start_stream(tmp_path, emu_cluster, '-S', 'Stream.time_limit=20s')
+    out, _ = proc.communicate(timeout=WAIT_S)
+    case = _stream_case(tmp_path)
+    record_property('results_lost', 0)
+    assert case['result'] == 'fail', out[-3000:]
+    assert 'timeout: the job reached its time limit of 20 s' in case['fail_reason'], \
+        case['fail_reason']
