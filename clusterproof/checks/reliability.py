@@ -2,7 +2,8 @@
 
 :func:`failure_cause` reads the output of a job (the program's, srun's and
 slurmstepd's messages) and names the cause a user needs first: a node that
-failed (by name), the job's time limit, a full file system, a cancellation.
+failed (by name), the job's time limit, a full file system, an MPI start
+that failed, a cancellation.
 Checks call it in their sanity function so the failure message says what
 happened instead of "pattern not found".
 
@@ -23,6 +24,12 @@ _TIME_LIMIT = re.compile(r'(CANCELLED AT \S+ DUE TO TIME LIMIT|time limit exceed
                          r'Job step aborted.*TIME LIMIT|exceeded (?:its|the) time limit)', re.I)
 _NO_SPACE = re.compile(r'(No space left on device|ENOSPC|error=28\b|Disk quota exceeded)', re.I)
 _CANCELLED = re.compile(r'\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?! DUE TO)')
+#: Open MPI's ranks did not all start: a peer it could not connect to (often
+#: one that died in MPI_Init), MPI_Init's own error, PMIx/ORTE start errors
+_MPI_START = re.compile(r'Open MPI failed to TCP connect|An error occurred in MPI_Init\b|'
+                        r'MPI_INIT has failed|It looks like MPI_INIT failed|'
+                        r'ompi_rte_init failed|orte_ess_init failed|PMIx_Init failed|'
+                        r'PMIX ERROR|ORTE_ERROR_LOG', re.I)
 
 
 def failed_nodes(text):
@@ -60,6 +67,9 @@ def failure_cause(text, job_state=None, time_limit=None):
     if m:
         line = next(ln.strip() for ln in text.splitlines() if _NO_SPACE.search(ln))
         return f'no space left on the file system under test: {line[:200]}'
+    line = next((ln.strip()[:200] for ln in text.splitlines() if _MPI_START.search(ln)), None)
+    if line:
+        return f'MPI start failed: {line}'
     if state.startswith('CANCELLED') or _CANCELLED.search(text):
         return 'cancelled: the job was cancelled before it finished'
     return None
