@@ -20,7 +20,7 @@ from clusterproof.site.topology import detect_hardware
 #: skip higher counts, naming this limit. IOzone: 1,024 clients (each an
 #: srun step) take ~18 GiB of this machine's 24 (one run finished in 650 s,
 #: one was stopped when memory ran low); 512 take ~9. IOR, mdtest: 64 ranks
-#: (4 per node) passed every run of the check once every PMIx fence was a
+#: (4 per node) passed 3 of 3 runs of the check once every PMIx fence was a
 #: ring (slurm/local-cluster/mpi.conf.in); at 128, IOR passed once in 450 s
 #: of its 600 s time limit and mdtest lost a node to the load of 128
 #: starting ranks on the shared 2 cores: not declared.
