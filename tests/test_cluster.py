@@ -105,8 +105,9 @@ def test_rendered_configuration(tmp_path):
     assert 'bind-address=127.0.0.1' in texts['my.cnf']
     assert f'datadir={tmp_path}/db' in texts['my.cnf']
     assert texts['hosts'].splitlines()[2:] == [f'198.18.0.{98 + i} n{i + 1}' for i in range(4)]
-    # one PMIx fence algorithm: mixed, a rank could crash in MPI_Init (slurm/local-cluster/mpi.conf.in)
-    assert re.search(r'^PMIxCollFence=tree$', texts['mpi.conf'], re.M)
+    # every PMIx fence a ring: Slurm 22.05's tree fence ends on each node alone in a step on
+    # fewer nodes than TreeWidth, and ranks crashed in MPI_Init (slurm/local-cluster/mpi.conf.in)
+    assert re.search(r'^PMIxCollFence=ring$', texts['mpi.conf'], re.M)
 
 
 HETERO = 'n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024'
@@ -258,14 +259,80 @@ def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
 
 @need_netns
 def test_mpi_with_srun_pmix(emu_cluster, mpi_hello):
-    # the daemons read mpi.conf beside slurm.conf: every PMIx fence is a tree
+    # the daemons read mpi.conf beside slurm.conf: every PMIx fence is a ring
     proc = _run(['scontrol', 'show', 'config'], _env(emu_cluster))
-    assert re.search(r'^PMIxCollFence\s*=\s*tree$', proc.stdout, re.M), proc.stdout[-2000:]
+    assert re.search(r'^PMIxCollFence\s*=\s*ring$', proc.stdout, re.M), proc.stdout[-2000:]
     # a rank that dies ends the step at once: the others would wait for it in MPI until the bound
     proc = _run(['srun', '--mpi=pmix', '--kill-on-bad-exit=1', '-N4', '-n4', str(mpi_hello)],
                 _env(emu_cluster, **MPI_ENV))
     assert proc.returncode == 0, proc.stderr
     _assert_hello_across_4_nodes(proc.stdout)
+
+
+MPI_LATE_RANK = r"""
+#include <mpi.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+/* argv[1]: a directory every node sees; argv[2]: seconds the last rank gives the
+ * others to return from MPI_Init before it enters it (after they all entered). */
+static int count(const char *dir, const char *prefix) {
+    int n = 0; struct dirent *e; DIR *d = opendir(dir);
+    while (d && (e = readdir(d))) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d) closedir(d);
+    return n;
+}
+static void mark(const char *dir, const char *what, int rank) {
+    char path[4096]; FILE *f;
+    snprintf(path, sizeof path, "%s/%s.%d", dir, what, rank);
+    if ((f = fopen(path, "w"))) fclose(f);
+}
+int main(int argc, char **argv) {
+    int rank = atoi(getenv("SLURM_PROCID")), size = atoi(getenv("SLURM_NTASKS"));
+    int passed = -1, i, ok = 1, all;
+    if (rank == size - 1) {
+        while (count(argv[1], "entered.") < size - 1) usleep(20000);
+        for (i = 0; i < 50 * atoi(argv[2]) && (passed = count(argv[1], "passed.")) == 0; i++)
+            usleep(20000);
+    } else {
+        mark(argv[1], "entered", rank);
+    }
+    MPI_Init(&argc, &argv);
+    mark(argv[1], "passed", rank);
+    int *out = malloc(size * sizeof(int)), *in = malloc(size * sizeof(int));
+    for (i = 0; i < size; i++) out[i] = rank * size + i;
+    MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, MPI_COMM_WORLD);
+    for (i = 0; i < size; i++) ok &= in[i] == i * size + rank;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == size - 1) printf("past MPI_Init before the last rank entered it: %d\n", passed);
+    if (rank == 0) printf("alltoall over %d ranks: %s\n", size, all ? "ok" : "wrong");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@need_netns
+def test_mpi_init_waits_for_every_node_at_two_ranks_per_node(emu_cluster, mpi_hello, tmp_path):
+    # 8 ranks on 4 nodes; the last one enters MPI_Init 5 s after all others did. The PMIx
+    # fences in MPI_Init span every node: no rank may return from it before the last one
+    # entered it. With Slurm's tree fence on fewer nodes than TreeWidth, each node's fence
+    # ended with its own ranks: the other nodes' ranks returned at once, and one that then
+    # sent to a rank still in MPI_Init crashed it (slurm/local-cluster/mpi.conf.in).
+    exe = mpi_hello.parent / 'late_rank'
+    src = exe.with_suffix('.c')
+    src.write_text(MPI_LATE_RANK)
+    subprocess.run(['mpicc', '-o', str(exe), str(src)], check=True)
+    marks = tmp_path / 'marks'
+    marks.mkdir()
+    proc = _run(['srun', '--mpi=pmix', '--kill-on-bad-exit=1', '-N4', '-n8', '--ntasks-per-node=2',
+                 str(exe), str(marks), '5'], _env(emu_cluster, **MPI_ENV))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'past MPI_Init before the last rank entered it: 0\n' in proc.stdout, proc.stdout
+    assert 'alltoall over 8 ranks: ok\n' in proc.stdout, proc.stdout
+    assert len(list(marks.glob('passed.*'))) == 8
 
 
 @need_netns

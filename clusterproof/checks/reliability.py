@@ -2,7 +2,8 @@
 
 :func:`failure_cause` reads the output of a job (the program's, srun's and
 slurmstepd's messages) and names the cause a user needs first: a node that
-failed (by name), the job's time limit, a full file system, a cancellation.
+failed (by name), the job's time limit, a full file system, an MPI start
+that failed, a cancellation.
 Every clusterproof check calls it before its sanity function
 (``ClusterproofCheck``) when the job did not end well: its program exited
 non-zero or was killed by a signal (the job script records both statuses in
@@ -71,7 +72,16 @@ CAUSES = [
     Cause('no space left on the file system under test', [],
           r'No space left on device|ENOSPC|error=28\b|Disk quota exceeded',
           '{line}'),
-    Cause('cancelled', ['CANCELLED'], r'\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?! DUE TO)',
+    # Open MPI's ranks did not all start: a peer it could not connect to
+    # (often one that died in MPI_Init), MPI_Init's own error, PMIx/ORTE
+    # start errors; before 'cancelled', as --kill-on-bad-exit cancels the step
+    Cause('MPI start failed', [],
+          r'Open MPI failed to TCP connect|An error occurred in MPI_Init\b|'
+          r'MPI_INIT has failed|It looks like MPI_INIT failed|'
+          r'ompi_rte_init failed|orte_ess_init failed|PMIx_Init failed|'
+          r'PMIX ERROR|ORTE_ERROR_LOG',
+          '{line}'),
+    Cause('cancelled', ['CANCELLED'], r'\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ \*\*\*',
           'the job was cancelled before it finished'),
 ]
 
