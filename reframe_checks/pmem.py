@@ -128,6 +128,14 @@ class FioWorstCaseBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, TestDirecto
     def figures(self):
         return self.parsed_output(fioparser.section_figures, section=self.section)
 
+    def program_failure(self, output):
+        # fio's own signs of an interrupted or failed run, in its JSON and text
+        try:
+            return '; '.join(fioparser.problems(fioparser.load(output, str(self.job.stdout)),
+                                                str(self.job.stdout))) or None
+        except fioparser.ParseError as err:
+            return str(err)
+
     @sanity_function
     def every_job_did_io(self):
         return sn.assert_gt(self.figures()['total_ios'], 0)

@@ -251,6 +251,13 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
             return self.build_job
         return self.job
 
+    def program_failure(self, output):
+        '''Why the program says it did not finish, from its own output (the
+        job's stdout and stderr), or None. A check whose parser knows its
+        program's signs (fio's ``terminating on signal N``) overrides this;
+        its reason then replaces the bare exit status in the failure.'''
+        return None
+
     @run_before('sanity')
     def _cp_job_ended_well(self):
         '''A job whose program exited non-zero, was killed by a signal, or
@@ -285,6 +292,9 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
             down = reliability.slurm_down_nodes(nodes)
         cause = reliability.failure_cause(text, state, self.time_limit,
                                           statuses.get('program'), down)
+        own = self.program_failure(text) if text else None
+        if own and (cause is None or cause.startswith(('the program exited', 'signal:'))):
+            cause = own         # what the program itself printed, read by its parser
         where = (f'job {job.jobid} on {self.current_partition.fullname} ended in state '
                  f'{state} on node(s) {", ".join(nodes) or "unknown"}')
         if not wrote:
@@ -294,16 +304,19 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
             cause = (f'the job stopped before its program started (exit status '
                      f'{statuses["script"]})')
         detail = cause or 'the job failed'
-        if cause and cause.startswith(('the program exited', 'the job stopped')):
+        if not own and cause and cause.startswith(('the program exited', 'the job stopped')):
             line = reliability.first_error_line(text)
             detail += f': {line}' if line else ''
         raise SanityError(f'{detail} ({where})')
 
     @run_before('run', always_last=True)
     def _cp_fingerprint_probe(self):
-        '''Run the fingerprint probe on every node of the job, before the program.'''
+        '''Run the fingerprint probe on every node of the job, before the
+        program (a build runs no job: nothing to probe).'''
         import os
 
+        if isinstance(self, rfm.CompileOnlyRegressionTest) or self.job is None:
+            return
         with open(os.path.join(self.stagedir, fingerprint.SCRIPT), 'w') as f:
             f.write(fingerprint.script(self.job.scheduler.registered_name,
                                        self.binary_path or self.executable, self.stagedir))
