@@ -27,6 +27,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.references import judge
+from clusterproof.reframe_io import runner
 from clusterproof.site.hardware import is_emulated
 
 #: the schema of the results database the pinned ReFrame writes
@@ -142,14 +143,17 @@ def run_reports(results):
 def read_run_report(path):
     """``(uuid, start, end, report, report_file)`` of a run report file, as
     :func:`read_sessions` gives them; None when it is no session's report
-    (a run that was interrupted before writing it leaves none or half)."""
+    (a run that was interrupted before writing it leaves none or half). A
+    report of another format version is an error naming the file and the
+    version (:func:`clusterproof.reframe_io.runner.read_report` checks it).
+    """
     path = Path(path)
     try:
-        report = json.loads(path.read_text())
+        report = runner.read_report(path)
         info = report['session_info']
         return (info['uuid'], float(info['time_start_unix']), float(info['time_end_unix']),
                 report, str(path))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (runner.NotARunReport, ValueError, KeyError, TypeError):
         return None
 
 
