@@ -224,15 +224,14 @@ def test_direction_is_the_one_the_check_declared(tmp_path):
     proc = run_probe(tmp_path, 'ReferenceProbe: {}\n', 'nightly')
     assert proc.returncode == 0, proc.stdout
     recs = [r for r in records(load_sessions(tmp_path / 'results' / 'results.db')) if r.figure]
-    assert [r.case['cp_lower_is_better'] for r in recs] == [{'bw': False}] * 2
+    assert [r.declared_lower_is_better for r in recs] == [False] * 2
     assert not references.record_lower_is_better(recs[0])
     # The declaration wins over the unit; a figure it does not name is an error.
     as_time = dataclasses.replace(recs[0], unit='s')
-    assert not references.record_lower_is_better(as_time)
-    other = dataclasses.replace(recs[0], figure='lat')
+    assert not references.record_lower_is_better(as_time) and not as_time.lower_is_better
     with pytest.raises(ClusterproofError, match=r"figure 'lat' has no declared direction "
                                                 r"\(its test case declares bw\)"):
-        references.record_lower_is_better(other)
+        references.lower_is_better('us', 'lat', {'bw': False})
 
 
 def test_a_figure_without_a_direction_fails_its_test_case(tmp_path):

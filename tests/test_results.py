@@ -7,8 +7,8 @@ import time
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.results.database import (load_sessions, lower_is_better, parse_since, percentile,
-                                  records)
+from clusterproof.references.judge import lower_is_better
+from clusterproof.results.database import load_sessions, parse_since, percentile, records
 from clusterproof.results.database import test_params as params_of
 from conftest import REPO, reframe_env, run_reframe
 from results_helpers import RECORDED_DB, recorded_results, without_binary

@@ -6,10 +6,11 @@ import json
 import pytest
 
 from clusterproof import ClusterproofError
+from clusterproof.reframe_io import database as rfdb
 from clusterproof.reframe_io import runner
 from clusterproof.results.database import load_sessions
 from conftest import WAIT_S, reframe_env
-from results_helpers import SELFTEST_CHECKS
+from results_helpers import SELFTEST_CHECKS, recorded_report
 
 ARGS = ['-c', str(SELFTEST_CHECKS), '-r', '--system', 'local', '-S', 'copy_mib=16']
 
@@ -44,6 +45,27 @@ def test_report_of_another_format_is_refused(tmp_path):
     path.write_text('{"runs": [')
     with pytest.raises(ClusterproofError, match=r'old.json: not a ReFrame run report'):
         runner.read_report(path)
+
+
+def test_the_results_reader_checks_the_format_too(tmp_path):
+    """The run reports read when the results database is damaged go through
+    the same format check: a report recorded from a real run is read; an
+    absent or half-written one is no session (None); one of another format
+    version is an error naming the file and the version."""
+    report = recorded_report(0)
+    path = tmp_path / 'run-report-0.json'
+    text = json.dumps(report)
+    path.write_text(text)
+    uuid, start, _, data, source = rfdb.read_run_report(path)
+    assert uuid == report['session_info']['uuid'] and data == report and source == str(path)
+    assert rfdb.read_run_report(tmp_path / 'absent.json') is None
+    path.write_text(text[:len(text) // 2])
+    assert rfdb.read_run_report(path) is None
+    report['session_info']['data_version'] = '5.0'
+    path.write_text(json.dumps(report))
+    with pytest.raises(ClusterproofError, match=r'run-report-0.json: run report format 5.0; '
+                                                r'clusterproof reads format 4.2'):
+        rfdb.read_run_report(path)
 
 
 def test_mode_option_of_the_reframe_command_line():

@@ -235,3 +235,72 @@ def test_history_from_elsewhere_is_imported_once(tmp_path):
                for h in history.from_database(results / 'results.db')
                if h.system == 'local' and h.test.startswith('Stream')}
     assert rebuilt == direct
+
+
+def _declaring(tmp_path, declared):
+    """The recorded results and a newer session whose test cases declare the
+    directions ``declared``: (database, store path, its report)."""
+    results = recorded_results(tmp_path)
+    rep = _new_report(0, 10)
+    for run in rep['runs']:
+        for tc in run['testcases']:
+            tc['cp_lower_is_better'] = declared
+    reframe_store(results, [rep])
+    return results / 'results.db', results / 'store', rep
+
+
+def test_the_declared_direction_is_stored_and_decides(tmp_path):
+    """The direction a check declares with each test case (cp_lower_is_better)
+    is a column of the store, and records and histories read from the store
+    take it from there; sessions that declare none (the recorded ones, imported
+    history) are null and the unit decides, as judge.lower_is_better says. Here
+    the newest session declares copy_time higher-is-better, against its unit
+    (s): the declaration wins."""
+    from clusterproof.results import history
+    db, where, rep = _declaring(tmp_path, {'copy_bw': False, 'copy_time': False})
+    assert store.ingest(db, where) == 6
+    df = _rows(where)
+    new = df.filter(pl.col('session') == rep['session_info']['uuid'])
+    assert new.height and new['declared_lower_is_better'].to_list() == [False] * new.height
+    old = df.filter(pl.col('session') != rep['session_info']['uuid'])
+    assert old['declared_lower_is_better'].null_count() == old.height
+    sessions = load_sessions(db)
+    times = [r for r in records(sessions) if r.figure == 'copy_time']
+    assert {r.lower_is_better for r in times if r.session != rep['session_info']['uuid']} \
+        == {True}                                   # no declaration: the unit (s) decides
+    assert {r.lower_is_better for r in times if r.session == rep['session_info']['uuid']} \
+        == {False}
+    hists = [h for h in history.from_records(sessions, records(sessions))
+             if h.figure == 'copy_time' and not h.flags]
+    assert hists and all(not h.lower_is_better for h in hists)
+    # imported history declares nothing: the unit decides
+    assert history.History('local', 'default', 'T', 'copy_time', 's', ()).lower_is_better
+
+
+def test_a_store_of_format_1_is_read_and_rebuilt_by_ingest(tmp_path):
+    """A store written before the direction was a column (format 1, files
+    without declared_lower_is_better) reads with the column null; the next
+    ingest derives it anew from the database, keeping imported history."""
+    db, where, rep = _declaring(tmp_path, {'copy_bw': False, 'copy_time': True})
+    store.ingest(db, where)
+    before = _rows(where).height
+    m = json.loads((where / store.MANIFEST).read_text())
+    for f in m['files']:
+        pl.read_parquet(where / f).drop('declared_lower_is_better').write_parquet(where / f)
+    m['format'] = 1
+    (where / store.MANIFEST).write_text(json.dumps(m))
+    old = _rows(where)
+    assert old.height == before and old['declared_lower_is_better'].null_count() == before
+    store.import_history([REPO / 'tests' / 'data' / 'history' / 'perflogs'], where)
+    imported = _rows(where).height - before
+    assert imported > 0
+    assert store.ingest(db, where) == 0                     # no new session, but rebuilt
+    assert json.loads((where / store.MANIFEST).read_text())['format'] == store.FORMAT
+    df = _rows(where)
+    assert df.height == before + imported
+    new = df.filter(pl.col('session') == rep['session_info']['uuid'])
+    assert sorted(new['declared_lower_is_better'].unique().to_list()) == [False, True]
+    (where / store.MANIFEST).write_text(json.dumps(dict(m, format=0)))
+    with pytest.raises(ClusterproofError, match=r'manifest.json: figure store of format 0, '
+                                                r'this clusterproof reads formats 1, 2'):
+        _rows(where)

@@ -48,25 +48,38 @@ KNOWN_UNITS = LOWER_IS_BETTER_UNITS | {
 }
 
 
+def declared_direction(declared, figure):
+    """The direction ``declared`` (``{figure: lower_is_better}``, a test
+    case's ``cp_lower_is_better``, see :mod:`clusterproof.reframe_io.figures`)
+    gives ``figure``: True or False, None when it declares nothing (empty or
+    absent); a figure missing from a declaration is an error."""
+    if not declared:
+        return None
+    try:
+        return bool(declared[figure])
+    except KeyError:
+        raise ClusterproofError(
+            f'figure {figure!r} has no declared direction (its test case declares '
+            f'{", ".join(sorted(declared)) or "none"})') from None
+
+
 def lower_is_better(unit, figure='', declared=None):
     """The one direction rule: True for a figure where a smaller value is
     better.
 
     ``declared`` is what the figure's check declared where it defines the
-    figure (``{figure: lower_is_better}``, the test case's
-    ``cp_lower_is_better``, see :mod:`clusterproof.reframe_io.figures`): it
-    decides, and a figure missing from it is an error. History that carries
-    no declaration (sessions recorded before the checks declared directions,
-    perflogs and CSV files imported from elsewhere) is read as such history
-    has always been: time units (``s``, ``us``, ``ms/op`` ...) and figures
-    whose name says latency (``lat_*``, ``*_latency``) are lower-is-better."""
+    figure: the test case's ``{figure: lower_is_better}`` (see
+    :func:`declared_direction`), or that figure's True/False as the figure
+    store keeps it (its column ``declared_lower_is_better``). It decides. History
+    that carries no declaration (None: sessions recorded before the checks
+    declared directions, perflogs and CSV files imported from elsewhere) is
+    read as such history has always been: time units (``s``, ``us``,
+    ``ms/op`` ...) and figures whose name says latency (``lat_*``,
+    ``*_latency``) are lower-is-better."""
+    if isinstance(declared, dict):
+        declared = declared_direction(declared, figure)
     if declared is not None:
-        try:
-            return bool(declared[figure])
-        except KeyError:
-            raise ClusterproofError(
-                f'figure {figure!r} has no declared direction (its test case declares '
-                f'{", ".join(sorted(declared)) or "none"})') from None
+        return bool(declared)
     if (unit or '').strip() in LOWER_IS_BETTER_UNITS:
         return True
     name = (figure or '').lower()
@@ -74,10 +87,10 @@ def lower_is_better(unit, figure='', declared=None):
 
 
 def record_lower_is_better(rec):
-    """:func:`lower_is_better` of a result record: the direction its test
-    case declared (``cp_lower_is_better``), if it declared any."""
-    declared = rec.case.get('cp_lower_is_better') if isinstance(rec.case, dict) else None
-    return lower_is_better(rec.unit, rec.figure, declared or None)
+    """:func:`lower_is_better` of a result record (or a history): the
+    direction its test case declared (``declared_lower_is_better``, the
+    figure store's column), if it declared any."""
+    return lower_is_better(rec.unit, rec.figure, rec.declared_lower_is_better)
 
 
 def reference_file(system, directory=None, emulated=False):

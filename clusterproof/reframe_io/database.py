@@ -13,7 +13,8 @@ result]``) and every loggable variable of the check: the provenance of
 :class:`clusterproof.checks.base.ClusterproofCheck` (``cp_mode``,
 ``cp_smoke``, ``cp_emulated``, ``cp_git_rev``, ``cp_config_hash``,
 ``binary_path``, ``binary_version``, ``spack_spec``, ``spack_lock_hash``),
-its parameters and ``job_nodelist``. :func:`case_rows` flattens one test
+the direction of each figure (``cp_lower_is_better``), its parameters and
+``job_nodelist``. :func:`case_rows` flattens one test
 case into figure rows, one per figure, and one row with figure ``''`` for a
 test case that failed before its figures or was skipped (``reason`` the skip
 message the check recorded in ``cp_skip_reason``; ReFrame's report keeps
@@ -25,6 +26,8 @@ import sqlite3
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.references import judge
+from clusterproof.reframe_io import runner
 from clusterproof.site.hardware import is_emulated
 
 #: the schema of the results database the pinned ReFrame writes
@@ -44,6 +47,7 @@ _NOT_ATTRS = {
     'sourcesdir', 'descr', 'executable', 'executable_opts', 'jobid', 'fail_info',
     'fail_reason', 'fail_phase', 'fail_severe', 'result', 'system', 'partition', 'environ',
     'name', 'display_name', 'cp_skip_reason', 'cp_mode', 'cp_smoke', 'cp_emulated',
+    'cp_lower_is_better',
     'scheduler', 'fixture', 'dependencies_actual', 'dependencies_conceptual',
     'maintainers', 'tags', 'valid_systems', 'valid_prog_environs', 'keep_files',
     'readonly_files', 'env_vars', 'variables', 'extra_resources', 'modules',
@@ -139,14 +143,17 @@ def run_reports(results):
 def read_run_report(path):
     """``(uuid, start, end, report, report_file)`` of a run report file, as
     :func:`read_sessions` gives them; None when it is no session's report
-    (a run that was interrupted before writing it leaves none or half)."""
+    (a run that was interrupted before writing it leaves none or half). A
+    report of another format version is an error naming the file and the
+    version (:func:`clusterproof.reframe_io.runner.read_report` checks it).
+    """
     path = Path(path)
     try:
-        report = json.loads(path.read_text())
+        report = runner.read_report(path)
         info = report['session_info']
         return (info['uuid'], float(info['time_start_unix']), float(info['time_end_unix']),
                 report, str(path))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (runner.NotARunReport, ValueError, KeyError, TypeError):
         return None
 
 
@@ -208,12 +215,19 @@ def testcase_rows(tc, uuid, start, end, info, source):
     out = []
     if not perf and result != 'pass':
         out.append(dict(common, figure='', value=float('nan'), unit='', ref=None,
-                        lower=None, upper=None, perf_result=''))
+                        lower=None, upper=None, perf_result='', declared_lower_is_better=None))
     for key, pv in perf.items():
         value, ref, lower, upper, unit, res = (list(pv) + [None] * 6)[:6]
         value = _float(value)
-        out.append(dict(common, figure=key.rsplit(':', 1)[-1],
+        figure = key.rsplit(':', 1)[-1]
+        try:
+            declared = judge.declared_direction(tc.get('cp_lower_is_better'), figure)
+        except ClusterproofError as err:
+            raise ClusterproofError(f'{source or "session " + uuid}: test case {name}: '
+                                    f'{err}') from None
+        out.append(dict(common, figure=figure,
                         value=float('nan') if value is None else value,
                         unit=unit or '', ref=_float(ref), lower=_float(lower),
-                        upper=_float(upper), perf_result=res or ''))
+                        upper=_float(upper), perf_result=res or '',
+                        declared_lower_is_better=declared))
     return out

@@ -32,6 +32,12 @@ from clusterproof.paths import REPO, results_dir
 DATA_VERSION = '4.2'
 
 
+class NotARunReport(ClusterproofError):
+    """The file is absent, unreadable or no run report (not JSON, no
+    ``session_info.uuid``): what a run interrupted before writing its report
+    leaves. A report of another format version is not this: it is an error."""
+
+
 def reframe_command():
     """The ``reframe`` of this Python environment."""
     return str(Path(sys.executable).parent / 'reframe')
@@ -135,17 +141,19 @@ def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None)
 
 
 def read_report(path):
-    """The data of a ReFrame run report (JSON), its format version checked."""
+    """The data of a ReFrame run report (JSON), its format version checked:
+    the one place that checks it. :class:`NotARunReport` when the file is
+    absent, unreadable or no report."""
     path = Path(path)
     try:
         data = json.loads(path.read_text())
     except OSError as err:
-        raise ClusterproofError(f'{path}: cannot read: {err.strerror}') from None
+        raise NotARunReport(f'{path}: cannot read: {err.strerror}') from None
     except ValueError as err:
-        raise ClusterproofError(f'{path}: not a ReFrame run report (not JSON: {err})') from None
+        raise NotARunReport(f'{path}: not a ReFrame run report (not JSON: {err})') from None
     info = data.get('session_info') if isinstance(data, dict) else None
     if not isinstance(info, dict) or 'uuid' not in info:
-        raise ClusterproofError(f'{path}: not a ReFrame run report (no session_info.uuid)')
+        raise NotARunReport(f'{path}: not a ReFrame run report (no session_info.uuid)')
     version = str(info.get('data_version', '?'))
     if version.split('.')[0] != DATA_VERSION.split('.')[0]:
         raise ClusterproofError(f'{path}: run report format {version}; clusterproof reads '

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import results_db
-from clusterproof.references.judge import lower_is_better
+from clusterproof.references import judge
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.site.hardware import is_emulated
 
@@ -89,6 +89,8 @@ class Record:
     time: float             # job completion (unix time)
     case: dict              # the whole test case of the report (shared)
     reason: str = ''        # why the test case failed or was skipped
+    #: the direction its check declared (None: none, see judge.lower_is_better)
+    declared_lower_is_better: bool = None
 
     #: what identifies the same figure across sessions
     #: (:data:`clusterproof.store.IDENTITY`)
@@ -125,7 +127,7 @@ class Record:
 
     @property
     def lower_is_better(self):
-        return lower_is_better(self.unit, self.figure)
+        return judge.record_lower_is_better(self)
 
 
 def test_params(name):
@@ -149,17 +151,18 @@ def parse_since(text, now=None):
 #: the columns of the store a :class:`Record` is made of
 _REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figure', 'value',
              'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
-             'smoke', 'emulated', 'binary_version', 'time', 'reason')
+             'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better')
 _CASE_COLS = ('attrs',) + rfdb.PROVENANCE
 _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
 
 
 def _record(row, case):
     (session, start, system, part, environ, test, figure, value, unit, ref, lower, upper,
-     perf_result, result, fail_phase, mode, smoke, emulated, binary_version, t, reason) = row
+     perf_result, result, fail_phase, mode, smoke, emulated, binary_version, t, reason,
+     declared) = row
     return Record(session, start, system, part, environ, check_name(test), test, figure,
                   value, unit, ref, lower, upper, perf_result, result, fail_phase or None,
-                  mode, smoke, emulated, binary_version, t, case, reason)
+                  mode, smoke, emulated, binary_version, t, case, reason, declared)
 
 
 #: stores given with --store on the command line

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.references import judge
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.results import database
 
@@ -53,6 +54,8 @@ class Point:
     session: str = ''       # session uuid where known
     where: str = ''         # file:line or the database
     provenance: dict = field(default_factory=dict)
+    #: the direction its check declared (None: none, as in imported history)
+    declared_lower_is_better: bool = None
 
 
 @dataclass
@@ -71,8 +74,15 @@ class History:
         return (self.system, self.partition, self.test, self.figure, self.flags)
 
     @property
+    def declared_lower_is_better(self):
+        """The direction the newest point that declares one declared
+        (None: none did)."""
+        return next((p.declared_lower_is_better for p in reversed(self.points)
+                     if p.declared_lower_is_better is not None), None)
+
+    @property
     def lower_is_better(self):
-        return database.lower_is_better(self.unit, self.figure)
+        return judge.record_lower_is_better(self)
 
     @property
     def values(self):
@@ -130,7 +140,8 @@ def _record_rows(sessions, recs):
             shared[pk] = prov
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
-                     Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov)))
+                     Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov,
+                           r.declared_lower_is_better)))
     return rows
 
 

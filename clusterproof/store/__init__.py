@@ -51,6 +51,9 @@ SCHEMA = {
     'lower': pl.Float64,        # its relative thresholds (null: unbounded)
     'upper': pl.Float64,
     'perf_result': pl.Utf8,     # ReFrame's verdict of this figure: pass/fail
+    # the direction its check declared (cp_lower_is_better); null: none declared
+    # (imported history, older sessions), judge.lower_is_better falls back to the unit
+    'declared_lower_is_better': pl.Boolean,
     'result': pl.Utf8,          # the test case's result: pass/fail/skip/abort
     'fail_phase': pl.Utf8,
     'reason': pl.Utf8,          # why the test case failed or was skipped
@@ -69,7 +72,11 @@ SCHEMA = {
 IDENTITY = ('system', 'partition', 'environ', 'test', 'figure')
 
 MANIFEST = 'manifest.json'
-FORMAT = 1
+#: the store's format: 2 added ``declared_lower_is_better``
+FORMAT = 2
+#: formats read: a format-1 store reads with that column null (the unit
+#: decides the direction, as it did), and :func:`ingest` rebuilds it
+READS = (1, 2)
 #: a month's files are merged into one when it has more than this many
 MERGE_AT = 8
 
@@ -96,9 +103,10 @@ def _manifest(store):
     except (OSError, ValueError) as err:
         raise ClusterproofError(f'{path}: unreadable figure store manifest ({err}); '
                                 f'rebuild the store: clusterproof store rebuild') from None
-    if m.get('format') != FORMAT:
+    if m.get('format') not in READS:
         raise ClusterproofError(f'{path}: figure store of format {m.get("format")}, this '
-                                f'clusterproof reads format {FORMAT}; rebuild it: '
+                                f'clusterproof reads formats '
+                                f'{", ".join(map(str, READS))}; rebuild it: '
                                 f'clusterproof store rebuild')
     return m
 
@@ -224,8 +232,12 @@ def ingest(db, store=None, batch=64):
     (see :func:`ingest_reports`)."""
     store = Path(store or default_path(db))
     index = rfdb.session_index(db)
-    if not [u for u, _ in index if u not in _manifest(store)['sessions']] \
-            and (store / MANIFEST).exists():
+    m = _manifest(store)
+    if m['format'] != FORMAT and (store / MANIFEST).exists():
+        new = [u for u, _ in index if u not in m['sessions']]
+        rebuild(db, store)          # an older format: derived anew, history kept
+        return len(new)
+    if not [u for u, _ in index if u not in m['sessions']] and (store / MANIFEST).exists():
         return 0                    # nothing new: no lock, no write
     with locked(store):
         m = _manifest(store)
@@ -329,7 +341,8 @@ def scan(paths):
             break               # else a merge replaced some since: read the manifest again
     if not files:
         return frame([]).lazy()
-    return pl.scan_parquet(files, schema=SCHEMA)
+    # files of format 1 lack declared_lower_is_better: read as null
+    return pl.scan_parquet(files, schema=SCHEMA, missing_columns='insert')
 
 
 def sessions(lf):
@@ -362,7 +375,8 @@ def import_history(paths, store):
             session=pt.session or f'{where}@{pt.time:.0f}', start=pt.time, end=pt.time,
             time=pt.time, system=system, partition=part, environ=environ, test=name,
             figure=figure, value=pt.value, unit=unit, ref=None, lower=None, upper=None,
-            perf_result='', result='pass', fail_phase='', reason='', mode='',
+            perf_result='', declared_lower_is_better=None, result='pass', fail_phase='',
+            reason='', mode='',
             smoke='smoke' in flags, emulated='emulated' in flags, attrs='{}',
             reframe_version=pt.provenance.get('reframe_version', ''), cmdline='',
             time_start='', source=pt.where, **prov))
