@@ -5,11 +5,15 @@ with less memory."""
 
 import json
 import math
+import os
 import random
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from conftest import DATA as CONFTEST_DATA
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive, reframe_env
 
 from clusterproof import ClusterproofError
 from clusterproof.references.judge import Reference
@@ -193,7 +197,7 @@ def test_batches_from_max_submit_jobs_and_progress():
 def test_reframe_command_distributes_over_one_batch():
     cmd = run.reframe_command('emu', 'srun', ['inventory', 'stream'], ['n1', 'n2', 'n3', 'n4'],
                               ['n2', 'n3'], '/x/report.json', 'smoke')
-    assert '--distribute=all' in cmd and cmd[cmd.index('-J') + 1] == '--exclude=n[1,4]'
+    assert '--distribute=all' in cmd and '--job-option=--exclude=n[1,4]' in cmd
     assert cmd[cmd.index('--report-file') + 1] == '/x/report.json'
     assert cmd[cmd.index('--system') + 1] == 'emu:srun'
     assert 'SystemInventory.num_nodes=1' in cmd
@@ -228,6 +232,7 @@ def test_samples_from_a_real_distributed_run_report():
     assert nodes == {f'n{i}': 'srun' for i in range(1, 5)}
     triad = {s.node: s.value for s in samples if s.figure == 'triad'}
     assert triad == {'n1': 6790.6, 'n2': 8141.6, 'n3': 6874.0, 'n4': 7209.1}
+    assert not [s for s in samples if s.figure in ('copy', 'scale', 'add')]  # Triad is judged
     memory = {s.node: s.value for s in samples if s.figure == 'slurm_memory_mib'}
     assert memory == {'n1': 2048, 'n2': 1024, 'n3': 2048, 'n4': 2048}
     assert not [s for s in samples if s.check not in ('stream', 'inventory')]
@@ -245,3 +250,113 @@ def test_a_report_that_is_not_one_is_named(tmp_path):
         results.load_report(bad)
     with pytest.raises(ClusterproofError, match='cannot read'):
         results.load_report(tmp_path / 'none.json')
+
+
+# ---------------------------------------------------------------- on the local cluster
+
+#: the slowed node's CPU quota: 1 ms of CPU every 50 ms (2 % of a processor)
+#: for its slurmd and every job step it starts. Far below what a node gets
+#: on this shared machine even when it is busy (10 % was not: the other
+#: nodes' STREAM got as little under load), and short periods so that slurmd
+#: still answers Slurm's RPCs in time (5 ms in 100 ms: sbatch timed out)
+QUOTA_US, PERIOD_US = 1000, 50000
+
+
+class CpuQuota:
+    """A child cgroup with a CPU quota, holding one process (and what it
+    forks from then on); cgroup v2 (``cpu.max``) or v1 (``cpu`` controller,
+    ``cpu.cfs_quota_us``). Undone on exit: the process goes back to the
+    cgroup it came from and the child cgroup is removed."""
+
+    def __init__(self, pid, name):
+        self.pid, self.name = pid, name
+        v2 = Path('/sys/fs/cgroup/cgroup.controllers')
+        if v2.is_file() and 'cpu' in v2.read_text().split():
+            self.root, self.v2 = Path('/sys/fs/cgroup'), True
+        elif Path('/sys/fs/cgroup/cpu/cpu.cfs_quota_us').is_file():
+            self.root, self.v2 = Path('/sys/fs/cgroup/cpu'), False
+        else:
+            pytest.skip('no cgroup CPU controller to slow a node with')
+        self.dir = self.root / name
+
+    def _origin(self):
+        for line in Path(f'/proc/{self.pid}/cgroup').read_text().splitlines():
+            num, ctrl, path = line.split(':', 2)
+            if (self.v2 and num == '0') or (not self.v2 and 'cpu' in ctrl.split(',')):
+                return self.root / path.lstrip('/')
+        return self.root
+
+    def __enter__(self):
+        self.origin = self._origin()
+        self.dir.mkdir()
+        if self.v2:
+            (self.dir / 'cpu.max').write_text(f'{QUOTA_US} {PERIOD_US}')
+        else:
+            (self.dir / 'cpu.cfs_period_us').write_text(str(PERIOD_US))
+            (self.dir / 'cpu.cfs_quota_us').write_text(str(QUOTA_US))
+        (self.dir / 'cgroup.procs').write_text(str(self.pid))
+        return self
+
+    def __exit__(self, *exc):
+        for pid in (self.dir / 'cgroup.procs').read_text().split():
+            try:
+                (self.origin / 'cgroup.procs').write_text(pid)
+            except OSError:
+                pass            # it ended meanwhile
+        self.dir.rmdir()
+
+
+def _cp(args, env, timeout=WAIT_S):
+    return subprocess.run([str(VENV_BIN / 'clusterproof'), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, tmp_path):
+    """The whole flow on the local cluster: n3's slurmd in a CPU-quota cgroup,
+    n2 declared to Slurm with half the memory of its peers; ``clusterproof
+    screen --checks stream,inventory`` names exactly those two, n3 slow on
+    STREAM and n2 failed for its memory, and exits 1. The session's
+    cluster is brought back as it was."""
+    from clusterproof import cluster as lc
+    with emu_cluster_exclusive():
+        k = EMU_INSTANCE
+        spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
+        rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
+        env = reframe_env(tmp_path / 'results', extra=emu_cluster)
+        node_spec = 'n1:mem=2048;n2:mem=1024;n[3-4]:mem=2048'
+        try:
+            if spec.node_spec != node_spec:
+                assert _cp(['cluster', 'down', '--force', *rd], env).returncode == 0
+                up = _cp(['cluster', 'up', *rd, '--node-spec', node_spec], env)
+                assert up.returncode == 0, up.stdout + up.stderr
+            cluster = lc.Cluster(lc.load_spec(k, spec.run_dir), log=lambda text: None)
+            pid = cluster.daemon_pids()['slurmd n3']
+            assert pid, 'no slurmd of n3'
+            with CpuQuota(pid, f'clusterproof-screen-test-{os.getpid()}'):
+                proc = _cp(['screen', '--system', 'emu', '--checks', 'stream,inventory',
+                            '--mode', 'smoke', '--repeat', '2', '--format', 'json',
+                            '--workdir', str(tmp_path / 'screen'), '--drain'], env)
+            assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+            text, _, drain = proc.stdout.partition('\nscontrol')
+            data = json.loads(text)
+            rows = {n['node']: n for n in data['nodes']}
+            assert sorted(data['outliers']) == ['n2', 'n3'], proc.stdout
+            assert rows['n3']['verdict'] == 'slow'
+            assert rows['n3']['worst']['check'] == 'stream'
+            assert rows['n3']['worst']['percent'] < -10
+            assert rows['n2']['verdict'] == 'failed'
+            assert [m['field'] for m in rows['n2']['inventory_mismatch']] == ['slurm_memory_mib']
+            assert 'less memory than its peers' in rows['n2']['reason']
+            assert rows['n1']['verdict'] == rows['n4']['verdict'] == 'ok'
+            assert 'nodes done 4/4' in proc.stderr
+            assert 'is emulated' in data['note']
+            assert 'NodeName=n3 State=DRAIN' in drain and 'NodeName=n2 State=DRAIN' in drain
+            states = subprocess.run(['sinfo', '-h', '-N', '-o', '%N %t'], env=env,
+                                    capture_output=True, text=True).stdout
+            assert 'drain' not in states, 'without --apply nothing is drained'
+        finally:
+            _cp(['cluster', 'down', '--force', *rd], env)
+            back = _cp(['cluster', 'up', *rd] + (['--node-spec', spec.node_spec] if spec.node_spec
+                       else ['--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
+                             '--mem-per-node', str(spec.mem)]), env)
+            assert back.returncode == 0, back.stdout + back.stderr

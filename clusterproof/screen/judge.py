@@ -264,9 +264,11 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
             if mm:
                 mismatches[(part, node)] = mm
             for m in mm:
-                sample = Sample(node, part, 'inventory', m.field, figs[m.field],
+                sample = Sample(node, part, 'inventory', m.field, figs.get(m.field),
                                 INVENTORY_UNITS.get(m.field, ''))
-                units, pct = distance(sample.value, stats[m.field], False)
+                units = pct = None
+                if sample.value is not None:
+                    units, pct = distance(sample.value, stats[m.field], False)
                 per_node[(part, node)].append(FigureVerdict(
                     sample, 'failed', stats[m.field], units, pct, mismatch_text(m)))
 

@@ -123,7 +123,8 @@ def reframe_command(system, partition, checks, all_nodes, batch, report_file, mo
         cmd += list(results.SCREEN_CHECKS[c].options)
     others = sorted(set(all_nodes) - set(batch), key=discover._node_key)
     if others:
-        cmd += ['-J', f'--exclude={compress(others)}']
+        # one word: ReFrame's parser would take a separate '--exclude=' for its own option
+        cmd.append(f'--job-option=--exclude={compress(others)}')
     cmd += ['--system', f'{system}:{partition}', '--distribute=all', '--mode', mode,
             '--report-file', str(report_file), '-r']
     return cmd + list(extra)
@@ -139,6 +140,10 @@ class Screening:
         self.mode, self.batch, self.repeat, self.refs = mode, batch, repeat, refs
         self.log, self.extra, self.env = log, extra, env
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix='clusterproof-screen-'))
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ClusterproofError(f'--workdir {self.workdir}: cannot create: {err.strerror}') from None
         self.invocations = 0
 
     def _env(self):
