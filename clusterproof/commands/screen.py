@@ -73,9 +73,8 @@ def main(args):
             load_site_configuration(), args.system, args.partition)
         if emulated:
             note = f'{args.system}:{part} is emulated: figures for function, not speed'
-        nodes, _parts, _how = run.discover.read_slurm()
-        batch = args.batch or run.default_batch(
-            len(checks), run._run(['scontrol', 'show', 'config'])['stdout'])
+        nodes = run.slurm_nodes()
+        batch = args.batch or run.site_batch(len(checks))
         screening = run.Screening(args.system, part, checks, args.mode, batch, args.repeat,
                                   refs, log=_progress, workdir=args.workdir)
         _progress(f'screening {args.system}:{part} (Slurm partition {slurm_part or "default"}) '

@@ -92,6 +92,17 @@ def default_batch(n_checks, config_text):
     return max(1, limit // max(1, n_checks))
 
 
+def site_batch(n_checks, run=_run):
+    """:func:`default_batch` from this site's ``scontrol show config``."""
+    out = run(['scontrol', 'show', 'config'])
+    return default_batch(n_checks, out['stdout'] if out['rc'] == 0 else '')
+
+
+def slurm_nodes():
+    """Slurm's nodes (``site.discover.read_slurm``)."""
+    return discover.read_slurm()[0]
+
+
 def batches(nodes, size):
     """``nodes`` in lists of at most ``size``."""
     if size < 1:
