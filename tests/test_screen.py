@@ -50,6 +50,34 @@ def test_distance_is_signed_worse_negative_by_direction():
     assert units == -math.inf and pct == pytest.approx(-1.0)
 
 
+def test_noise_units_on_the_log_scale_for_rates():
+    stats = judge.peer_stats([50.0, 100.0, 200.0])
+    assert stats.log_mad == pytest.approx(math.log(2) * judge.MAD_TO_SIGMA)
+    half, _ = judge.distance(50.0, stats, False)
+    double, _ = judge.distance(200.0, stats, False)
+    assert half == pytest.approx(-double)
+    assert judge.peer_stats([-1.0, 1.0]).log_mad is None
+
+
+def test_a_very_slow_node_among_very_noisy_peers_is_named():
+    # STREAM Triad (MB/s) of 8 emulated nodes on a loaded machine; n3 slowed:
+    # linear noise units were -2.1 (the fast peers widen the MAD), log ones are not
+    triad = {'n1': 33571.5, 'n2': 9000.0, 'n3': 369.5, 'n4': 11377.9, 'n5': 7744.9,
+             'n6': 7824.3, 'n7': 11419.9, 'n8': 20410.0}
+    out = judge.screen(_stream(triad))
+    assert [v.node for v in judge.outliers(out)] == ['n3']
+    assert out[0].worst.noise_units < -judge.MIN_NOISE_UNITS
+
+
+def test_among_four_nodes_one_slow_and_one_very_fast_the_slow_one_is_named():
+    # STREAM Triad (MB/s) recorded on the local cluster under load, n3 slowed:
+    # with n3 and n2 in their own statistics the MAD was as wide as they are
+    triad = {'n1': 2746.3, 'n2': 16726.7, 'n3': 354.1, 'n4': 2833.4}
+    out = judge.screen(_stream(triad))
+    assert [v.node for v in judge.outliers(out)] == ['n3']
+    assert out[0].worst.peers.count == 3
+
+
 # ---------------------------------------------------------------- verdicts
 
 def test_one_slow_node_of_many_is_named_with_its_distance():
@@ -360,3 +388,13 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
                        else ['--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
                              '--mem-per-node', str(spec.mem)]), env)
             assert back.returncode == 0, back.stdout + back.stderr
+
+
+def test_a_failed_inventory_says_why():
+    samples = _stream(_noisy(4))
+    for i in range(1, 4):
+        samples += _inventory(f'n{i}', 2048)
+    samples.append(Sample('n4', 'p', 'inventory', 'hardware', None, '', 'no hardware report'))
+    out = judge.screen(samples)
+    assert (out[0].node, out[0].verdict) == ('n4', 'failed')
+    assert 'no hardware report' in out[0].reason and 'no hardware report' in judge.as_row(out[0])[-1]

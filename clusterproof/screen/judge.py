@@ -9,7 +9,8 @@ and figure. For each (partition, check, figure):
   :data:`MAD_TO_SIGMA` so that it estimates the standard deviation of
   normal noise): :func:`peer_stats`;
 - each node's distance from the median in noise units (distance / scaled
-  MAD) and in percent of the median, signed so that negative is worse
+  MAD, on the logarithmic scale for positive figures) and in percent of
+  the median, signed so that negative is worse
   (the direction of a figure is ``references.judge.lower_is_better``):
   :func:`distance`;
 - the verdict: ``slow`` when the node is worse than the median by more
@@ -41,6 +42,12 @@ MAD_TO_SIGMA = 1.4826
 #: within 4 % for the network (OSU). Checks not named here: ``DEFAULT_PCT``.
 GUIDANCE_PCT = {'stream': 10.0, 'hpl': 10.0, 'osu': 4.0, 'fio': 10.0}
 DEFAULT_PCT = 10.0
+
+#: below this many nodes a node's peers are the other nodes (the node left
+#: out of the median and MAD: among 4 nodes, one slow and one very fast
+#: would otherwise make the MAD as wide as the outliers); from it on the
+#: node's own weight is negligible and the statistics are computed once
+LEAVE_ONE_OUT_BELOW = 20
 
 #: a node is an outlier only when it is also this many noise units (scaled
 #: MADs) beyond the median
@@ -75,10 +82,13 @@ class Sample:
 
 @dataclass(frozen=True)
 class PeerStats:
-    """The peers of one (partition, check, figure): median, scaled MAD, count."""
+    """The peers of one (partition, check, figure): median, scaled MAD, count,
+    and where every value is positive the scaled MAD of the logarithms of
+    value / median (``log_mad``: the noise of rates is multiplicative)."""
     median: float
     mad: float
     count: int
+    log_mad: float = None
 
 
 @dataclass
@@ -90,6 +100,7 @@ class FigureVerdict:
     noise_units: float = None       # signed, negative = worse than the peers
     percent: float = None           # signed, negative = worse than the peers
     why: str = ''
+    group: PeerStats = None         # every node of the figure, the node included
 
 
 @dataclass
@@ -108,8 +119,9 @@ class NodeVerdict:
     def reason(self):
         """One line: why the node has its verdict."""
         parts = [self.note]
-        if self.worst is not None and self.worst.verdict != 'ok' \
-                and self.worst.sample.check != 'inventory':
+        if self.worst is not None and self.worst.verdict != 'ok' and not (
+                self.worst.sample.check == 'inventory'
+                and self.worst.sample.figure in {m.field for m in self.mismatches}):
             parts.append(self.worst.why)
         parts += [mismatch_text(m) for m in self.mismatches]
         return '; '.join(p for p in parts if p)
@@ -121,28 +133,41 @@ def guidance_pct(check):
 
 
 def peer_stats(values):
-    """Median and MAD (scaled by :data:`MAD_TO_SIGMA`) of finite ``values``;
-    None when there are none."""
+    """Median and MAD (scaled by :data:`MAD_TO_SIGMA`) of finite ``values``,
+    and the MAD of their logarithms around the median's when all are
+    positive; None when there are none."""
     vals = [v for v in values if v is not None and math.isfinite(v)]
     if not vals:
         return None
     med = statistics.median(vals)
     mad = statistics.median(abs(v - med) for v in vals) * MAD_TO_SIGMA
-    return PeerStats(med, mad, len(vals))
+    log_mad = None
+    if med > 0 and all(v > 0 for v in vals):
+        log_mad = statistics.median(abs(math.log(v / med)) for v in vals) * MAD_TO_SIGMA
+    return PeerStats(med, mad, len(vals), log_mad)
 
 
 def distance(value, peers, lower_is_better):
     """``(noise_units, percent)`` of ``value`` from the peers' median, signed
-    so that negative is worse. Noise units are infinite when the peers do
-    not spread at all (MAD 0) and the value differs; percent is None when
+    so that negative is worse. Noise units: the distance over the scaled
+    MAD, on the logarithmic scale where the peers and the value are
+    positive (a node at half the median is as far as one at twice it, and
+    a few very fast peers do not hide a very slow node); infinite when the
+    peers do not spread at all and the value differs. Percent is None when
     the median is 0."""
     diff = value - peers.median
     if lower_is_better:
         diff = -diff
-    if peers.mad > 0:
-        units = diff / peers.mad
+    if peers.log_mad is not None and value > 0:
+        spread, step = peers.log_mad, math.log(value / peers.median)
+        if lower_is_better:
+            step = -step
     else:
-        units = 0.0 if diff == 0 else math.copysign(math.inf, diff)
+        spread, step = peers.mad, diff
+    if spread > 0:
+        units = step / spread
+    else:
+        units = 0.0 if step == 0 else math.copysign(math.inf, step)
     pct = diff / abs(peers.median) * 100 if peers.median else None
     return units, pct
 
@@ -233,8 +258,12 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
             continue
         stats = peer_stats(s.value for s in group)
         limit = limits.get(check, DEFAULT_PCT)
+        small = len(group) < LEAVE_ONE_OUT_BELOW
         for s in group:
-            per_node[(part, s.node)].append(judge_figure(s, stats, limit, min_units))
+            peers = peer_stats(o.value for o in group if o is not s) if small else stats
+            fv = judge_figure(s, peers or stats, limit, min_units)
+            fv.group = stats
+            per_node[(part, s.node)].append(fv)
     for key, s in inv_failed.items():
         per_node[key].append(judge_figure(s, None, 0))
 
@@ -325,7 +354,9 @@ def as_row(nv):
     value = f'{w.sample.value:g} {w.sample.unit}'.strip() if w and w.sample.value is not None else ''
     units = _fmt(w.noise_units, '{:+.1f}') if w else ''
     pct = _fmt(w.percent, '{:+.1f} %') if w else ''
-    perf = [f for f in nv.figures if f.verdict != 'ok' and f.sample.check != 'inventory']
+    mismatched = {m.field for m in nv.mismatches}
+    perf = [f for f in nv.figures if f.verdict != 'ok' and not
+            (f.sample.check == 'inventory' and f.sample.figure in mismatched)]
     why = min(perf, key=_figure_rank).why if perf else nv.note
     return [nv.node, nv.partition, fig, value, units, pct, nv.verdict,
             '; '.join(mismatch_text(m) for m in nv.mismatches), why]
@@ -368,10 +399,11 @@ def peers_dict(verdicts):
         for fv in nv.figures:
             s = fv.sample
             key = (s.partition, s.check, s.figure)
-            if fv.peers is not None and key not in seen:
+            stats = fv.group or fv.peers
+            if stats is not None and key not in seen:
                 seen[key] = {'partition': s.partition, 'check': s.check, 'figure': s.figure,
-                             'unit': s.unit, 'median': fv.peers.median, 'mad': fv.peers.mad,
-                             'count': fv.peers.count}
+                             'unit': s.unit, 'median': stats.median, 'mad': stats.mad,
+                             'count': stats.count}
     return list(seen.values())
 
 
