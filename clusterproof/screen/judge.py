@@ -1,0 +1,420 @@
+"""Node screening: each node judged against its peers.
+
+Pure functions over plain data. A :class:`Sample` is one figure of one
+node (STREAM Triad of n17, the memory of n17 from the inventory); the peers
+of a node are the other nodes of its partition that report the same check
+and figure. For each (partition, check, figure):
+
+- the peers' median and MAD (median absolute deviation, scaled by
+  :data:`MAD_TO_SIGMA` so that it estimates the standard deviation of
+  normal noise): :func:`peer_stats`;
+- each node's distance from the median in noise units (distance / scaled
+  MAD, on the logarithmic scale for positive figures) and in percent of
+  the median, signed so that negative is worse
+  (the direction of a figure is ``references.judge.lower_is_better``):
+  :func:`distance`;
+- the verdict: ``slow`` when the node is worse than the median by more
+  than the guidance percent of its check (:data:`GUIDANCE_PCT`) **and** by
+  more than :data:`MIN_NOISE_UNITS` noise units (both: a spread-out
+  partition does not name half its nodes, a tight one does not name a node
+  for 1 %), or worse than its reference where the system has one;
+  ``failed`` when the check failed on the node or its inventory differs
+  from its peers; ``missing`` when the node gave no result; else ``ok``.
+
+:func:`screen` returns one :class:`NodeVerdict` per node, ranked worst
+first (:func:`rank`).
+"""
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from clusterproof.references import judge as refjudge
+from clusterproof.site import inventory as inv
+
+#: the MAD of normally distributed noise times this is its standard deviation
+MAD_TO_SIGMA = 1.4826
+
+#: how far below the peers' median (percent) a node may be, per check.
+#: STREAM and HPL: within 10 % of each other (Intel's cluster-checker
+#: guidance for node-level memory bandwidth and DGEMM/HPL); node pairs
+#: within 4 % for the network (OSU). Checks not named here: ``DEFAULT_PCT``.
+GUIDANCE_PCT = {'stream': 10.0, 'hpl': 10.0, 'osu': 4.0, 'fio': 10.0}
+DEFAULT_PCT = 10.0
+
+#: below this many nodes a node's peers are the other nodes (the node left
+#: out of the median and MAD: among 4 nodes, one slow and one very fast
+#: would otherwise make the MAD as wide as the outliers); from it on the
+#: node's own weight is negligible and the statistics are computed once
+LEAVE_ONE_OUT_BELOW = 20
+
+#: a node is an outlier only when it is also this many noise units (scaled
+#: MADs) beyond the median
+MIN_NOISE_UNITS = 3.0
+
+#: units of the inventory figures
+INVENTORY_UNITS = {'memory_gib': 'GiB', 'slurm_memory_mib': 'MiB'}
+
+#: verdicts, worst first (the order of the ranking)
+VERDICTS = ('failed', 'missing', 'slow', 'ok')
+#: verdicts that name a node (exit status 1, a drain line)
+OUTLIER = ('failed', 'missing', 'slow')
+
+#: inventory figures compared between peers (names as ``extras['hardware']``)
+INVENTORY_FIGURES = inv.EXACT_FIELDS + ('memory_gib',) + inv.SLURM_FIELDS
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One figure of one node. ``value`` None: the check failed on the node
+    (``reason`` says why); ``reference``: a ``references.judge.Reference``
+    of the system for this figure, or None."""
+    node: str
+    partition: str
+    check: str
+    figure: str
+    value: float = None
+    unit: str = ''
+    reason: str = ''
+    reference: object = None
+
+
+@dataclass(frozen=True)
+class PeerStats:
+    """The peers of one (partition, check, figure): median, scaled MAD, count,
+    and where every value is positive the scaled MAD of the logarithms of
+    value / median (``log_mad``: the noise of rates is multiplicative)."""
+    median: float
+    mad: float
+    count: int
+    log_mad: float = None
+
+
+@dataclass
+class FigureVerdict:
+    """One figure of one node against its peers."""
+    sample: Sample
+    verdict: str
+    peers: PeerStats = None
+    noise_units: float = None       # signed, negative = worse than the peers
+    percent: float = None           # signed, negative = worse than the peers
+    why: str = ''
+    group: PeerStats = None         # every node of the figure, the node included
+
+
+@dataclass
+class NodeVerdict:
+    """A node: its verdict, the figure that decided it (the worst), every
+    figure, and the inventory mismatches with its peers."""
+    node: str
+    partition: str
+    verdict: str
+    worst: FigureVerdict = None
+    figures: list = field(default_factory=list)
+    mismatches: list = field(default_factory=list)
+    note: str = ''
+
+    @property
+    def reason(self):
+        """One line: why the node has its verdict."""
+        parts = [self.note]
+        if self.worst is not None and self.worst.verdict != 'ok' and not (
+                self.worst.sample.check == 'inventory'
+                and self.worst.sample.figure in {m.field for m in self.mismatches}):
+            parts.append(self.worst.why)
+        parts += [mismatch_text(m) for m in self.mismatches]
+        return '; '.join(p for p in parts if p)
+
+
+def guidance_pct(check):
+    """The guidance threshold (percent) of a screening check name."""
+    return GUIDANCE_PCT.get(check, DEFAULT_PCT)
+
+
+def peer_stats(values):
+    """Median and MAD (scaled by :data:`MAD_TO_SIGMA`) of finite ``values``,
+    and the MAD of their logarithms around the median's when all are
+    positive; None when there are none."""
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return None
+    med = statistics.median(vals)
+    mad = statistics.median(abs(v - med) for v in vals) * MAD_TO_SIGMA
+    log_mad = None
+    if med > 0 and all(v > 0 for v in vals):
+        log_mad = statistics.median(abs(math.log(v / med)) for v in vals) * MAD_TO_SIGMA
+    return PeerStats(med, mad, len(vals), log_mad)
+
+
+def distance(value, peers, lower_is_better):
+    """``(noise_units, percent)`` of ``value`` from the peers' median, signed
+    so that negative is worse. Noise units: the distance over the scaled
+    MAD, on the logarithmic scale where the peers and the value are
+    positive (a node at half the median is as far as one at twice it, and
+    a few very fast peers do not hide a very slow node); infinite when the
+    peers do not spread at all and the value differs. Percent is None when
+    the median is 0."""
+    diff = value - peers.median
+    if lower_is_better:
+        diff = -diff
+    if peers.log_mad is not None and value > 0:
+        spread, step = peers.log_mad, math.log(value / peers.median)
+        if lower_is_better:
+            step = -step
+    else:
+        spread, step = peers.mad, diff
+    if spread > 0:
+        units = step / spread
+    else:
+        units = 0.0 if step == 0 else math.copysign(math.inf, step)
+    pct = diff / abs(peers.median) * 100 if peers.median else None
+    return units, pct
+
+
+def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
+    """The :class:`FigureVerdict` of one sample against its peers."""
+    if sample.value is None or not math.isfinite(sample.value):
+        return FigureVerdict(sample, 'failed', peers,
+                             why=f'{sample.check}: {sample.reason or "no value"}')
+    lib = refjudge.lower_is_better(sample.unit, sample.figure)
+    units, pct = distance(sample.value, peers, lib)
+    what = f'{sample.check} {sample.figure} {sample.value:g} {sample.unit}'.rstrip()
+    if pct is not None and pct < -threshold_pct and units < -min_units:
+        return FigureVerdict(sample, 'slow', peers, units, pct,
+                             f'{what}: {pct:+.1f} % from the peers\' median '
+                             f'{peers.median:g} (limit -{threshold_pct:g} %)')
+    ref = sample.reference
+    if ref is not None and refjudge.judge_reference(sample.value, ref, lib) == 'REGRESSION':
+        return FigureVerdict(sample, 'slow', peers, units, pct,
+                             f'{what}: worse than the reference {ref}')
+    return FigureVerdict(sample, 'ok', peers, units, pct, what)
+
+
+def inventory_mismatches(node, found, typical):
+    """Mismatches (``site.inventory.Mismatch``) of a node's inventory
+    figures ``found`` with its peers' ``typical`` ones, compared as the
+    inventory check compares a node with the declaration (memory within
+    ``inventory.memory_bounds``, the rest equal); each says "peers"."""
+    problems = inv.compare_hardware(node, typical, found)
+    out = []
+    for p in problems:
+        note = p.note
+        if p.field in ('memory_gib', 'slurm_memory_mib') and _number(found.get(p.field)) \
+                and found[p.field] < typical.get(p.field, 0):
+            note = 'less memory than its peers: a missing or failed DIMM shows here'
+        out.append(inv.Mismatch(p.node, p.field, f'{_num(p.expected)} (peers)', _num(p.found),
+                                note))
+    return out
+
+
+def mismatch_text(m):
+    """``slurm_memory_mib 1024, peers 2048 (less memory ...)``: a mismatch
+    with the peers, without the node name (the row has it)."""
+    text = f'{m.field} {m.found}, peers {str(m.expected).replace(" (peers)", "")}'
+    return f'{text} ({m.note})' if m.note else text
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def typical_inventory(values):
+    """The peers' value of each inventory figure: the median of what the
+    nodes report (``{figure: [values]}``)."""
+    out = {}
+    for fig, vals in values.items():
+        stats = peer_stats(vals)
+        if stats is not None:
+            out[fig] = stats.median
+    return out
+
+
+def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
+    """Judge every node: returns :class:`NodeVerdict` s ranked worst first.
+
+    ``samples``: :class:`Sample` s; check ``inventory`` carries the inventory
+    figures (:data:`INVENTORY_FIGURES`), every other check performance
+    figures. ``nodes``: ``{node: partition}`` of the nodes that were to be
+    screened; one without any sample is ``missing``. ``thresholds``:
+    ``{check: percent}`` over :data:`GUIDANCE_PCT`."""
+    limits = dict(GUIDANCE_PCT, **(thresholds or {}))
+    groups = defaultdict(list)
+    inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
+    inv_failed = {}
+    for s in samples:
+        if s.check == 'inventory':
+            if s.value is None:
+                inv_failed[(s.partition, s.node)] = s
+            else:
+                inventory[(s.partition, s.node)][s.figure] = s.value
+            if s.figure not in INVENTORY_FIGURES:
+                continue
+        groups[(s.partition, s.check, s.figure)].append(s)
+
+    per_node = defaultdict(list)
+    for (part, check, _fig), group in groups.items():
+        if check == 'inventory':
+            continue
+        stats = peer_stats(s.value for s in group)
+        limit = limits.get(check, DEFAULT_PCT)
+        small = len(group) < LEAVE_ONE_OUT_BELOW
+        for s in group:
+            peers = peer_stats(o.value for o in group if o is not s) if small else stats
+            fv = judge_figure(s, peers or stats, limit, min_units)
+            fv.group = stats
+            per_node[(part, s.node)].append(fv)
+    for key, s in inv_failed.items():
+        per_node[key].append(judge_figure(s, None, 0))
+
+    wanted = dict(nodes or {})
+    reported = defaultdict(set)                     # (partition, check) -> nodes
+    for s in samples:
+        reported[(s.partition, s.check)].add(s.node)
+    for (part, check), have in reported.items():
+        for node in sorted(n for n, p in wanted.items() if p == part and n not in have):
+            per_node[(part, node)].append(FigureVerdict(
+                Sample(node, part, check, 'result'), 'missing',
+                why=f'{check}: no result from this node'))
+
+    by_part = defaultdict(dict)
+    for (part, node), figs in inventory.items():
+        by_part[part][node] = figs
+    mismatches = {}
+    for part, found in by_part.items():
+        values = defaultdict(list)
+        for figs in found.values():
+            for fig, val in figs.items():
+                values[fig].append(val)
+        typical = typical_inventory(values)
+        stats = {fig: peer_stats(vals) for fig, vals in values.items()}
+        for node, figs in found.items():
+            mm = inventory_mismatches(node, figs, typical)
+            if mm:
+                mismatches[(part, node)] = mm
+            for m in mm:
+                sample = Sample(node, part, 'inventory', m.field, figs.get(m.field),
+                                INVENTORY_UNITS.get(m.field, ''))
+                units = pct = None
+                if sample.value is not None:
+                    units, pct = distance(sample.value, stats[m.field], False)
+                per_node[(part, node)].append(FigureVerdict(
+                    sample, 'failed', stats[m.field], units, pct, mismatch_text(m)))
+
+    keys = set(per_node) | set(mismatches) | {(p, n) for p, n in inventory}
+    keys |= {(p, n) for n, p in wanted.items()}
+    verdicts = []
+    for part, node in keys:
+        figs = per_node.get((part, node), [])
+        mm = mismatches.get((part, node), [])
+        worst = min(figs, key=_figure_rank) if figs else None
+        note = ''
+        if not figs and (part, node) not in inventory and not mm:
+            verdict, note = 'missing', 'no result from any check'
+        elif mm or (worst is not None and worst.verdict == 'failed'):
+            verdict = 'failed'
+        else:
+            verdict = worst.verdict if worst is not None else 'ok'
+        verdicts.append(NodeVerdict(node, part, verdict, worst, figs, mm, note))
+    return rank(verdicts)
+
+
+def _figure_rank(fv):
+    units = fv.noise_units if fv.noise_units is not None else 0.0
+    pct = fv.percent if fv.percent is not None else 0.0
+    return (VERDICTS.index(fv.verdict), pct, units)
+
+
+def rank(verdicts):
+    """Worst first: by verdict (failed, missing, slow, ok), then by the
+    percent distance of the worst figure (most negative first), then name."""
+    def key(nv):
+        pct = nv.worst.percent if nv.worst is not None and nv.worst.percent is not None else 0.0
+        return (VERDICTS.index(nv.verdict), pct, nv.partition, nv.node)
+    return sorted(verdicts, key=key)
+
+
+def outliers(verdicts):
+    """The node verdicts that name a node (:data:`OUTLIER`)."""
+    return [v for v in verdicts if v.verdict in OUTLIER]
+
+
+def drain_command(nv):
+    """``scontrol update NodeName=n3 State=DRAIN Reason="..."`` for an outlier."""
+    reason = f'clusterproof screen: {nv.verdict}: {nv.reason or nv.verdict}'
+    reason = reason.replace('"', "'")[:200]
+    return ['scontrol', 'update', f'NodeName={nv.node}', 'State=DRAIN', f'Reason={reason}']
+
+
+def as_row(nv):
+    """The table row of a node: node, partition, figure, value, noise units,
+    percent, verdict, inventory mismatch."""
+    w = nv.worst
+    fig = f'{w.sample.check} {w.sample.figure}' if w else ''
+    value = f'{w.sample.value:g} {w.sample.unit}'.strip() if w and w.sample.value is not None else ''
+    units = _fmt(w.noise_units, '{:+.1f}') if w else ''
+    pct = _fmt(w.percent, '{:+.1f} %') if w else ''
+    mismatched = {m.field for m in nv.mismatches}
+    perf = [f for f in nv.figures if f.verdict != 'ok' and not
+            (f.sample.check == 'inventory' and f.sample.figure in mismatched)]
+    why = min(perf, key=_figure_rank).why if perf else nv.note
+    return [nv.node, nv.partition, fig, value, units, pct, nv.verdict,
+            '; '.join(mismatch_text(m) for m in nv.mismatches), why]
+
+
+ROW_HEADERS = ['node', 'partition', 'figure', 'value', 'noise units', 'from peers',
+               'verdict', 'inventory mismatch', 'reason']
+
+
+def _fmt(x, form):
+    if x is None:
+        return ''
+    if math.isinf(x):
+        return '-inf' if x < 0 else '+inf'
+    return form.format(x)
+
+
+def as_dict(nv):
+    """A node verdict as plain data (``--format json``); the peers' figures
+    are given once per group (:func:`peers_dict`), not per node."""
+    def fig(fv):
+        s = fv.sample
+        return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
+                'verdict': fv.verdict, 'noise_units': _json_num(fv.noise_units),
+                'percent': _json_num(fv.percent),
+                'reference': str(s.reference) if s.reference is not None else None}
+    return {'node': nv.node, 'partition': nv.partition, 'verdict': nv.verdict,
+            'reason': nv.reason, 'worst': fig(nv.worst) if nv.worst else None,
+            'figures': [fig(f) for f in nv.figures],
+            'inventory_mismatch': [{'field': m.field, 'expected': str(m.expected),
+                                    'found': str(m.found), 'note': m.note}
+                                   for m in nv.mismatches]}
+
+
+def peers_dict(verdicts):
+    """The peers' median, scaled MAD and count of every (partition, check,
+    figure), as plain data."""
+    seen = {}
+    for nv in verdicts:
+        for fv in nv.figures:
+            s = fv.sample
+            key = (s.partition, s.check, s.figure)
+            stats = fv.group or fv.peers
+            if stats is not None and key not in seen:
+                seen[key] = {'partition': s.partition, 'check': s.check, 'figure': s.figure,
+                             'unit': s.unit, 'median': stats.median, 'mad': stats.mad,
+                             'count': stats.count}
+    return list(seen.values())
+
+
+def _num(x):
+    """``2048`` for 2048.0; other values as they are."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x
+
+
+def _json_num(x):
+    if x is None or math.isfinite(x):
+        return x
+    return '-inf' if x < 0 else '+inf'

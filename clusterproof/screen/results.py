@@ -1,0 +1,191 @@
+"""Screening samples from ReFrame run reports (``reframe --report-file``).
+
+A screening run is ReFrame with ``--distribute=all``: one test case per node,
+pinned to it, the node named in the case's ``job_nodelist`` (and in its
+display name as ``%.nid=NODE``). :func:`samples_from_report` turns the test
+cases of the screening checks (:data:`SCREEN_CHECKS`) into
+``screen.judge.Sample`` s: one per performance figure, and for the inventory
+check one per hardware figure of the node's report (read from the job's
+standard output file, the lines ``clusterproof inventory --report`` prints).
+A failed case gives one sample without a value and ReFrame's fail reason.
+
+Later cases of the same node, check and figure replace earlier ones: a
+report read after a repeat holds the repeat's value.
+
+Only the minimal use of ReFrame's run report this command needs lives here;
+nothing is read from the console output.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterproof import ClusterproofError
+from clusterproof.references import judge as refjudge
+from clusterproof.screen.judge import INVENTORY_FIGURES, INVENTORY_UNITS, Sample
+from clusterproof.site import inventory as inv
+
+
+@dataclass(frozen=True)
+class ScreenCheck:
+    """A screening check: its name on the command line, the ReFrame check
+    class it runs, the ``reframe`` options selecting it, what it measures."""
+    name: str
+    cls: str
+    file: str
+    options: tuple
+    what: str
+    #: the figures judged (the check's headline figures); None: every one
+    figures: tuple = None
+
+
+#: the checks ``clusterproof screen --checks`` knows, in run order
+SCREEN_CHECKS = {c.name: c for c in (
+    ScreenCheck('inventory', 'SystemInventory', 'inventory.py',
+                ('-n', '^SystemInventory$', '-S', 'SystemInventory.num_nodes=1'),
+                'the hardware of each node (sockets, cores, NUMA nodes, memory, Slurm record)'),
+    ScreenCheck('stream', 'Stream', 'stream.py',
+                ('-n', 'Stream%placement=cores', '-x', 'Stream%membind=dram',
+                 '-x', 'Stream%membind=pmem'),
+                'STREAM memory bandwidth, one thread per core: Triad is judged',
+                figures=('triad',)),
+    ScreenCheck('hpl', 'Hpl', 'hpl.py', ('-n', 'Hpl%num_nodes=1'),
+                'single-node HPL (Gflop/s)', figures=('gflops',)),
+)}
+DEFAULT_CHECKS = ('inventory', 'stream', 'hpl')
+
+_BY_CLASS = {c.cls: c.name for c in SCREEN_CHECKS.values()}
+_NID = re.compile(r'%\.nid=(\S+)')
+
+
+def check_names(text):
+    """The screening checks of ``--checks a,b``; an unknown name is an error
+    listing the known ones."""
+    names = [n.strip() for n in (text or '').split(',') if n.strip()]
+    unknown = [n for n in names if n not in SCREEN_CHECKS]
+    if unknown or not names:
+        raise ClusterproofError(f'--checks {text!r}: unknown check(s) {", ".join(unknown) or "(none)"}; '
+                                f'known: {", ".join(SCREEN_CHECKS)}')
+    return names
+
+
+def load_report(path):
+    """The parsed run report at ``path``; errors name the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read the run report: {err.strerror}') from None
+    except json.JSONDecodeError as err:
+        raise ClusterproofError(f'{path}: not a ReFrame run report (invalid JSON: {err})') from None
+    if not isinstance(data, dict) or not isinstance(data.get('runs'), list):
+        raise ClusterproofError(f'{path}: not a ReFrame run report (no "runs" list)')
+    return data
+
+
+def testcases(report):
+    """Every test case of a report, in run order (retries last)."""
+    return [tc for run in report['runs'] for tc in run.get('testcases', [])]
+
+
+def node_of(tc):
+    """The node a distributed test case was pinned to, or None."""
+    nodes = tc.get('job_nodelist') or []
+    if isinstance(nodes, list) and len(nodes) == 1:
+        return nodes[0]
+    m = _NID.search(tc.get('display_name') or '')
+    return m.group(1) if m else None
+
+
+def check_of(tc):
+    """The screening check name of a test case (None: not a screening check)."""
+    if tc.get('fixture'):
+        return None
+    return _BY_CLASS.get((tc.get('name') or '').split(' ')[0])
+
+
+def samples_from_report(report, refs=None, base=None):
+    """``(samples, nodes)``: the :class:`Sample` s of a parsed run report and
+    ``{node: partition}`` of every node a case ran or was meant to run on.
+    ``refs``: parsed references of the system (``references.judge``);
+    ``base``: the directory a relative ``outputdir`` is under (ReFrame
+    writes absolute ones)."""
+    latest = {}
+    nodes = {}
+    for tc in testcases(report):
+        check = check_of(tc)
+        node = node_of(tc)
+        if check is None or node is None:
+            continue
+        part = tc.get('partition') or ''
+        nodes[node] = part
+        for s in _case_samples(tc, check, node, part, refs, base):
+            latest[(s.partition, s.node, s.check, s.figure)] = s
+    return list(latest.values()), nodes
+
+
+def _case_samples(tc, check, node, part, refs, base):
+    if tc.get('result') in ('skip', 'skipped'):
+        return []
+    failed = tc.get('result') not in ('pass', 'success')
+    reason = (tc.get('fail_reason') or tc.get('result') or 'failed').splitlines()[0][:300] \
+        if failed else ''
+    if check == 'inventory':
+        if failed:
+            return [Sample(node, part, check, 'hardware', None, '', reason)]
+        return _inventory_samples(tc, node, part, base)
+    if failed:
+        return [Sample(node, part, check, 'result', None, '', reason)]
+    out = []
+    judged = SCREEN_CHECKS[check].figures
+    for key, pv in (tc.get('perfvalues') or {}).items():
+        figure = key.rsplit(':', 1)[-1]
+        if judged is not None and figure not in judged:
+            continue
+        value, unit = pv[0], pv[4] if len(pv) > 4 else ''
+        out.append(Sample(node, part, check, figure, value, unit or '',
+                          reference=_reference(refs, tc, figure)))
+    return out
+
+
+def _inventory_samples(tc, node, part, base):
+    path = Path(base or '.') / (tc.get('outputdir') or tc.get('stagedir') or '.') / \
+        (tc.get('job_stdout') or '')
+    try:
+        reports = inv.parse_reports(path.read_text(), source=str(path))
+    except (OSError, ValueError) as err:
+        return [Sample(node, part, 'inventory', 'hardware', None, '',
+                       f'cannot read the node report {path}: {err}')]
+    mine = [r for r in reports if r.get('node') == node] or reports
+    hw = mine[0].get('hardware') if mine else None
+    if not isinstance(hw, dict):
+        return [Sample(node, part, 'inventory', 'hardware', None, '',
+                       f'{path}: no hardware report' + (f': {mine[0].get("error")}' if mine else ''))]
+    return [Sample(node, part, 'inventory', fig, float(hw[fig]), INVENTORY_UNITS.get(fig, 'count'))
+            for fig in INVENTORY_FIGURES if isinstance(hw.get(fig), (int, float))]
+
+
+class _Case:
+    """What ``references.judge.lookup`` asks of a result: the test case's
+    check, system, partition, environment, parameters and figure."""
+
+    def __init__(self, tc, figure):
+        self.check = (tc.get('name') or '').split(' ')[0]
+        self.system = tc.get('system')
+        self.partition = tc.get('partition')
+        self.environ = tc.get('environ')
+        self.figure = figure
+        self.params = {k: str(v) for k, v in (tc.get('check_params') or {}).items()
+                       if not k.startswith('.')}
+        self.case = {k: v for k, v in tc.items() if isinstance(v, (int, float, str))}
+        self.test = tc.get('display_name')
+
+
+def _reference(refs, tc, figure):
+    if not refs:
+        return None
+    try:
+        return refjudge.lookup(refs, _Case(tc, figure))
+    except ClusterproofError:
+        return None

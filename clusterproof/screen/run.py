@@ -1,0 +1,268 @@
+"""Running the screening checks on every node of a partition.
+
+The nodes come from Slurm (``screen.run.partition_nodes``: the Slurm
+partition the ReFrame partition's ``access`` options name). Nodes Slurm has
+down, drained or failed are not run: they are ``missing``, their state the
+reason. The others are screened in batches of ``--batch`` nodes (default:
+the site's ``MaxSubmitJobs`` from ``scontrol show config`` divided by the
+number of checks, else :data:`DEFAULT_BATCH`): one ReFrame invocation per
+batch, ``--distribute=all`` with ``-J --exclude=`` every node of the
+partition outside the batch, so ReFrame makes one test case per node of the
+batch, pinned to it with ``--nodelist``. Results are read from the run
+report each invocation writes (``--report-file``), never from its console.
+
+After the first pass, nodes that are outliers are run again, up to
+``repeat`` times; a node is named only when it is an outlier in every run
+(one that is not in a repeat is judged by that repeat's figures).
+"""
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from clusterproof import ClusterproofError
+from clusterproof.paths import REPO, SETTINGS_FILE
+from clusterproof.screen import judge, results
+from clusterproof.site import discover
+from clusterproof.site.hardware import is_emulated
+from clusterproof.site.hostlist import compress
+
+#: nodes per ReFrame invocation when Slurm declares no MaxSubmitJobs
+DEFAULT_BATCH = 256
+#: Slurm node states whose nodes are not run (they are ``missing``)
+UNAVAILABLE = ('DOWN', 'DRAIN', 'FAIL', 'NOT_RESPONDING', 'FUTURE', 'POWERED_DOWN')
+
+
+def _run(argv, env=None):
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    except FileNotFoundError:
+        return {'rc': None, 'stdout': '', 'stderr': '', 'missing': f'{argv[0]} not found on PATH'}
+    return {'rc': proc.returncode, 'stdout': proc.stdout, 'stderr': proc.stderr}
+
+
+def slurm_partition_of(part):
+    """The Slurm partition a ReFrame partition entry's ``access`` options
+    name (``--partition=X``, ``-p X``), or None."""
+    opts = [w for a in part.get('access', []) for w in shlex.split(a)]
+    for i, opt in enumerate(opts):
+        if opt.startswith('--partition='):
+            return opt.split('=', 1)[1]
+        if opt in ('-p', '--partition') and i + 1 < len(opts):
+            return opts[i + 1]
+        if opt.startswith('-p') and len(opt) > 2:
+            return opt[2:]
+    return None
+
+
+def partition_nodes(slurm_nodes, slurm_partition):
+    """``(runnable, unavailable)``: node names of ``slurm_partition`` (every
+    node when None) Slurm can run jobs on, and ``{node: state}`` of the rest."""
+    runnable, unavailable = [], {}
+    for node in slurm_nodes:
+        if slurm_partition and slurm_partition not in node.partitions:
+            continue
+        state = node.state.upper()
+        if any(s in state for s in UNAVAILABLE):
+            unavailable[node.name] = state
+        else:
+            runnable.append(node.name)
+    return sorted(runnable, key=discover._node_key), unavailable
+
+
+def max_submit_jobs(text):
+    """``MaxSubmitJobs`` from ``scontrol show config`` output, or None."""
+    for line in text.splitlines():
+        key, _, value = line.partition('=')
+        if key.strip().lower() == 'maxsubmitjobs' and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
+def default_batch(n_checks, config_text):
+    """Nodes per invocation: ``MaxSubmitJobs`` // checks (one job per node
+    and check), else :data:`DEFAULT_BATCH`."""
+    limit = max_submit_jobs(config_text)
+    if limit is None:
+        return DEFAULT_BATCH
+    return max(1, limit // max(1, n_checks))
+
+
+def site_batch(n_checks, run=_run):
+    """:func:`default_batch` from this site's ``scontrol show config``."""
+    out = run(['scontrol', 'show', 'config'])
+    return default_batch(n_checks, out['stdout'] if out['rc'] == 0 else '')
+
+
+def slurm_nodes():
+    """Slurm's nodes (``site.discover.read_slurm``)."""
+    return discover.read_slurm()[0]
+
+
+def batches(nodes, size):
+    """``nodes`` in lists of at most ``size``."""
+    if size < 1:
+        raise ClusterproofError(f'--batch {size}: use 1 or more nodes')
+    return [nodes[i:i + size] for i in range(0, len(nodes), size)]
+
+
+def progress_line(done, total, elapsed):
+    """``nodes done k/n, estimated remaining ...``."""
+    if done and done < total:
+        left = elapsed / done * (total - done)
+        eta = f'{left / 60:.1f} min' if left >= 60 else f'{left:.0f} s'
+    elif done >= total:
+        eta = '0 s'
+    else:
+        eta = 'unknown'
+    return f'nodes done {done}/{total}, estimated remaining {eta} (elapsed {elapsed:.0f} s)'
+
+
+def reframe_command(system, partition, checks, all_nodes, batch, report_file, mode,
+                    extra=()):
+    """The ``reframe`` argv that screens ``batch`` (node names) of
+    ``system:partition`` with the screening ``checks`` (names)."""
+    reframe = os.path.join(os.path.dirname(sys.executable), 'reframe')
+    cmd = [reframe]
+    for c in checks:
+        cmd += ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[c].file)]
+    for c in checks:
+        cmd += list(results.SCREEN_CHECKS[c].options)
+    others = sorted(set(all_nodes) - set(batch), key=discover._node_key)
+    if others:
+        # one word: ReFrame's parser would take a separate '--exclude=' for its own option
+        cmd.append(f'--job-option=--exclude={compress(others)}')
+    cmd += ['--system', f'{system}:{partition}', '--distribute=all', '--mode', mode,
+            '--report-file', str(report_file), '-r']
+    return cmd + list(extra)
+
+
+class Screening:
+    """One screening of a partition: runs the batches and the repeats,
+    reporting progress through ``log`` (a function of one line)."""
+
+    def __init__(self, system, partition, checks, mode='smoke', batch=None, repeat=1,
+                 refs=None, log=print, extra=(), workdir=None, env=None):
+        self.system, self.partition, self.checks = system, partition, checks
+        self.mode, self.batch, self.repeat, self.refs = mode, batch, repeat, refs
+        self.log, self.extra, self.env = log, extra, env
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix='clusterproof-screen-'))
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ClusterproofError(f'--workdir {self.workdir}: cannot create: {err.strerror}') from None
+        self.invocations = 0
+
+    def _env(self):
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault('RFM_CONFIG_FILES', str(SETTINGS_FILE))
+        return env
+
+    def run_nodes(self, all_nodes, nodes, label):
+        """Run the checks on ``nodes``; returns their samples (and every
+        node a case was made for)."""
+        samples, seen = [], {}
+        start = time.monotonic()
+        size = self.batch
+        done = 0
+        for group in batches(nodes, size):
+            self.invocations += 1
+            report = self.workdir / f'report-{self.invocations}.json'
+            cmd = reframe_command(self.system, self.partition, self.checks, all_nodes, group,
+                                  report, self.mode, self.extra)
+            with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
+                proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
+                                      stderr=subprocess.STDOUT)
+            if not report.is_file():
+                raise ClusterproofError(
+                    f'reframe wrote no run report (exit status {proc.returncode}); its output: '
+                    f'{self.workdir / f"reframe-{self.invocations}.log"}')
+            got, where = results.samples_from_report(results.load_report(report), self.refs)
+            samples += got
+            seen.update(where)
+            done += len(group)
+            self.log(f'{label}: ' + progress_line(done, len(nodes), time.monotonic() - start))
+        return samples, seen
+
+
+def merge(samples, newer):
+    """``samples`` with every sample of a node that ``newer`` has replaced
+    by ``newer``'s samples of that node."""
+    renewed = {(s.partition, s.node) for s in newer}
+    return [s for s in samples if (s.partition, s.node) not in renewed] + list(newer)
+
+
+def screen_partition(screening, slurm_nodes, slurm_partition):
+    """Screen every node of a partition: ``(verdicts, runs)`` where
+    ``runs`` is ``{node: number of runs}``."""
+    runnable, unavailable = partition_nodes(slurm_nodes, slurm_partition)
+    if not runnable and not unavailable:
+        raise ClusterproofError(f'Slurm partition {slurm_partition!r} has no nodes')
+    part = screening.partition
+    all_nodes = runnable + sorted(unavailable)
+    samples, seen = screening.run_nodes(all_nodes, runnable, 'first run') if runnable else ([], {})
+    expected = {n: part for n in runnable}
+    verdicts = judge.screen(samples, expected)
+    runs = {n: 1 for n in runnable}
+    called = {v.node for v in judge.outliers(verdicts)}
+    for k in range(1, screening.repeat + 1):
+        if not called:
+            break
+        again = sorted(called, key=discover._node_key)
+        screening.log(f'repeat {k}/{screening.repeat}: {len(again)} outlier node(s) '
+                      f'{compress(again)}')
+        newer, _ = screening.run_nodes(all_nodes, again, f'repeat {k}')
+        samples = merge(samples, newer)
+        for n in again:
+            runs[n] += 1
+        verdicts = judge.screen(samples, expected)
+        called &= {v.node for v in judge.outliers(verdicts)}
+    verdicts += [judge.NodeVerdict(n, part, 'missing', note=f'Slurm state {state}: not run')
+                 for n, state in sorted(unavailable.items())]
+    return judge.rank(verdicts), runs
+
+
+def resolve_partition(config, system, partition=None):
+    """``(partition name, Slurm partition, emulated)`` of ``system``'s
+    ``partition`` (default: its first) in the site configuration."""
+    from clusterproof.site.validate import find_partition, find_system
+    sysentry = find_system(config, system)
+    part = find_partition(sysentry, partition) if partition else sysentry['partitions'][0]
+    if part.get('scheduler') != 'slurm':
+        raise ClusterproofError(f'{system}:{part["name"]} is not a Slurm partition '
+                                f'(scheduler {part.get("scheduler")!r}): screening runs one job '
+                                'per node through Slurm')
+    return part['name'], slurm_partition_of(part), is_emulated(part.get('extras', {}))
+
+
+def drain(verdicts, apply=False, run=_run):
+    """The ``scontrol update ... State=DRAIN`` argv of every outlier; with
+    ``apply`` each is run. Returns ``[(argv, result or None)]``."""
+    out = []
+    for v in judge.outliers(verdicts):
+        argv = judge.drain_command(v)
+        out.append((argv, run(argv) if apply else None))
+    return out
+
+
+def judge_reports(paths, refs=None, partition=None):
+    """Verdicts from run reports already written (``--from-report``), for
+    the cases of ``partition`` (all when None); later reports replace the
+    figures of the nodes they hold, as repeats do."""
+    samples, nodes = [], {}
+    for path in paths:
+        got, seen = results.samples_from_report(results.load_report(path), refs,
+                                                base=Path(path).parent)
+        if partition:
+            got = [s for s in got if s.partition == partition]
+            seen = {n: p for n, p in seen.items() if p == partition}
+        samples = merge(samples, got)
+        nodes.update(seen)
+    if not nodes:
+        raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
+                                + (f' for partition {partition}' if partition else ''))
+    return judge.screen(samples, nodes)

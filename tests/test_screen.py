@@ -1,0 +1,400 @@
+"""Node screening (``clusterproof screen``): the judgement on small generated
+tables, the run report reader on a report of a real distributed run, and the
+whole command on the local cluster with one node slowed and one declared
+with less memory."""
+
+import json
+import math
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA as CONFTEST_DATA
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive, reframe_env
+
+from clusterproof import ClusterproofError
+from clusterproof.references.judge import Reference
+from clusterproof.screen import judge, results, run
+from clusterproof.screen.judge import Sample
+from clusterproof.site.discover import SlurmNode
+
+
+def _stream(values, partition='p', unit='MB/s', figure='triad', check='stream'):
+    return [Sample(node, partition, check, figure, value, unit) for node, value in values.items()]
+
+
+def _noisy(n, centre=100.0, spread=0.01, seed=1):
+    rnd = random.Random(seed)
+    return {f'n{i}': centre * (1 + rnd.uniform(-spread, spread)) for i in range(1, n + 1)}
+
+
+# ---------------------------------------------------------------- statistics
+
+def test_peer_stats_median_and_scaled_mad():
+    stats = judge.peer_stats([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert stats.median == 3.0
+    assert stats.mad == pytest.approx(1.0 * judge.MAD_TO_SIGMA)
+    assert stats.count == 5
+    assert judge.peer_stats([None, math.nan]) is None
+
+
+def test_distance_is_signed_worse_negative_by_direction():
+    peers = judge.PeerStats(100.0, 2.0, 10)
+    assert judge.distance(90.0, peers, lower_is_better=False) == (-5.0, -10.0)
+    # a latency 10 % above the median is 10 % worse
+    assert judge.distance(110.0, peers, lower_is_better=True) == (-5.0, -10.0)
+    units, pct = judge.distance(99.0, judge.PeerStats(100.0, 0.0, 3), False)
+    assert units == -math.inf and pct == pytest.approx(-1.0)
+
+
+def test_noise_units_on_the_log_scale_for_rates():
+    stats = judge.peer_stats([50.0, 100.0, 200.0])
+    assert stats.log_mad == pytest.approx(math.log(2) * judge.MAD_TO_SIGMA)
+    half, _ = judge.distance(50.0, stats, False)
+    double, _ = judge.distance(200.0, stats, False)
+    assert half == pytest.approx(-double)
+    assert judge.peer_stats([-1.0, 1.0]).log_mad is None
+
+
+def test_a_very_slow_node_among_very_noisy_peers_is_named():
+    # STREAM Triad (MB/s) of 8 emulated nodes on a loaded machine; n3 slowed:
+    # linear noise units were -2.1 (the fast peers widen the MAD), log ones are not
+    triad = {'n1': 33571.5, 'n2': 9000.0, 'n3': 369.5, 'n4': 11377.9, 'n5': 7744.9,
+             'n6': 7824.3, 'n7': 11419.9, 'n8': 20410.0}
+    out = judge.screen(_stream(triad))
+    assert [v.node for v in judge.outliers(out)] == ['n3']
+    assert out[0].worst.noise_units < -judge.MIN_NOISE_UNITS
+
+
+def test_among_four_nodes_one_slow_and_one_very_fast_the_slow_one_is_named():
+    # STREAM Triad (MB/s) recorded on the local cluster under load, n3 slowed:
+    # with n3 and n2 in their own statistics the MAD was as wide as they are
+    triad = {'n1': 2746.3, 'n2': 16726.7, 'n3': 354.1, 'n4': 2833.4}
+    out = judge.screen(_stream(triad))
+    assert [v.node for v in judge.outliers(out)] == ['n3']
+    assert out[0].worst.peers.count == 3
+
+
+# ---------------------------------------------------------------- verdicts
+
+def test_one_slow_node_of_many_is_named_with_its_distance():
+    values = _noisy(40)
+    values['n17'] = 80.0
+    verdicts = judge.screen(_stream(values))
+    assert [v.node for v in judge.outliers(verdicts)] == ['n17']
+    first = verdicts[0]
+    assert (first.node, first.verdict) == ('n17', 'slow')
+    assert first.worst.percent == pytest.approx(-20, abs=1.5)
+    assert first.worst.noise_units < -judge.MIN_NOISE_UNITS
+    assert 'limit -10 %' in first.reason
+    assert all(v.verdict == 'ok' for v in verdicts[1:])
+
+
+def test_within_the_guidance_is_ok_even_far_in_noise_units():
+    values = _noisy(40, spread=0.001)
+    values['n3'] = 93.0             # 7 %: hundreds of noise units, inside 10 %
+    assert judge.outliers(judge.screen(_stream(values))) == []
+
+
+def test_beyond_the_guidance_but_within_the_noise_is_ok():
+    rnd = random.Random(3)
+    values = {f'n{i}': 100 * (1 + rnd.uniform(-0.3, 0.3)) for i in range(1, 41)}
+    values['n1'] = 85.0             # 15 % low, but the partition spreads 30 %
+    assert 'n1' not in [v.node for v in judge.outliers(judge.screen(_stream(values)))]
+
+
+def test_network_guidance_is_tighter():
+    values = _noisy(20, spread=0.002)
+    values['n5'] = 94.0             # 6 %: ok for STREAM, slow for OSU
+    assert judge.outliers(judge.screen(_stream(values))) == []
+    osu = judge.screen(_stream(values, check='osu', figure='bandwidth'))
+    assert [v.node for v in judge.outliers(osu)] == ['n5']
+    assert judge.guidance_pct('osu') == 4.0 and judge.guidance_pct('stream') == 10.0
+
+
+def test_lower_is_better_uses_the_projects_direction_rule():
+    values = _noisy(20)
+    values['n2'] = 130.0            # a latency 30 % above: slow
+    values['n3'] = 70.0             # 30 % below: better, not slow
+    out = judge.screen(_stream(values, unit='us', figure='latency', check='osu'))
+    assert [v.node for v in judge.outliers(out)] == ['n2']
+
+
+def test_partitions_are_judged_apart():
+    a = _stream(_noisy(10, centre=100.0), partition='a')
+    b = _stream(_noisy(10, centre=50.0, seed=2), partition='b')
+    assert judge.outliers(judge.screen(a + b)) == []
+
+
+def test_failed_and_missing_nodes_rank_first():
+    values = _noisy(10)
+    samples = _stream(values)
+    samples = [s for s in samples if s.node != 'n4']
+    samples.append(Sample('n4', 'p', 'stream', 'result', None, '', 'sanity: no Solution Validates'))
+    nodes = {f'n{i}': 'p' for i in range(1, 12)}        # n11 gave nothing
+    out = judge.screen(samples, nodes)
+    assert [(v.node, v.verdict) for v in out[:2]] == [('n4', 'failed'), ('n11', 'missing')]
+    assert 'Solution Validates' in out[0].reason
+    assert out[1].reason == 'stream: no result from this node'
+
+
+def test_a_node_without_one_check_is_missing_it():
+    samples = _stream(_noisy(6))
+    samples += _stream({f'n{i}': 50.0 for i in range(1, 6)}, check='hpl', figure='gflops',
+                       unit='Gflop/s')
+    out = judge.screen(samples, {f'n{i}': 'p' for i in range(1, 7)})
+    assert [(v.node, v.verdict) for v in judge.outliers(out)] == [('n6', 'missing')]
+    assert 'hpl: no result' in out[0].reason
+
+
+def test_reference_makes_a_node_slow_even_when_its_peers_agree():
+    ref = Reference(200.0, -0.1, None, 'MB/s')
+    samples = [Sample(n, 'p', 'stream', 'triad', v, 'MB/s', reference=ref)
+               for n, v in _noisy(5, centre=190.0).items()]
+    samples.append(Sample('n9', 'p', 'stream', 'triad', 175.0, 'MB/s', reference=ref))
+    out = judge.screen(samples)
+    assert [v.node for v in judge.outliers(out)] == ['n9']
+    assert 'reference 200' in out[0].reason
+
+
+def _inventory(node, memory_mib, partition='p', gib=23.5):
+    return [Sample(node, partition, 'inventory', 'slurm_memory_mib', float(memory_mib), 'MiB'),
+            Sample(node, partition, 'inventory', 'memory_gib', gib, 'GiB'),
+            Sample(node, partition, 'inventory', 'sockets', 1.0, 'count')]
+
+
+def test_less_memory_than_the_peers_is_an_inventory_mismatch():
+    samples = _stream(_noisy(8))
+    for i in range(1, 9):
+        samples += _inventory(f'n{i}', 1024 if i == 2 else 2048, gib=22.0 if i == 5 else 23.5)
+    out = judge.screen(samples)
+    named = {v.node: v for v in judge.outliers(out)}
+    assert set(named) == {'n2', 'n5'}
+    n2 = named['n2']
+    assert n2.verdict == 'failed' and n2.worst.sample.figure == 'slurm_memory_mib'
+    assert n2.worst.percent == pytest.approx(-50.0)
+    assert [m.field for m in n2.mismatches] == ['slurm_memory_mib']
+    assert 'less memory than its peers' in judge.mismatch_text(n2.mismatches[0])
+    assert 'peers 2048' in judge.mismatch_text(n2.mismatches[0])
+    # 22 GiB of 23.5 is 6.4 % short: beyond the inventory check's 4 %
+    assert [m.field for m in named['n5'].mismatches] == ['memory_gib']
+
+
+def test_rows_json_and_drain_lines():
+    values = _noisy(10)
+    values['n7'] = 50.0
+    out = judge.screen(_stream(values))
+    row = judge.as_row(out[0])
+    assert row[:3] == ['n7', 'p', 'stream triad'] and row[6] == 'slow'
+    data = json.loads(json.dumps([judge.as_dict(v) for v in out]))
+    assert data[0]['verdict'] == 'slow' and data[0]['worst']['percent'] == pytest.approx(-50, abs=1)
+    assert [(p['figure'], p['count']) for p in judge.peers_dict(out)] == [('triad', 10)]
+    argv = judge.drain_command(out[0])
+    assert argv[:4] == ['scontrol', 'update', 'NodeName=n7', 'State=DRAIN']
+    assert argv[4].startswith('Reason=clusterproof screen: slow: stream triad 50')
+    assert [a for a, _ in run.drain(out)] == [argv]
+
+
+# ---------------------------------------------------------------- the runner's pure parts
+
+def _node(name, parts=('batch',), state='IDLE'):
+    return SlurmNode(name, parts, 2, 1, 2, 1, 2048, state)
+
+
+def test_nodes_of_a_partition_and_the_unavailable_ones():
+    nodes = [_node('n10'), _node('n2'), _node('n3', state='DRAINED'),
+             _node('n4', parts=('other',)), _node('n5', state='DOWN+NOT_RESPONDING')]
+    runnable, gone = run.partition_nodes(nodes, 'batch')
+    assert runnable == ['n2', 'n10']
+    assert gone == {'n3': 'DRAINED', 'n5': 'DOWN+NOT_RESPONDING'}
+
+
+def test_batches_from_max_submit_jobs_and_progress():
+    assert run.default_batch(2, 'MaxJobCount = 10000\nMaxSubmitJobs = 500\n') == 250
+    assert run.default_batch(2, 'MaxJobCount = 10000\n') == run.DEFAULT_BATCH
+    assert [len(b) for b in run.batches(list(range(10)), 4)] == [4, 4, 2]
+    with pytest.raises(ClusterproofError, match='--batch 0'):
+        run.batches([1], 0)
+    assert run.progress_line(250, 1000, 600) == \
+        'nodes done 250/1000, estimated remaining 30.0 min (elapsed 600 s)'
+
+
+def test_reframe_command_distributes_over_one_batch():
+    cmd = run.reframe_command('emu', 'srun', ['inventory', 'stream'], ['n1', 'n2', 'n3', 'n4'],
+                              ['n2', 'n3'], '/x/report.json', 'smoke')
+    assert '--distribute=all' in cmd and '--job-option=--exclude=n[1,4]' in cmd
+    assert cmd[cmd.index('--report-file') + 1] == '/x/report.json'
+    assert cmd[cmd.index('--system') + 1] == 'emu:srun'
+    assert 'SystemInventory.num_nodes=1' in cmd
+
+
+def test_slurm_partition_of_access_options():
+    assert run.slurm_partition_of({'access': ['--partition=emu', '--no-requeue']}) == 'emu'
+    assert run.slurm_partition_of({'access': ['-p batch']}) == 'batch'
+    assert run.slurm_partition_of({'access': []}) is None
+
+
+def test_check_names():
+    assert results.check_names('stream, inventory') == ['stream', 'inventory']
+    with pytest.raises(ClusterproofError, match='unknown check.*dgemm.*known: inventory'):
+        results.check_names('stream,dgemm')
+
+
+def test_merge_replaces_a_nodes_figures():
+    first = _stream({'n1': 1.0, 'n2': 2.0})
+    again = _stream({'n2': 3.0})
+    assert sorted((s.node, s.value) for s in run.merge(first, again)) == [('n1', 1.0), ('n2', 3.0)]
+
+
+# ---------------------------------------------------------------- a real run report
+
+DATA = CONFTEST_DATA / 'screen'
+
+
+def test_samples_from_a_real_distributed_run_report():
+    path = DATA / 'report-emu-stream-inventory.json'
+    samples, nodes = results.samples_from_report(results.load_report(path), base=DATA)
+    assert nodes == {f'n{i}': 'srun' for i in range(1, 5)}
+    triad = {s.node: s.value for s in samples if s.figure == 'triad'}
+    assert triad == {'n1': 6790.6, 'n2': 8141.6, 'n3': 6874.0, 'n4': 7209.1}
+    assert not [s for s in samples if s.figure in ('copy', 'scale', 'add')]  # Triad is judged
+    memory = {s.node: s.value for s in samples if s.figure == 'slurm_memory_mib'}
+    assert memory == {'n1': 2048, 'n2': 1024, 'n3': 2048, 'n4': 2048}
+    assert not [s for s in samples if s.check not in ('stream', 'inventory')]
+
+
+def test_judge_reports_names_the_node_with_less_memory():
+    verdicts = run.judge_reports([DATA / 'report-emu-stream-inventory.json'])
+    assert [(v.node, v.verdict) for v in judge.outliers(verdicts)] == [('n2', 'failed')]
+
+
+def test_a_report_that_is_not_one_is_named(tmp_path):
+    bad = tmp_path / 'r.json'
+    bad.write_text('{"x": 1}')
+    with pytest.raises(ClusterproofError, match=f'{bad}: not a ReFrame run report'):
+        results.load_report(bad)
+    with pytest.raises(ClusterproofError, match='cannot read'):
+        results.load_report(tmp_path / 'none.json')
+
+
+# ---------------------------------------------------------------- on the local cluster
+
+#: the slowed node's CPU quota: 1 ms of CPU every 50 ms (2 % of a processor)
+#: for its slurmd and every job step it starts. Far below what a node gets
+#: on this shared machine even when it is busy (10 % was not: the other
+#: nodes' STREAM got as little under load), and short periods so that slurmd
+#: still answers Slurm's RPCs in time (5 ms in 100 ms: sbatch timed out)
+QUOTA_US, PERIOD_US = 1000, 50000
+
+
+class CpuQuota:
+    """A child cgroup with a CPU quota, holding one process (and what it
+    forks from then on); cgroup v2 (``cpu.max``) or v1 (``cpu`` controller,
+    ``cpu.cfs_quota_us``). Undone on exit: the process goes back to the
+    cgroup it came from and the child cgroup is removed."""
+
+    def __init__(self, pid, name):
+        self.pid, self.name = pid, name
+        v2 = Path('/sys/fs/cgroup/cgroup.controllers')
+        if v2.is_file() and 'cpu' in v2.read_text().split():
+            self.root, self.v2 = Path('/sys/fs/cgroup'), True
+        elif Path('/sys/fs/cgroup/cpu/cpu.cfs_quota_us').is_file():
+            self.root, self.v2 = Path('/sys/fs/cgroup/cpu'), False
+        else:
+            pytest.skip('no cgroup CPU controller to slow a node with')
+        self.dir = self.root / name
+
+    def _origin(self):
+        for line in Path(f'/proc/{self.pid}/cgroup').read_text().splitlines():
+            num, ctrl, path = line.split(':', 2)
+            if (self.v2 and num == '0') or (not self.v2 and 'cpu' in ctrl.split(',')):
+                return self.root / path.lstrip('/')
+        return self.root
+
+    def __enter__(self):
+        self.origin = self._origin()
+        self.dir.mkdir()
+        if self.v2:
+            (self.dir / 'cpu.max').write_text(f'{QUOTA_US} {PERIOD_US}')
+        else:
+            (self.dir / 'cpu.cfs_period_us').write_text(str(PERIOD_US))
+            (self.dir / 'cpu.cfs_quota_us').write_text(str(QUOTA_US))
+        (self.dir / 'cgroup.procs').write_text(str(self.pid))
+        return self
+
+    def __exit__(self, *exc):
+        for pid in (self.dir / 'cgroup.procs').read_text().split():
+            try:
+                (self.origin / 'cgroup.procs').write_text(pid)
+            except OSError:
+                pass            # it ended meanwhile
+        self.dir.rmdir()
+
+
+def _cp(args, env, timeout=WAIT_S):
+    return subprocess.run([str(VENV_BIN / 'clusterproof'), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, tmp_path):
+    """The whole flow on the local cluster: n3's slurmd in a CPU-quota cgroup,
+    n2 declared to Slurm with half the memory of its peers; ``clusterproof
+    screen --checks stream,inventory`` names exactly those two, n3 slow on
+    STREAM and n2 failed for its memory, and exits 1. The session's
+    cluster is brought back as it was."""
+    from clusterproof import cluster as lc
+    with emu_cluster_exclusive():
+        k = EMU_INSTANCE
+        spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
+        rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
+        env = reframe_env(tmp_path / 'results', extra=emu_cluster)
+        node_spec = 'n1:mem=2048;n2:mem=1024;n[3-4]:mem=2048'
+        try:
+            if spec.node_spec != node_spec:
+                assert _cp(['cluster', 'down', '--force', *rd], env).returncode == 0
+                up = _cp(['cluster', 'up', *rd, '--node-spec', node_spec], env)
+                assert up.returncode == 0, up.stdout + up.stderr
+            cluster = lc.Cluster(lc.load_spec(k, spec.run_dir), log=lambda text: None)
+            pid = cluster.daemon_pids()['slurmd n3']
+            assert pid, 'no slurmd of n3'
+            with CpuQuota(pid, f'clusterproof-screen-test-{os.getpid()}'):
+                proc = _cp(['screen', '--system', 'emu', '--checks', 'stream,inventory',
+                            '--mode', 'smoke', '--repeat', '2', '--format', 'json',
+                            '--workdir', str(tmp_path / 'screen'), '--drain'], env)
+            assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+            text, _, drain = proc.stdout.partition('\nscontrol')
+            data = json.loads(text)
+            rows = {n['node']: n for n in data['nodes']}
+            assert sorted(data['outliers']) == ['n2', 'n3'], proc.stdout
+            assert rows['n3']['verdict'] == 'slow'
+            assert rows['n3']['worst']['check'] == 'stream'
+            assert rows['n3']['worst']['percent'] < -10
+            assert rows['n2']['verdict'] == 'failed'
+            assert [m['field'] for m in rows['n2']['inventory_mismatch']] == ['slurm_memory_mib']
+            assert 'less memory than its peers' in rows['n2']['reason']
+            assert rows['n1']['verdict'] == rows['n4']['verdict'] == 'ok'
+            assert 'nodes done 4/4' in proc.stderr
+            assert 'is emulated' in data['note']
+            assert 'NodeName=n3 State=DRAIN' in drain and 'NodeName=n2 State=DRAIN' in drain
+            states = subprocess.run(['sinfo', '-h', '-N', '-o', '%N %t'], env=env,
+                                    capture_output=True, text=True).stdout
+            assert 'drain' not in states, 'without --apply nothing is drained'
+        finally:
+            _cp(['cluster', 'down', '--force', *rd], env)
+            back = _cp(['cluster', 'up', *rd] + (['--node-spec', spec.node_spec] if spec.node_spec
+                       else ['--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
+                             '--mem-per-node', str(spec.mem)]), env)
+            assert back.returncode == 0, back.stdout + back.stderr
+
+
+def test_a_failed_inventory_says_why():
+    samples = _stream(_noisy(4))
+    for i in range(1, 4):
+        samples += _inventory(f'n{i}', 2048)
+    samples.append(Sample('n4', 'p', 'inventory', 'hardware', None, '', 'no hardware report'))
+    out = judge.screen(samples)
+    assert (out[0].node, out[0].verdict) == ('n4', 'failed')
+    assert 'no hardware report' in out[0].reason and 'no hardware report' in judge.as_row(out[0])[-1]
