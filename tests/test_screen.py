@@ -339,6 +339,10 @@ def _cp(args, env, timeout=WAIT_S):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.skipif(os.environ.get('CLUSTERPROOF_TEST_SCREEN') != '1',
+                    reason='CLUSTERPROOF_TEST_SCREEN=1 runs it: whether the emulated nodes that '
+                           'share this machine are fair peers in speed still depends on the '
+                           'load of the machine (docs/screening.md)')
 def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, tmp_path):
     """The whole flow on the local cluster: n3's slurmd in a CPU-quota cgroup,
     n2 declared to Slurm with half the memory of its peers; ``clusterproof
