@@ -17,6 +17,7 @@ from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive
 
 from clusterproof import ClusterproofError
 from clusterproof.references.judge import Reference
+from clusterproof.reframe_io import runner
 from clusterproof.screen import judge, results, run
 from clusterproof.screen.judge import Sample
 from clusterproof.site.discover import SlurmNode
@@ -256,7 +257,7 @@ DATA = CONFTEST_DATA / 'screen'
 
 def test_samples_from_a_real_distributed_run_report():
     path = DATA / 'report-emu-stream-inventory.json'
-    samples, nodes = results.samples_from_report(results.load_report(path), base=DATA)
+    samples, nodes = results.samples_from_report(runner.read_report(path), base=DATA)
     assert nodes == {f'n{i}': 'srun' for i in range(1, 5)}
     triad = {s.node: s.value for s in samples if s.figure == 'triad'}
     assert triad == {'n1': 6790.6, 'n2': 8141.6, 'n3': 6874.0, 'n4': 7209.1}
@@ -275,9 +276,9 @@ def test_a_report_that_is_not_one_is_named(tmp_path):
     bad = tmp_path / 'r.json'
     bad.write_text('{"x": 1}')
     with pytest.raises(ClusterproofError, match=f'{bad}: not a ReFrame run report'):
-        results.load_report(bad)
+        runner.read_report(bad)
     with pytest.raises(ClusterproofError, match='cannot read'):
-        results.load_report(tmp_path / 'none.json')
+        runner.read_report(tmp_path / 'none.json')
 
 
 # ---------------------------------------------------------------- on the local cluster

@@ -185,7 +185,8 @@ def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
                              f'{what}: {pct:+.1f} % from the peers\' median '
                              f'{peers.median:g} (limit -{threshold_pct:g} %)')
     ref = sample.reference
-    if ref is not None and refjudge.judge_reference(sample.value, ref, lib) == 'REGRESSION':
+    if ref is not None and refjudge.judge_reference(sample.value, ref, lib).verdict \
+            is refjudge.Verdict.REGRESSION:
         return FigureVerdict(sample, 'slow', peers, units, pct,
                              f'{what}: worse than the reference {ref}')
     return FigureVerdict(sample, 'ok', peers, units, pct, what)

@@ -16,12 +16,12 @@ Only the minimal use of ReFrame's run report this command needs lives here;
 nothing is read from the console output.
 """
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.reframe_io import runner
 from clusterproof.references import judge as refjudge
 from clusterproof.screen.judge import INVENTORY_FIGURES, INVENTORY_UNITS, Sample
 from clusterproof.site import inventory as inv
@@ -70,25 +70,6 @@ def check_names(text):
     return names
 
 
-def load_report(path):
-    """The parsed run report at ``path``; errors name the file."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise ClusterproofError(f'{path}: cannot read the run report: {err.strerror}') from None
-    except json.JSONDecodeError as err:
-        raise ClusterproofError(f'{path}: not a ReFrame run report (invalid JSON: {err})') from None
-    if not isinstance(data, dict) or not isinstance(data.get('runs'), list):
-        raise ClusterproofError(f'{path}: not a ReFrame run report (no "runs" list)')
-    return data
-
-
-def testcases(report):
-    """Every test case of a report, in run order (retries last)."""
-    return [tc for run in report['runs'] for tc in run.get('testcases', [])]
-
-
 def node_of(tc):
     """The node a distributed test case was pinned to, or None."""
     nodes = tc.get('job_nodelist') or []
@@ -113,7 +94,7 @@ def samples_from_report(report, refs=None, base=None):
     writes absolute ones)."""
     latest = {}
     nodes = {}
-    for tc in testcases(report):
+    for tc in runner.testcases(report):
         check = check_of(tc)
         node = node_of(tc)
         if check is None or node is None:

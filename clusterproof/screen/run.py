@@ -19,13 +19,13 @@ After the first pass, nodes that are outliers are run again, up to
 import os
 import shlex
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import REPO, SETTINGS_FILE
+from clusterproof.reframe_io import runner
 from clusterproof.screen import judge, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
@@ -126,8 +126,7 @@ def reframe_command(system, partition, checks, all_nodes, batch, report_file, mo
                     extra=()):
     """The ``reframe`` argv that screens ``batch`` (node names) of
     ``system:partition`` with the screening ``checks`` (names)."""
-    reframe = os.path.join(os.path.dirname(sys.executable), 'reframe')
-    cmd = [reframe]
+    cmd = [runner.reframe_command()]
     for c in checks:
         cmd += ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[c].file)]
     for c in checks:
@@ -137,7 +136,7 @@ def reframe_command(system, partition, checks, all_nodes, batch, report_file, mo
         # one word: ReFrame's parser would take a separate '--exclude=' for its own option
         cmd.append(f'--job-option=--exclude={compress(others)}')
     cmd += ['--system', f'{system}:{partition}', '--distribute=all', '--mode', mode,
-            '--report-file', str(report_file), '-r']
+            *runner.report_option(report_file), '-r']
     return cmd + list(extra)
 
 
@@ -181,7 +180,7 @@ class Screening:
                 raise ClusterproofError(
                     f'reframe wrote no run report (exit status {proc.returncode}); its output: '
                     f'{self.workdir / f"reframe-{self.invocations}.log"}')
-            got, where = results.samples_from_report(results.load_report(report), self.refs)
+            got, where = results.samples_from_report(runner.read_report(report), self.refs)
             samples += got
             seen.update(where)
             done += len(group)
@@ -255,7 +254,7 @@ def judge_reports(paths, refs=None, partition=None):
     figures of the nodes they hold, as repeats do."""
     samples, nodes = [], {}
     for path in paths:
-        got, seen = results.samples_from_report(results.load_report(path), refs,
+        got, seen = results.samples_from_report(runner.read_report(path), refs,
                                                 base=Path(path).parent)
         if partition:
             got = [s for s in got if s.partition == partition]
