@@ -213,7 +213,7 @@ def testcase_rows(tc, uuid, start, end, info, source):
         source=source, **{k: provenance_text(tc.get(k)) for k in PROVENANCE})
     perf = tc.get('perfvalues') or {}
     out = []
-    if not perf and result != 'pass':
+    if not perf:        # failed, skipped, or a check without figures: the case is kept
         out.append(dict(common, figure='', value=float('nan'), unit='', ref=None,
                         lower=None, upper=None, perf_result='', declared_lower_is_better=None))
     for key, pv in perf.items():

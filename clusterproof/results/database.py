@@ -3,9 +3,11 @@ store (:mod:`clusterproof.store`), which is derived from ReFrame's results
 database (``<results>/results.db``, read through
 :mod:`clusterproof.reframe_io.database`, never written): each read first
 ingests the sessions the store lacks. One row per test case and figure, and
-one row with figure ``''`` for a test case that failed before its figures or
-was skipped (``result`` ``skip``, ``reason`` the skip message that the check
-recorded in ``cp_skip_reason``; ReFrame's report keeps none).
+one row with figure ``''`` for a test case without figures: one that failed
+before its figures, was skipped (``result`` ``skip``, ``reason`` the skip
+message that the check recorded in ``cp_skip_reason``; ReFrame's report keeps
+none), or passed without measuring any (a session of such checks is still a
+session).
 """
 
 import argparse
@@ -294,8 +296,8 @@ def _case(row, ex):
 
 def records(sessions):
     """The :class:`Record` rows of ``sessions`` (test cases without
-    performance values still give one row with figure ``''`` when they
-    failed or were skipped, so a failed sanity or a skip is never lost;
+    performance values still give one row with figure ``''``, so a failed
+    sanity, a skip or a session of checks without figures is never lost;
     readers of figures skip the rows without one)."""
     out = []
     for sess in sessions:
