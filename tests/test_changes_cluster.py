@@ -54,8 +54,12 @@ def test_changes_names_the_slow_node(emu_cluster, tmp_path):
     out = clusterproof(['changes', '--format', 'json', '--system', 'emu',
                         '--max-detectable', '100000'], results, refs)
     assert out.returncode == 0, out.stdout + out.stderr
-    found = {c['figure']: c for c in json.loads(out.stdout)}
-    bw = found['copy_bw']
+    # the figure may hold more than one finding (a smaller step earlier in
+    # this noisy history, a withdrawn nightly alarm): the slow node's is the
+    # standing change with the most sessions after it on n3
+    bw = [c for c in json.loads(out.stdout) if c['figure'] == 'copy_bw' and not c['withdrawn']]
+    assert bw, out.stdout
+    bw = min(bw, key=lambda c: c['change'])
     assert bw['change'] < -0.5 and bw['direction'] == 'worse'
     assert bw['sessions_after'] == 4
     assert 'nodes: n3 in every session after, not in every one before' in bw['attribution']
