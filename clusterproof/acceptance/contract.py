@@ -100,6 +100,9 @@ class Item:
     modifications: tuple = ()
     note: str = ''
 
+    def __hash__(self):
+        return hash(self.id)
+
     @property
     def reference(self):
         """The committed value with its tolerance, as the judge takes it."""
