@@ -121,8 +121,11 @@ def test_from_store_judges_and_names_the_failed_item(tmp_path):
                     item(ident='info', committed=10**9).replace(
                         'tolerance', 'kind: informative\n    tolerance'))
     out = tmp_path / 'rec.json'
+    screening = tmp_path / 'screen.json'
+    screening.write_text('{"nodes": 4, "outliers": []}')
     proc = clusterproof(['acceptance', '--contract', str(path), '--from-store',
-                         '--record', str(out)], results, tmp_path / 'refs')
+                         '--screening', str(screening), '--record', str(out)],
+                        results, tmp_path / 'refs')
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert 'repetition' not in proc.stdout
     last = proc.stdout.strip().splitlines()[-1]
@@ -130,3 +133,13 @@ def test_from_store_judges_and_names_the_failed_item(tmp_path):
     rec = record.read(out)
     assert [i['verdict'] for i in rec['items']] == ['pass', 'fail', 'reported']
     assert len(rec['sessions']['reused']) == 3 and rec['sessions']['run'] == []
+    assert rec['screening'] == {'nodes': 4, 'outliers': []}
+
+
+def test_a_stored_run_with_another_set_value_is_not_counted(tmp_path, recorded):
+    sets = '    set: {DevZeroCopy.copy_mib: 64}\n'
+    _, (res,) = judged(tmp_path, recorded, item(extra=sets))
+    assert res.measured is None
+    assert res.runs[0].invalid_why == 'ran with copy_mib=512, the contract sets 64'
+    _, (res,) = judged(tmp_path, recorded, item(extra=sets.replace('64', '512')))
+    assert res.judgement.verdict == Verdict.PASS

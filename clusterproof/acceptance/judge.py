@@ -175,6 +175,10 @@ def check_run(item, rec, runtime, results=None):
         if reorder != '-C':
             why.append(f'reads not reordered with -C (ior_read_reorder={reorder!r})')
     # residual_passed: HPL's sanity is every residual PASSED, checked above
+    for key, want in item.set.items():
+        cls, _, var = key.rpartition('.')
+        if cls in ('', item.check) and var in case and str(case[var]) != str(want):
+            why.append(f'ran with {var}={case[var]}, the contract sets {want}')
     for allowed in item.modifications:
         bad = allowed.permits(used[allowed.name])
         if bad:

@@ -93,6 +93,18 @@ def build(contract, results, *, reused=(), run=(), screening=None, now=None):
     }
 
 
+def read_screening(path):
+    """The JSON a node screening printed (``clusterproof screen --format
+    json``), kept as it is in the record."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read the screening: {err.strerror}') from None
+    except ValueError as err:
+        raise ClusterproofError(f'{path}: not the JSON of a screening ({err})') from None
+
+
 def default_path(contract_name, now=None):
     stamp = time.strftime('%Y%m%dT%H%M%S', time.gmtime(now or time.time()))
     return results_dir() / 'acceptance' / f'{contract_name}-{stamp}.json'

@@ -34,7 +34,10 @@ def register(subparsers):
                     'Every referenced test, index value and figure is an item: one not '
                     'measured in every repetition fails (skipped: reason, failed in phase: '
                     'reason, absent: not run). Exit status 1 when an item is not passed, '
-                    'or when ReFrame exited non-zero for a reason no item shows.')
+                    'or when ReFrame exited non-zero for a reason no item shows. With '
+                    '--contract instead of --system: the items of a procurement contract '
+                    '(docs/acceptance.md), judged on valid runs only, reusing stored '
+                    'sessions, with a JSON acceptance record.')
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument('--system', help='the system under acceptance (its declared references)')
     what.add_argument('--contract', metavar='FILE',
@@ -48,6 +51,9 @@ def register(subparsers):
                    help='with --contract: judge on the sessions in the store only, run nothing')
     p.add_argument('--session', action='append', metavar='ID',
                    help='with --contract: judge on these stored sessions only (repeatable)')
+    p.add_argument('--screening', metavar='JSON',
+                   help='with --contract: the node screening to keep in the record (what '
+                        'clusterproof screen --format json printed)')
     p.add_argument('--record', metavar='FILE',
                    help='with --contract: the acceptance record '
                         '(default: <results>/acceptance/<name>-<YYYYmmddTHHMMSS>.json)')
@@ -65,8 +71,9 @@ def register(subparsers):
 def run(args):
     if args.contract:
         return run_contract(args)
-    if args.from_store or args.session or args.record:
-        raise ClusterproofError('--from-store, --session and --record go with --contract')
+    if args.from_store or args.session or args.record or args.screening:
+        raise ClusterproofError('--from-store, --session, --record and --screening go with '
+                                '--contract')
     if args.repetitions < 1:
         raise ClusterproofError(f'--repetitions {args.repetitions}: give 1 or more')
     partitions = [p['name'] for p in
@@ -125,7 +132,9 @@ def run_contract(args):
     done = contract_run.accept(c, ids=args.session or (), run_missing=not args.from_store,
                                checks=None if args.checks == str(CHECKS_DIR) else args.checks)
     results, reused, ran = done.results, done.reused, done.ran
-    rec = record.build(c, results, reused=reused, run=ran)
+    rec = record.build(c, results, reused=reused, run=ran,
+                       screening=record.read_screening(args.screening) if args.screening
+                       else None)
     path = record.write(args.record or record.default_path(c.name), rec)
     print(f'\nacceptance of {c.system} against contract {c.name} ({rec["contract"]["file"]}), '
           f'mode {rec["mode"]}:')
