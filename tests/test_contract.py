@@ -33,7 +33,7 @@ def test_every_shipped_contract_validates():
     assert {f.stem for f in files} >= {'local-cluster', 'minerva', 'pixstor', 'pmserver'}
     checks = ''.join(p.read_text() for p in CHECKS_DIR.glob('*.py'))
     for f in files:
-        c = contract.load(f)
+        c = contract.check_site(contract.load(f))     # its system and partition exist
         assert c.name == f.stem and c.items
         for item in c.items:
             # the check an item names is a check class of reframe_checks/
@@ -103,3 +103,13 @@ def test_not_yaml_and_missing_file(tmp_path):
         contract.load(tmp_path / 'absent.yaml')
     with pytest.raises(ClusterproofError, match=r'items: want a non-empty list'):
         contract.load(write(tmp_path, 'system: emu\nitems: []\n'))
+
+
+def test_a_system_or_partition_the_site_lacks_is_refused(tmp_path):
+    path = write(tmp_path, GOOD.replace('system: emu', 'system: nowhere'))
+    with pytest.raises(ClusterproofError, match=r"c\.yaml: system: unknown system 'nowhere'"):
+        contract.check_site(contract.load(path))
+    path = write(tmp_path, GOOD.replace('system: emu', 'system: emu\npartition: gpu'))
+    with pytest.raises(ClusterproofError, match=r"c\.yaml: partition: system emu has no "
+                                                r"partition 'gpu'"):
+        contract.check_site(contract.load(path))

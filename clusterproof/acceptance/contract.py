@@ -379,6 +379,23 @@ def parse(data, path, sha256=''):
         items=tuple(items))
 
 
+def check_site(c, config=None):
+    """Refuse a contract whose system or partition the site configuration
+    does not declare (naming the contract file and the key)."""
+    from clusterproof.site.validate import find_partition, find_system, \
+        load_site_configuration
+    try:
+        system = find_system(config or load_site_configuration(), c.system)
+    except ClusterproofError as err:
+        raise ClusterproofError(f'{c.file}: system: {err}') from None
+    if c.partition:
+        try:
+            find_partition(system, c.partition)
+        except ClusterproofError as err:
+            raise ClusterproofError(f'{c.file}: partition: {err}') from None
+    return c
+
+
 def shipped():
     """The contract files shipped in :data:`CONTRACTS_DIR`."""
     return sorted(CONTRACTS_DIR.glob('*.yaml'))

@@ -125,7 +125,7 @@ def run_contract(args):
     """``acceptance --contract FILE``: judge the contract's items on the
     stored sessions it may reuse, run what still lacks valid runs (unless
     ``--from-store``), judge again, print, write the record."""
-    c = contract.load(args.contract)
+    c = contract.check_site(contract.load(args.contract))
     if args.reframe_args:
         raise ClusterproofError('with --contract, the contract says what ReFrame runs '
                                 '(its items\' check, parameters and set options)')
