@@ -113,3 +113,21 @@ def test_a_system_or_partition_the_site_lacks_is_refused(tmp_path):
     with pytest.raises(ClusterproofError, match=r"c\.yaml: partition: system emu has no "
                                                 r"partition 'gpu'"):
         contract.check_site(contract.load(path))
+
+
+def test_reframe_selects_only_the_items_test_cases(tmp_path):
+    """The -n patterns, matched as ReFrame matches them (its display name
+    without spaces, re.search), and one -n per distinct test."""
+    from clusterproof.acceptance.run import name_pattern, reframe_args
+    c = contract.load(write(tmp_path, GOOD.replace('{placement: cores}',
+                                                   '{placement: cores, membind: local}')))
+    pattern = re.compile(name_pattern(c.items[0]))
+    for name, want in (('Stream %placement=cores %membind=local', True),
+                       ('Stream %membind=local %placement=cores', True),
+                       ('Stream %placement=cores %membind=localx', False),
+                       ('Stream %placement=l3 %membind=local', False),
+                       ('StreamBuild ~emu:srun+gnu', False)):
+        assert bool(pattern.search(name.replace(' ', ''))) == want, name
+    args = reframe_args(c, [c.items[0], c.items[0]])
+    assert args.count('-n') == 1 and args[args.index('--mode') + 1] == 'acceptance'
+    assert args[args.index('--system') + 1] == 'emu'

@@ -41,8 +41,8 @@ def reframe_args(contract, items, checks=None):
     target = contract.system + (f':{contract.partition}' if contract.partition else '')
     args = ['-c', str(checks or _checks_dir(contract)), '-r', '--mode', contract.mode,
             '--system', target]
-    for item in items:
-        args += ['-n', name_pattern(item)]
+    for pattern in dict.fromkeys(name_pattern(item) for item in items):
+        args += ['-n', pattern]
     for k, v in sorted(items[0].set.items()):
         args += ['-S', f'{k}={v}']
     return args
