@@ -1,0 +1,1 @@
+"""Acceptance of a system against a procurement contract, and the report its parties sign."""
