@@ -75,7 +75,9 @@ def test_page_of_an_emulated_rejected_acceptance():
     contract = text(section(page, 'contract'))
     assert '9000 MB/s' in contract and '7412.3 MB/s' in contract and 'median of 3' in contract
     assert '7188.9 – 7530.6' in contract and 'n=3 of 3 required' in contract
-    assert '3 valid, 1 invalid' in contract
+    assert '3 valid, 1 invalid' in contract and 'rules: min_runtime_s 1' in contract
+    assert 'rules: no_stonewall true; reordered_reads true' in contract
+    assert 'stream Triad placement=cores' in contract
     # the invalid runs and why
     invalid = text(section(page, 'invalid'))
     assert 'interrupted: the job was cancelled by Slurm (TIMEOUT)' in invalid
@@ -87,6 +89,8 @@ def test_page_of_an_emulated_rejected_acceptance():
     for r in runs:
         assert r['binary_sha256'] in prov and r['session'] in prov
     assert 'fingerprint fp:41c07d9a2b6e' in prov and 'threads=2 (allowed [1, 4])' in prov
+    assert text(prov).count('NO not counted') == 2 and text(prov).count('yes counted') == 8
+    assert '0 reused from the store, 4 run for this acceptance' in text(page)
     # the screening summary names the node with less memory, and no other
     screening = section(page, 'screening')
     assert re.findall(r'data-node="([^"]+)"', screening) == ['n2']
@@ -95,6 +99,23 @@ def test_page_of_an_emulated_rejected_acceptance():
     assert 'Buyer: Example University HPC Centre' in signatures
     assert 'Vendor: Example Systems Ltd' in signatures
     assert signatures.count('signature') >= 2 and signatures.count('date') == 2
+
+
+def test_record_without_optional_parts():
+    """The record's documented core alone (no screening, no sessions, no
+    validity rules or counted flags) makes a whole report."""
+    rec = record()
+    rec['screening'] = None
+    del rec['sessions']
+    for it in rec['items']:
+        for key in ('parameters', 'set', 'validity'):
+            del it[key]
+        for run in it['runs']:
+            del run['counted']
+    page = report.render(rec)
+    assert 'id="screening"' not in page and 'sessions' not in text(section(page, 'contract'))
+    assert 'rules:' not in page and 'counted' not in section(page, 'provenance')
+    assert re.findall(r'data-item="([^"]+)"', page) == ['stream-triad', 'hpl-node', 'ior-easy-write']
 
 
 def test_labels_follow_the_record():

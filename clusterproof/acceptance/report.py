@@ -117,6 +117,8 @@ def _item(f, it, i):
         f.get(run, 'valid', f'{where}.runs[{j}]', bool)
     spread = f.get(it, 'spread', where, dict, default=None) or {}
     valid = [r for r in runs if r['valid']]
+    setting = dict(f.get(it, 'parameters', where, dict, default=None) or {})
+    setting.update(f.get(it, 'set', where, dict, default=None) or {})
     return {
         'id': f.get(it, 'id', where, str),
         'benchmark': f.get(it, 'benchmark', where, str, default=''),
@@ -133,6 +135,8 @@ def _item(f, it, i):
         'verdict': f.get(it, 'verdict', where, str),
         'why': f.get(it, 'why', where, str, default='') or '',
         'runs': runs, 'n_valid': len(valid), 'n_invalid': len(runs) - len(valid),
+        'setting': setting,
+        'validity': f.get(it, 'validity', where, dict, default=None) or {},
     }
 
 
@@ -192,13 +196,14 @@ def view(record, source='the record'):
         'items': items, 'counts': [(k, n) for k, n in counts.items() if n],
         'invalid': [r for r in runs if not r['valid']], 'runs': runs,
         'screening': _screening(f, record.get('screening')),
+        'sessions': f.get(record, 'sessions', 'record', dict, default=None) or {},
     }
 
 
 def plain(value):
-    """A recorded setting as written in the record: lists and mappings as
-    JSON, strings and numbers as they are."""
-    if isinstance(value, (list, dict)):
+    """A recorded setting as written in the record: lists, mappings,
+    booleans and null as JSON, strings and numbers as they are."""
+    if value is None or isinstance(value, (list, dict, bool)):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
 
