@@ -138,6 +138,12 @@ def test_contract_text_cannot_break_out_of_the_page_style():
     assert page.count('</style>') == 1
 
 
+def test_figures_as_printed():
+    assert [report.num(x) for x in (7412.3, 9000.0, 7016, 9.41, 180000.0, 1234567.8, None,
+                                     float('nan'))] == \
+        ['7412.3', '9000', '7016', '9.41', '180\u2009000', '1\u2009234\u2009568', '-', '-']
+
+
 def test_bad_records_are_named(tmp_path):
     rec = record()
     rec['format'] = 2
@@ -170,11 +176,20 @@ def test_failed_print_leaves_the_pdf_as_it_was(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ['report.html', 'report.pdf']
 
 
-def test_missing_chromium_is_named(tmp_path, monkeypatch):
-    monkeypatch.setenv('CLUSTERPROOF_CHROMIUM', str(tmp_path / 'no-chromium'))
-    with pytest.raises(ClusterproofError, match=r'no-chromium is not an executable file; install '
-                                                r'the Debian package chromium'):
-        report.find_chromium()
+def test_missing_chromium_is_named(tmp_path):
+    """The command as a user runs it: exit status 2, the cause on stderr,
+    the HTML written, the PDF already there untouched."""
+    rec = shutil.copy(RECORD, tmp_path / 'record.json')
+    pdf = tmp_path / 'record.pdf'
+    pdf.write_bytes(b'%PDF-1.4 the signed one\n')
+    env = dict(os.environ, CLUSTERPROOF_CHROMIUM=str(tmp_path / 'no-chromium'))
+    proc = subprocess.run([str(CLUSTERPROOF), 'acceptance-report', str(rec), '--pdf', str(pdf)],
+                          capture_output=True, text=True, timeout=WAIT_S, env=env)
+    assert proc.returncode == 2
+    assert ('clusterproof acceptance-report: error: cannot print the PDF: CLUSTERPROOF_CHROMIUM='
+            f'{tmp_path}/no-chromium is not an executable file; install the Debian package '
+            'chromium') in proc.stderr
+    assert (tmp_path / 'record.html').is_file() and pdf.read_bytes() == b'%PDF-1.4 the signed one\n'
 
 
 @pytest.mark.slow

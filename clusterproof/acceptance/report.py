@@ -90,13 +90,14 @@ class _Fields:
 
 
 def num(x):
-    """A figure as the report prints it: five significant digits, '-' for none."""
+    """A figure as the report prints it: five significant digits below
+    100 000, whole units above; '-' for none."""
     if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
         return '-' if x is None or x == '' else str(x)
     if isinstance(x, float) and not math.isfinite(x):
         return '-'
-    if isinstance(x, int) or (abs(x) >= 1e5 and x.is_integer() and abs(x) < 1e15):
-        return f'{int(x):,}'.replace(',', '\u2009')
+    if abs(x) >= 1e5:   # whole units, digits grouped: 180 000, never 1.8e+05
+        return f'{x:,.0f}'.replace(',', '\u2009')
     return f'{x:.5g}'
 
 
