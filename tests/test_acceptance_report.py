@@ -90,6 +90,7 @@ def test_page_of_an_emulated_rejected_acceptance():
         assert r['binary_sha256'] in prov and r['session'] in prov
     assert 'fingerprint fp:41c07d9a2b6e' in prov and 'threads=2 (allowed [1, 4])' in prov
     assert text(prov).count('NO not counted') == 2 and text(prov).count('yes counted') == 8
+    assert prov.count('<span class="flag">EMULATED</span>') == len(runs)
     assert '0 reused from the store, 4 run for this acceptance' in text(page)
     # the screening summary names the node with less memory, and no other
     screening = section(page, 'screening')
@@ -111,7 +112,7 @@ def test_record_without_optional_parts():
         for key in ('parameters', 'set', 'validity'):
             del it[key]
         for run in it['runs']:
-            del run['counted']
+            del run['counted'], run['flags']
     page = report.render(rec)
     assert 'id="screening"' not in page and 'sessions' not in text(section(page, 'contract'))
     assert 'rules:' not in page and 'counted' not in section(page, 'provenance')
@@ -120,11 +121,17 @@ def test_record_without_optional_parts():
 
 def test_labels_follow_the_record():
     """A smoke record says SMOKE; a full one on real hardware carries no label."""
-    smoke = dict(record(), mode='smoke', emulated=False, smoke=True)
+    def flagged(flags, **top):
+        rec = dict(record(), **top)
+        for it in rec['items']:
+            for run in it['runs']:
+                run['flags'] = flags
+        return rec
+    smoke = flagged(['smoke'], mode='smoke', emulated=False, smoke=True)
     page = report.render(smoke)
     assert re.search(r'<title>[^<]*SMOKE', page) and 'EMULATED' not in page
     assert '@top-right{content:"SMOKE: function only, not speed"' in page
-    full = dict(record(), mode='full', emulated=False, smoke=False)
+    full = flagged([], mode='full', emulated=False, smoke=False)
     page = report.render(full)
     assert 'EMULATED' not in page and 'SMOKE' not in page
     assert '@top-right{content:""' in page
@@ -156,6 +163,10 @@ def test_bad_records_are_named(tmp_path):
     rec = record()
     rec['items'][0]['runs'][2]['valid'] = 'yes'
     with pytest.raises(ClusterproofError, match=r"items\[0\]\.runs\[2\]\.valid is 'yes', not a bool"):
+        report.render_file(write(tmp_path, rec))
+    rec = record()
+    del rec['items'][2]['runs'][1]['session']
+    with pytest.raises(ClusterproofError, match=r'key items\[2\]\.runs\[1\]\.session is missing'):
         report.render_file(write(tmp_path, rec))
     bad = tmp_path / 'truncated.json'
     bad.write_text(RECORD.read_text()[:500])

@@ -111,11 +111,33 @@ def labels(record):
     return out
 
 
+def _run(f, run, where):
+    """One run of an item: the documented keys, with the optional ones
+    (``counted``, ``flags``) as None and () when the record has none."""
+    mods = f.get(run, 'modifications', where, dict, default=None) or {}
+    return {
+        'session': f.get(run, 'session', where, str),
+        'test': f.get(run, 'test', where, str),
+        'time': f.get(run, 'time', where, str, default='') or '',
+        'value': f.get(run, 'value', where, (int, float)),
+        'valid': f.get(run, 'valid', where, bool),
+        'invalid_why': f.get(run, 'invalid_why', where, str, default='') or '',
+        'modifications': {'used': f.get(mods, 'used', f'{where}.modifications', dict,
+                                        default=None) or {},
+                          'allowed': f.get(mods, 'allowed', f'{where}.modifications', dict,
+                                           default=None) or {}},
+        'binary_sha256': f.get(run, 'binary_sha256', where, str, default='') or '',
+        'fingerprint': f.get(run, 'fingerprint', where, str, default='') or '',
+        'nodes': f.get(run, 'nodes', where, str, default='') or '',
+        'counted': f.get(run, 'counted', where, bool, default=None),
+        'flags': f.get(run, 'flags', where, list, default=None) or [],
+    }
+
+
 def _item(f, it, i):
     where = f'items[{i}]'
-    runs = f.get(it, 'runs', where, list, default=[]) or []
-    for j, run in enumerate(runs):
-        f.get(run, 'valid', f'{where}.runs[{j}]', bool)
+    runs = [_run(f, run, f'{where}.runs[{j}]')
+            for j, run in enumerate(f.get(it, 'runs', where, list, default=[]) or [])]
     spread = f.get(it, 'spread', where, dict, default=None) or {}
     valid = [r for r in runs if r['valid']]
     setting = dict(f.get(it, 'parameters', where, dict, default=None) or {})
