@@ -2,7 +2,6 @@
 rendered from an acceptance record, and its PDF read back page by page
 (poppler's pdftoppm to PNG, then tesseract's OCR; pdftotext beside it)."""
 
-import copy
 import json
 import os
 import re
