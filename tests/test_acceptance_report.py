@@ -250,11 +250,16 @@ def test_pdf_pages_read_back(tmp_path):
     table = first[first.index('The contract, item by item'):]
     assert 'stream-triad' in table and 'FAIL' in table and 'REPORTED' in table
     # the same from the PDF's text layer, page by page
-    for i in range(1, len(pngs) + 1):
-        layer = subprocess.run(['pdftotext', '-f', str(i), '-l', str(i), '-layout', str(pdf), '-'],
-                               capture_output=True, text=True, check=True, timeout=WAIT_S).stdout
+    layers = [subprocess.run(['pdftotext', '-f', str(i), '-l', str(i), '-layout', str(pdf), '-'],
+                             capture_output=True, text=True, check=True, timeout=WAIT_S).stdout
+              for i in range(1, len(pngs) + 1)]
+    for i, layer in enumerate(layers, 1):
         assert 'Acceptance: local-cluster' in layer and 'EMULATED: not the speed of real hardware' in layer
         assert f'Page {i} of {len(pngs)}' in layer
+    # the signature block is never split from its heading and statement
+    signing = [layer for layer in layers if 'By signing' in layer]
+    assert len(signing) == 1 and 'Vendor: Example Systems Ltd' in signing[0]
+    assert signing[0].count('date') == 2
     whole = subprocess.run(['pdftotext', str(pdf), '-'], capture_output=True, text=True,
                            check=True, timeout=WAIT_S).stdout
     for r in (r for it in record()['items'] for r in it['runs']):
