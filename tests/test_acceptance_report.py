@@ -101,6 +101,23 @@ def test_page_of_an_emulated_rejected_acceptance():
     assert signatures.count('signature') >= 2 and signatures.count('date') == 2
 
 
+def test_page_of_a_real_record():
+    """A record the acceptance command wrote on the local cluster
+    (tests/data/acceptance_report/README.md)."""
+    page = report.render_file(RECORD.with_name('record-local-trip.json'))
+    assert re.search(r'<title>Acceptance of trip \[EMULATED, SMOKE\]</title>', page)
+    assert '@top-right{content:"EMULATED, SMOKE: not the speed of real hardware"' in page
+    rows = dict(re.findall(r'data-item="([^"]+)" data-verdict="([^"]+)"', page))
+    assert rows == {'triad-met': 'pass', 'triad-missed': 'fail', 'copy-info': 'reported',
+                    'add-too-short': 'invalid'}
+    assert '2 committed item(s) failed: triad-missed, add-too-short' in text(page)
+    invalid = text(section(page, 'invalid'))
+    assert invalid.count('less than the minimum 3600 s') == 2
+    assert 'id="screening"' not in page
+    prov = section(page, 'provenance')
+    assert prov.count('fingerprint n1=') == prov.count('<span class="flag">EMULATED</span>') == 8
+
+
 def test_record_without_optional_parts():
     """The record's documented core alone (no screening, no sessions, no
     validity rules or counted flags) makes a whole report."""

@@ -211,7 +211,7 @@ def view(record, source='the record'):
         'judged_at': f.get(record, 'judged_at', 'record', str),
         'version': record.get('clusterproof_version') or '',
         'mode': record.get('mode') or '', 'labels': marks,
-        'label_text': ' '.join(marks) + (
+        'label_text': ', '.join(marks) + (
             ': not the speed of real hardware' if 'EMULATED' in marks else
             ': function only, not speed' if marks else ''),
         'verdict': f.get(record, 'verdict', 'record', str),
