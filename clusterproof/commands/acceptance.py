@@ -149,7 +149,8 @@ def run_contract(args):
     unexplained = done.unexplained
     for line in unexplained:
         print(line)
-    print(f'record: {path}')
+    print(f'record: {path}\nthe report to sign: clusterproof acceptance-report {path} '
+          f'--pdf {path.with_suffix(".pdf")}')
     failing = record.failures(results)
     if failing:
         print(f'REJECTED: {len(failing)} committed item(s) failed: {"; ".join(failing)}')
