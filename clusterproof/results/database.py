@@ -221,7 +221,15 @@ def figures(db=None):
 
 def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None,
                   until=None):
-    """Sessions of the figure store, oldest first, each with its records.
+    """Sessions of the figure store, oldest first, each with its records
+    (the rows :func:`select_rows` selects)."""
+    return _sessions_of(select_rows(db, ids, last, since, system, mode, until))
+
+
+def select_rows(db=None, ids=(), last=None, since=None, system=None, mode=None,
+                until=None):
+    """The figure store's rows of the selected sessions, sorted by session
+    start (a DataFrame of :data:`clusterproof.store.SCHEMA`).
 
     ``ids`` selects by uuid (a unique prefix is enough); ``since`` (unix time)
     and ``until`` bound the start time; ``system`` and ``mode`` keep sessions
@@ -248,8 +256,7 @@ def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None
         newest = (lf.select('session', 'start').unique().sort('start', descending=True)
                   .head(max(int(last), 0)).select('session'))
         lf = lf.join(newest, on='session', how='semi')
-    df = lf.sort(['start', 'session']).collect()
-    return _sessions_of(df)
+    return lf.sort(['start', 'session']).collect()
 
 
 def _sessions_of(df):
@@ -339,15 +346,22 @@ def percentile(values, p):
 
 
 def select_sessions(args, system=None, mode=None):
-    """Sessions chosen on a command line: ``--session ID`` (repeatable),
-    ``--last N``, ``--since 30d``; the newest session when none is given."""
+    """Sessions chosen on a command line (:func:`selected_rows`)."""
+    return _sessions_of(selected_rows(args, system, mode))
+
+
+def selected_rows(args, system=None, mode=None):
+    """The store's rows of the sessions chosen on a command line:
+    ``--session ID`` (repeatable), ``--last N``, ``--since 30d``; the newest
+    session when none is given. No session at all is an error saying what
+    was asked for."""
     ids = getattr(args, 'session', None) or []
     since = parse_since(args.since) if getattr(args, 'since', None) else None
     last = getattr(args, 'last', None)
     if not ids and since is None and last is None:
         last = 1
-    sessions = load_sessions(ids=ids, last=last, since=since, system=system, mode=mode)
-    if not sessions:
+    rows = select_rows(ids=ids, last=last, since=since, system=system, mode=mode)
+    if not rows.height:
         what = []
         if ids:
             what.append('ids ' + ', '.join(ids))
@@ -359,7 +373,7 @@ def select_sessions(args, system=None, mode=None):
             what.append(f'mode {mode}')
         raise ClusterproofError(f'no sessions in {results_db()} match '
                                 f'({"; ".join(what) or "any"})')
-    return sessions
+    return rows
 
 
 def add_selection_args(parser, default_help='the newest session'):
