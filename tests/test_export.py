@@ -8,13 +8,17 @@ into a real VictoriaMetrics; the errors name what was wrong."""
 import csv
 import io
 import json
+import shutil
+import subprocess
 import urllib.request
 import uuid as uuidlib
 
 import polars as pl
 import pytest
 from results_helpers import clusterproof, recorded_report, recorded_results, reframe_store
-from test_metrics import get, victoria_metrics  # noqa: F401 (a fixture)
+from test_metrics import free_port, get, victoria_metrics  # noqa: F401 (a fixture)
+
+from conftest import wait_for
 
 from clusterproof import store
 from clusterproof.references import judge
@@ -208,7 +212,6 @@ def test_openmetrics_imports_into_victoria_metrics(judged, tmp_path, victoria_me
         (pl.col('session') == judged_uuid) & (pl.col('figure') == 'copy_bw'))
     want = {r['test']: r['value'] for r in rows.iter_rows(named=True)}
     query = 'clusterproof_figure_MB_per_s{figure="copy_bw",system="local"}'
-    from conftest import wait_for
 
     def answer():
         got = get(f'{victoria_metrics}/api/v1/query', query=query)
@@ -218,6 +221,47 @@ def test_openmetrics_imports_into_victoria_metrics(judged, tmp_path, victoria_me
     got = {r['metric']['test']: float(r['value'][1]) for r in answer()}
     assert got.keys() == want.keys()
     assert all(got[t] == pytest.approx(want[t], rel=1e-11) for t in want)
+
+
+@pytest.fixture
+def pushgateway(tmp_path):
+    """A Prometheus pushgateway on 127.0.0.1 (Debian's), metrics kept in a
+    file of ``tmp_path``; yields its base URL and stops it at the end."""
+    binary = shutil.which('prometheus-pushgateway')
+    if not binary:
+        pytest.skip('needs prometheus-pushgateway (Debian package; make setup installs it as root)')
+    url = f'http://127.0.0.1:{free_port()}'
+    proc = subprocess.Popen(
+        [binary, f'--web.listen-address={url.removeprefix("http://")}',
+         f'--persistence.file={tmp_path / "pushgateway.data"}', '--log.level=warn'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for('the pushgateway answers /-/ready', lambda: get(f'{url}/-/ready') is not None,
+                 proc=proc)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_openmetrics_is_taken_by_a_pushgateway(judged, tmp_path, pushgateway):
+    results, judged_uuid = judged
+    text = _openmetrics(results, tmp_path)
+    req = urllib.request.Request(f'{pushgateway}/metrics/job/clusterproof', method='PUT',
+                                 data=text.encode(),
+                                 headers={'Content-Type': 'text/plain; version=0.0.4'})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.status == 200
+    from prometheus_client.parser import text_string_to_metric_families
+    scraped = {f.name: f for f in text_string_to_metric_families(get(f'{pushgateway}/metrics'))}
+    rows = export.figures(_store_rows(results)).filter(pl.col('session') == judged_uuid)
+    want = {(r['test'], r['figure']): r['value'] for r in rows.iter_rows(named=True)}
+    got = {(s.labels['test'], s.labels['figure']): s.value
+           for name in ('clusterproof_figure_MB_per_s', 'clusterproof_figure_s')
+           for s in scraped[name].samples if s.labels.get('job') == 'clusterproof'}
+    assert got == want
+    assert scraped['clusterproof_figure_s'].type == 'gauge'
 
 
 def test_errors_name_the_value(judged, tmp_path):
