@@ -73,7 +73,7 @@ def test_csv_reads_back_through_store_import(judged, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert '6 session(s)' in proc.stderr
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    figs = export.figures(_store_rows(results))
+    figs = export.measured(_store_rows(results))
     assert len(rows) == figs.height
     smoke = [r for r in rows if r['flags'] == 'smoke']
     assert smoke and len({r['session'] for r in smoke}) == 1
@@ -110,7 +110,7 @@ def test_parquet_holds_the_selected_rows(judged, tmp_path):
     n, sessions, total = duckdb.sql(
         f"SELECT count(*), count(DISTINCT session), sum(value) FROM read_parquet('{out}') "
         f"WHERE figure <> ''").fetchall()[0]
-    figs = export.figures(want)
+    figs = export.measured(want)
     assert (n, sessions) == (figs.height, 2)
     assert total == pytest.approx(figs['value'].sum())
 
@@ -120,7 +120,7 @@ def test_bmf_is_benchers_shape_with_the_reference_bounds(judged, tmp_path):
     proc = _export(results, tmp_path, '--format', 'bmf')        # the newest: the judged one
     assert proc.returncode == 0, proc.stderr
     bmf = json.loads(proc.stdout)
-    rows = export.figures(_store_rows(results)).filter(pl.col('session') == judged_uuid)
+    rows = export.measured(_store_rows(results)).filter(pl.col('session') == judged_uuid)
     assert set(bmf) == {f'local:default:gnu/{t}' for t in rows['test']}
     for bench, measures in bmf.items():
         assert set(measures) == {'copy_bw (MB/s)', 'copy_time (s)'}
@@ -173,7 +173,7 @@ def test_openmetrics_parses_with_prometheus_client(judged, tmp_path):
     assert set(families) == {'clusterproof_figure_MB_per_s', 'clusterproof_figure_s'}
     bw = families['clusterproof_figure_MB_per_s']
     assert bw.type == 'gauge' and bw.unit == 'MB_per_s'
-    rows = export.figures(_store_rows(results)).filter(pl.col('session') == judged_uuid)
+    rows = export.measured(_store_rows(results)).filter(pl.col('session') == judged_uuid)
     want = {(r['test'], r['figure']): r['value'] for r in rows.iter_rows(named=True)}
     got = {(s.labels['test'], s.labels['figure']): s.value
            for f in families.values() for s in f.samples}
@@ -208,7 +208,7 @@ def test_openmetrics_imports_into_victoria_metrics(judged, tmp_path, victoria_me
                                  data=text.encode(), method='POST')
     with urllib.request.urlopen(req, timeout=30) as resp:
         assert resp.status == 204
-    rows = export.figures(_store_rows(results)).filter(
+    rows = export.measured(_store_rows(results)).filter(
         (pl.col('session') == judged_uuid) & (pl.col('figure') == 'copy_bw'))
     want = {r['test']: r['value'] for r in rows.iter_rows(named=True)}
     query = 'clusterproof_figure_MB_per_s{figure="copy_bw",system="local"}'
@@ -255,7 +255,7 @@ def test_openmetrics_is_taken_by_a_pushgateway(judged, tmp_path, pushgateway):
         assert resp.status == 200
     from prometheus_client.parser import text_string_to_metric_families
     scraped = {f.name: f for f in text_string_to_metric_families(get(f'{pushgateway}/metrics'))}
-    rows = export.figures(_store_rows(results)).filter(pl.col('session') == judged_uuid)
+    rows = export.measured(_store_rows(results)).filter(pl.col('session') == judged_uuid)
     want = {(r['test'], r['figure']): r['value'] for r in rows.iter_rows(named=True)}
     got = {(s.labels['test'], s.labels['figure']): s.value
            for name in ('clusterproof_figure_MB_per_s', 'clusterproof_figure_s')

@@ -50,7 +50,7 @@ OM_PREFIX = 'clusterproof_figure'
 OM_LABELS = ('system', 'partition', 'environ', 'test', 'figure', 'unit', 'mode')
 
 
-def figures(rows):
+def measured(rows):
     """The rows of ``rows`` (store rows) that hold a figure with a finite value."""
     return rows.filter((pl.col('figure') != '') & pl.col('value').is_not_null()
                        & pl.col('value').is_finite())
@@ -63,7 +63,7 @@ def export(rows, fmt):
     if fmt not in FORMATS:
         raise ClusterproofError(f'export format {fmt!r} unknown; the formats are '
                                 f'{", ".join(FORMATS)}')
-    figs = figures(rows)
+    figs = measured(rows)
     if not figs.height:
         sessions = sorted(rows['session'].unique())
         raise ClusterproofError(
