@@ -3,7 +3,8 @@
 import sys
 
 from clusterproof import ClusterproofError
-from clusterproof.results.database import add_selection_args, selected_rows
+from clusterproof.results.database import (add_selection_args, none_selected, select,
+                                           selection)
 from clusterproof.store import export
 
 
@@ -36,7 +37,9 @@ def register(subparsers):
 def run(args):
     if args.format == 'parquet' and not args.output:
         raise ClusterproofError('--format parquet writes a binary file: give it with -o FILE')
-    rows = selected_rows(args, system=args.system, mode=args.mode)
+    rows = select(**selection(args, args.system, args.mode)).sort(['start', 'session']).collect()
+    if not rows.height:
+        none_selected(args, args.system, args.mode)
     data = export.export(rows, args.format)
     if args.output:
         path = export.write(data, args.output)
