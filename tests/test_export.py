@@ -47,13 +47,15 @@ def _judged_report(tmp_ref=1000.0):
     return rep, new
 
 
-@pytest.fixture
-def judged(tmp_path):
+@pytest.fixture(scope='module')
+def judged(tmp_path_factory):
     """(the recorded results directory with a sixth session judged against
-    references, newest; that session's uuid)"""
-    res = recorded_results(tmp_path)
+    references, newest, and its store; that session's uuid): shared by the
+    tests of this file, which only read it"""
+    res = recorded_results(tmp_path_factory.mktemp('export'))
     rep, new = _judged_report()
     reframe_store(res, [rep])
+    store.ingest(res / 'results.db', res / 'store')
     return res, new
 
 
@@ -62,7 +64,6 @@ def _export(results, tmp_path, *args):
 
 
 def _store_rows(results):
-    store.ingest(results / 'results.db', results / 'store')
     return store.scan([results / 'store']).collect()
 
 
@@ -264,7 +265,7 @@ def test_openmetrics_is_taken_by_a_pushgateway(judged, tmp_path, pushgateway):
     assert scraped['clusterproof_figure_s'].type == 'gauge'
 
 
-def test_errors_name_the_value(judged, tmp_path):
+def test_errors_name_the_format_and_the_selection(judged, tmp_path):
     results, judged_uuid = judged
     proc = _export(results, tmp_path, '--format', 'xml')
     assert proc.returncode == 2 and "invalid choice: 'xml'" in proc.stderr
@@ -272,6 +273,12 @@ def test_errors_name_the_value(judged, tmp_path):
     assert proc.returncode == 2 and 'system nowhere' in proc.stderr
     proc = _export(results, tmp_path, '--format', 'parquet')
     assert proc.returncode == 2 and '-o FILE' in proc.stderr
+    with pytest.raises(Exception, match="export format 'xml' unknown"):
+        export.export(_store_rows(results), 'xml')
+
+
+def test_errors_name_the_output_and_leave_it_whole(judged, tmp_path):
+    results, judged_uuid = judged
     # an output under a regular file: refused, naming it; an existing output stays
     blocker = tmp_path / 'file'
     blocker.write_text('not a directory')
@@ -282,8 +289,6 @@ def test_errors_name_the_value(judged, tmp_path):
     proc = _export(results, tmp_path, '--format', 'bmf', '--last', '2', '-o', str(kept))
     assert proc.returncode == 2 and kept.read_text() == 'before'
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith('.kept')] == []
-    with pytest.raises(Exception, match="export format 'xml' unknown"):
-        export.export(_store_rows(results), 'xml')
 
 
 def test_a_session_without_figures_is_no_export(tmp_path):
