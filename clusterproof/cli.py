@@ -31,6 +31,7 @@ COMMANDS = [
     'screen',       # every node of a partition against its peers
     'validate',     # the site configuration and references, checked
     'store',        # the figure store every command reads
+    'export',       # figures of the store as CSV, Parquet, BMF, OpenMetrics
 ]
 
 

@@ -229,6 +229,14 @@ def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None
     what remains. An id that matches nothing or more than one session is an
     error naming it.
     """
+    return _sessions_of(select(db, ids, last, since, system, mode, until)
+                        .sort(['start', 'session']).collect())
+
+
+def select(db=None, ids=(), last=None, since=None, system=None, mode=None, until=None):
+    """The rows of the figure store that :func:`load_sessions` selects
+    (the same arguments), as a lazy frame: filters the engine pushes down to
+    the files, nothing read yet."""
     import polars as pl
     lf, where = figures(db)
     if ids:
@@ -248,8 +256,7 @@ def load_sessions(db=None, ids=(), last=None, since=None, system=None, mode=None
         newest = (lf.select('session', 'start').unique().sort('start', descending=True)
                   .head(max(int(last), 0)).select('session'))
         lf = lf.join(newest, on='session', how='semi')
-    df = lf.sort(['start', 'session']).collect()
-    return _sessions_of(df)
+    return lf
 
 
 def _sessions_of(df):
@@ -341,25 +348,37 @@ def percentile(values, p):
 def select_sessions(args, system=None, mode=None):
     """Sessions chosen on a command line: ``--session ID`` (repeatable),
     ``--last N``, ``--since 30d``; the newest session when none is given."""
+    sessions = load_sessions(**selection(args, system, mode))
+    if not sessions:
+        none_selected(args, system, mode)
+    return sessions
+
+
+def selection(args, system=None, mode=None):
+    """The arguments of :func:`load_sessions` (and :func:`select`) that a
+    command line chooses (see :func:`select_sessions`)."""
     ids = getattr(args, 'session', None) or []
     since = parse_since(args.since) if getattr(args, 'since', None) else None
     last = getattr(args, 'last', None)
     if not ids and since is None and last is None:
         last = 1
-    sessions = load_sessions(ids=ids, last=last, since=since, system=system, mode=mode)
-    if not sessions:
-        what = []
-        if ids:
-            what.append('ids ' + ', '.join(ids))
-        if since is not None:
-            what.append(f'since {args.since}')
-        if system:
-            what.append(f'system {system}')
-        if mode:
-            what.append(f'mode {mode}')
-        raise ClusterproofError(f'no sessions in {results_db()} match '
-                                f'({"; ".join(what) or "any"})')
-    return sessions
+    return dict(ids=ids, last=last, since=since, system=system, mode=mode)
+
+
+def none_selected(args, system=None, mode=None):
+    """Raise the error of a selection (see :func:`select_sessions`) that
+    matched no session."""
+    what = []
+    if getattr(args, 'session', None):
+        what.append('ids ' + ', '.join(args.session))
+    if getattr(args, 'since', None):
+        what.append(f'since {args.since}')
+    if system:
+        what.append(f'system {system}')
+    if mode:
+        what.append(f'mode {mode}')
+    raise ClusterproofError(f'no sessions in {results_db()} match '
+                            f'({"; ".join(what) or "any"})')
 
 
 def add_selection_args(parser, default_help='the newest session'):
