@@ -9,9 +9,11 @@ behaviour that is argued as a fix:
 """
 
 import json
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,6 +67,26 @@ def test_findings_are_those_recorded():
         for key in w:
             assert g[key] == pytest.approx(w[key], rel=1e-9, abs=1e-12) if key == 'noise' \
                 else _rounded(g[key]) == _rounded(w[key]), (i, g['kind'], key)
+
+
+def test_binary_segmentation_places_the_change_points_ruptures_places():
+    """:func:`changes.binseg` (prefix sums) against ruptures' Binseg itself on
+    series with steps, ties (rounded values) and a large level."""
+    import ruptures
+    rng = np.random.default_rng(5)
+    for i in range(120):
+        n = int(rng.integers(6, 200))
+        x = rng.standard_normal(n) * rng.uniform(0.1, 10)
+        if i % 3 == 0:
+            x[int(rng.integers(0, n)):] += rng.uniform(-5, 5)
+        if i % 5 == 0:
+            x = np.round(x)
+        if i % 7 == 0:
+            x = x + 460.0
+        size = int(rng.choice((2, 3)))
+        pen = 3 * math.log(n)
+        want = ruptures.Binseg(model='l2', min_size=size, jump=1).fit(x).predict(pen=pen)[:-1]
+        assert changes.binseg(x, size, pen) == want, (i, n)
 
 
 def _rounded(rows):

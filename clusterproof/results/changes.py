@@ -11,10 +11,11 @@ did the figure move to a new level in the last few sessions?
 2. Cheap screen: is the Hodges-Lehmann shift (the median of all differences
    between recent and earlier values) of the last ``min_after`` sessions
    against the rest large enough to look at? Most nights stop here.
-3. Segmentation by the library: ``ruptures`` (binary segmentation, squared
-   error cost on the values divided by the noise, penalty ``penalty x
-   log(n)``) places the change points of the window; the newest one with at
-   least ``min_after`` sessions after it is the candidate.
+3. Binary segmentation (ruptures' ``Binseg``, squared error cost on the
+   values divided by the noise, penalty ``penalty x log(n)``; computed by
+   :func:`binseg` over prefix sums) places the change points of the window;
+   the newest one with at least ``min_after`` sessions after it is the
+   candidate.
 4. Confirmation: the Hodges-Lehmann shift between the sessions before and
    after the candidate, divided by its standard error, must reach ``z``
    (``EARLY`` x ``z`` while only ``min_after`` sessions follow), and the
@@ -73,7 +74,7 @@ AGREE = 5.0
 DEFAULT_MIN_BEFORE = 8
 #: sessions of history one night's segmentation sees
 DEFAULT_WINDOW = 60
-#: ruptures penalty, in units of log(n) (the values are in noise units)
+#: segmentation penalty, in units of log(n) (the values are in noise units)
 DEFAULT_PENALTY = 3.0
 #: a value this many noise units from the median is an outlier
 OUTLIER_Z = 6.0
@@ -177,7 +178,15 @@ def _quantile(ys, q):
 
 
 def _median(y):
-    return _quantile(np.sort(y), 0.5)
+    """The median as :func:`_quantile` of the sorted values gives it, from
+    the two middle order statistics alone (a partition, not a sort)."""
+    y = np.asarray(y, dtype=float).ravel()
+    n = len(y)
+    pos = (n - 1) * 0.5
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    part = np.partition(y, (lo, hi))
+    return float(part[lo] + (part[hi] - part[lo]) * (pos - lo))
 
 
 def pooled_scale(y, start, end):
@@ -263,11 +272,62 @@ def _log(values):
 
 
 def _segment(seg, sigma, min_size, penalty):
-    """Change points of ``seg`` by ruptures: indices of the first value of
-    each new segment."""
-    import ruptures
-    algo = ruptures.Binseg(model='l2', min_size=min_size, jump=1).fit(seg / sigma)
-    return algo.predict(pen=penalty * math.log(len(seg)))[:-1]
+    """Change points of ``seg``: indices of the first value of each new
+    segment, by binary segmentation (:func:`binseg`) of the values in noise
+    units with penalty ``penalty x log(n)``."""
+    return binseg(seg / sigma, min_size, penalty * math.log(len(seg)))
+
+
+def binseg(x, min_size, pen):
+    """Binary segmentation of ``x`` with the squared-error cost, as
+    ``ruptures.Binseg(model='l2', min_size=min_size, jump=1).fit(x)
+    .predict(pen=pen)[:-1]`` places them (the same change points, in the same
+    order of choice and ties), over prefix sums: each split of a segment is
+    one vectorised pass instead of one cost per candidate. The gains of the
+    candidates within rounding of the best are computed again as ruptures
+    computes them, so a near tie falls as it falls there."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if min_size > n:
+        raise ValueError(f'binary segmentation of {n} values with segments of '
+                         f'{min_size} or more')
+    col = x.reshape(-1, 1)
+    c = x - x.mean()
+    s1 = np.concatenate(([0.0], np.cumsum(c)))
+    s2 = np.concatenate(([0.0], np.cumsum(c * c)))
+    tol = 1e-10 * (float(s2[-1]) + 1.0)
+
+    def cost(a, b):
+        # ruptures' CostL2.error, operation for operation
+        return col[a:b].var(axis=0).sum() * (b - a)
+
+    cache = {}
+
+    def best_split(a, b):
+        if (a, b) in cache:
+            return cache[a, b]
+        lo, hi = a + min_size, b - min_size
+        if hi < lo:
+            cache[a, b] = (None, 0)
+            return cache[a, b]
+        k = np.arange(lo, hi + 1)
+        left = s2[k] - s2[a] - (s1[k] - s1[a]) ** 2 / (k - a)
+        right = s2[b] - s2[k] - (s1[b] - s1[k]) ** 2 / (b - k)
+        loss = left + right
+        near = k[loss <= loss.min() + tol]
+        whole = cost(a, b)
+        cache[a, b] = max((whole - cost(a, int(j)) - cost(int(j), b), int(j)) for j in near)[::-1]
+        return cache[a, b]
+
+    bkps = [n]
+    while True:
+        bkp, gain = max((best_split(a, b) for a, b in zip([0] + bkps, bkps)),
+                        key=lambda r: r[1])
+        if bkp is None or not gain > pen:
+            break
+        bkps.append(bkp)
+        bkps.sort()
+    return bkps[:-1]
 
 
 def screen(y, start, settings, floor=1e-6):
@@ -343,14 +403,102 @@ def scan(values, settings=None):
 
 
 def _nightly(y, s, floor):
+    """Every night's :func:`judge_night`, oldest first, each reported change
+    starting a new segment. A night whose window reaches back no further
+    than the last change (the screen then sees the window alone) is judged
+    only when :func:`_may_screen` says its screen can pass; the others
+    are judged in full."""
     found = []
     start = 0
-    for t in range(len(y)):
+    may = _may_screen(y, s, floor)
+    for t in range(s.min_before + s.min_after - 1, len(y)):
+        if t + 1 - s.window >= start or start == 0:
+            if not may[t]:
+                continue
         c = judge_night(y[:t + 1], start, s, floor)
         if c is not None:
             found.append(c)
             start = c.at
     return found
+
+
+#: relative slack of :func:`_may_screen`'s threshold: far more than the
+#: rounding of its sums, far less than any difference a screen could notice
+_SLACK = 1e-6
+
+
+def _may_screen(y, s, floor):
+    """For each night ``t``, False when :func:`screen` of ``y[:t + 1]``
+    certainly does not pass while the last change is at or before the
+    start of the night's window; computed for every night at once.
+
+    The screen compares the Hodges-Lehmann shift of the newest ``need``
+    sessions against the rest of the window with ``SCREEN x z`` standard
+    errors. That shift is a median of the differences of each newest
+    session with every older one, so it is no larger than the largest
+    distance of a newest session from the median of the older ones (the
+    median of a union lies between the medians of its parts); with one
+    more session after the change (a figure with outliers) the older
+    ones lose their newest, whose median stays between two neighbouring
+    order statistics of the window. The noise is the interquartile range
+    of the window as :func:`pooled_scale` takes it; the threshold is
+    lowered by a relative ``_SLACK`` for its rounding. A night that may
+    pass is judged in full."""
+    n_all = len(y)
+    need = s.min_after
+    w = s.window - need
+    may = np.ones(n_all, dtype=bool)
+    if w < 4 or need < 1 or n_all < 1:
+        return may
+    pad = np.concatenate((np.full(w, np.nan), y))
+    ends = np.arange(need, n_all)                  # nights t with L = t + 1 >= need + 1
+    L = ends + 1
+    rows = np.sort(np.lib.stride_tricks.sliding_window_view(pad, w)[L - need], axis=1)
+    lo = np.maximum(0, L - s.window)
+    m = L - need - lo                              # sessions before the newest ``need``
+    ok = m >= max(s.min_before, 4)
+    if not ok.any():
+        may[:] = False
+        return may
+    ends, L, rows, m = ends[ok], L[ok], rows[ok], m[ok]
+
+    def order(k):
+        return np.take_along_axis(rows, k[:, None], axis=1)[:, 0]
+
+    def quantile(q):
+        pos = (m - 1) * q
+        k = pos.astype(int)
+        a, b = order(k), order(np.minimum(k + 1, m - 1))
+        return a + (b - a) * (pos - k)
+
+    sigma = np.maximum((quantile(0.75) - quantile(0.25)) / _IQR, floor)
+    med = quantile(0.5)
+    newest = np.stack([y[L - 1 - i] for i in range(need + 1)])
+    # the shift itself: the median of every difference of a newest session
+    # with an older one (the padding sorts last)
+    diffs = np.sort(np.concatenate([a[:, None] - rows for a in newest[:need]], axis=1), axis=1)
+    cnt = need * m
+    pos = (cnt - 1) * 0.5
+    k = pos.astype(int)
+    lo_d = np.take_along_axis(diffs, k[:, None], axis=1)[:, 0]
+    hi_d = np.take_along_axis(diffs, np.minimum(k + 1, cnt - 1)[:, None], axis=1)[:, 0]
+    shift = np.abs(lo_d + (hi_d - lo_d) * (pos - k))
+    thr = SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / need + 1.0 / m))
+    # a figure with outliers in the window needs one more session after a change
+    spread = np.maximum(order(m - 1) - med, med - rows[:, 0])
+    clean = spread <= s.outlier_z * sigma * (1 + _SLACK)
+    may_t = clean & (shift >= thr * (1 - _SLACK))
+    # one more session after the change: the older sessions lose their newest
+    m1 = m - 1
+    k1 = ((m1 - 1) * 0.5).astype(int)
+    lo_med, hi_med = order(k1), order(np.minimum(k1 + 1, m1 - 1) + 1)
+    reach1 = np.maximum(np.abs(newest - lo_med), np.abs(newest - hi_med)).max(axis=0)
+    thr1 = SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / (need + 1) + 1.0 / m1))
+    dirty = spread > s.outlier_z * sigma * (1 - _SLACK)
+    may_t |= dirty & (m1 >= s.min_before) & (reach1 >= thr1 * (1 - _SLACK))
+    may[:] = False
+    may[ends] = may_t
+    return may
 
 
 def refine(y, found, settings, floor=1e-6):
@@ -380,7 +528,7 @@ def diff_scale(y, floor=1e-6):
 
 def segment(y, settings=None, floor=1e-6):
     """The changes of the whole history ``y`` (log values), as a
-    retrospective segmentation finds them: ``ruptures`` binary segmentation
+    retrospective segmentation finds them: binary segmentation (:func:`binseg`)
     of all of ``y`` (values in noise units, penalty ``penalty x log(n)``),
     then every boundary kept only while the Hodges-Lehmann shift across its
     two neighbouring segments reaches ``z + POWER`` standard errors (the
