@@ -177,6 +177,15 @@ def _quantile(ys, q):
     return float(ys[lo] + (ys[hi] - ys[lo]) * (pos - lo))
 
 
+def _sorted_median(ys):
+    """:func:`_median` of values already sorted."""
+    n = len(ys)
+    pos = (n - 1) * 0.5
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    return float(ys[lo] + (ys[hi] - ys[lo]) * (pos - lo))
+
+
 def _median(y):
     """The median as :func:`_quantile` of the sorted values gives it, from
     the two middle order statistics alone (a partition, not a sort)."""
@@ -304,25 +313,52 @@ def binseg(x, min_size, pen):
     cache = {}
 
     def best_split(a, b):
+        """``[bkp, gain, exact]`` of the best split of ``x[a:b]``: the gain
+        from the prefix sums (within ``tol`` of ruptures'), ``exact`` once
+        it is computed as ruptures computes it."""
         if (a, b) in cache:
             return cache[a, b]
         lo, hi = a + min_size, b - min_size
         if hi < lo:
-            cache[a, b] = (None, 0)
+            cache[a, b] = [None, 0, True]
             return cache[a, b]
         k = np.arange(lo, hi + 1)
         left = s2[k] - s2[a] - (s1[k] - s1[a]) ** 2 / (k - a)
         right = s2[b] - s2[k] - (s1[b] - s1[k]) ** 2 / (b - k)
         loss = left + right
-        near = k[loss <= loss.min() + tol]
-        whole = cost(a, b)
-        cache[a, b] = max((whole - cost(a, int(j)) - cost(int(j), b), int(j)) for j in near)[::-1]
+        best = loss.min()
+        near = k[loss <= best + tol]
+        if len(near) == 1:
+            whole = s2[b] - s2[a] - (s1[b] - s1[a]) ** 2 / (b - a)
+            cache[a, b] = [int(near[0]), float(whole - best), False]
+        else:
+            cache[a, b] = [*exact(a, b, near), True]
         return cache[a, b]
+
+    def exact(a, b, near):
+        whole = cost(a, b)
+        gain, j = max((whole - cost(a, int(j)) - cost(int(j), b), int(j)) for j in near)
+        return j, gain
+
+    def settle(split, a, b):
+        if not split[2]:
+            split[1] = exact(a, b, [split[0]])[1]
+            split[2] = True
+        return split[1]
 
     bkps = [n]
     while True:
-        bkp, gain = max((best_split(a, b) for a, b in zip([0] + bkps, bkps)),
-                        key=lambda r: r[1])
+        pairs = list(zip([0] + bkps, bkps))
+        splits = [best_split(a, b) for a, b in pairs]
+        top = max(r[1] for r in splits)
+        # near ties of the best gain, and a best gain near the penalty, are
+        # decided on the gains as ruptures computes them
+        close = [(a, b, r) for (a, b), r in zip(pairs, splits) if r[1] >= top - 2 * tol]
+        if len(close) > 1 or abs(top - pen) <= 2 * tol:
+            for a, b, r in close:
+                settle(r, a, b)
+        # the others are below these: the first best of these is ruptures' choice
+        bkp, gain, _ = max((r for _, _, r in close), key=lambda r: r[1])
         if bkp is None or not gain > pen:
             break
         bkps.append(bkp)
@@ -404,21 +440,22 @@ def scan(values, settings=None):
 
 def _nightly(y, s, floor):
     """Every night's :func:`judge_night`, oldest first, each reported change
-    starting a new segment. A night whose window reaches back no further
-    than the last change (the screen then sees the window alone) is judged
-    only when :func:`_may_screen` says its screen can pass; the others
-    are judged in full."""
+    starting a new segment; a night is judged only when
+    :func:`_may_screen` says its screen can pass."""
     found = []
     start = 0
-    may = _may_screen(y, s, floor)
+    may = _may_screen(y, s, floor, 0)
     for t in range(s.min_before + s.min_after - 1, len(y)):
-        if t + 1 - s.window >= start or start == 0:
-            if not may[t]:
-                continue
+        if not may[t]:
+            continue
         c = judge_night(y[:t + 1], start, s, floor)
         if c is not None:
             found.append(c)
             start = c.at
+            # the nights whose window reaches back before the new segment
+            later = _may_screen(y, s, floor, start)
+            span = slice(t + 1, start + s.window)
+            may[span] = later[span]
     return found
 
 
@@ -427,77 +464,87 @@ def _nightly(y, s, floor):
 _SLACK = 1e-6
 
 
-def _may_screen(y, s, floor):
-    """For each night ``t``, False when :func:`screen` of ``y[:t + 1]``
-    certainly does not pass while the last change is at or before the
-    start of the night's window; computed for every night at once.
+def _rows(y, first, end, width):
+    """``y[first[r]:end[r]]`` of every row ``r``, sorted, padded with NaN
+    (which sorts last) to ``width``."""
+    j = np.arange(width)
+    idx = first[:, None] + j
+    ok = idx < end[:, None]
+    return np.sort(np.where(ok, y[np.minimum(idx, len(y) - 1)], np.nan), axis=1)
 
-    The screen compares the Hodges-Lehmann shift of the newest ``need``
-    sessions against the rest of the window with ``SCREEN x z`` standard
-    errors. That shift is a median of the differences of each newest
-    session with every older one, so it is no larger than the largest
+
+def _order(rows, k):
+    return np.take_along_axis(rows, k[:, None], axis=1)[:, 0]
+
+
+def _row_quantile(rows, m, q):
+    """:func:`_quantile` of each sorted row of ``m`` values."""
+    pos = (m - 1) * q
+    k = pos.astype(int)
+    a, b = _order(rows, k), _order(rows, np.minimum(k + 1, m - 1))
+    return a + (b - a) * (pos - k)
+
+
+def _may_screen(y, s, floor, start):
+    """For each night ``t`` (with the last change at ``start``), False when
+    :func:`screen` of ``y[:t + 1]`` certainly does not pass; computed for
+    every night at once (with ``start`` > 0, for the nights whose window
+    reaches back before ``start`` only: the others are as for 0).
+
+    Each night's noise and Hodges-Lehmann shift are computed as the screen
+    computes them, over rows of the window's values sorted at once, and the
+    threshold is lowered by a relative ``_SLACK`` for the rounding of the
+    sums. With one more session after the change (a figure with outliers in
+    the window) the shift is bounded instead: a median of the differences of
+    each newest session with every older one is no larger than the largest
     distance of a newest session from the median of the older ones (the
-    median of a union lies between the medians of its parts); with one
-    more session after the change (a figure with outliers) the older
-    ones lose their newest, whose median stays between two neighbouring
-    order statistics of the window. The noise is the interquartile range
-    of the window as :func:`pooled_scale` takes it; the threshold is
-    lowered by a relative ``_SLACK`` for its rounding. A night that may
-    pass is judged in full."""
+    median of a union lies between the medians of its parts), and the older
+    ones, losing their newest, have their median between two neighbouring
+    order statistics of the window. A night that may pass is judged in
+    full."""
     n_all = len(y)
     need = s.min_after
-    w = s.window - need
-    may = np.ones(n_all, dtype=bool)
-    if w < 4 or need < 1 or n_all < 1:
+    may = np.zeros(n_all, dtype=bool)
+    last = n_all if start == 0 else min(n_all, start + s.window)
+    L = np.arange(max(start + s.min_before + need, need + 1), last + 1)   # sessions tonight
+    if need < 1 or s.window < s.min_before + need or len(L) == 0:
+        may[:] = True
         return may
-    pad = np.concatenate((np.full(w, np.nan), y))
-    ends = np.arange(need, n_all)                  # nights t with L = t + 1 >= need + 1
-    L = ends + 1
-    rows = np.sort(np.lib.stride_tricks.sliding_window_view(pad, w)[L - need], axis=1)
     lo = np.maximum(0, L - s.window)
-    m = L - need - lo                              # sessions before the newest ``need``
-    ok = m >= max(s.min_before, 4)
-    if not ok.any():
-        may[:] = False
-        return may
-    ends, L, rows, m = ends[ok], L[ok], rows[ok], m[ok]
-
-    def order(k):
-        return np.take_along_axis(rows, k[:, None], axis=1)[:, 0]
-
-    def quantile(q):
-        pos = (m - 1) * q
-        k = pos.astype(int)
-        a, b = order(k), order(np.minimum(k + 1, m - 1))
-        return a + (b - a) * (pos - k)
-
-    sigma = np.maximum((quantile(0.75) - quantile(0.25)) / _IQR, floor)
-    med = quantile(0.5)
+    first = np.maximum(lo, start)
+    m = L - need - first                          # sessions before the newest ``need``
+    rows = _rows(y, first, L - need, s.window)
+    med = _row_quantile(rows, m, 0.5)
+    res = rows - med[:, None]
+    cnt = m
+    if start > 0:                                 # the sessions before ``start`` count too
+        prev = _rows(y, lo, np.full_like(lo, start), s.window)
+        m0 = np.maximum(start - lo, 0)
+        has = m0 > 0
+        med0 = np.where(has, _row_quantile(prev, np.maximum(m0, 1), 0.5), 0.0)
+        res = np.sort(np.concatenate((res, prev - med0[:, None]), axis=1), axis=1)
+        cnt = m + m0
+    scale = np.where(cnt >= 4, (_row_quantile(res, cnt, 0.75) - _row_quantile(res, cnt, 0.25))
+                     / _IQR, 0.0)
+    sigma = np.maximum(scale, max(floor, 1e-6))
     newest = np.stack([y[L - 1 - i] for i in range(need + 1)])
     # the shift itself: the median of every difference of a newest session
     # with an older one (the padding sorts last)
     diffs = np.sort(np.concatenate([a[:, None] - rows for a in newest[:need]], axis=1), axis=1)
-    cnt = need * m
-    pos = (cnt - 1) * 0.5
-    k = pos.astype(int)
-    lo_d = np.take_along_axis(diffs, k[:, None], axis=1)[:, 0]
-    hi_d = np.take_along_axis(diffs, np.minimum(k + 1, cnt - 1)[:, None], axis=1)[:, 0]
-    shift = np.abs(lo_d + (hi_d - lo_d) * (pos - k))
+    shift = np.abs(_row_quantile(diffs, need * m, 0.5))
     thr = SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / need + 1.0 / m))
     # a figure with outliers in the window needs one more session after a change
-    spread = np.maximum(order(m - 1) - med, med - rows[:, 0])
-    clean = spread <= s.outlier_z * sigma * (1 + _SLACK)
-    may_t = clean & (shift >= thr * (1 - _SLACK))
-    # one more session after the change: the older sessions lose their newest
+    spread = np.maximum(_order(rows, m - 1) - med, med - rows[:, 0])
+    limit = s.outlier_z * sigma
+    may_t = (spread <= limit * (1 + _SLACK)) & (shift >= thr * (1 - _SLACK))
     m1 = m - 1
     k1 = ((m1 - 1) * 0.5).astype(int)
-    lo_med, hi_med = order(k1), order(np.minimum(k1 + 1, m1 - 1) + 1)
+    lo_med, hi_med = _order(rows, k1), _order(rows, np.minimum(k1 + 1, m1 - 1) + 1)
     reach1 = np.maximum(np.abs(newest - lo_med), np.abs(newest - hi_med)).max(axis=0)
-    thr1 = SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / (need + 1) + 1.0 / m1))
-    dirty = spread > s.outlier_z * sigma * (1 - _SLACK)
-    may_t |= dirty & (m1 >= s.min_before) & (reach1 >= thr1 * (1 - _SLACK))
-    may[:] = False
-    may[ends] = may_t
+    thr1 = SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / (need + 1) + 1.0 / np.maximum(m1, 1)))
+    may_t |= ((spread > limit * (1 - _SLACK)) & (m1 >= s.min_before)
+              & (reach1 >= thr1 * (1 - _SLACK)))
+    may[L - 1] = may_t
     return may
 
 
@@ -715,13 +762,23 @@ def _episode_end(y, steps, c, s, floor):
     before = y[max(prev, c.at - s.window):c.at]
     sig_b = _floor(robust_scale(before), floor)
     best = None
+    need = s.z + POWER
+    # the differences of the episode's sessions with those before, kept
+    # sorted as the episode grows: its shift is their median
+    diffs = np.sort(np.subtract.outer(y[c.at:c.at + MIN_SEGMENT - 1], before).ravel())
     for e in range(c.at + MIN_SEGMENT, nxt - MIN_SEGMENT + 1):
-        ep, rest = y[c.at:e], y[e:nxt][:s.window]
-        z1 = abs(hl_shift(before, ep)) / shift_stderr(sig_b, len(before), len(ep))
+        new = np.sort(y[e - 1] - before)
+        diffs = np.insert(diffs, np.searchsorted(diffs, new), new)
+        ep = y[c.at:e]
+        # z = min(z1, z2) must reach ``need``: z2 only where z1 does
+        z1 = abs(_sorted_median(diffs)) / shift_stderr(sig_b, len(before), len(ep))
+        if not z1 >= need or not agree(ep, sig_b):
+            continue
+        rest = y[e:nxt][:s.window]
         sig_e = _floor(robust_scale(ep), floor)
         z2 = abs(hl_shift(ep, rest)) / shift_stderr(sig_e, len(ep), len(rest))
         z = min(z1, z2)
-        if z >= s.z + POWER and agree(ep, sig_b) and (best is None or z > best[0]):
+        if z >= need and (best is None or z > best[0]):
             best = (z, e)
     return None if best is None else best[1]
 
