@@ -206,7 +206,7 @@ def speed_series(count, nights, seed):
 
 
 #: figures and sessions of the speed set the benchmark times by default
-SPEED_COUNT = 200
+SPEED_COUNT = 2000
 SPEED_NIGHTS = 365
 #: the whole `clusterproof changes` of 10 systems x 2,000 figures (issue 22)
 SPEED_TARGET_S = 5.0

@@ -177,15 +177,6 @@ def _quantile(ys, q):
     return float(ys[lo] + (ys[hi] - ys[lo]) * (pos - lo))
 
 
-def _sorted_median(ys):
-    """:func:`_median` of values already sorted."""
-    n = len(ys)
-    pos = (n - 1) * 0.5
-    lo = int(pos)
-    hi = min(lo + 1, n - 1)
-    return float(ys[lo] + (ys[hi] - ys[lo]) * (pos - lo))
-
-
 def _median(y):
     """The median as :func:`_quantile` of the sorted values gives it, from
     the two middle order statistics alone (a partition, not a sort)."""
@@ -491,17 +482,14 @@ def _may_screen(y, s, floor, start):
     every night at once (with ``start`` > 0, for the nights whose window
     reaches back before ``start`` only: the others are as for 0).
 
-    Each night's noise and Hodges-Lehmann shift are computed as the screen
-    computes them, over rows of the window's values sorted at once, and the
-    threshold is lowered by a relative ``_SLACK`` for the rounding of the
-    sums. With one more session after the change (a figure with outliers in
-    the window) the shift is bounded instead: a median of the differences of
-    each newest session with every older one is no larger than the largest
-    distance of a newest session from the median of the older ones (the
-    median of a union lies between the medians of its parts), and the older
-    ones, losing their newest, have their median between two neighbouring
-    order statistics of the window. A night that may pass is judged in
-    full."""
+    Each night's noise is computed as the screen computes it, over rows of
+    the window's values sorted at once; the Hodges-Lehmann shift is known
+    to be below the threshold when more than half of its differences are
+    below it and more than half above its negative (counts); the threshold
+    is lowered by a relative ``_SLACK`` for the rounding of the sums. With
+    one more session after the change (a figure with outliers in the
+    window) the older sessions lose their newest, which the counts leave
+    out. A night that may pass is judged in full."""
     n_all = len(y)
     need = s.min_after
     may = np.zeros(n_all, dtype=bool)
@@ -513,7 +501,12 @@ def _may_screen(y, s, floor, start):
     lo = np.maximum(0, L - s.window)
     first = np.maximum(lo, start)
     m = L - need - first                          # sessions before the newest ``need``
-    rows = _rows(y, first, L - need, s.window)
+    if start == 0:      # the windows slide: rows of one view of the history
+        w = s.window - need
+        pad = np.concatenate((np.full(w, np.nan), y))
+        rows = np.sort(np.lib.stride_tricks.sliding_window_view(pad, w)[L - need], axis=1)
+    else:
+        rows = _rows(y, first, L - need, s.window)
     med = _row_quantile(rows, m, 0.5)
     res = rows - med[:, None]
     cnt = m
@@ -528,22 +521,33 @@ def _may_screen(y, s, floor, start):
                      / _IQR, 0.0)
     sigma = np.maximum(scale, max(floor, 1e-6))
     newest = np.stack([y[L - 1 - i] for i in range(need + 1)])
-    # the shift itself: the median of every difference of a newest session
-    # with an older one (the padding sorts last)
-    diffs = np.sort(np.concatenate([a[:, None] - rows for a in newest[:need]], axis=1), axis=1)
-    shift = np.abs(_row_quantile(diffs, need * m, 0.5))
-    thr = SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / need + 1.0 / m))
+    # the shift is the median of every difference of a newest session with
+    # an older one: certainly below the threshold ``t`` when more than half
+    # of them are below ``t`` and more than half above ``-t`` (the padding
+    # compares false)
+    t = (SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / need + 1.0 / m)) * (1 - _SLACK))[:, None]
+    below = sum(np.count_nonzero(rows > a[:, None] - t, axis=1) for a in newest[:need])
+    above = sum(np.count_nonzero(rows < a[:, None] + t, axis=1) for a in newest[:need])
+    half = (need * m) // 2
+    small = (below > half) & (above > half)
     # a figure with outliers in the window needs one more session after a change
     spread = np.maximum(_order(rows, m - 1) - med, med - rows[:, 0])
     limit = s.outlier_z * sigma
-    may_t = (spread <= limit * (1 + _SLACK)) & (shift >= thr * (1 - _SLACK))
-    m1 = m - 1
-    k1 = ((m1 - 1) * 0.5).astype(int)
-    lo_med, hi_med = _order(rows, k1), _order(rows, np.minimum(k1 + 1, m1 - 1) + 1)
-    reach1 = np.maximum(np.abs(newest - lo_med), np.abs(newest - hi_med)).max(axis=0)
-    thr1 = SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / (need + 1) + 1.0 / np.maximum(m1, 1)))
-    may_t |= ((spread > limit * (1 - _SLACK)) & (m1 >= s.min_before)
-              & (reach1 >= thr1 * (1 - _SLACK)))
+    may_t = (spread <= limit * (1 + _SLACK)) & ~small
+    # with one more session after the change, the older sessions lose their
+    # newest (``gone``): counted as above without it
+    dirty = np.flatnonzero((spread > limit * (1 - _SLACK)) & (m - 1 >= s.min_before))
+    if len(dirty):
+        rows, m1, newest = rows[dirty], m[dirty] - 1, newest[:, dirty]
+        gone = y[L[dirty] - need - 1][:, None]
+        t = (SCREEN * s.z * sigma[dirty] * np.sqrt(_HL_VAR * (1.0 / (need + 1) + 1.0 / m1))
+             * (1 - _SLACK))[:, None]
+        below = sum(np.count_nonzero(rows > a[:, None] - t, axis=1)
+                    - (gone > a[:, None] - t)[:, 0] for a in newest)
+        above = sum(np.count_nonzero(rows < a[:, None] + t, axis=1)
+                    - (gone < a[:, None] + t)[:, 0] for a in newest)
+        half = ((need + 1) * m1) // 2
+        may_t[dirty] |= ~((below > half) & (above > half))
     may[L - 1] = may_t
     return may
 
@@ -763,15 +767,10 @@ def _episode_end(y, steps, c, s, floor):
     sig_b = _floor(robust_scale(before), floor)
     best = None
     need = s.z + POWER
-    # the differences of the episode's sessions with those before, kept
-    # sorted as the episode grows: its shift is their median
-    diffs = np.sort(np.subtract.outer(y[c.at:c.at + MIN_SEGMENT - 1], before).ravel())
-    for e in range(c.at + MIN_SEGMENT, nxt - MIN_SEGMENT + 1):
-        new = np.sort(y[e - 1] - before)
-        diffs = np.insert(diffs, np.searchsorted(diffs, new), new)
+    for e in (_may_reach(y[c.at:nxt - MIN_SEGMENT], before, sig_b, need) + c.at).tolist():
         ep = y[c.at:e]
         # z = min(z1, z2) must reach ``need``: z2 only where z1 does
-        z1 = abs(_sorted_median(diffs)) / shift_stderr(sig_b, len(before), len(ep))
+        z1 = abs(hl_shift(before, ep)) / shift_stderr(sig_b, len(before), len(ep))
         if not z1 >= need or not agree(ep, sig_b):
             continue
         rest = y[e:nxt][:s.window]
@@ -781,6 +780,28 @@ def _episode_end(y, steps, c, s, floor):
         if z >= need and (best is None or z > best[0]):
             best = (z, e)
     return None if best is None else best[1]
+
+
+def _may_reach(ep, before, sigma, need):
+    """The lengths ``k`` (``MIN_SEGMENT`` up to all of ``ep``) for which the
+    Hodges-Lehmann shift of ``ep[:k]`` against ``before`` may reach
+    ``need`` standard errors; all at once. The shift is the median of the
+    differences: it is certainly below a bound ``t`` when more than half of
+    the differences are below ``t`` and more than half above ``-t``, which
+    counts of the sorted ``before`` give for every length at once (``t``
+    lowered by a relative ``_SLACK`` for rounding)."""
+    ks = np.arange(MIN_SEGMENT, len(ep) + 1)
+    if len(ks) == 0:
+        return ks
+    b = np.sort(before)
+    nb = len(b)
+    t = need * sigma * np.sqrt(_HL_VAR * (1.0 / ks + 1.0 / nb)) * (1 - _SLACK)
+    inside = np.arange(len(ep))[None, :] < ks[:, None]
+    below = np.where(inside, nb - np.searchsorted(b, ep[None, :] - t[:, None], 'right'), 0)
+    above = np.where(inside, np.searchsorted(b, ep[None, :] + t[:, None], 'left'), 0)
+    half = (nb * ks) // 2
+    quiet = (below.sum(axis=1) > half) & (above.sum(axis=1) > half)
+    return ks[~quiet]
 
 
 def group_levels(y, groups):
