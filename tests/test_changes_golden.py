@@ -70,6 +70,16 @@ def test_findings_are_those_recorded():
                 else _rounded(g[key]) == _rounded(w[key]), (i, g['kind'], key)
 
 
+def test_lists_and_arrays_give_the_same_findings():
+    """The loaders hand the detector numpy arrays (values, node lists) or
+    lists: the same findings either way."""
+    for kind, values, groups in bench.speed_series(12, 120, 3):
+        as_list = changes.find(list(values), None, groups)
+        as_array = changes.find(np.asarray(values, dtype=float), None,
+                                None if groups is None else np.asarray(groups))
+        assert as_list == as_array, kind
+
+
 def test_binary_segmentation_places_the_change_points_ruptures_places():
     """:func:`changes.binseg` (prefix sums) against ruptures' Binseg itself on
     series with steps, ties (rounded values) and a large level."""

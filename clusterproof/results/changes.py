@@ -884,7 +884,7 @@ def detect(hists, settings=None):
     settings = settings or Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
-        if any(v <= 0 for v in h.values):
+        if np.any(np.asarray(h.values, dtype=float) <= 0):
             skipped.append((h, 'values <= 0'))
             continue
         if len(h.points) < 2:
