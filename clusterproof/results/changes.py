@@ -659,23 +659,36 @@ def _fit_drift(y, cps, i, j, sigma, s):
     steps = sum(float(((p - p.mean()) ** 2).sum())
                 for p in np.split(seg, cuts)) + pen * len(cuts)
     t = np.arange(m, dtype=float)
-    best = None
     grid = max(1, m // 40)
     inner = cuts[1:-1]
-    for a in range(0, cuts[0], grid):
-        for b in range(m, cuts[-1], -grid):
-            knots = [a] + inner + [b]
-            if any(k2 - k1 < 2 for k1, k2 in zip(knots, knots[1:])):
-                continue
-            # a continuous line: flat to a, bending at each inner step, flat after b
-            X = np.column_stack([np.ones(m)] + [np.clip(t - k, 0, None) for k in knots[:-1]]
-                                + [np.clip(t - b, 0, None)])
-            coef, *_ = np.linalg.lstsq(X, seg, rcond=None)
-            fit = X @ coef
-            rss = float(((seg - fit) ** 2).sum())
-            cost = rss + pen * (len(knots) - 1 + (a > 0) + (b < m))
-            if best is None or cost < best[0]:
-                best = (cost, a, b, fit)
+    combos = [(a, b) for a in range(0, cuts[0], grid) for b in range(m, cuts[-1], -grid)
+              if not any(k2 - k1 < 2 for k1, k2 in zip([a] + inner + [b], inner + [b]))]
+
+    def design(a, b):
+        # a continuous line: flat to a, bending at each inner step, flat after b
+        knots = [a] + inner + [b]
+        return (np.column_stack([np.ones(m)] + [np.clip(t - k, 0, None) for k in knots[:-1]]
+                                + [np.clip(t - b, 0, None)]),
+                pen * (len(knots) - 1 + (a > 0) + (b < m)))
+
+    def fitted(a, b):
+        X, charge = design(a, b)
+        coef, *_ = np.linalg.lstsq(X, seg, rcond=None)
+        fit = X @ coef
+        return float(((seg - fit) ** 2).sum()) + charge, fit
+
+    # every line at once (least squares by QR over the stack), then the
+    # lines within rounding of the cheapest fitted one by one as before:
+    # the first cheapest of the grid is the line kept
+    costs = _line_costs(seg, t, inner, combos, m, pen)
+    best = None
+    if combos:
+        near = costs <= costs.min() + 1e-6 * (1.0 + abs(costs.min()))
+        for (a, b), close in zip(combos, near):
+            if close:
+                cost, fit = fitted(a, b)
+                if best is None or cost < best[0]:
+                    best = (cost, a, b, fit)
     if best is None or best[0] >= steps:
         return None
     _, a, b, fit = best
@@ -684,6 +697,33 @@ def _fit_drift(y, cps, i, j, sigma, s):
     err = sigma * math.sqrt(12.0 / max(b - a, 2))     # of the whole change
     return Change(lo + a, None, total, err, a, m - b, view='retrospective', kind='drift',
                   end=lo + b, rate=rate)
+
+
+def _line_costs(seg, t, inner, combos, m, pen, chunk=256):
+    """The cost of each line of :func:`_fit_drift`'s grid (``combos`` of
+    start and end), as its loop computes it but for every line at once
+    (least squares by QR of the stacked designs); to within rounding, which
+    the loop settles. A line that ends at the end of the span has no
+    bend there (its column would be zeros)."""
+    out = np.empty(len(combos))
+    x = seg - seg.mean()            # the lines have a level: their residuals do not move
+    ramps = np.clip(t[None, :] - np.asarray(inner, dtype=float)[:, None], 0, None).T
+    ends = np.asarray([b for _, b in combos])
+    for open_end in (False, True):
+        idx = np.flatnonzero((ends < m) == open_end)
+        for lo in range(0, len(idx), chunk):
+            sel = idx[lo:lo + chunk]
+            a = np.asarray([combos[i][0] for i in sel], dtype=float)[:, None]
+            b = ends[sel].astype(float)[:, None]
+            cols = [np.ones((len(sel), m)), np.clip(t[None, :] - a, 0, None)]
+            cols += [np.broadcast_to(r, (len(sel), m)) for r in ramps.T]
+            if open_end:
+                cols.append(np.clip(t[None, :] - b, 0, None))
+            q, _ = np.linalg.qr(np.stack(cols, axis=2))
+            res = x[None, :] - np.einsum('cmp,cp->cm', q, np.einsum('cmp,m->cp', q, x))
+            charge = pen * (len(inner) + 1 + (a[:, 0] > 0) + open_end)
+            out[sel] = (res ** 2).sum(axis=1) + charge
+    return out
 
 
 def find(values, settings=None, groups=None):
