@@ -444,9 +444,9 @@ def _nightly(y, s, floor):
             found.append(c)
             start = c.at
             # the nights whose window reaches back before the new segment
-            later = _may_screen(y, s, floor, start)
-            span = slice(t + 1, start + s.window)
-            may[span] = later[span]
+            if t + 1 < start + s.window:
+                span = slice(t + 1, start + s.window)
+                may[span] = _may_screen(y, s, floor, start)[span]
     return found
 
 
