@@ -83,14 +83,43 @@ get numa_balancing /proc/sys/kernel/numa_balancing
 read -r k mem unit < /proc/meminfo || :
 echo "mem_kib=$mem"
 s=; [ -n "$SLURM_JOB_ID" ] && s=$(srun --version 2>/dev/null); echo "slurm=$s"
-dir=$2; fs=; opts=; best=
+dir=$2; fs=; opts=; best=; cg1=; cg2=
 while read -r dev mnt type o rest; do
   m=${mnt%/}
   case "$dir/" in
     "$m"/*) [ ${#mnt} -ge ${#best} ] && { best=$mnt; fs=$type; opts=$o; } ;;
   esac
+  case "$type,$o," in
+    cgroup2,*) cg2=$m ;;
+    cgroup,*,cpu,*) cg1=$m ;;
+  esac
 done < /proc/self/mounts
 echo "stage_fs=$fs"; echo "stage_mount=$best"; echo "stage_options=$opts"
+# the CPU quota the job runs under: the tightest of its own cgroup and its
+# ancestors (v2 cpu.max "quota period", v1 cpu.cfs_quota_us and _period_us)
+bq=; bp=
+quota() {
+  case "$1$2" in ''|*[!0-9]*) return ;; esac
+  [ "$2" -gt 0 ] || return
+  if [ -z "$bq" ] || [ $(($1 * bp)) -lt $((bq * $2)) ]; then bq=$1; bp=$2; fi
+}
+while IFS=: read -r num ctrl path; do
+  p=${path%/}
+  case "$num:,$ctrl," in
+    0:,,) [ -n "$cg2" ] || continue
+      while :; do
+        q=; per=; [ -r "$cg2$p/cpu.max" ] && read -r q per < "$cg2$p/cpu.max"
+        quota "$q" "$per"; [ -z "$p" ] && break; p=${p%/*}
+      done ;;
+    *,cpu,*) [ -n "$cg1" ] || continue
+      while :; do
+        q=; per=; [ -r "$cg1$p/cpu.cfs_quota_us" ] && read -r q < "$cg1$p/cpu.cfs_quota_us"
+        [ -r "$cg1$p/cpu.cfs_period_us" ] && read -r per < "$cg1$p/cpu.cfs_period_us"
+        quota "$q" "$per"; [ -z "$p" ] && break; p=${p%/*}
+      done ;;
+  esac
+done < /proc/self/cgroup
+echo "cpu_quota=${bq:-max}${bq:+/$bp}"
 env | while IFS= read -r line; do
   case "$line" in ENVCASE) echo "env.$line" ;; esac
 done

@@ -754,6 +754,9 @@ def attribution(points, c):
         if k == 'cp_binary_sha256' and new and not (new & old):
             out.append(_binary_change(before, after, old, new))
             continue
+        if k == 'cp_mpi_library' and new and not (new & old):
+            out.append(_library_change(old, new))
+            continue
         if k == 'job_nodelist':
             common = _common_nodes(after) - _common_nodes(before)
             if common and old != new:
@@ -771,6 +774,23 @@ def _binary_change(before, after, old, new):
     name = os.path.basename(next(iter(paths))) if len(paths) == 1 else 'binary'
     same = ' (same path)' if len(paths) == 1 and paths != {''} else ''
     return f'{name or "binary"} sha256 {_short(old)} -> {_short(new)}{same}'
+
+
+def _library_change(old, new):
+    """``MPI library /a/libmpi.so.40 sha256 3fa1.. -> /b/libmpi.so.40 sha256
+    9c0e..``, or ``MPI library libmpi.so.40 sha256 3fa1.. -> 9c0e.. (same
+    path)``; values that differ between nodes or sessions are listed."""
+    def pairs(values):
+        return {tuple(v.split(' ', 1)) for t in values if t
+                for v in fingerprint.per_node(t).values()}
+    o, n = pairs(old), pairs(new)
+    if len(o) != 1 or len(n) != 1 or any(len(p) != 2 for p in o | n):
+        return f'MPI library {_short(old)} -> {_short(new)}'
+    (po, so), (pn, sn) = o.pop(), n.pop()
+    if po == pn:
+        return (f'MPI library {os.path.basename(po)} sha256 {_short({so})} -> '
+                f'{_short({sn})} (same path)')
+    return f'MPI library {po} sha256 {_short({so})} -> {pn} sha256 {_short({sn})}'
 
 
 def _common_nodes(points):
