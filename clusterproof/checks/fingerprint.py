@@ -258,11 +258,15 @@ def changes(before, after, results=None):
     ``cp_fingerprint`` texts (one per session). For every node in both, a
     field whose values after share none with its values before is named:
     ``kernel 6.1.0-25 -> 6.1.0-28 on n[1-16]``."""
+    records = {}
+
     def values(texts):
         vals, missing = {}, set()
-        for t in texts:
+        for t in set(texts):
             for node, h in per_node(t).items():
-                rec = load(h, results)
+                if h not in records:
+                    records[h] = load(h, results)
+                rec = records[h]
                 if rec is None:
                     missing.add(h)
                     continue
