@@ -146,3 +146,22 @@ def test_parse_the_probe_output_of_two_nodes():
     assert len(sha) == 64
     with pytest.raises(Exception, match=r'emu-2-nodes.out:1: .*not a fingerprint line'):
         fingerprint.parse('kernel=6.1\n', source=str(path))
+
+
+def test_parse_the_labelled_output_of_two_nodes_whose_lines_interleave():
+    """``srun --label`` output recorded on two nodes of the local Slurm
+    cluster, the nodes' lines interleaved: each node gets its own lines."""
+    from clusterproof.checks import fingerprint
+    from conftest import REPO
+    path = REPO / 'tests' / 'data' / 'fingerprint' / 'emu-2-nodes-labelled.out'
+    text = path.read_text()
+    assert text.index('1: @node n2') < text.index('0: @node n1') < text.index('0: kernel=')
+    nodes = fingerprint.parse(text, source=str(path))
+    assert sorted(nodes) == ['n1', 'n2']
+    assert nodes['n1'] == nodes['n2']
+    assert nodes['n1']['cpu_quota'] == 'max' and nodes['n1']['slurm'] == 'slurm-wlm 22.05.8'
+    assert len(nodes['n1']['binary_sha256']) == 64
+    bad = text.replace('0: kernel=', 'kernel=', 1)
+    n = bad[:bad.index('\nkernel=')].count('\n') + 2
+    with pytest.raises(Exception, match=rf'labelled.out:{n}: .kernel=.* has no task label'):
+        fingerprint.parse(bad, source=str(path))

@@ -3,7 +3,7 @@ executable and of the MPI library it loads) and a fingerprint of every
 node of the job, taken inside the job.
 
 The probe (:data:`PROBE`) is a POSIX shell script the job runs once per node
-before the program (under Slurm ``srun --ntasks-per-node=1``): it reads
+before the program (under Slurm ``srun --label --ntasks-per-node=1``): it reads
 ``/proc``, ``/sys`` and ``/etc/os-release`` with shell built-ins and forks
 only ``env``, ``ldd``, ``sha256sum`` and ``srun --version``. It prints one
 block per node::
@@ -25,6 +25,7 @@ is written once per distinct hash to ``<results>/fingerprints/<hash>.json``.
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
@@ -46,6 +47,9 @@ BINARY_FIELDS = ('binary_sha256', 'mpi_library', 'mpi_library_sha256')
 
 #: hex digits of a record's hash kept in ``cp_fingerprint``
 HASH_DIGITS = 12
+
+#: a line of ``srun --label``: the task number, then the task's line
+_LABEL = re.compile(r' *(\d+): ?(.*)')
 
 _ENV_CASE = '|'.join(f'{p}*' for p in ENV_PREFIXES)
 
@@ -145,7 +149,7 @@ def script(scheduler, binary, stagedir):
     head = f'set -- {q(binary)} {q(stagedir)}\n'
     if scheduler in ('slurm', 'squeue'):
         head = ('[ -z "$CP_FINGERPRINT_NODE" ] && [ -n "$SLURM_JOB_ID" ] && '
-                'CP_FINGERPRINT_NODE=1 exec srun --ntasks-per-node=1 -N"$SLURM_NNODES" '
+                'CP_FINGERPRINT_NODE=1 exec srun --label --ntasks-per-node=1 -N"$SLURM_NNODES" '
                 '-n"$SLURM_NNODES" sh "$0"\n') + head
     return PROBE.replace('#!/bin/sh\n', '#!/bin/sh\n' + head, 1)
 
@@ -160,19 +164,32 @@ def _quote(s):
 
 def parse(text, source='probe output'):
     """``{node: {field: value}}`` of the probe's output; a line outside a
-    node's block or without ``=`` is refused naming the line."""
-    nodes, cur = {}, None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if line.startswith('@node '):
-            cur = nodes.setdefault(line[6:].strip(), {})
-            continue
-        key, sep, value = line.partition('=')
-        if cur is None or not sep:
-            raise ClusterproofError(f'{source}:{n}: {line[:80]!r} is not a fingerprint line '
-                                    f'(key=value after "@node <name>")')
-        cur[key] = value.strip()
+    node's block or without ``=`` is refused naming the line. Output of
+    ``srun --label`` (each line ``<task>: ...``; srun interleaves the lines
+    of the nodes) is taken task by task."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    blocks = [lines]
+    if lines and _LABEL.fullmatch(lines[0][1]):
+        tasks = {}
+        for n, line in lines:
+            m = _LABEL.fullmatch(line)
+            if not m:
+                raise ClusterproofError(f'{source}:{n}: {line[:80]!r} has no task label '
+                                        f'("<task>: ", srun --label) as the lines before it')
+            tasks.setdefault(m.group(1), []).append((n, m.group(2)))
+        blocks = list(tasks.values())
+    nodes = {}
+    for block in blocks:
+        cur = None
+        for n, line in block:
+            if line.startswith('@node '):
+                cur = nodes.setdefault(line[6:].strip(), {})
+                continue
+            key, sep, value = line.partition('=')
+            if cur is None or not sep:
+                raise ClusterproofError(f'{source}:{n}: {line[:80]!r} is not a fingerprint '
+                                        f'line (key=value after "@node <name>")')
+            cur[key] = value.strip()
     for rec in nodes.values():
         # MemTotal differs by a few MiB between nodes of one model (firmware
         # reservations): whole GiB, so that such nodes share one record
