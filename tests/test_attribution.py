@@ -1,8 +1,9 @@
 """Attribution of real causes injected where the fingerprint sees them from
 inside the job: one node of the local Slurm cluster put under a CPU quota
-(its slurmd, and so every job step it starts, in a quota cgroup), and an
-MPI binary loading another build of its MPI library (LD_LIBRARY_PATH to a
-copy of Debian's libmpi with a section added)."""
+(its slurmd, and so every job step it starts, in a quota cgroup), the
+directory of the stage directories remounted with other options on one
+node, and an MPI binary loading another build of its MPI library
+(LD_LIBRARY_PATH to a copy of Debian's libmpi with a section added)."""
 
 import json
 import shutil
@@ -73,6 +74,40 @@ def test_changes_names_the_cpu_quota_put_on_a_node(emu_cluster, tmp_path):
     assert line in bw['attribution'], bw
     assert line in bw['summary']
     print('\n'.join(bw['attribution']))
+
+
+@pytest.mark.slow
+@need_netns
+def test_attribution_names_the_mount_options_changed_on_a_node(emu_cluster, tmp_path,
+                                                                monkeypatch):
+    """A session on n3, then the results directory (which holds the stage
+    directories) bind-mounted and remounted ``noatime,nosuid`` in n3's mount
+    namespace, another session: the attribution names the stage directory's
+    new mount point and options on n3, and nothing else."""
+    from clusterproof import cluster as lc
+    from clusterproof.cluster import faults
+    spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
+    results, refs = tmp_path / 'results', tmp_path / 'refs'
+    _on_n3(results, refs, emu_cluster)
+    with faults.NodeMount(spec, 'n3', results, 'noatime,nosuid'):
+        _on_n3(results, refs, emu_cluster)
+    before, after = _points(results, 'copy_bw')
+    old, new = ({}, {})
+    for p, rec in ((before, old), (after, new)):
+        node, _, h = p.provenance['cp_fingerprint'].partition('=')
+        assert node == 'n3', p.provenance['cp_fingerprint']
+        rec.update(json.loads((results / 'fingerprints' / f'{h}.json').read_text()))
+    old_opts, new_opts = old['stage_options'], new['stage_options']
+    assert 'noatime' not in old_opts.split(',') and 'nosuid' not in old_opts.split(','), old_opts
+    assert {'noatime', 'nosuid'} <= set(new_opts.split(',')), new_opts
+    assert new['stage_mount'] == str(results)
+
+    from clusterproof.results.changes import attribution
+    monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))
+    lines = attribution([before, after], types.SimpleNamespace(at=1, n_before=1, n_after=1))
+    assert lines == [f'stage_mount {old["stage_mount"]} -> {results} on n3',
+                     f'stage_options {old_opts} -> {new_opts} on n3'], lines
+    print('\n'.join(lines))
 
 
 def _hpcc_session(results, env):

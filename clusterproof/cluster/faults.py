@@ -3,7 +3,8 @@ dies (every process in its network namespace is killed: its slurmd, the job
 steps and the tasks, which is what a node crash looks like to Slurm) and
 comes back (its slurmd started again the way ``up`` does, the node resumed);
 a node slowed (its slurmd, and so every job step it starts, put in a cgroup
-with a CPU quota: :class:`CpuQuota`, :func:`node_cpu_quota`); and the way back to a known state after any of that (:func:`recover`: no
+with a CPU quota: :class:`CpuQuota`, :func:`node_cpu_quota`); a directory
+remounted with other options on one node (:class:`NodeMount`); and the way back to a known state after any of that (:func:`recover`: no
 job, every node idle), which the tests use between scenarios.
 """
 
@@ -195,15 +196,48 @@ class CpuQuota:
         self.dir.rmdir()
 
 
-def node_cpu_quota(spec, node, quota_us, period_us):
-    """:class:`CpuQuota` for ``node``'s slurmd (every job step it starts
-    from then on runs under the quota: ``proctrack/linuxproc`` leaves steps
-    in slurmd's cgroup). Use as ``with node_cpu_quota(spec, 'n3', 1000,
-    50000):``."""
+def _slurmd_pid(spec, node):
     _node_index(spec, node)
     pid = pid_from(Layout(spec.run_dir).slurmd_pid_file(node))
     if not pid or not Cluster(spec, log=lambda text: None).our_pid(f'slurmd {node}', pid):
         raise ClusterproofError(f'slurmd of {node} is not running '
                                 f'(pid file {Layout(spec.run_dir).slurmd_pid_file(node)})')
-    return CpuQuota(pid, f'clusterproof-{spec.inst.cluster}-{node}-quota-{os.getpid()}',
+    return pid
+
+
+def node_cpu_quota(spec, node, quota_us, period_us):
+    """:class:`CpuQuota` for ``node``'s slurmd (every job step it starts
+    from then on runs under the quota: ``proctrack/linuxproc`` leaves steps
+    in slurmd's cgroup). Use as ``with node_cpu_quota(spec, 'n3', 1000,
+    50000):``."""
+    return CpuQuota(_slurmd_pid(spec, node),
+                    f'clusterproof-{spec.inst.cluster}-{node}-quota-{os.getpid()}',
                     quota_us, period_us)
+
+
+class NodeMount:
+    """Directory ``path`` bind-mounted onto itself in ``node``'s mount
+    namespace (that of its slurmd, which its job steps share) and remounted
+    with ``options`` (``noatime,nosuid``): what a node whose scratch file
+    system was mounted with other options looks like from inside its jobs.
+    The other nodes and this machine do not see it (the node namespaces do
+    not propagate mounts). A context manager: unmounted on exit."""
+
+    def __init__(self, spec, node, path, options):
+        self.node, self.path, self.options = node, str(path), options
+        self.ns = f'/proc/{_slurmd_pid(spec, node)}/ns/mnt'
+
+    def _mount(self, *argv):
+        run(['nsenter', f'--mount={self.ns}', *argv])
+
+    def __enter__(self):
+        self._mount('mount', '--bind', self.path, self.path)
+        try:
+            self._mount('mount', '-o', f'remount,bind,{self.options}', self.path)
+        except ClusterproofError:
+            self._mount('umount', self.path)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self._mount('umount', self.path)
