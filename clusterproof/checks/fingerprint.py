@@ -274,7 +274,10 @@ def changes(before, after, results=None):
     """What changed on the nodes: ``before`` and ``after`` are lists of
     ``cp_fingerprint`` texts (one per session). For every node in both, a
     field whose values after share none with its values before is named:
-    ``kernel 6.1.0-25 -> 6.1.0-28 on n[1-16]``."""
+    ``kernel 6.1.0-25 -> 6.1.0-28 on n[1-16]``. A field other than an
+    environment variable that one side's records lack was not read by the
+    probe of that time (the probe prints every field it reads, empty when
+    unreadable): a newer probe, not a change of the nodes, and not named."""
     records = {}
 
     def values(texts):
@@ -296,6 +299,8 @@ def changes(before, after, results=None):
     groups = {}
     for node in sorted(set(old) & set(new)):
         for k in sorted(set(old[node]) | set(new[node])):
+            if not k.startswith('env.') and not (k in old[node] and k in new[node]):
+                continue
             o = old[node].get(k, {'(unset)'})
             n = new[node].get(k, {'(unset)'})
             if not (o & n):
