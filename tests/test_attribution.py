@@ -161,3 +161,28 @@ def test_attribution_names_another_build_of_the_mpi_library(tmp_path, monkeypatc
     assert lines == [f'MPI library {old.split()[0]} sha256 {sha_old}... -> '
                      f'{libdir / name} sha256 {sha_new}...'], lines
     print('\n'.join(lines))
+
+
+def test_the_mpi_library_changed_on_some_nodes_is_named_with_them():
+    """Values as the checks record them (``binary_identity``): every node
+    alike before, n3 loading another build after; then the same library
+    loaded from another path on every node."""
+    from clusterproof.checks.fingerprint import binary_identity
+    from clusterproof.results.changes import attribution
+    lib, a, b = '/usr/lib/x86_64-linux-gnu/libmpi.so.40', 'a1' * 32, 'b2' * 32
+
+    def point(libs):
+        nodes = {n: {'binary_sha256': 'c3' * 32, 'mpi_library': path, 'mpi_library_sha256': sha}
+                 for n, (path, sha) in libs.items()}
+        sha, mpi = binary_identity(nodes)
+        return types.SimpleNamespace(provenance={'cp_binary_sha256': sha, 'cp_mpi_library': mpi})
+
+    alike = point({f'n{i}': (lib, a) for i in range(1, 5)})
+    n3 = point({**{f'n{i}': (lib, a) for i in (1, 2, 4)}, 'n3': (lib, b)})
+    assert n3.provenance['cp_mpi_library'] == f'n[1-2,4]={lib} {a};n3={lib} {b}'
+    c = types.SimpleNamespace(at=1, n_before=1, n_after=1)
+    assert attribution([alike, n3], c) == [
+        f'MPI library libmpi.so.40 sha256 {a[:12]}... -> {b[:12]}... (same path) on n3']
+    moved = point({f'n{i}': ('/opt/ompi/lib/libmpi.so.40', a) for i in range(1, 5)})
+    assert attribution([alike, moved], c) == [
+        f'MPI library {lib} sha256 {a[:12]}... -> /opt/ompi/lib/libmpi.so.40 sha256 {a[:12]}...']

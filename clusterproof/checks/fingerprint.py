@@ -211,8 +211,16 @@ def by_nodes(values):
     groups = {}
     for node, v in values.items():
         groups.setdefault(v, []).append(node)
-    items = sorted((NodeSet.fromlist(nodes), v) for v, nodes in groups.items())
-    return ';'.join(f'{ns}={v}' for ns, v in sorted(items, key=lambda x: str(x[0])))
+    items = [(NodeSet.fromlist(nodes), v) for v, nodes in groups.items()]
+    # n3 before n[1-2,4] as text: order by the first node, its numbers as numbers
+    items.sort(key=lambda x: [int(p) if p.isdigit() else p
+                              for p in re.split(r'(\d+)', next(iter(x[0])))])
+    return ';'.join(f'{ns}={v}' for ns, v in items)
+
+
+def node_set(nodes):
+    """``n[1-3]`` of node names."""
+    return str(NodeSet.fromlist(nodes))
 
 
 def per_node(text):
@@ -305,7 +313,7 @@ def changes(before, after, results=None):
             n = new[node].get(k, {'(unset)'})
             if not (o & n):
                 groups.setdefault((k, _vals(o), _vals(n)), []).append(node)
-    lines = [f'{k.removeprefix("env.")} {o} -> {n} on {NodeSet.fromlist(nodes)}'
+    lines = [f'{k.removeprefix("env.")} {o} -> {n} on {node_set(nodes)}'
              for (k, o, n), nodes in sorted(groups.items())]
     if miss_b | miss_a:
         lines.append(f'node fingerprint(s) {", ".join(sorted(miss_b | miss_a))} not found '
