@@ -1020,6 +1020,9 @@ def attribution(points, c):
         if k == 'cp_binary_sha256' and new and not (new & old):
             out.append(_binary_change(before, after, old, new))
             continue
+        if k == 'cp_mpi_library' and new and not (new & old):
+            out += _library_changes(old, new)
+            continue
         if k == 'job_nodelist':
             common = _common_nodes(after) - _common_nodes(before)
             if common and old != new:
@@ -1037,6 +1040,42 @@ def _binary_change(before, after, old, new):
     name = os.path.basename(next(iter(paths))) if len(paths) == 1 else 'binary'
     same = ' (same path)' if len(paths) == 1 and paths != {''} else ''
     return f'{name or "binary"} sha256 {_short(old)} -> {_short(new)}{same}'
+
+
+def _library_changes(old, new):
+    """``MPI library /a/libmpi.so.40 sha256 3fa1.. -> /b/libmpi.so.40 sha256
+    9c0e..``, or ``MPI library libmpi.so.40 sha256 3fa1.. -> 9c0e.. (same
+    path)``; one line per group of nodes that changed alike, ``on n3`` when
+    not every node did (the nodes disagree: ``n[1-2]=<path> <sha>;n3=...``)."""
+    def by_node(values):
+        out = {}
+        for t in values:
+            for node, v in fingerprint.per_node(t).items():
+                out.setdefault(node, set()).add(v)
+        return out
+    o, n = by_node(old), by_node(new)
+    nodes = (set(o) | set(n)) - {''} or {''}
+    groups = {}
+    for node in nodes:
+        ov = o.get(node, set()) | o.get('', set())
+        nv = n.get(node, set()) | n.get('', set())
+        if nv and not (ov & nv):
+            groups.setdefault((tuple(sorted(ov)), tuple(sorted(nv))), []).append(node)
+    lines = []
+    for (ov, nv), changed in sorted(groups.items()):
+        where = '' if set(changed) == nodes or changed == [''] else \
+            f' on {fingerprint.node_set(changed)}'
+        po, _, so = ov[0].partition(' ') if len(ov) == 1 else ('', '', '')
+        pn, _, sn = nv[0].partition(' ') if len(nv) == 1 else ('', '', '')
+        if not (so and sn):
+            lines.append(f'MPI library {_short(set(ov))} -> {_short(set(nv))}{where}')
+        elif po == pn:
+            lines.append(f'MPI library {os.path.basename(po)} sha256 {_short({so})} -> '
+                         f'{_short({sn})} (same path){where}')
+        else:
+            lines.append(f'MPI library {po} sha256 {_short({so})} -> {pn} sha256 '
+                         f'{_short({sn})}{where}')
+    return lines
 
 
 def _common_nodes(points):
