@@ -244,10 +244,32 @@ def test_check_names():
         results.check_names('stream,dgemm')
 
 
-def test_merge_replaces_a_nodes_figures():
-    first = _stream({'n1': 1.0, 'n2': 2.0})
-    again = _stream({'n2': 3.0})
-    assert sorted((s.node, s.value) for s in run.merge(first, again)) == [('n1', 1.0), ('n2', 3.0)]
+def test_a_repeated_node_keeps_the_best_of_its_runs():
+    first = _stream({'n1': 1.0, 'n2': 2.0, 'n3': 5.0})
+    again = _stream({'n2': 3.0, 'n3': 4.0})
+    best = {s.node: (s.value, s.runs) for s in judge.best_of(first, again)}
+    assert best == {'n1': (1.0, 1), 'n2': (3.0, 2), 'n3': (5.0, 2)}
+    # lower is better for a latency; a value beats a failed run; inventory: the newer run
+    lat = _stream({'n1': 5.0}, unit='us', figure='latency', check='osu')
+    assert [s.value for s in judge.best_of(lat, _stream({'n1': 7.0}, unit='us',
+                                                        figure='latency', check='osu'))] == [5.0]
+    failed = [Sample('n1', 'p', 'stream', 'result', None, '', 'sanity')]
+    assert [(s.figure, s.value) for s in judge.best_of(first[:1], failed)] == [('triad', 1.0)]
+    assert [(s.figure, s.value) for s in judge.best_of(failed, first[:1])] == [('triad', 1.0)]
+    assert [s.value for s in judge.best_of(_inventory('n1', 2048), _inventory('n1', 1024))
+            if s.figure == 'slurm_memory_mib'] == [1024.0]
+
+
+def test_a_node_slow_in_one_run_only_is_not_named():
+    # n4 shared its processors with a burst of other work in the first run;
+    # the repeat of the outliers is judged on the best of each node's runs
+    first = judge.screen(_stream({'n1': 100.0, 'n2': 98.0, 'n3': 3.0, 'n4': 60.0}))
+    assert {v.node for v in judge.outliers(first)} == {'n3', 'n4'}
+    samples = judge.best_of(_stream({'n1': 100.0, 'n2': 98.0, 'n3': 3.0, 'n4': 60.0}),
+                            _stream({'n3': 2.5, 'n4': 97.0}))
+    again = judge.screen(samples)
+    assert [v.node for v in judge.outliers(again)] == ['n3']
+    assert again[0].worst.sample.runs == 2
 
 
 # ---------------------------------------------------------------- a real run report

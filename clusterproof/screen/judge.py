@@ -28,7 +28,7 @@ first (:func:`rank`).
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clusterproof.references import judge as refjudge
 from clusterproof.site import inventory as inv
@@ -69,7 +69,8 @@ INVENTORY_FIGURES = inv.EXACT_FIELDS + ('memory_gib',) + inv.SLURM_FIELDS
 class Sample:
     """One figure of one node. ``value`` None: the check failed on the node
     (``reason`` says why); ``reference``: a ``references.judge.Reference``
-    of the system for this figure, or None."""
+    of the system for this figure, or None; ``runs``: how many runs of the
+    check on this node the value is the best of."""
     node: str
     partition: str
     check: str
@@ -78,6 +79,7 @@ class Sample:
     unit: str = ''
     reason: str = ''
     reference: object = None
+    runs: int = 1               # runs this figure is the best of (:func:`best_of`)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,60 @@ class NodeVerdict:
             parts.append(self.worst.why)
         parts += [mismatch_text(m) for m in self.mismatches]
         return '; '.join(p for p in parts if p)
+
+
+def better(a, b):
+    """The better of two samples of one node, check and figure: the higher
+    value, or the lower where the figure is lower-is-better
+    (``references.judge.lower_is_better``); a value beats none (a failed
+    run). Ties keep ``a``."""
+    if b.value is None or not math.isfinite(b.value):
+        return a
+    if a.value is None or not math.isfinite(a.value):
+        return b
+    if refjudge.lower_is_better(b.unit, b.figure):
+        return b if b.value < a.value else a
+    return b if b.value > a.value else a
+
+
+def best_of(samples, newer):
+    """``samples`` with the nodes ``newer`` holds judged on the best of their
+    runs: for each node, check and figure the better value of the two
+    (:func:`better`; ``runs`` counts the runs), a check that gave figures in
+    one run and failed in the other keeps its figures; the inventory
+    (hardware, not speed) is the newer run's. The peers' noise on a shared
+    or busy machine only ever makes a run slower, so a healthy node is fast
+    in at least one of its runs and a slow node in none."""
+    renewed = {(s.partition, s.node) for s in newer}
+    old = defaultdict(list)
+    out = []
+    for s in samples:
+        if (s.partition, s.node) in renewed:
+            old[(s.partition, s.node, s.check)].append(s)
+        else:
+            out.append(s)
+    new = defaultdict(list)
+    for s in newer:
+        new[(s.partition, s.node, s.check)].append(s)
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key, []), new.get(key, [])
+        if key[2] == 'inventory' and after:
+            out += after
+            continue
+        measured = [s for s in before + after if s.value is not None]
+        if not measured:
+            out += after or before
+            continue
+        best = {}
+        for s in measured:
+            fig = s.figure
+            if fig in best:
+                runs = best[fig].runs + s.runs
+                best[fig] = replace(better(best[fig], s), runs=runs)
+            else:
+                best[fig] = s
+        out += best.values()
+    return out
 
 
 def guidance_pct(check):
@@ -381,7 +437,8 @@ def as_dict(nv):
     def fig(fv):
         s = fv.sample
         return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
-                'verdict': fv.verdict, 'noise_units': _json_num(fv.noise_units),
+                'runs': s.runs, 'verdict': fv.verdict,
+                'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
                 'reference': str(s.reference) if s.reference is not None else None}
     return {'node': nv.node, 'partition': nv.partition, 'verdict': nv.verdict,

@@ -12,8 +12,9 @@ batch, pinned to it with ``--nodelist``. Results are read from the run
 report each invocation writes (``--report-file``), never from its console.
 
 After the first pass, nodes that are outliers are run again, up to
-``repeat`` times; a node is named only when it is an outlier in every run
-(one that is not in a repeat is judged by that repeat's figures).
+``repeat`` times, and judged on the best of their runs
+(``judge.best_of``): a node is named only when it is an outlier in every
+run.
 """
 
 import os
@@ -188,13 +189,6 @@ class Screening:
         return samples, seen
 
 
-def merge(samples, newer):
-    """``samples`` with every sample of a node that ``newer`` has replaced
-    by ``newer``'s samples of that node."""
-    renewed = {(s.partition, s.node) for s in newer}
-    return [s for s in samples if (s.partition, s.node) not in renewed] + list(newer)
-
-
 def screen_partition(screening, slurm_nodes, slurm_partition):
     """Screen every node of a partition: ``(verdicts, runs)`` where
     ``runs`` is ``{node: number of runs}``."""
@@ -215,7 +209,7 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         screening.log(f'repeat {k}/{screening.repeat}: {len(again)} outlier node(s) '
                       f'{compress(again)}')
         newer, _ = screening.run_nodes(all_nodes, again, f'repeat {k}')
-        samples = merge(samples, newer)
+        samples = judge.best_of(samples, newer)
         for n in again:
             runs[n] += 1
         verdicts = judge.screen(samples, expected)
@@ -250,8 +244,8 @@ def drain(verdicts, apply=False, run=_run):
 
 def judge_reports(paths, refs=None, partition=None):
     """Verdicts from run reports already written (``--from-report``), for
-    the cases of ``partition`` (all when None); later reports replace the
-    figures of the nodes they hold, as repeats do."""
+    the cases of ``partition`` (all when None); a node in several reports
+    is judged on the best of its runs, as repeats are (``judge.best_of``)."""
     samples, nodes = [], {}
     for path in paths:
         got, seen = results.samples_from_report(runner.read_report(path), refs,
@@ -259,7 +253,7 @@ def judge_reports(paths, refs=None, partition=None):
         if partition:
             got = [s for s in got if s.partition == partition]
             seen = {n: p for n, p in seen.items() if p == partition}
-        samples = merge(samples, got)
+        samples = judge.best_of(samples, got)
         nodes.update(seen)
     if not nodes:
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
