@@ -18,7 +18,7 @@ from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive
 from clusterproof import ClusterproofError
 from clusterproof.references.judge import Reference
 from clusterproof.reframe_io import runner
-from clusterproof.screen import judge, results, run
+from clusterproof.screen import judge, pairs, results, run
 from clusterproof.screen.judge import Sample
 from clusterproof.site.discover import SlurmNode
 
@@ -197,6 +197,86 @@ def test_rows_json_and_drain_lines():
     assert argv[:4] == ['scontrol', 'update', 'NodeName=n7', 'State=DRAIN']
     assert argv[4].startswith('Reason=clusterproof screen: slow: stream triad 50')
     assert [a for a, _ in run.drain(out)] == [argv]
+
+
+# ---------------------------------------------------------------- node pairs (OSU)
+
+def _pairs(values, figure='latency', unit='us', partition='p'):
+    """Pair samples: ``{('n1', 'n2'): value}``."""
+    return [Sample(pairs.pair_label(p), partition, 'osu', figure, v, unit, pair=p)
+            for p, v in values.items()]
+
+
+def test_ring_pairs_put_every_node_in_two_pairs():
+    nodes = [f'n{i}' for i in range(1, 6)]
+    ring = pairs.ring_pairs(nodes)
+    assert ring == [('n1', 'n2'), ('n2', 'n3'), ('n3', 'n4'), ('n4', 'n5'), ('n5', 'n1')]
+    assert all(sum(n in p for p in ring) == 2 for n in nodes)
+    assert pairs.ring_pairs(['a', 'b']) == [('a', 'b')] and pairs.ring_pairs(['a']) == []
+    assert pairs.pairs_of(ring, ['n3']) == [('n2', 'n3'), ('n3', 'n4')]
+    assert pairs.parse_pair('n1+n12') == ('n1', 'n12')
+    with pytest.raises(ClusterproofError, match="node pair 'n1,n2'"):
+        pairs.parse_pair('n1,n2')
+
+
+def test_a_node_in_two_slow_pairs_is_the_culprit_and_its_partners_are_cleared():
+    nodes = [f'n{i}' for i in range(1, 9)]
+    lat = {p: 20.0 * (1 + 0.005 * i) for i, p in enumerate(pairs.ring_pairs(nodes))}
+    lat[('n4', 'n5')] = lat[('n5', 'n6')] = 26.0         # 30 % slower through n5
+    out = judge.screen(_pairs(lat), {n: 'p' for n in nodes})
+    assert [(v.node, v.verdict) for v in judge.outliers(out)] == [('n5', 'slow')]
+    assert 'n5 is in 2 bad pairs (n4+n5, n5+n6)' in out[0].reason
+    assert 'between n4+n5' in out[0].reason or 'between n5+n6' in out[0].reason
+    row = {v.node: v for v in out}
+    assert row['n4'].verdict == row['n6'].verdict == 'ok'
+
+
+def test_a_slow_pair_alone_names_both_of_its_nodes():
+    nodes = [f'n{i}' for i in range(1, 9)]
+    bw = {p: 1000.0 * (1 - 0.002 * i) for i, p in enumerate(pairs.ring_pairs(nodes))}
+    bw[('n2', 'n3')] = 950.0                            # 5 %: beyond the network's 4 %
+    out = judge.screen(_pairs(bw, figure='bandwidth', unit='MB/s'))
+    assert sorted(v.node for v in judge.outliers(out)) == ['n2', 'n3']
+    assert 'either node of the pair' in out[0].reason
+    assert judge.as_dict(out[0])['worst']['pair'] == ['n2', 'n3']
+
+
+def test_a_failed_pair_and_a_node_in_no_pair():
+    nodes = ['n1', 'n2', 'n3', 'n4']
+    lat = {p: 20.0 for p in pairs.ring_pairs(nodes[:3])}
+    samples = _pairs(lat)
+    samples.append(Sample('n3+n1', 'p', 'osu', 'result', None, '', 'job failed', pair=('n3', 'n1')))
+    out = judge.screen([s for s in samples if s.node != 'n3+n1' or s.value is None],
+                       {n: 'p' for n in nodes})
+    named = {v.node: v.verdict for v in judge.outliers(out)}
+    assert named == {'n1': 'failed', 'n3': 'failed', 'n4': 'missing'}
+
+
+def test_samples_of_pair_cases_and_of_fio_sections():
+    def case(name, display, nodelist, perf, **kw):
+        return dict(name=name, display_name=display, job_nodelist=nodelist, result='pass',
+                    partition='p', system='s', perfvalues=perf, **kw)
+    report = {'runs': [{'testcases': [
+        case('OsuLatency', 'OsuLatency %.node_pair=n1+n2 %.part=s:p', ['n1', 'n2'],
+             {'s:p:latency': [21.5, 0, None, None, 'us', 'pass']}),
+        case('OsuBandwidth %benchmark=osu_bw', 'OsuBandwidth %benchmark=osu_bw '
+             '%.node_pair=n2+n1', [], {'s:p:bandwidth': [900.0, 0, None, None, 'MB/s', 'pass'],
+                                       's:p:message_rate': [1.0, 0, None, None, 'msg/s', 'pass']}),
+        case('StorageFioBaseline %section=randread_8files', 'StorageFioBaseline '
+             '%section=randread_8files %.nid=n3', ['n3'],
+             {'s:p:bw': [40.0, 0, None, None, 'MiB/s', 'pass'],
+              's:p:iops': [9000, 0, None, None, 'IOPS', 'pass']}, section='randread_8files'),
+        case('StorageFioBaseline %section=randwrite_8files', 'StorageFioBaseline '
+             '%section=randwrite_8files %.nid=n3', ['n3'],
+             {'s:p:bw': [30.0, 0, None, None, 'MiB/s', 'pass']}),
+    ]}]}
+    samples, nodes = results.samples_from_report(report)
+    got = sorted((s.node, s.check, s.figure, s.value, s.pair) for s in samples)
+    assert got == [('n1+n2', 'osu', 'latency', 21.5, ('n1', 'n2')),
+                   ('n2+n1', 'osu', 'bandwidth', 900.0, ('n2', 'n1')),
+                   ('n3', 'fio', 'randread_8files bw', 40.0, ()),
+                   ('n3', 'fio', 'randwrite_8files bw', 30.0, ())]
+    assert nodes == {'n1': 'p', 'n2': 'p', 'n3': 'p'}
 
 
 # ---------------------------------------------------------------- the runner's pure parts

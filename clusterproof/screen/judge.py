@@ -31,6 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from clusterproof.references import judge as refjudge
+from clusterproof.screen import pairs as nodepairs
 from clusterproof.site import inventory as inv
 
 #: the MAD of normally distributed noise times this is its standard deviation
@@ -70,7 +71,9 @@ class Sample:
     """One figure of one node. ``value`` None: the check failed on the node
     (``reason`` says why); ``reference``: a ``references.judge.Reference``
     of the system for this figure, or None; ``runs``: how many runs of the
-    check on this node the value is the best of."""
+    check on this node the value is the best of; ``pair``: the two nodes of
+    a figure measured between them (``screen.pairs``), ``node`` then being
+    the pair's label."""
     node: str
     partition: str
     check: str
@@ -80,6 +83,7 @@ class Sample:
     reason: str = ''
     reference: object = None
     runs: int = 1               # runs this figure is the best of (:func:`best_of`)
+    pair: tuple = ()            # a figure between two nodes: the two (``node`` is ``a+b``)
 
 
 @dataclass(frozen=True)
@@ -168,9 +172,8 @@ def best_of(samples, newer):
             out += after
             continue
         measured = [s for s in before + after if s.value is not None]
-        if not measured:
-            out += after or before
-            continue
+        scopes = {_scope(s.figure) for s in measured}
+        out += [s for s in (after or before) if s.value is None and _scope(s.figure) not in scopes]
         best = {}
         for s in measured:
             fig = s.figure
@@ -181,6 +184,12 @@ def best_of(samples, newer):
                 best[fig] = s
         out += best.values()
     return out
+
+
+def _scope(figure):
+    """What a failed run's figure (``result``, ``randread_8files result``)
+    stands for: the figures with the same words before the last."""
+    return figure.rsplit(' ', 1)[0] if ' ' in figure else ''
 
 
 def guidance_pct(check):
@@ -236,6 +245,8 @@ def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
     lib = refjudge.lower_is_better(sample.unit, sample.figure)
     units, pct = distance(sample.value, peers, lib)
     what = f'{sample.check} {sample.figure} {sample.value:g} {sample.unit}'.rstrip()
+    if sample.pair:
+        what += f' between {nodepairs.pair_label(sample.pair)}'
     if pct is not None and pct < -threshold_pct and units < -min_units:
         return FigureVerdict(sample, 'slow', peers, units, pct,
                              f'{what}: {pct:+.1f} % from the peers\' median '
@@ -310,6 +321,7 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
         groups[(s.partition, s.check, s.figure)].append(s)
 
     per_node = defaultdict(list)
+    pair_figures = []
     for (part, check, _fig), group in groups.items():
         if check == 'inventory':
             continue
@@ -320,14 +332,19 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
             peers = peer_stats(o.value for o in group if o is not s) if small else stats
             fv = judge_figure(s, peers or stats, limit, min_units)
             fv.group = stats
-            per_node[(part, s.node)].append(fv)
+            if s.pair:
+                pair_figures.append(fv)
+            else:
+                per_node[(part, s.node)].append(fv)
+    for key, figs in nodepairs.attribute(pair_figures).items():
+        per_node[key] += figs
     for key, s in inv_failed.items():
         per_node[key].append(judge_figure(s, None, 0))
 
     wanted = dict(nodes or {})
     reported = defaultdict(set)                     # (partition, check) -> nodes
     for s in samples:
-        reported[(s.partition, s.check)].add(s.node)
+        reported[(s.partition, s.check)].update(s.pair or (s.node,))
     for (part, check), have in reported.items():
         for node in sorted(n for n, p in wanted.items() if p == part and n not in have):
             per_node[(part, node)].append(FigureVerdict(
@@ -437,7 +454,7 @@ def as_dict(nv):
     def fig(fv):
         s = fv.sample
         return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
-                'runs': s.runs, 'verdict': fv.verdict,
+                'pair': list(s.pair) or None, 'runs': s.runs, 'verdict': fv.verdict,
                 'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
                 'reference': str(s.reference) if s.reference is not None else None}

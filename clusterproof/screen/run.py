@@ -8,8 +8,12 @@ the site's ``MaxSubmitJobs`` from ``scontrol show config`` divided by the
 number of checks, else :data:`DEFAULT_BATCH`): one ReFrame invocation per
 batch, ``--distribute=all`` with ``-J --exclude=`` every node of the
 partition outside the batch, so ReFrame makes one test case per node of the
-batch, pinned to it with ``--nodelist``. Results are read from the run
-report each invocation writes (``--report-file``), never from its console.
+batch, pinned to it with ``--nodelist``. Checks between two nodes (OSU)
+run one case per node pair instead (``screen.pairs``: the nodes in a ring,
+each paired with the next; ``reframe -P node_pair=n1+n2,n2+n3,...``, the
+check pins its job to the pair), in batches of as many pairs. Results are
+read from the run report each invocation writes (``--report-file``), never
+from its console.
 
 After the first pass, nodes that are outliers are run again, up to
 ``repeat`` times, and judged on the best of their runs
@@ -27,7 +31,7 @@ from pathlib import Path
 from clusterproof import ClusterproofError
 from clusterproof.paths import REPO, SETTINGS_FILE
 from clusterproof.reframe_io import runner
-from clusterproof.screen import judge, results
+from clusterproof.screen import judge, pairs, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
 from clusterproof.site.hostlist import compress
@@ -111,7 +115,7 @@ def batches(nodes, size):
     return [nodes[i:i + size] for i in range(0, len(nodes), size)]
 
 
-def progress_line(done, total, elapsed):
+def progress_line(done, total, elapsed, what='nodes'):
     """``nodes done k/n, estimated remaining ...``."""
     if done and done < total:
         left = elapsed / done * (total - done)
@@ -120,18 +124,14 @@ def progress_line(done, total, elapsed):
         eta = '0 s'
     else:
         eta = 'unknown'
-    return f'nodes done {done}/{total}, estimated remaining {eta} (elapsed {elapsed:.0f} s)'
+    return f'{what} done {done}/{total}, estimated remaining {eta} (elapsed {elapsed:.0f} s)'
 
 
 def reframe_command(system, partition, checks, all_nodes, batch, report_file, mode,
                     extra=()):
     """The ``reframe`` argv that screens ``batch`` (node names) of
     ``system:partition`` with the screening ``checks`` (names)."""
-    cmd = [runner.reframe_command()]
-    for c in checks:
-        cmd += ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[c].file)]
-    for c in checks:
-        cmd += list(results.SCREEN_CHECKS[c].options)
+    cmd = _select(checks)
     others = sorted(set(all_nodes) - set(batch), key=discover._node_key)
     if others:
         # one word: ReFrame's parser would take a separate '--exclude=' for its own option
@@ -141,9 +141,38 @@ def reframe_command(system, partition, checks, all_nodes, batch, report_file, mo
     return cmd + list(extra)
 
 
+def _select(checks):
+    cmd = [runner.reframe_command()]
+    for c in checks:
+        cmd += ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[c].file)]
+    for c in checks:
+        cmd += list(results.SCREEN_CHECKS[c].options)
+    return cmd
+
+
+def pair_command(system, partition, checks, batch, report_file, mode, extra=()):
+    """The ``reframe`` argv that runs the pair ``checks`` (names) on each
+    node pair of ``batch``: one test case per pair (``-P node_pair=a+b,...``;
+    the checks pin their job to the two nodes, alone on them)."""
+    cmd = _select(checks)
+    cmd += ['-P', 'node_pair=' + ','.join(pairs.pair_label(p) for p in batch),
+            '--system', f'{system}:{partition}', '--mode', mode,
+            *runner.report_option(report_file), '-r']
+    return cmd + list(extra)
+
+
+def split_checks(checks):
+    """``(node checks, pair checks)`` of screening check names."""
+    return ([c for c in checks if not results.SCREEN_CHECKS[c].pairs],
+            [c for c in checks if results.SCREEN_CHECKS[c].pairs])
+
+
 class Screening:
     """One screening of a partition: runs the batches and the repeats,
-    reporting progress through ``log`` (a function of one line)."""
+    reporting progress through ``log`` (a function of one line). The node
+    checks run with ``--distribute=all`` over batches of nodes; the pair
+    checks (``results.ScreenCheck.pairs``) one case per node pair
+    (``screen.pairs.ring_pairs``), in batches of as many pairs."""
 
     def __init__(self, system, partition, checks, mode='smoke', batch=None, repeat=1,
                  refs=None, log=print, extra=(), workdir=None, env=None):
@@ -162,30 +191,44 @@ class Screening:
         env.setdefault('RFM_CONFIG_FILES', str(SETTINGS_FILE))
         return env
 
-    def run_nodes(self, all_nodes, nodes, label):
-        """Run the checks on ``nodes``; returns their samples (and every
-        node a case was made for)."""
+    def _invoke(self, make_command):
+        self.invocations += 1
+        report = self.workdir / f'report-{self.invocations}.json'
+        cmd = make_command(report)
+        with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
+            proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
+                                  stderr=subprocess.STDOUT)
+        if not report.is_file():
+            raise ClusterproofError(
+                f'reframe wrote no run report (exit status {proc.returncode}); its output: '
+                f'{self.workdir / f"reframe-{self.invocations}.log"}')
+        return results.samples_from_report(runner.read_report(report), self.refs)
+
+    def run_nodes(self, all_nodes, nodes, label, node_pairs=()):
+        """Run the node checks on ``nodes`` and the pair checks on
+        ``node_pairs``; returns their samples (and every node a case was
+        made for)."""
+        node_checks, pair_checks = split_checks(self.checks)
         samples, seen = [], {}
         start = time.monotonic()
-        size = self.batch
         done = 0
-        for group in batches(nodes, size):
-            self.invocations += 1
-            report = self.workdir / f'report-{self.invocations}.json'
-            cmd = reframe_command(self.system, self.partition, self.checks, all_nodes, group,
-                                  report, self.mode, self.extra)
-            with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
-                proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
-                                      stderr=subprocess.STDOUT)
-            if not report.is_file():
-                raise ClusterproofError(
-                    f'reframe wrote no run report (exit status {proc.returncode}); its output: '
-                    f'{self.workdir / f"reframe-{self.invocations}.log"}')
-            got, where = results.samples_from_report(runner.read_report(report), self.refs)
+        for group in batches(nodes, self.batch) if node_checks else []:
+            got, where = self._invoke(lambda report: reframe_command(
+                self.system, self.partition, node_checks, all_nodes, group, report, self.mode,
+                self.extra))
             samples += got
             seen.update(where)
             done += len(group)
             self.log(f'{label}: ' + progress_line(done, len(nodes), time.monotonic() - start))
+        start, done = time.monotonic(), 0
+        for group in batches(list(node_pairs), self.batch) if pair_checks else []:
+            got, where = self._invoke(lambda report: pair_command(
+                self.system, self.partition, pair_checks, group, report, self.mode, self.extra))
+            samples += got
+            seen.update(where)
+            done += len(group)
+            self.log(f'{label}: ' + progress_line(done, len(node_pairs), time.monotonic() - start,
+                                                  'node pairs'))
         return samples, seen
 
 
@@ -197,7 +240,9 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         raise ClusterproofError(f'Slurm partition {slurm_partition!r} has no nodes')
     part = screening.partition
     all_nodes = runnable + sorted(unavailable)
-    samples, seen = screening.run_nodes(all_nodes, runnable, 'first run') if runnable else ([], {})
+    ring = pairs.ring_pairs(runnable)
+    samples, seen = screening.run_nodes(all_nodes, runnable, 'first run', ring) \
+        if runnable else ([], {})
     expected = {n: part for n in runnable}
     verdicts = judge.screen(samples, expected)
     runs = {n: 1 for n in runnable}
@@ -208,7 +253,8 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         again = sorted(called, key=discover._node_key)
         screening.log(f'repeat {k}/{screening.repeat}: {len(again)} outlier node(s) '
                       f'{compress(again)}')
-        newer, _ = screening.run_nodes(all_nodes, again, f'repeat {k}')
+        newer, _ = screening.run_nodes(all_nodes, again, f'repeat {k}',
+                                       pairs.pairs_of(ring, again))
         samples = judge.best_of(samples, newer)
         for n in again:
             runs[n] += 1
