@@ -466,6 +466,16 @@ def as_dict(nv):
                                    for m in nv.mismatches]}
 
 
+def as_json(verdicts, note=''):
+    """The whole screening as plain data, the output of ``--format json``
+    (its shape is documented in docs/screening.md, "JSON output", and read
+    by the acceptance report: keep it)."""
+    return {'nodes': [as_dict(v) for v in verdicts],
+            'outliers': [v.node for v in outliers(verdicts)],
+            'peers': peers_dict(verdicts), 'note': note,
+            'thresholds_pct': dict(GUIDANCE_PCT), 'min_noise_units': MIN_NOISE_UNITS}
+
+
 def peers_dict(verdicts):
     """The peers' median, scaled MAD and count of every (partition, check,
     figure), as plain data."""

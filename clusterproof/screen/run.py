@@ -161,6 +161,19 @@ def pair_command(system, partition, checks, batch, report_file, mode, extra=()):
     return cmd + list(extra)
 
 
+def set_options(assignments):
+    """ReFrame's ``-S VAR=VALUE`` options of ``--set VAR=VALUE`` s; one
+    without ``=`` or a name is an error naming it."""
+    out = []
+    for text in assignments:
+        name, eq, _value = text.partition('=')
+        if not eq or not name.strip():
+            raise ClusterproofError(f'--set {text!r}: write VAR=VALUE (a variable of the checks, '
+                                    'e.g. StreamBuild.array_size=4000000)')
+        out += ['-S', text]
+    return out
+
+
 def split_checks(checks):
     """``(node checks, pair checks)`` of screening check names."""
     return ([c for c in checks if not results.SCREEN_CHECKS[c].pairs],
@@ -204,11 +217,11 @@ class Screening:
                 f'{self.workdir / f"reframe-{self.invocations}.log"}')
         return results.samples_from_report(runner.read_report(report), self.refs)
 
-    def run_nodes(self, all_nodes, nodes, label, node_pairs=()):
-        """Run the node checks on ``nodes`` and the pair checks on
-        ``node_pairs``; returns their samples (and every node a case was
-        made for)."""
-        node_checks, pair_checks = split_checks(self.checks)
+    def run_nodes(self, all_nodes, nodes, label, node_pairs=(), checks=None):
+        """Run the node checks (of ``checks``, default all of the screening)
+        on ``nodes`` and the pair checks on ``node_pairs``; returns their
+        samples (and every node a case was made for)."""
+        node_checks, pair_checks = split_checks(checks or self.checks)
         samples, seen = [], {}
         start = time.monotonic()
         done = 0
@@ -232,6 +245,21 @@ class Screening:
         return samples, seen
 
 
+def repeat_groups(verdicts, nodes, checks):
+    """``[(checks, nodes)]``: the outlier ``nodes`` grouped by the checks
+    that made them outliers (a node without any result: every check), so
+    a repeat runs again only what it must (a node slow on STREAM is not
+    run through the inventory again)."""
+    groups = {}
+    for v in verdicts:
+        if v.node not in nodes:
+            continue
+        bad = {f.sample.check for f in v.figures if f.verdict != 'ok'} & set(checks)
+        key = tuple(c for c in checks if c in bad) or tuple(checks)
+        groups.setdefault(key, []).append(v.node)
+    return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
+
+
 def screen_partition(screening, slurm_nodes, slurm_partition):
     """Screen every node of a partition: ``(verdicts, runs)`` where
     ``runs`` is ``{node: number of runs}``."""
@@ -253,9 +281,10 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         again = sorted(called, key=discover._node_key)
         screening.log(f'repeat {k}/{screening.repeat}: {len(again)} outlier node(s) '
                       f'{compress(again)}')
-        newer, _ = screening.run_nodes(all_nodes, again, f'repeat {k}',
-                                       pairs.pairs_of(ring, again))
-        samples = judge.best_of(samples, newer)
+        for checks, nodes in repeat_groups(verdicts, called, screening.checks):
+            newer, _ = screening.run_nodes(all_nodes, nodes, f'repeat {k} ({",".join(checks)})',
+                                           pairs.pairs_of(ring, nodes), checks)
+            samples = judge.best_of(samples, newer)
         for n in again:
             runs[n] += 1
         verdicts = judge.screen(samples, expected)
