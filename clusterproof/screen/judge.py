@@ -169,7 +169,8 @@ def best_of(samples, newer):
     for key in sorted(set(old) | set(new)):
         before, after = old.get(key, []), new.get(key, [])
         if key[2] == 'inventory' and after:
-            out += after
+            runs = 1 + max((s.runs for s in before), default=0)
+            out += [replace(s, runs=runs) for s in after]
             continue
         measured = [s for s in before + after if s.value is not None]
         scopes = {_scope(s.figure) for s in measured}
