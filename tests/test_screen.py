@@ -304,6 +304,8 @@ def test_the_json_output_keeps_its_documented_shape():
     slow = data['nodes'][1]
     assert (slow['node'], slow['worst']['figure'], slow['worst']['value']) == ('n3', 'triad', 40.0)
     assert slow['worst']['percent'] < -50 and slow['worst']['noise_units'] < -3
+    again = judge.best_of(samples, _inventory('n2', 1024))
+    assert judge.as_json(judge.screen(again))['nodes'][0]['worst']['runs'] == 2
 
 
 # ---------------------------------------------------------------- the runner's pure parts

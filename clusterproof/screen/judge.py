@@ -311,12 +311,14 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
     groups = defaultdict(list)
     inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
     inv_failed = {}
+    inv_runs = {}                         # (partition, node) -> runs of its inventory
     for s in samples:
         if s.check == 'inventory':
             if s.value is None:
                 inv_failed[(s.partition, s.node)] = s
             else:
                 inventory[(s.partition, s.node)][s.figure] = s.value
+                inv_runs[(s.partition, s.node)] = s.runs
             if s.figure not in INVENTORY_FIGURES:
                 continue
         groups[(s.partition, s.check, s.figure)].append(s)
@@ -369,7 +371,7 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
                 mismatches[(part, node)] = mm
             for m in mm:
                 sample = Sample(node, part, 'inventory', m.field, figs.get(m.field),
-                                INVENTORY_UNITS.get(m.field, ''))
+                                INVENTORY_UNITS.get(m.field, ''), runs=inv_runs[(part, node)])
                 units = pct = None
                 if sample.value is not None:
                     units, pct = distance(sample.value, stats[m.field], False)
