@@ -216,6 +216,9 @@ def test_ring_pairs_put_every_node_in_two_pairs():
     assert all(sum(n in p for p in ring) == 2 for n in nodes)
     assert pairs.ring_pairs(['a', 'b']) == [('a', 'b')] and pairs.ring_pairs(['a']) == []
     assert pairs.pairs_of(ring, ['n3']) == [('n2', 'n3'), ('n3', 'n4')]
+    assert pairs.rounds(ring) == [[('n1', 'n2'), ('n3', 'n4')], [('n2', 'n3'), ('n4', 'n5')],
+                                  [('n5', 'n1')]]
+    assert len(pairs.rounds(pairs.ring_pairs([f'n{i}' for i in range(1, 7)]))) == 2
     assert pairs.parse_pair('n1+n12') == ('n1', 'n12')
     with pytest.raises(ClusterproofError, match="node pair 'n1,n2'"):
         pairs.parse_pair('n1,n2')
@@ -352,9 +355,12 @@ def test_set_gives_reframe_variables_and_pairs_run_per_pair():
         ['-S', 'StreamBuild.array_size=4000000']
     with pytest.raises(ClusterproofError, match="--set 'array_size'"):
         run.set_options(['array_size'])
-    cmd = run.pair_command('emu', 'srun', ['osu'], [('n1', 'n2'), ('n2', 'n3')], '/x/r.json',
-                           'smoke', ['-S', 'a=1'])
-    assert cmd[cmd.index('-P') + 1] == 'node_pair=n1+n2,n2+n3'
+    assert run.pair_selections(['osu']) == [('osu', ('-n', '^OsuLatency$')),
+                                            ('osu', ('-n', 'OsuBandwidth%benchmark=osu_bw'))]
+    cmd = run.pair_command('emu', 'srun', ('osu', ('-n', '^OsuLatency$')),
+                           [('n1', 'n2'), ('n3', 'n4')], '/x/r.json', 'smoke', ['-S', 'a=1'])
+    assert cmd[cmd.index('-P') + 1] == 'node_pair=n1+n2,n3+n4'
+    assert cmd[cmd.index('-n') + 1] == '^OsuLatency$' and cmd.count('-n') == 1
     assert '--distribute=all' not in cmd and cmd[-2:] == ['-S', 'a=1']
     assert run.split_checks(['inventory', 'osu', 'fio']) == (['inventory', 'fio'], ['osu'])
 

@@ -37,6 +37,24 @@ def ring_pairs(nodes):
     return [(nodes[i], nodes[(i + 1) % len(nodes)]) for i in range(len(nodes))]
 
 
+def rounds(pairs):
+    """``pairs`` in rounds of pairs that share no node (first fit, in
+    order): a ring of an even number of nodes in two, an odd one in three.
+    The pairs of one round run at once; rounds one after the other, so no
+    pair job waits for a node another pair holds (ReFrame cancels a job that
+    Slurm keeps pending for a requested node: ``ReqNodeNotAvail``)."""
+    out = []
+    for pair in pairs:
+        for group, used in out:
+            if not used & set(pair):
+                group.append(pair)
+                used.update(pair)
+                break
+        else:
+            out.append(([pair], set(pair)))
+    return [group for group, _ in out]
+
+
 def pairs_of(pairs, nodes):
     """The pairs in ``pairs`` that hold one of ``nodes`` (for a repeat)."""
     wanted = set(nodes)

@@ -10,8 +10,10 @@ batch, ``--distribute=all`` with ``-J --exclude=`` every node of the
 partition outside the batch, so ReFrame makes one test case per node of the
 batch, pinned to it with ``--nodelist``. Checks between two nodes (OSU)
 run one case per node pair instead (``screen.pairs``: the nodes in a ring,
-each paired with the next; ``reframe -P node_pair=n1+n2,n2+n3,...``, the
-check pins its job to the pair), in batches of as many pairs. Results are
+each paired with the next; ``reframe -P node_pair=n1+n3,n3+n4,...``, the
+check pins its job to the pair), in rounds of pairs that share no node
+(``pairs.rounds``), each in batches of as many pairs, one invocation per
+benchmark (latency, bandwidth) so that two cases never wait for one pair. Results are
 read from the run report each invocation writes (``--report-file``), never
 from its console.
 
@@ -150,11 +152,25 @@ def _select(checks):
     return cmd
 
 
-def pair_command(system, partition, checks, batch, report_file, mode, extra=()):
-    """The ``reframe`` argv that runs the pair ``checks`` (names) on each
-    node pair of ``batch``: one test case per pair (``-P node_pair=a+b,...``;
-    the checks pin their job to the two nodes, alone on them)."""
-    cmd = _select(checks)
+def pair_selections(checks):
+    """``[(check, selection)]``: each ``-n`` selection of the pair
+    ``checks`` (names) apart, one invocation each: two cases on one pair
+    would wait for each other's nodes."""
+    out = []
+    for c in checks:
+        opts = results.SCREEN_CHECKS[c].options
+        out += [(c, tuple(opts[i:i + 2])) for i in range(0, len(opts), 2)]
+    return out
+
+
+def pair_command(system, partition, selection, batch, report_file, mode, extra=()):
+    """The ``reframe`` argv that runs one pair check ``selection`` (a check
+    name and its ``-n`` option, :func:`pair_selections`) on each node pair
+    of ``batch``: one test case per pair (``-P node_pair=a+b,...``; the
+    check pins its job to the two nodes, alone on them)."""
+    check, options = selection
+    cmd = [runner.reframe_command(), '-c',
+           str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[check].file), *options]
     cmd += ['-P', 'node_pair=' + ','.join(pairs.pair_label(p) for p in batch),
             '--system', f'{system}:{partition}', '--mode', mode,
             *runner.report_option(report_file), '-r']
@@ -234,11 +250,15 @@ class Screening:
             done += len(group)
             self.log(f'{label}: ' + progress_line(done, len(nodes), time.monotonic() - start))
         start, done = time.monotonic(), 0
-        for group in batches(list(node_pairs), self.batch) if pair_checks else []:
-            got, where = self._invoke(lambda report: pair_command(
-                self.system, self.partition, pair_checks, group, report, self.mode, self.extra))
-            samples += got
-            seen.update(where)
+        groups = [g for rnd in pairs.rounds(node_pairs) for g in batches(rnd, self.batch)]
+        selections = pair_selections(pair_checks)
+        for group in groups:
+            for selection in selections:
+                got, where = self._invoke(lambda report: pair_command(
+                    self.system, self.partition, selection, group, report, self.mode,
+                    self.extra))
+                samples += got
+                seen.update(where)
             done += len(group)
             self.log(f'{label}: ' + progress_line(done, len(node_pairs), time.monotonic() - start,
                                                   'node pairs'))
