@@ -250,7 +250,8 @@ class Screening:
             done += len(group)
             self.log(f'{label}: ' + progress_line(done, len(nodes), time.monotonic() - start))
         start, done = time.monotonic(), 0
-        groups = [g for rnd in pairs.rounds(node_pairs) for g in batches(rnd, self.batch)]
+        groups = [g for rnd in pairs.rounds(node_pairs) for g in batches(rnd, self.batch)] \
+            if pair_checks else []
         selections = pair_selections(pair_checks)
         for group in groups:
             for selection in selections:
