@@ -5,18 +5,16 @@ with less memory."""
 
 import json
 import math
-import os
 import random
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from conftest import DATA as CONFTEST_DATA
-from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive, reframe_env,
-                      wait_for)
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive, reframe_env
 
 from clusterproof import ClusterproofError
+from clusterproof.cluster import faults
 from clusterproof.references.judge import Reference
 from clusterproof.reframe_io import runner
 from clusterproof.screen import judge, pairs, results, run
@@ -463,55 +461,6 @@ QUOTA_US, PERIOD_US = 1000, 50000
 STREAM_NTIMES = 3
 
 
-class CpuQuota:
-    """A child cgroup with a CPU quota, holding one process (and what it
-    forks from then on); cgroup v2 (``cpu.max``) or v1 (``cpu`` controller,
-    ``cpu.cfs_quota_us``). Undone on exit: the process goes back to the
-    cgroup it came from and the child cgroup is removed."""
-
-    def __init__(self, pid, name):
-        self.pid, self.name = pid, name
-        v2 = Path('/sys/fs/cgroup/cgroup.controllers')
-        if v2.is_file() and 'cpu' in v2.read_text().split():
-            self.root, self.v2 = Path('/sys/fs/cgroup'), True
-        elif Path('/sys/fs/cgroup/cpu/cpu.cfs_quota_us').is_file():
-            self.root, self.v2 = Path('/sys/fs/cgroup/cpu'), False
-        else:
-            pytest.skip('no cgroup CPU controller to slow a node with')
-        self.dir = self.root / name
-
-    def _origin(self):
-        for line in Path(f'/proc/{self.pid}/cgroup').read_text().splitlines():
-            num, ctrl, path = line.split(':', 2)
-            if (self.v2 and num == '0') or (not self.v2 and 'cpu' in ctrl.split(',')):
-                return self.root / path.lstrip('/')
-        return self.root
-
-    def __enter__(self):
-        self.origin = self._origin()
-        self.dir.mkdir()
-        if self.v2:
-            (self.dir / 'cpu.max').write_text(f'{QUOTA_US} {PERIOD_US}')
-        else:
-            (self.dir / 'cpu.cfs_period_us').write_text(str(PERIOD_US))
-            (self.dir / 'cpu.cfs_quota_us').write_text(str(QUOTA_US))
-        (self.dir / 'cgroup.procs').write_text(str(self.pid))
-        return self
-
-    def _empty(self):
-        # a job step may fork while its processes are moved: move until none is left
-        for pid in (self.dir / 'cgroup.procs').read_text().split():
-            try:
-                (self.origin / 'cgroup.procs').write_text(pid)
-            except OSError:
-                pass            # it ended meanwhile
-        return not (self.dir / 'cgroup.procs').read_text().split()
-
-    def __exit__(self, *exc):
-        wait_for(f'no process left in {self.dir}', self._empty, timeout=60)
-        self.dir.rmdir()
-
-
 def _cp(args, env, timeout=WAIT_S):
     return subprocess.run([str(VENV_BIN / 'clusterproof'), *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -535,10 +484,7 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
                 assert _cp(['cluster', 'down', '--force', *rd], env).returncode == 0
                 up = _cp(['cluster', 'up', *rd, '--node-spec', node_spec], env)
                 assert up.returncode == 0, up.stdout + up.stderr
-            cluster = lc.Cluster(lc.load_spec(k, spec.run_dir), log=lambda text: None)
-            pid = cluster.daemon_pids()['slurmd n3']
-            assert pid, 'no slurmd of n3'
-            with CpuQuota(pid, f'clusterproof-screen-test-{os.getpid()}'):
+            with faults.node_cpu_quota(lc.load_spec(k, spec.run_dir), 'n3', QUOTA_US, PERIOD_US):
                 proc = _cp(['screen', '--system', 'emu', '--checks', 'stream,inventory',
                             '--mode', 'smoke', '--repeat', '1', '--format', 'json',
                             '--set', f'StreamBuild.ntimes={STREAM_NTIMES}',
