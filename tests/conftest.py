@@ -85,6 +85,13 @@ need_netns = _root_tier(pytest.mark.skipif(
     not have_netns(), reason='needs root and network namespaces (ip, nsenter, unshare --net)'))
 
 
+#: ReFrame polls its jobs at 10 Hz at first, slowing down to its minimum of
+#: 0.1 Hz (every 10 s) by the time a job has run a few seconds: a test's job
+#: that ended was seen up to 10 s late. The tests poll at least every second
+#: (one squeue/sacct call a second per session; nothing a test asserts changes).
+POLL_ENV = {'RFM_POLL_RATE_MIN': '1'}
+
+
 def reframe_env(results_dir, mode='smoke', extra=None):
     """Environment for running ``reframe`` in a test: the site config, a
     results directory of the test's own, the mode."""
@@ -94,6 +101,7 @@ def reframe_env(results_dir, mode='smoke', extra=None):
         'CLUSTERPROOF_RESULTS': str(results_dir),
         'CLUSTERPROOF_MODE': mode,
         'PATH': f'{VENV_BIN}:{env.get("PATH", "")}',
+        **POLL_ENV,
     })
     env.update(extra or {})
     return env
