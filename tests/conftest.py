@@ -85,6 +85,13 @@ need_netns = _root_tier(pytest.mark.skipif(
     not have_netns(), reason='needs root and network namespaces (ip, nsenter, unshare --net)'))
 
 
+#: ReFrame polls its jobs at 10 Hz at first, slowing down to its minimum of
+#: 0.1 Hz (every 10 s) by the time a job has run a few seconds: a test's job
+#: that ended was seen up to 10 s late. The tests poll at least every second
+#: (one squeue/sacct call a second per session; nothing a test asserts changes).
+POLL_ENV = {'RFM_POLL_RATE_MIN': '1'}
+
+
 def reframe_env(results_dir, mode='smoke', extra=None):
     """Environment for running ``reframe`` in a test: the site config, a
     results directory of the test's own, the mode."""
@@ -94,6 +101,7 @@ def reframe_env(results_dir, mode='smoke', extra=None):
         'CLUSTERPROOF_RESULTS': str(results_dir),
         'CLUSTERPROOF_MODE': mode,
         'PATH': f'{VENV_BIN}:{env.get("PATH", "")}',
+        **POLL_ENV,
     })
     env.update(extra or {})
     return env
@@ -185,6 +193,7 @@ def emu_cluster():
     finally:
         try:
             fcntl.flock(_emu_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _warn_left_behind(spec)
             if _emu_marker(run_dir).exists():
                 lc.Cluster(lc.load_spec(EMU_INSTANCE, run_dir), log=lambda text: None).down(quiet=True)
                 _emu_marker(run_dir).unlink()
@@ -192,6 +201,18 @@ def emu_cluster():
             pass    # another session still uses it; it brings it down
         finally:
             _emu_lock.close()
+
+
+def _warn_left_behind(spec):
+    """At the end of the session: a warning naming the nodes left down and the
+    processes left running in the node namespaces (``clusterproof cluster
+    status`` lists the same under ``problems``)."""
+    from clusterproof import cluster as lc
+    cluster = lc.Cluster(spec, log=lambda text: None)
+    if cluster.is_up() and (problems := cluster.problems()):
+        import warnings
+        warnings.warn(f'local cluster instance {EMU_INSTANCE} at the end of the test session: '
+                      + '; '.join(problems))
 
 
 def pytest_configure(config):
@@ -228,7 +249,14 @@ def restore_emu_cluster():
         return ['left alone: another test session uses this instance']
     try:
         spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
-        return faults.recover(spec, timeout=WAIT_S)
+        done = faults.recover(spec, timeout=WAIT_S)
+        cluster = lc.Cluster(spec, log=lambda text: None)
+        strays = cluster.strays()
+        if strays:
+            # ranks left spinning would slow every later test: stop them, say so
+            cluster.stop_strays(strays)
+            done += [f'stopped {line}' for line in cluster.problems({}, strays)]
+        return done
     except Exception as err:
         pytest.fail(f'the local cluster could not be brought back to a known state: {err}')
     finally:
@@ -246,9 +274,18 @@ def emu_known_state(request):
         yield
         return
     request.getfixturevalue('emu_cluster')
-    restore_emu_cluster()
+    _warn_strays('before', request.node.nodeid, restore_emu_cluster())
     yield
-    restore_emu_cluster()
+    _warn_strays('after', request.node.nodeid, restore_emu_cluster())
+
+
+def _warn_strays(when, test, done):
+    """A warning (pytest's summary) naming the test around which processes
+    were left running in the node namespaces (restore_emu_cluster stopped them)."""
+    strays = [line for line in done if line.startswith('stopped stray process')]
+    if strays:
+        import warnings
+        warnings.warn(f'local cluster instance {EMU_INSTANCE} {when} {test}: ' + '; '.join(strays))
 
 
 def pytest_terminal_summary(terminalreporter):

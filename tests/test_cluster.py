@@ -258,6 +258,45 @@ def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
 
 
 @need_netns
+def test_status_reports_nodes_left_down_and_stray_processes(emu_cluster):
+    """A node left down and a program running in a node that no job accounts
+    for (ranks left spinning after a failure look like this) are listed
+    under ``problems`` by ``clusterproof cluster status``; a running job's
+    processes are not. Between tests the stray is stopped and named."""
+    from clusterproof.cluster.procs import proc_text
+    from conftest import restore_emu_cluster
+    env = _env(emu_cluster)
+    spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
+    job = subprocess.Popen(['srun', '-w', 'n4', '--job-name=cp-held', 'sleep', str(WAIT_S)], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stray = subprocess.Popen(['nsenter', f'--net=/run/netns/{spec.inst.netns(3)}', 'sleep',
+                              str(WAIT_S)])
+    try:
+        def comm_in(i, name):
+            return any((proc_text(p, 'comm') or '').strip() == name
+                       for p in lc.netns_pids(spec.inst.netns(i)))
+        wait_for('the job sleeping on n4 and the stray one on n3',
+                 lambda: comm_in(4, 'sleep') and comm_in(3, 'sleep'), proc=job)
+        _run(['scontrol', 'update', 'nodename=n2', 'state=down', 'reason=cp-test'], env)
+        status = json.loads(_clusterproof('status', '--json', '--instance', str(EMU_INSTANCE)).stdout)
+        assert status['problems'][0] == 'n2 is down', status['problems']
+        assert [(s['node'], s['pid'], s['job']) for s in status['strays']] == [('n3', stray.pid, None)]
+        assert status['problems'][1:] == [f'stray process on n3: pid {stray.pid} in no Slurm job: '
+                                          f'sleep {WAIT_S}'], status['problems']
+        text = _clusterproof('status', '--instance', str(EMU_INSTANCE)).stdout
+        assert f'problems:\n  n2 is down\n  stray process on n3: pid {stray.pid}' in text, text
+        done = restore_emu_cluster()
+        assert f'stopped stray process on n3: pid {stray.pid} in no Slurm job: sleep {WAIT_S}' in done
+        assert stray.wait(timeout=WAIT_S) != 0       # killed
+        assert lc.Cluster(spec, log=lambda text: None).problems() == []
+    finally:
+        for proc in (stray, job):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@need_netns
 def test_mpi_with_srun_pmix(emu_cluster, mpi_hello):
     # the daemons read mpi.conf beside slurm.conf: every PMIx fence is a ring
     proc = _run(['scontrol', 'show', 'config'], _env(emu_cluster))

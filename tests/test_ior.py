@@ -151,7 +151,7 @@ def test_json_summary_is_used_when_valid():
 def test_json_run_keeps_the_warnings_of_stdout():
     run = parse_recording('ior-4.0.0-write-json')
     assert run.source_format == 'json'
-    assert run.warnings == ['WARNING: The file "/tmp/ior-rec/tst.file" exists already and '
+    assert run.warnings == ['WARNING: The file "/scratch/ior-rec/tst.file" exists already and '
                             'will be overwritten']
 
 
@@ -284,7 +284,7 @@ def test_hints_printed_into_json_on_stdout_are_named():
 
 
 def test_json_run_stdout_names_its_summary_file():
-    with pytest.raises(ParseError, match=r'results to the JSON summary file /tmp/ior-rec/'
+    with pytest.raises(ParseError, match=r'results to the JSON summary file /scratch/ior-rec/'
                                          r'ior-3.3.0-write-read-json.json'):
         ior.parse_text(text('ior-3.3.0-write-read-json.out'), 'x.out')
 

@@ -23,7 +23,7 @@ from clusterproof.methods.sizing import GIB, MIB
 from clusterproof.parsers import ior as ior_parser
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.site import binaries
-from conftest import REPO, VENV_BIN, WAIT_S, have_netns, report_cases
+from conftest import POLL_ENV, REPO, VENV_BIN, WAIT_S, have_netns, report_cases
 
 NODES = [f'n{i}' for i in range(1, 17)]
 THREADS = (16, 64)
@@ -110,6 +110,7 @@ def shape(tmp_path_factory):
     results = tmp_path_factory.mktemp('shape')
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(('SLURM_', 'CLUSTERPROOF_EMU_', 'CLUSTERPROOF_CLUSTER_DIR'))}
+    env.update(POLL_ENV)
     if (IOR_DIR / 'ior').is_file():
         env['PATH'] = f'{IOR_DIR}:{env["PATH"]}'
     proc = subprocess.run(
@@ -245,3 +246,53 @@ def test_report_has_a_curve_over_every_thread_count(shape):
     assert [float(t) for t in ran] in [[float(v) for v in c.split(',')] for c in curves], \
         curves[:10]
     assert json.dumps(NAME)[1:-1] in text
+
+
+def _sigint_ignored():
+    # what an interactive shell does for a job started with `cmd &`
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_sigint_stops_the_script_started_in_the_background(emu_cluster, tmp_path):
+    """Started with SIGINT ignored (a background job of an interactive
+    shell), the script still stops on SIGINT while ReFrame runs a job:
+    ReFrame cancels it, the scratch copy goes, the log stays, exit 130. The
+    session's cluster is reused (same node count) and so left up."""
+    import signal
+    from conftest import EMU_INSTANCE, wait_for
+    nodes = emu_cluster['CLUSTERPROOF_EMU_NODES']
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(('SLURM_', 'CLUSTERPROOF_EMU_', 'CLUSTERPROOF_CLUSTER_DIR'))}
+    results = tmp_path / 'results'
+    log = tmp_path / 'out.txt'
+    with open(log, 'w') as out:
+        proc = subprocess.Popen(
+            [str(VENV_BIN / 'python'), str(REPO / 'scripts' / 'published-shape'),
+             '--instance', str(EMU_INSTANCE), '--nodes', nodes, '--threads', '1',
+             '--benchmark', 'iozone-sequential', '--results', str(results)],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=_sigint_ignored)
+    try:
+        def running():
+            if proc.poll() is not None:
+                pytest.fail(f'the script ended before its job ran:\n{log.read_text()[-3000:]}')
+            squeue = subprocess.run(['squeue', '-h', '-o', '%j'], env={**os.environ, **emu_cluster},
+                                    capture_output=True, text=True).stdout
+            return 'threads=1: running' in log.read_text() and 'IOzone' in squeue
+        wait_for('the IOzone job of the plan in the queue', running)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert proc.returncode == 130, text[-3000:]
+    assert 'published-shape: interrupted' in text, text[-3000:]
+    assert 'using the cluster up at instance' in text and 'cluster down' not in text, text[-3000:]
+    assert not list(results.glob('published-shape-*/repo')), 'the scratch copy was left'
+    assert list((results / 'reports').glob('published-shape-*.log'))
+    squeue = subprocess.run(['squeue', '-h', '-o', '%i %j'], env={**os.environ, **emu_cluster},
+                            capture_output=True, text=True).stdout
+    assert 'IOzone' not in squeue, squeue

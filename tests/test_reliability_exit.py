@@ -12,7 +12,8 @@ import pytest
 
 from clusterproof.checks import reliability
 from clusterproof.cluster import faults
-from conftest import REPO, WAIT_S, need_netns, report_cases, run_reframe, wait_for
+from conftest import (REPO, WAIT_S, need_netns, report_cases, restore_emu_cluster, run_reframe,
+                      wait_for)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 DATA = Path(__file__).resolve().parent / 'data' / 'reliability'
@@ -122,38 +123,60 @@ def _stream_on(spec, node):
     return False
 
 
-def _start_stream(tmp_path, emu_cluster, *args):
+def _start_stream(results, emu_cluster, *args):
     from test_reliability_faults import _emu_env, _start_reframe
-    env = _emu_env(emu_cluster, tmp_path, tmp_path / 'scratch')
+    env = _emu_env(emu_cluster, results, results / 'scratch')
     return env, _start_reframe(['-c', str(REPO / 'reframe_checks' / 'stream.py'), '-r',
                                 '--system', 'emu:srun', '-n', 'Stream%placement=cores',
                                 *_STREAM_HOLDS, *args], env)
 
 
-def _stream_case(tmp_path):
-    return next(tc for tc in report_cases(tmp_path) if tc['name'].startswith('Stream '))
+def _stream_case(results):
+    return next(tc for tc in report_cases(results) if tc['name'].startswith('Stream '))
+
+
+@pytest.fixture(scope='module')
+def stream_faults(emu_cluster, tmp_path_factory):
+    """The two STREAM faults at once, each in a ReFrame session of its own:
+    STREAM on n2, whose processes are all killed while it runs, and STREAM on
+    n3 with a 20 s time limit. What ends each is a Slurm timer (the dead-node
+    detection, SlurmdTimeout; the time limit, checked every 30 s), so running
+    them side by side costs the longer of the two waits, not their sum.
+    Starts from a known state and restores it (n2 included) at the end."""
+    from test_reliability_faults import _spec
+    restore_emu_cluster()
+    spec = _spec()
+    dies, late = tmp_path_factory.mktemp('stream-dies'), tmp_path_factory.mktemp('stream-late')
+    runs = {}
+    try:
+        runs['late'] = _start_stream(late, emu_cluster, '-J', 'nodelist=n3',
+                                     '-S', 'Stream.time_limit=20s')[1]
+        runs['dies'] = _start_stream(dies, emu_cluster, '-J', 'nodelist=n2')[1]
+        wait_for('STREAM running on n2', lambda: _stream_on(spec, 'n2'), proc=runs['dies'])
+        killed = faults.kill_node(spec, 'n2')
+        out = {name: proc.communicate(timeout=WAIT_S)[0] for name, proc in runs.items()}
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    yield {'dies': (dies, out['dies']), 'late': (late, out['late']), 'killed': killed}
+    restore_emu_cluster()
 
 
 @need_netns
-def test_stream_on_a_node_that_dies_fails_naming_it(emu_cluster, tmp_path, record_property):
+@pytest.mark.emu_shared_state
+def test_stream_on_a_node_that_dies_fails_naming_it(stream_faults, record_property):
     """STREAM runs on n2 (``-J nodelist=n2``); every process of n2 is killed
     while it runs. Slurm ends the job when it declares n2 down, and the check
     fails naming n2, from Slurm's account of the node, whatever state the job
     got."""
-    from test_reliability_faults import _lost, _spec
+    from test_reliability_faults import _lost
     record_property('reliability', 'fault')
-    spec = _spec()
-    env, proc = _start_stream(tmp_path, emu_cluster, '-J', 'nodelist=n2')
-    try:
-        wait_for('STREAM running on n2', lambda: _stream_on(spec, 'n2'), proc=proc)
-        assert faults.kill_node(spec, 'n2')
-        out, _ = proc.communicate(timeout=WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    case = _stream_case(tmp_path)
-    record_property('results_lost', len(_lost([], tmp_path)))
+    results, out = stream_faults['dies']
+    assert stream_faults['killed']
+    case = _stream_case(results)
+    record_property('results_lost', len(_lost([], results)))
     assert case['result'] == 'fail' and case['fail_phase'] == 'sanity', out[-3000:]
     assert case['fail_reason'].startswith('sanity error: node failure: n2 stopped answering'), \
         case['fail_reason']
@@ -161,13 +184,13 @@ def test_stream_on_a_node_that_dies_fails_naming_it(emu_cluster, tmp_path, recor
 
 
 @need_netns
-def test_stream_past_its_time_limit_fails_naming_it(emu_cluster, tmp_path, record_property):
+@pytest.mark.emu_shared_state
+def test_stream_past_its_time_limit_fails_naming_it(stream_faults, record_property):
     """STREAM with a 20 s time limit and kernels repeated for hours: Slurm
     ends it (TIMEOUT) and the check fails naming the limit."""
     record_property('reliability', 'fault')
-    env, proc = _start_stream(tmp_path, emu_cluster, '-S', 'Stream.time_limit=20s')
-    out, _ = proc.communicate(timeout=WAIT_S)
-    case = _stream_case(tmp_path)
+    results, out = stream_faults['late']
+    case = _stream_case(results)
     record_property('results_lost', 0)
     assert case['result'] == 'fail', out[-3000:]
     assert 'timeout: the job reached its time limit of 20 s' in case['fail_reason'], \

@@ -23,7 +23,8 @@ from clusterproof.cluster.config import Layout, describe, env_lines, hostlist, n
 from clusterproof.cluster.network import (SUBNET_PREFIX, in_node, make_network, netns_list,
                                           netns_pids, network_leftovers, port_free, port_open,
                                           remove_network)
-from clusterproof.cluster.procs import alive, is_ours, pid_from, run, write_private
+from clusterproof.cluster.procs import (alive, is_ours, pid_from, proc_text, run, slurm_job_of,
+                                        write_private)
 
 NEEDS_ROOT = 'needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up'
 #: daemons in the order ``up`` starts them; ``down`` stops them in reverse
@@ -379,6 +380,58 @@ class Cluster:
                 states[parts[0]] = parts[1]
         return states
 
+    def queued_jobs(self):
+        """Ids of the jobs in the queue (pending, running, completing), or
+        None when slurmctld does not answer."""
+        try:
+            proc = self._run(['squeue', '-h', '-o', '%i'], check=False, timeout=START_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return None
+        return set(proc.stdout.split()) if proc.returncode == 0 else None
+
+    def strays(self):
+        """Processes in the node namespaces that nothing accounts for: neither
+        the node's slurmd nor part of a job in the queue (ranks left spinning
+        after a node failure, a step daemon of a job Slurm has forgotten, a
+        program started in a node by hand). ``[{node, pid, command, job}]``,
+        ``job`` being the Slurm job the process names (None: none). Empty
+        when slurmctld does not answer: then nothing can be told apart."""
+        jobs = self.queued_jobs()
+        if jobs is None:
+            return []
+        found = []
+        for i, node in enumerate(node_names(self.spec.nodes), 1):
+            slurmd = pid_from(self.lay.slurmd_pid_file(node))
+            for pid in netns_pids(self.inst.netns(i)):
+                if pid == slurmd or not alive(pid):
+                    continue
+                job = slurm_job_of(pid)
+                if job in jobs:
+                    continue
+                command = (proc_text(pid, 'cmdline') or '').strip() or '?'
+                found.append({'node': node, 'pid': pid, 'command': command[:120], 'job': job})
+        return found
+
+    def problems(self, states=None, strays=None):
+        """What is wrong with a cluster that is up, one line each: nodes down,
+        drained, failing or not responding (``down*``), and
+        :meth:`strays`."""
+        states = self.node_states() if states is None else states
+        strays = self.strays() if strays is None else strays
+        lines = [f'{node} is {state}' for node, state in
+                 sorted(states.items(), key=lambda kv: int(kv[0][1:]) if kv[0][1:].isdigit() else 0)
+                 if state.endswith('*') or any(w in state for w in ('down', 'drain', 'fail'))]
+        for s in strays:
+            whose = (f'of job {s["job"]}, no longer in the queue' if s['job']
+                     else 'in no Slurm job')
+            lines.append(f'stray process on {s["node"]}: pid {s["pid"]} {whose}: {s["command"]}')
+        return lines
+
+    def stop_strays(self, strays, timeout=10):
+        """Kill the processes :meth:`strays` found (SIGTERM, then SIGKILL)."""
+        self._stop([(f'pid {s["pid"]} in a node namespace', s['pid']) for s in strays],
+                   lambda text: None, check=False, timeout=timeout)
+
     def _wait_nodes_idle(self):
         want = set(node_names(self.spec.nodes))
         last = {}
@@ -414,7 +467,11 @@ class Cluster:
             if ns.startswith(f'cp{self.inst.k}n'):
                 ns_pids += netns_pids(ns)
         if ns_pids:
+            left = [f'{p} ({(proc_text(p, "comm") or "?").strip()})' for p in ns_pids if alive(p)]
             self._stop([(f'pid {p} in a node namespace', p) for p in ns_pids], say, check=False)
+            if left:
+                say(f'stopped {len(left)} process(es) still running in the node namespaces: '
+                    f'{", ".join(left)}')
         # 2. accounting, then database and munge
         self._stop([('slurmdbd', self._pid_of('slurmdbd'))], say)
         self._stop([('mariadb', self._pid_of('mariadb')), ('munged', self._pid_of('munged'))], say)
@@ -482,8 +539,10 @@ class Cluster:
             daemons[name] = {'pid': pid, 'alive': self.our_pid(name, pid)}
         up = self.is_up()
         states = self.node_states() if up else {}
+        strays = self.strays() if up else []
         return {'cluster': self.inst.cluster, 'instance': self.inst.k, 'run_dir': str(self.spec.run_dir),
-                'up': up, 'daemons': daemons, 'nodes': states,
+                'up': up, 'daemons': daemons, 'nodes': states, 'strays': strays,
+                'problems': self.problems(states, strays) if up else [],
                 'network': self.network_leftovers()}
 
 

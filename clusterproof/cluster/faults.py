@@ -130,8 +130,7 @@ def recover(spec, timeout=START_WAIT_S):
 
 def _queue(cluster):
     """Ids of the jobs in the queue."""
-    proc = run(['squeue', '-h', '-o', '%i'], env=cluster.env, check=False, timeout=START_WAIT_S)
-    return proc.stdout.split() if proc.returncode == 0 else []
+    return sorted(cluster.queued_jobs() or ())
 
 
 #: where the cgroup file systems are mounted

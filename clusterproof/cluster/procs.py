@@ -56,6 +56,19 @@ def is_ours(pid, program, marker):
     return marker in cmdline or marker in (proc_text(pid, 'environ') or '')
 
 
+def slurm_job_of(pid):
+    """Id of the Slurm job a process belongs to, or None: a step daemon
+    names it on its command line (``slurmstepd: [12.0]``), a task has
+    ``SLURM_JOB_ID`` in its environment."""
+    cmdline = proc_text(pid, 'cmdline') or ''
+    if cmdline.startswith('slurmstepd: ['):
+        return cmdline[len('slurmstepd: ['):].split('.')[0].split(']')[0] or None
+    for item in (proc_text(pid, 'environ') or '').split(' '):
+        if item.startswith('SLURM_JOB_ID='):
+            return item.split('=', 1)[1] or None
+    return None
+
+
 def write_private(path, data):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, 'wb') as f:

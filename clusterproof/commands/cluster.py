@@ -94,6 +94,10 @@ def cmd_status(args):
         print('nodes:')
         for node, state in sorted(st['nodes'].items(), key=lambda kv: int(kv[0][1:])):
             print(f'  {node:<4} {state}')
+    if st['problems']:
+        print('problems:')
+        for line in st['problems']:
+            print(f'  {line}')
     if st['network']:
         print('network: ' + ', '.join(st['network']))
     return 0 if st['up'] else 1
