@@ -142,15 +142,9 @@ def _num(x):
     return f'{x:.5g}'
 
 
-def _hkey(rec):
-    """The history key (system, partition, test, figure, flags) of a record."""
-    test = f'{rec.test} +{rec.environ}' if rec.environ else rec.test
-    return (rec.system, rec.partition, test, rec.figure, tuple(rec.flags))
-
-
 def _fkey(f):
-    """The history key of a change found."""
-    return (f['system'], f['partition'], f['test'], f['figure'], tuple(f['flags']))
+    """The key of the figure of a change found (that of its history)."""
+    return history.key(f['system'], f['partition'], f['test'], f['figure'], f['flags'])
 
 
 def _counts(rows, n_changes):
@@ -175,10 +169,9 @@ def recent_changes(histories, nights=RECENT_NIGHTS):
     for h in histories:
         if len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER:
             continue
-        pts = h.points[-SCAN_SESSIONS:]
-        vals = np.fromiter((p.value for p in pts), float, len(pts))
+        vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
         if (vals > 0).all() and moved(np.log(vals)):
-            suspects.append(dataclasses.replace(h, points=pts))
+            suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
     found, _quiet, _noisy, _skipped = changes.detect(suspects)
     cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
     keep = []
@@ -281,19 +274,19 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
         change_at.setdefault(_fkey(f), []).append(f['at'])
     wanted = sorted(
         ((rec, row) for rec, row in judged if rec.figure),
-        key=lambda rr: (_hkey(rr[0]) not in changed,
+        key=lambda rr: (rr[0].key not in changed,
                         bucket(rr[1].verdict) == 'pass' or bucket(rr[1].verdict) == 'not judged'))
     chosen = set()
     extra = 0
     for rec, row in wanted:
         if len(chosen) >= MAX_MULTIPLES_TOTAL:
             break
-        notable = _hkey(rec) in changed or bucket(row.verdict) not in ('pass', 'not judged')
+        notable = rec.key in changed or bucket(row.verdict) not in ('pass', 'not judged')
         if not notable:
             if extra >= MAX_MULTIPLES:
                 break
             extra += 1
-        if _hkey(rec) in hist_by_key and len(hist_by_key[_hkey(rec)].points) > 1:
+        if rec.key in hist_by_key and len(hist_by_key[rec.key].points) > 1:
             chosen.add(id(row))
     scaling = _chosen(((name, g) for name in fams for g in _scaling_groups(fams[name], refs)),
                       MAX_SCALING)
@@ -304,7 +297,7 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
     out = []
     for name in sorted(fams):
         items = fams[name]
-        multiples = [_multiple(rec, row, hist_by_key[_hkey(rec)], change_at.get(_hkey(rec), []),
+        multiples = [_multiple(rec, row, hist_by_key[rec.key], change_at.get(rec.key, []),
                                plots)
                      for rec, row in items if id(row) in chosen]
         out.append({'name': name, 'anchor': 'family-' + re.sub(r'\W+', '-', name),
@@ -333,7 +326,7 @@ def _attention(rows):
 
 
 def _row_key(rec):
-    return '|'.join(_hkey(rec)[:4])
+    return '|'.join(rec.key[:5])
 
 
 def _plot(plots, fig, cls='plot', **meta):
