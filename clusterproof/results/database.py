@@ -351,25 +351,37 @@ def percentile(values, p):
 def select_sessions(args, system=None, mode=None):
     """Sessions chosen on a command line: ``--session ID`` (repeatable),
     ``--last N``, ``--since 30d``; the newest session when none is given."""
+    sessions = load_sessions(**selection(args, system, mode))
+    if not sessions:
+        none_selected(args, system, mode)
+    return sessions
+
+
+def selection(args, system=None, mode=None):
+    """The arguments of :func:`load_sessions` (and :func:`select`) that a
+    command line chooses (see :func:`select_sessions`)."""
     ids = getattr(args, 'session', None) or []
     since = parse_since(args.since) if getattr(args, 'since', None) else None
     last = getattr(args, 'last', None)
     if not ids and since is None and last is None:
         last = 1
-    sessions = load_sessions(ids=ids, last=last, since=since, system=system, mode=mode)
-    if not sessions:
-        what = []
-        if ids:
-            what.append('ids ' + ', '.join(ids))
-        if since is not None:
-            what.append(f'since {args.since}')
-        if system:
-            what.append(f'system {system}')
-        if mode:
-            what.append(f'mode {mode}')
-        raise ClusterproofError(f'no sessions in {results_db()} match '
-                                f'({"; ".join(what) or "any"})')
-    return sessions
+    return dict(ids=ids, last=last, since=since, system=system, mode=mode)
+
+
+def none_selected(args, system=None, mode=None):
+    """Raise the error of a selection (see :func:`select_sessions`) that
+    matched no session."""
+    what = []
+    if getattr(args, 'session', None):
+        what.append('ids ' + ', '.join(args.session))
+    if getattr(args, 'since', None):
+        what.append(f'since {args.since}')
+    if system:
+        what.append(f'system {system}')
+    if mode:
+        what.append(f'mode {mode}')
+    raise ClusterproofError(f'no sessions in {results_db()} match '
+                            f'({"; ".join(what) or "any"})')
 
 
 def add_selection_args(parser, default_help='the newest session'):
