@@ -17,7 +17,7 @@ whole processes: polars on the Parquet files, DuckDB on the same files, and
 DuckDB on its own database file.
 
 usage: .venv/bin/python scripts/bench_results.py [--systems 1] [--sessions 365]
-           [--figures 2000] [--engines]
+           [--figures 2000] [--engines] [--no-changes] [--memory-limit 4]
 """
 
 import argparse
@@ -223,9 +223,10 @@ def bench_commands(args, cache, work):
                                str(work / 'report.html')], fenv)
     results['compare'] = timed(f'compare --history {args.sessions}',
                                [CP, 'compare', '--history', str(args.sessions)], fenv)
-    results['changes'] = timed('changes', [CP, 'changes'], fenv)
     results['bless'] = timed('bless --last 30 --system sys00',
                              [CP, 'bless', '--last', '30', '--system', 'sys00'], fenv)
+    if not args.no_changes:     # last: the change detector's time grows with the figures
+        results['changes'] = timed('changes', [CP, 'changes'], fenv)
     worst = max(m['wall'] for m in results.values())
     rss = max(m['rss'] for m in results.values())
     print_table()
@@ -310,6 +311,9 @@ def main():
     ap.add_argument('--figures', type=int, default=2000)
     ap.add_argument('--engines', action='store_true',
                     help='also compare the engines of the store (polars, DuckDB)')
+    ap.add_argument('--no-changes', action='store_true',
+                    help='do not time `changes` (its change detector takes minutes per '
+                         'system-year)')
     ap.add_argument('--cache', type=Path, default=CACHE,
                     help='where generated databases are kept (default %(default)s)')
     ap.add_argument('--memory-limit', type=float, default=4, metavar='GIB',
