@@ -133,7 +133,11 @@ class Series(collections.abc.Sequence):
                      self.provs[self.pids[i]], None if d < 0 else bool(d))
 
     def __iter__(self):
-        return (self[i] for i in range(len(self.values)))
+        sessions, provs = self.sessions, self.provs
+        for t, v, s, p, d in zip(self.times.tolist(), self.values.tolist(), self.sids.tolist(),
+                                 self.pids.tolist(), self.declared.tolist()):
+            uuid = sessions[s]
+            yield Point(t, v, uuid, f'session {uuid[:8]}', provs[p], None if d < 0 else bool(d))
 
     def __eq__(self, other):
         return list(self) == list(other)
