@@ -224,14 +224,14 @@ def test_history_from_elsewhere_is_imported_once(tmp_path):
     again = clusterproof(['store', 'import', str(data / 'perflogs')], results, refs)
     assert 'imported 0 figure(s) of 0 session(s)' in again.stdout, again.stderr
     direct = {(h.test, h.figure): h.values for h in history.load([data / 'perflogs'])}
-    stored = {(h.test, h.figure): h.values
+    stored = {(h.test, h.figure): list(h.values)
               for h in history.from_database(results / 'results.db')
               if h.system == 'local' and h.test.startswith('Stream')}
     assert stored == direct and len(direct) == 8
     # rebuilding from the database keeps the imported history
     proc = clusterproof(['store', 'rebuild'], results, refs)
     assert 'rebuilt ' in proc.stdout, proc.stderr
-    rebuilt = {(h.test, h.figure): h.values
+    rebuilt = {(h.test, h.figure): list(h.values)
                for h in history.from_database(results / 'results.db')
                if h.system == 'local' and h.test.startswith('Stream')}
     assert rebuilt == direct
@@ -304,3 +304,29 @@ def test_a_store_of_format_1_is_read_and_rebuilt_by_ingest(tmp_path):
     with pytest.raises(ClusterproofError, match=r'manifest.json: figure store of format 0, '
                                                 r'this clusterproof reads formats 1, 2'):
         _rows(where)
+
+
+def test_a_figure_is_one_figure_in_every_command(tmp_path):
+    """One identity (store.IDENTITY): the figures of the recorded sessions
+    have the same key as records (compare, bless), as histories (changes,
+    the report's multiples) and as changes found (the report's first
+    screen); smoke-size figures have a history of their own."""
+    from clusterproof.references.judge import Verdict
+    from clusterproof.results import compare, history, report
+    db = recorded_results(tmp_path) / 'results.db'
+    sessions = load_sessions(db)
+    recs = [r for r in records(sessions) if r.figure and r.sanity_ok]
+    hists = history.from_database(db)
+    assert {r.key for r in recs} == {h.key for h in hists}
+    assert all(len(k) == len(store.IDENTITY) for k in {r.key for r in recs})
+    # the report finds a change's figure by the key of its finding
+    assert all(report._fkey({'system': h.system, 'partition': h.partition, 'test': h.test,
+                             'figure': h.figure, 'flags': list(h.flags)}) == h.key
+               for h in hists)
+    # a session compared with itself: every figure found in the base
+    newest = [r for r in records(sessions[-1:])]
+    rows = compare.against_session(newest, newest)
+    assert rows and not [r for r in rows if r.verdict == Verdict.MISSING]
+    smoke = [r for r in recs if r.smoke]
+    full = {r.key for r in recs if not r.smoke}
+    assert smoke and not any(r.key in full for r in smoke)

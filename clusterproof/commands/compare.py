@@ -1,10 +1,12 @@
 """``clusterproof compare``: a session against the references or another
 session, and slow drift over the history; exit status 1 on a regression."""
 
+import polars as pl
+
 from clusterproof import ClusterproofError
-from clusterproof.results import compare
+from clusterproof.results import compare, history
 from clusterproof.references.judge import reference_file
-from clusterproof.results.database import add_store_arg, load_sessions, records
+from clusterproof.results.database import add_store_arg, load_sessions, records, select
 
 
 def register(subparsers):
@@ -93,12 +95,14 @@ def run(args):
         mode = args.mode or (session.modes[0] if len(session.modes) == 1 else None)
         # drift over the history of the session's system, not of every system of a fleet
         own = args.system or (session.systems[0] if len(session.systems) == 1 else None)
-        hist = load_sessions(last=args.history, system=own, mode=mode,
-                             until=session.start + 1e-3)
-        drifts = compare.drift(records(hist), window=args.drift_window,
-                               drop=args.drift_percent / 100, nights=args.drift_nights,
-                               keys={r.key for r in new_recs})
-        print(f'drift over {len(hist)} session(s)'
+        lf = select(last=args.history, system=own, mode=mode, until=session.start + 1e-3)
+        newest = {r.key: r for r in new_recs if r.figure and not r.smoke}
+        hists = history.from_frame(lf, keys=set(newest))
+        drifts = compare.drift_of({h.key: (newest[h.key], h.values) for h in hists},
+                                  window=args.drift_window, drop=args.drift_percent / 100,
+                                  nights=args.drift_nights)
+        n_hist = lf.select('session').unique().select(pl.len()).collect().item()
+        print(f'drift over {n_hist} session(s)'
               + (f' of mode {mode}' if mode else '') + ': '
               + (f'{len(drifts)} found' if drifts else 'none'))
         for d in drifts:

@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-from clusterproof.results import report
+from clusterproof.results import history, report
 from clusterproof.paths import results_dir, write_atomic
-from clusterproof.results.database import add_selection_args, records, select_sessions
+from clusterproof.results.database import (add_selection_args, load_sessions, none_selected,
+                                           records, select, selection)
 
 
 def register(subparsers):
@@ -33,11 +34,20 @@ def register(subparsers):
 def run(args):
     if not (args.session or args.last is not None or args.since):
         args.last = 30
-    sessions = select_sessions(args, system=args.system, mode=args.mode)
-    recs = records(sessions)
+    # the engine reads the selection: every session's provenance aggregated,
+    # every figure's history as columns; records (one object per figure) only
+    # for the newest session, which the page judges
+    lf = select(**selection(args, system=args.system, mode=args.mode))
+    view = report.overview(lf)
+    if not view['sessions']:
+        none_selected(args, args.system, args.mode)
+    newest = load_sessions(ids=[view['sessions'][-1]['uuid']], system=args.system,
+                           mode=args.mode)
+    recs = records(newest)
     out = Path(args.output) if args.output else results_dir() / 'reports' / 'report.html'
-    page = report.build(sessions, recs, title=args.title)
+    page = report.build(newest, recs, title=args.title, histories=history.from_frame(lf),
+                        view=view)
     write_atomic(out, page)
-    print(f'report of {len(sessions)} session(s), {len(recs)} figure(s): {out}')
+    print(f'report of {len(view["sessions"])} session(s), {len(recs)} figure(s) in the '
+          f'newest: {out}')
     return 0
-

@@ -30,6 +30,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from clusterproof import ClusterproofError
@@ -165,7 +166,8 @@ def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,
     for (check, index, path, figure), rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
         values = [r.value for r in rs]
         ref = statistics.median(values) if pct is None else percentile(values, pct)
-        spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+        # numpy's: statistics.pstdev (exact fractions) took most of bless's time
+        spread = float(np.std(values)) if len(values) > 1 else 0.0
         tol = max(min_tolerance, nsigma * spread / abs(ref)) if ref else min_tolerance
         lib = record_lower_is_better(rs[0])
         tol = min(tol, max_tolerance)

@@ -196,24 +196,32 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
     ``window`` values worse than its reference by more than ``drop``
     (a fraction), or its value worse than the session before ``nights``
     times in a row. Smoke results are left out (different sizes)."""
-    refs_by_system = dict(refs_by_system or {})
     series = {}
     for r in history:
         if r.figure and not r.smoke and math.isfinite(r.value):
             if keys is None or r.key in keys:
                 series.setdefault(r.key, []).append(r)
-    out = []
-    for key, rs in series.items():
+    for rs in series.values():
         rs.sort(key=lambda r: r.start)
-        last = rs[-1]
+    return drift_of({k: (rs[-1], [r.value for r in rs]) for k, rs in series.items()},
+                    refs_by_system, window, drop, nights)
+
+
+def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP,
+             nights=DEFAULT_NIGHTS):
+    """:func:`drift` of ``series``: ``{key: (newest record, values oldest
+    first)}`` (the values as a history read from the store has them)."""
+    refs_by_system = dict(refs_by_system or {})
+    out = []
+    for key, (last, vals) in series.items():
         lib = record_lower_is_better(last)
-        vals = [r.value for r in rs]
+        vals = list(vals)
         found = lookup(references_for(refs_by_system, last.system, last.emulated), last)
         if found and found.value and not found.xfail and len(vals) >= window:
             med = statistics.median(vals[-window:])
             change = (med - found.value) / abs(found.value)
             if (change > drop) if lib else (change < -drop):
-                out.append(Drift(*key[:2], key[3], key[4], last.unit, 'median',
+                out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit, 'median',
                                  f'median of the last {window} sessions {med:.4g} is '
                                  f'{change * 100:+.1f}% from the reference {found.value:.4g} '
                                  f'(limit {drop * 100:g}%)'))
@@ -221,7 +229,7 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
             tail = vals[-(nights + 1):]
             worse = all((b > a) if lib else (b < a) for a, b in zip(tail, tail[1:]))
             if worse:
-                out.append(Drift(*key[:2], key[3], key[4], last.unit, 'streak',
+                out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit, 'streak',
                                  f'worse {nights} sessions in a row: '
                                  + ' -> '.join(f'{v:.4g}' for v in tail)))
     out.sort(key=lambda d: (d.system, d.partition, d.test, d.figure, d.kind))

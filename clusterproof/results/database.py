@@ -12,7 +12,6 @@ session).
 
 import argparse
 import json
-import operator
 import os
 import re
 import statistics
@@ -26,6 +25,7 @@ from clusterproof.paths import results_db
 from clusterproof.references import judge
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.site.hardware import is_emulated
+from clusterproof.store import identity
 
 #: test attributes that count threads (the x axis of scaling plots)
 THREAD_ATTRS = ('num_threads', 'threads', 'num_tasks', 'nthreads', 'num_procs')
@@ -94,9 +94,12 @@ class Record:
     #: the direction its check declared (None: none, see judge.lower_is_better)
     declared_lower_is_better: bool = None
 
-    #: what identifies the same figure across sessions
-    #: (:data:`clusterproof.store.IDENTITY`)
-    key = property(operator.attrgetter('system', 'partition', 'environ', 'test', 'figure'))
+    @property
+    def key(self):
+        """What identifies the same figure across sessions
+        (:func:`clusterproof.store.identity`)."""
+        return identity(self.system, self.partition, self.environ, self.test, self.figure,
+                        self.smoke, self.emulated)
 
     @property
     def params(self):
@@ -253,9 +256,12 @@ def select(db=None, ids=(), last=None, since=None, system=None, mode=None, until
     if mode:
         lf = lf.filter(pl.col('mode') == mode)
     if last is not None:
+        # the newest sessions' ids first (two columns read), then a filter the
+        # engine pushes down to the files: a join would read every column of
+        # every row before keeping these
         newest = (lf.select('session', 'start').unique().sort('start', descending=True)
-                  .head(max(int(last), 0)).select('session'))
-        lf = lf.join(newest, on='session', how='semi')
+                  .head(max(int(last), 0)).collect()['session'])
+        lf = lf.filter(pl.col('session').is_in(newest.implode()))
     return lf
 
 

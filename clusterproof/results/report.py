@@ -40,14 +40,17 @@ from pathlib import Path
 import jinja2
 import numpy as np
 import plotly.io
+import polars as pl
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, store
 from clusterproof.references.judge import Verdict, bounds, references_for
+from clusterproof.reframe_io import database as rfdb
 from clusterproof.results import changes, history
 from clusterproof.results.compare import against_references
 from clusterproof.results.database import THREAD_ATTRS, check_name
+from clusterproof.site.hardware import is_emulated
 
 TEMPLATES = Path(__file__).with_name('templates')
 #: the system whose references are the published figures (scaling curves)
@@ -94,13 +97,17 @@ def bucket(verdict):
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
-          now=None, histories=None):
-    """The report page as a string. ``recs`` are the records of ``sessions``
-    (oldest first); ``verdicts`` (optional) is an acceptance verdict table
+          now=None, histories=None, view=None):
+    """The report page as a string. ``sessions`` oldest first, ``recs`` the
+    records of the newest (more are ignored); ``view`` (optional,
+    :func:`overview`) the provenance of every session, when ``sessions``
+    holds only the newest; ``verdicts`` (optional) is an acceptance verdict table
     (``[results.acceptance.Item]``); ``histories`` (optional,
     :class:`clusterproof.results.history.History`) replaces the histories
     made from ``recs``."""
     refs = dict(refs_by_system or {})
+    if view is None:
+        view = overview(_frame_of(sessions))
     latest = sessions[-1] if sessions else None
     latest_recs = [r for r in recs if latest and r.session == latest.uuid]
     rows = against_references(latest_recs, refs)
@@ -115,14 +122,12 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     families = _families(judged, hist_by_key, found, changed, refs, plots)
     now = now or datetime.datetime.now().astimezone()
     page = _env().get_template('report.html.j2').render(
-        title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest, sessions=sessions,
-        systems=sorted({r.system for r in recs}),
-        smoke=sorted({r.test for r in recs if r.smoke}),
-        emulated=sorted({r.test for r in recs if r.emulated}),
+        title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
+        systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
         counts=counts, changes=found, first=FIRST_SCREEN_ROWS,
         failures=_failures(judged), verdicts=[_verdict_row(v) for v in verdicts or ()],
         families=families, mmap=_mmap_rows(latest_recs),
-        provenance=[_provenance(s) for s in sessions], recent=RECENT_NIGHTS,
+        provenance=view['sessions'], recent=RECENT_NIGHTS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
         plots=plots, num=_num)
     return page
@@ -142,15 +147,9 @@ def _num(x):
     return f'{x:.5g}'
 
 
-def _hkey(rec):
-    """The history key (system, partition, test, figure, flags) of a record."""
-    test = f'{rec.test} +{rec.environ}' if rec.environ else rec.test
-    return (rec.system, rec.partition, test, rec.figure, tuple(rec.flags))
-
-
 def _fkey(f):
-    """The history key of a change found."""
-    return (f['system'], f['partition'], f['test'], f['figure'], tuple(f['flags']))
+    """The key of the figure of a change found (that of its history)."""
+    return history.key(f['system'], f['partition'], f['test'], f['figure'], f['flags'])
 
 
 def _counts(rows, n_changes):
@@ -175,10 +174,9 @@ def recent_changes(histories, nights=RECENT_NIGHTS):
     for h in histories:
         if len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER:
             continue
-        pts = h.points[-SCAN_SESSIONS:]
-        vals = np.fromiter((p.value for p in pts), float, len(pts))
+        vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
         if (vals > 0).all() and moved(np.log(vals)):
-            suspects.append(dataclasses.replace(h, points=pts))
+            suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
     found, _quiet, _noisy, _skipped = changes.detect(suspects)
     cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
     keep = []
@@ -281,19 +279,19 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
         change_at.setdefault(_fkey(f), []).append(f['at'])
     wanted = sorted(
         ((rec, row) for rec, row in judged if rec.figure),
-        key=lambda rr: (_hkey(rr[0]) not in changed,
+        key=lambda rr: (rr[0].key not in changed,
                         bucket(rr[1].verdict) == 'pass' or bucket(rr[1].verdict) == 'not judged'))
     chosen = set()
     extra = 0
     for rec, row in wanted:
         if len(chosen) >= MAX_MULTIPLES_TOTAL:
             break
-        notable = _hkey(rec) in changed or bucket(row.verdict) not in ('pass', 'not judged')
+        notable = rec.key in changed or bucket(row.verdict) not in ('pass', 'not judged')
         if not notable:
             if extra >= MAX_MULTIPLES:
                 break
             extra += 1
-        if _hkey(rec) in hist_by_key and len(hist_by_key[_hkey(rec)].points) > 1:
+        if rec.key in hist_by_key and len(hist_by_key[rec.key].points) > 1:
             chosen.add(id(row))
     scaling = _chosen(((name, g) for name in fams for g in _scaling_groups(fams[name], refs)),
                       MAX_SCALING)
@@ -304,7 +302,7 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
     out = []
     for name in sorted(fams):
         items = fams[name]
-        multiples = [_multiple(rec, row, hist_by_key[_hkey(rec)], change_at.get(_hkey(rec), []),
+        multiples = [_multiple(rec, row, hist_by_key[rec.key], change_at.get(rec.key, []),
                                plots)
                      for rec, row in items if id(row) in chosen]
         out.append({'name': name, 'anchor': 'family-' + re.sub(r'\W+', '-', name),
@@ -333,7 +331,7 @@ def _attention(rows):
 
 
 def _row_key(rec):
-    return '|'.join(_hkey(rec)[:4])
+    return '|'.join(rec.key[:5])
 
 
 def _plot(plots, fig, cls='plot', **meta):
@@ -608,17 +606,55 @@ def _mmap_rows(recs):
     return rows
 
 
-def _provenance(s):
-    cases = s.cases
-    revs = sorted({str(c.get('cp_git_rev', '')) for c in cases} - {''})
-    confs = sorted({str(c.get('cp_config_hash', '')) for c in cases} - {''})
-    nodes = sorted({','.join(c.get('job_nodelist') or []) for c in cases} - {''})
-    bins = sorted({' '.join(x for x in (c.get('binary_path', ''), c.get('binary_version', ''),
-                                        c.get('spack_spec', ''), c.get('spack_lock_hash', ''))
-                            if x) for c in cases} - {''})
-    return {'uuid': s.uuid, 'start': s.info.get('time_start', ''),
-            'systems': ', '.join(s.systems), 'modes': ', '.join(s.modes),
-            'labels': (['smoke'] if s.smoke else []) + (['emulated'] if s.emulated else []),
-            'revs': ' '.join(revs), 'confs': ' '.join(confs), 'nodes': '; '.join(nodes),
-            'bins': bins, 'cmd': s.info.get('cmdline', '')}
+#: provenance columns of the table of sessions
+_PROV_COLS = ('cp_git_rev', 'cp_config_hash', 'job_nodelist', 'binary_path', 'binary_version',
+              'spack_spec', 'spack_lock_hash')
+_OVERVIEW_COLS = ('session', 'start', 'time_start', 'cmdline', 'system', 'mode', 'smoke',
+                  'emulated', 'test', *_PROV_COLS)
 
+
+def overview(lf):
+    """The page's header and its table of sessions, from the store rows
+    ``lf`` (a lazy frame; aggregated by the engine, nothing per figure in
+    Python): ``{'sessions': [row per session, oldest first], 'systems',
+    'smoke', 'emulated': [test names]}``."""
+    def given(c):
+        return pl.when(pl.col(c) != '').then(pl.col(c))
+
+    def listed(c, sep):
+        return given(c).drop_nulls().unique().sort().str.join(sep)
+
+    bins = pl.concat_str([given(c) for c in ('binary_path', 'binary_version', 'spack_spec',
+                                               'spack_lock_hash')],
+                         separator=' ', ignore_nulls=True)
+    lf = lf.select(_OVERVIEW_COLS)
+    per_session = lf.group_by('session').agg(
+        pl.col('start').first(), pl.col('time_start').first(), pl.col('cmdline').first(),
+        listed('system', ', ').alias('systems'), listed('mode', ', ').alias('modes'),
+        pl.col('smoke').any(), pl.col('emulated').any(),
+        listed('cp_git_rev', ' ').alias('revs'), listed('cp_config_hash', ' ').alias('confs'),
+        listed('job_nodelist', '; ').alias('nodes'),
+        bins.filter(bins != '').unique().sort().alias('bins')).sort('start', 'session')
+    names = [lf.filter(pl.col(c)).select(pl.col('test').unique().sort()) for c in
+             ('smoke', 'emulated')]
+    systems = lf.select(given('system').drop_nulls().unique().sort())
+    sess, smoke, emulated, systems = pl.collect_all([per_session, *names, systems])
+    return {'sessions': [
+        {'uuid': r['session'], 'start': r['time_start'] or '', 'systems': r['systems'],
+         'modes': r['modes'], 'labels': (['smoke'] if r['smoke'] else [])
+         + (['emulated'] if r['emulated'] else []), 'revs': r['revs'], 'confs': r['confs'],
+         'nodes': r['nodes'], 'bins': r['bins'], 'cmd': r['cmdline'] or ''}
+        for r in sess.iter_rows(named=True)],
+        'systems': systems.to_series().to_list(), 'smoke': smoke.to_series().to_list(),
+        'emulated': emulated.to_series().to_list()}
+
+
+def _frame_of(sessions):
+    """The rows :func:`overview` reads, of sessions in memory."""
+    rows = [(s.uuid, s.start, s.info.get('time_start') or '', s.info.get('cmdline') or '',
+             c.get('system') or '', c.get('cp_mode') or '', bool(c.get('cp_smoke')),
+             is_emulated(c), c.get('name') or '',
+             *(rfdb.provenance_text(c.get(k)) for k in _PROV_COLS))
+            for s in sessions for c in s.cases]
+    return pl.DataFrame(rows, schema=[(c, store.SCHEMA[c]) for c in _OVERVIEW_COLS],
+                        orient='row').lazy()

@@ -68,8 +68,17 @@ SCHEMA = {
     'source': pl.Utf8,          # where the row came from: database, run report, file
 }
 
-#: what identifies "the same figure" across sessions, everywhere
-IDENTITY = ('system', 'partition', 'environ', 'test', 'figure')
+#: what identifies "the same figure" across sessions, in every command (a
+#: record's, a history's and a change's ``key``, made by :func:`identity`): a
+#: smoke-size or emulated figure is not the same figure as a full-size one on
+#: hardware, it has a history of its own
+IDENTITY = ('system', 'partition', 'environ', 'test', 'figure', 'smoke', 'emulated')
+
+
+def identity(system, partition, environ, test, figure, smoke=False, emulated=False):
+    """The key of a figure: the values of :data:`IDENTITY`, in order."""
+    return (system, partition, environ or '', test, figure, bool(smoke), bool(emulated))
+
 
 MANIFEST = 'manifest.json'
 #: the store's format: 2 added ``declared_lower_is_better``
