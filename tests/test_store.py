@@ -237,6 +237,23 @@ def test_history_from_elsewhere_is_imported_once(tmp_path):
     assert rebuilt == direct
 
 
+def test_history_imported_before_the_first_run_is_read_by_every_command(tmp_path):
+    """A site imports its history on day one, before ReFrame ever ran here
+    (no results.db yet): the commands read the store, not refuse."""
+    results, refs = tmp_path / 'results', tmp_path / 'refs'
+    results.mkdir()
+    refs.mkdir()
+    csv = REPO / 'tests' / 'data' / 'history-real' / 'local-smoke.csv'
+    proc = clusterproof(['store', 'import', str(csv)], results, refs)
+    assert proc.returncode == 0 and 'imported ' in proc.stdout, proc.stderr
+    assert not (results / 'results.db').exists()
+    for args in (['changes'], ['compare'], ['report']):
+        proc = clusterproof(args, results, refs)
+        assert 'no results database' not in proc.stderr, (args, proc.stderr)
+        assert proc.returncode in (0, 1), (args, proc.stderr)
+    assert 'drift over' in clusterproof(['compare'], results, refs).stdout
+
+
 def _declaring(tmp_path, declared):
     """The recorded results and a newer session whose test cases declare the
     directions ``declared``: (database, store path, its report)."""

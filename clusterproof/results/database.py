@@ -201,6 +201,8 @@ def figures(db=None):
     """A lazy frame of the figure store of ``db`` (default: the results
     database), after ingesting the sessions it lacks; with
     ``CLUSTERPROOF_STORE`` set, those stores instead (nothing ingested).
+    With no results database yet, the store beside where it will be, when
+    history was imported into it (``clusterproof store import``).
     A damaged database does not lose a night: the sessions of the run
     reports the store lacks are ingested, and a warning names the file."""
     from clusterproof import store
@@ -209,6 +211,9 @@ def figures(db=None):
         return store.scan(paths), ', '.join(map(str, paths))
     db = Path(db or results_db())
     where = store.default_path(db)
+    if not db.exists() and (where / store.MANIFEST).is_file():
+        # history imported before ReFrame's first run here: the store is all there is
+        return store.scan([where]), str(where)
     try:
         store.ingest(db, where)
     except rfdb.DamagedDatabase as err:
