@@ -27,9 +27,11 @@ COMMANDS = [
     'report',       # HTML reports
     'changes',      # change points in the history of every figure
     'acceptance',   # the full methodology, three repetitions, a verdict
+    'acceptance_report',  # the signed report of one acceptance, HTML and PDF
     'screen',       # every node of a partition against its peers
     'validate',     # the site configuration and references, checked
     'store',        # the figure store every command reads
+    'export',       # figures of the store as CSV, Parquet, BMF, OpenMetrics
 ]
 
 

@@ -6,10 +6,19 @@ largest message size (MB/s = 10^6 bytes/s), message rate at the smallest
 size, and bandwidth as a fraction of the declared link rate
 (``extras['network']['link_gbps']``; twice that for bi-directional).
 
+``OsuLatency`` runs ``osu_latency`` with one rank on each of two nodes: the
+latency of the smallest message (us).
+
 ``OsuMessageRate`` runs ``osu_mbw_mr`` with all cores of one socket on each of
 two nodes (rank i talks to rank i + n/2 on the other node): the all-core
 message rate at the smallest size, which the BIOS "preferred I/O device"
 setting changes on AMD Rome.
+
+Every check can be pinned to two named nodes with ``-S node_pair=n1+n2``
+(or one case per pair with ``-P node_pair=n1+n2,n2+n3``, as ``clusterproof
+screen`` runs them): the job asks Slurm for exactly those nodes
+(``--nodelist``), alone on them (``--exclusive``, so that two pairs sharing a
+node are not measured at once).
 
 The binaries come from the Spack view (``libexec/osu-micro-benchmarks/mpi/pt2pt``)
 or PATH; when missing the checks are skipped with the build command.
@@ -25,6 +34,7 @@ from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import osu as osu_parser
 from clusterproof.checks.base import ClusterproofCheck, MpiRanks
+from clusterproof.screen.pairs import parse_pair
 from clusterproof.site.hardware import is_emulated, partition_node_count
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
@@ -48,6 +58,16 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck, MpiRanks):
     #: OSU options: fewer iterations in smoke mode (seconds, not a measurement)
     osu_options = variable(list, value=by_mode({'smoke': ['-i', '20', '-x', '2', '-m', '1:1048576'],
                                                 'nightly': [], 'acceptance': []}))
+
+    #: two node names joined by '+' (n1+n2): run on exactly these two nodes
+    node_pair = variable(str, value='')
+
+    @run_after('setup')
+    def pin_to_the_pair(self):
+        if self.node_pair:
+            with self.configuration():
+                nodes = parse_pair(self.node_pair)
+            self.job.options += [f'--nodelist={",".join(nodes)}', '--exclusive']
 
     def find_benchmark(self, name):
         part = self.current_partition
@@ -73,7 +93,15 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck, MpiRanks):
                               f'the run stopped before 1 MiB')
         return True
 
-    # figures of every OSU check (the largest message's bandwidth, the smallest's rate)
+    def link_mbs(self, directions):
+        gbps = self.declared('network', 'link_gbps', default=None)
+        return None if gbps is None else directions * gbps * 1e9 / 8 / 1e6
+
+
+class _OsuBandwidthFigures(_OsuTwoNodes):
+    """The figures of the bandwidth benchmarks: the largest message's
+    bandwidth, the smallest's rate."""
+
     @performance_figure('MB/s', lower_is_better=False)
     def bandwidth(self):
         return osu_parser.bandwidth_at_largest(self.result())[1]
@@ -82,13 +110,25 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck, MpiRanks):
     def message_rate(self):
         return osu_parser.message_rate_at_smallest(self.result())[1]
 
-    def link_mbs(self, directions):
-        gbps = self.declared('network', 'link_gbps', default=None)
-        return None if gbps is None else directions * gbps * 1e9 / 8 / 1e6
+
+@rfm.simple_test
+class OsuLatency(_OsuTwoNodes):
+    descr = 'OSU point-to-point latency between two nodes, one core each'
+
+    num_tasks = 2
+    num_tasks_per_node = 1
+
+    @run_after('setup')
+    def set_benchmark(self):
+        self.find_benchmark('osu_latency')
+
+    @performance_figure('us', lower_is_better=True)
+    def latency(self):
+        return osu_parser.latency_at_smallest(self.result())[1]
 
 
 @rfm.simple_test
-class OsuBandwidth(_OsuTwoNodes):
+class OsuBandwidth(_OsuBandwidthFigures):
     descr = 'OSU uni- and bi-directional bandwidth between two nodes, one core each'
 
     #: uni-directional (osu_bw) or bi-directional (osu_bibw)
@@ -113,7 +153,7 @@ class OsuBandwidth(_OsuTwoNodes):
 
 
 @rfm.simple_test
-class OsuMessageRate(_OsuTwoNodes):
+class OsuMessageRate(_OsuBandwidthFigures):
     descr = 'OSU multi-pair bandwidth and message rate, all cores of one socket on each of two nodes'
 
     @run_after('setup')

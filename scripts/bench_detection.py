@@ -35,6 +35,11 @@ the recall of the figures it moved by 5 % or more, the delay in sessions,
 and the false alarms per 1000 figure-sessions without an injection
 (--real none leaves them out).
 
+Then the detector's speed, in memory (not a command's time): CPU seconds of
+changes.find and changes.figure_noise per 2,000 generated figures of 365
+sessions (levels, steps, drifts, quantised values, two node types, heavy
+tails; --speed N figures timed, 0: none).
+
 The last line is for scripts:
     detection: recall >=5% steps (CV<=2%) X%, median delay D nights, false alarms F per 1000 figure-nights
 for the product's method (clusterproof.results.changes); F is the worst
@@ -156,6 +161,88 @@ def generate(model, size, seed):
                 for _ in range(cfg['reps']):
                     out.append(make_series(model, rng(), unit, step, worse))
     return out
+
+
+
+# -- speed: the detector alone, in memory ------------------------------------------
+
+#: kinds of the speed set, in turn: a level with Gaussian noise, one step,
+#: a slow drift, values printed with few digits (mostly one number), two node
+#: types (their node list given), heavy tails
+SPEED_KINDS = ('level', 'step', 'drift', 'quantised', 'bimodal', 'outliers')
+
+
+def speed_series(count, nights, seed):
+    """``count`` figures of ``nights`` sessions for timing the detector:
+    ``[(kind, values, groups)]``, the kinds of :data:`SPEED_KINDS` in turn
+    (``groups``: the node list of each session, or None), levels and noise
+    (CV 0.5-5 %) drawn per figure."""
+    out = []
+    for i in range(count):
+        rng = np.random.default_rng([seed, i])
+        kind = SPEED_KINDS[i % len(SPEED_KINDS)]
+        cv = float(rng.uniform(0.005, 0.05))
+        level = float(10 ** rng.uniform(0, 4))
+        values = level * (1 + cv * rng.standard_normal(nights))
+        groups = None
+        if kind == 'step':
+            at = int(rng.integers(10, nights - 3))
+            values[at:] *= 1 + float(rng.choice((-1, 1))) * float(rng.uniform(0.02, 0.3))
+        elif kind == 'drift':
+            start = int(rng.integers(0, nights // 2))
+            t = np.maximum(np.arange(nights) - start, 0)
+            values *= (1 + float(rng.choice((-1, 1))) * float(rng.uniform(0.0005, 0.003))) ** t
+        elif kind == 'quantised':
+            values = np.round(values / (level * 0.03)) * (level * 0.03)
+        elif kind == 'bimodal':
+            slow = rng.random(nights) < 0.4
+            values[slow] *= 0.94
+            groups = np.where(slow, 'n[1-4]', 'n[5-8]').tolist()
+        elif kind == 'outliers':
+            hit = rng.random(nights) < 0.03
+            values[hit] *= 1 - rng.uniform(0.2, 0.4, hit.sum())
+        out.append((kind, values, groups))
+    return out
+
+
+#: figures and sessions of the speed set the benchmark times by default
+SPEED_COUNT = 2000
+SPEED_NIGHTS = 365
+#: the whole `clusterproof changes` of 10 systems x 2,000 figures (issue 22)
+SPEED_TARGET_S = 5.0
+
+
+def speed_line(count, nights=SPEED_NIGHTS):
+    """The speed line: the detector's CPU time in memory per 2,000 figures,
+    and 20,000 (10 systems) against the whole command's target."""
+    cpu = detector_speed(count, nights)
+    per = cpu / count
+    return (f"detector speed (in memory, not a command's time): {per * 2000:.2f} s CPU "
+            f'per 2,000 figures x {nights} sessions ({count} timed); 20,000 figures '
+            f'{per * 20000:.1f} s = {per * 20000 / SPEED_TARGET_S:.2f} x the '
+            f'{SPEED_TARGET_S:g} s of the whole command')
+
+
+def detector_speed(count, nights, seed=1, profile=None):
+    """CPU seconds of the detector (:func:`changes.find` and
+    :func:`changes.figure_noise`, as ``clusterproof changes`` runs them per
+    figure) on :func:`speed_series`, in memory; ``profile``: a file for
+    cProfile's statistics."""
+    data = speed_series(count, nights, seed)
+    prof = None
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
+    t0 = time.process_time()
+    for _kind, values, groups in data:
+        cps, _withdrawn = changes.find(values, None, groups)
+        changes.figure_noise(values, cps, None, groups)
+    cpu = time.process_time() - t0
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(profile)
+    return cpu
 
 
 # -- methods ----------------------------------------------------------------------
@@ -768,6 +855,9 @@ def main(argv=None):
                          'Dataset: DIR is a checkout of alan-turing-institute/TCPD (its '
                          'series with the data in the repository), F1 (margin 5) and cover '
                          'beside the published table')
+    ap.add_argument('--speed', type=int, default=SPEED_COUNT, metavar='N',
+                    help='time the detector in memory on N generated figures of '
+                         f'{SPEED_NIGHTS} sessions (default %(default)s; 0: not timed)')
     args = ap.parse_args(argv)
     if args.tcpd:
         print_tcpd(args.tcpd)
@@ -799,6 +889,8 @@ def main(argv=None):
     if args.real != 'none':
         print_real(Path(args.real), list(results))
     print()
+    if args.speed:
+        print(speed_line(args.speed))
     chosen = results['changes'][0]
     if set(QUIET) <= set(chosen):
         print(targets('changes', chosen, base))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from clusterproof.modes import reframe_modes
 from clusterproof.paths import results_dir
+from clusterproof.results.history import perflog_format
 from clusterproof.results.metrics import logging_entries
 from clusterproof.site.hardware import processor_from_hardware
 
@@ -102,8 +103,9 @@ _logging = {
         'prefix': '%(check_system)s/%(check_partition)s',
         'basedir': str(_results / 'perflogs'),
         'level': 'info',
-        'format': ('%(check_job_completion_time)s|%(check_result)s|'
-                   '%(check_#ALL)s'),
+        # the fields clusterproof reads first, then the figures, then the
+        # other loggable variables (clusterproof.results.history.perflog_format)
+        **perflog_format(),
         'format_perfvars': ('%(check_perf_var)s=%(check_perf_value)s|'
                             '%(check_perf_unit)s|%(check_perf_ref)s|'
                             '%(check_perf_lower_thres)s|'

@@ -5,15 +5,11 @@ and the sessions that land on it are slow. `clusterproof changes` finds the
 change and names that node."""
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from conftest import EMU_INSTANCE, need_netns, run_reframe
 from results_helpers import SELFTEST_CHECKS, clusterproof
-
-CGROUP_CPU = Path('/sys/fs/cgroup/cpu')
 
 
 def _session(results, refs, env, node):
@@ -30,25 +26,20 @@ def _session(results, refs, env, node):
 @pytest.mark.slow
 @need_netns
 def test_changes_names_the_slow_node(emu_cluster, tmp_path):
-    if not (CGROUP_CPU / 'cpu.cfs_quota_us').is_file():
-        pytest.skip('needs the cgroup v1 cpu controller at /sys/fs/cgroup/cpu')
+    from clusterproof import ClusterproofError
     from clusterproof import cluster as lc
+    from clusterproof.cluster import faults
     spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
-    slurmd = int(lc.Layout(spec.run_dir).slurmd_pid_file('n3').read_text().split()[0])
+    try:
+        slow = faults.node_cpu_quota(spec, 'n3', 5000, 100000)
+    except ClusterproofError as err:
+        pytest.skip(str(err))
     results, refs = tmp_path / 'results', tmp_path / 'refs'
     for i in range(9):
         _session(results, refs, emu_cluster, ('n1', 'n2', 'n4')[i % 3])
-    group = CGROUP_CPU / f'clusterproof-test-slow-n3-{os.getpid()}'
-    group.mkdir()
-    try:
-        (group / 'cpu.cfs_period_us').write_text('100000')
-        (group / 'cpu.cfs_quota_us').write_text('5000')
-        (group / 'cgroup.procs').write_text(str(slurmd))
+    with slow:
         for _ in range(4):
             _session(results, refs, emu_cluster, 'n3')
-    finally:
-        (CGROUP_CPU / 'cgroup.procs').write_text(str(slurmd))
-        group.rmdir()
     # dd on this shared machine varies several-fold between sessions: the
     # figure is far noisier than the default limit of a useful figure.
     out = clusterproof(['changes', '--format', 'json', '--system', 'emu',

@@ -146,3 +146,40 @@ def test_parse_the_probe_output_of_two_nodes():
     assert len(sha) == 64
     with pytest.raises(Exception, match=r'emu-2-nodes.out:1: .*not a fingerprint line'):
         fingerprint.parse('kernel=6.1\n', source=str(path))
+
+
+def test_parse_the_labelled_output_of_two_nodes_whose_lines_interleave():
+    """``srun --label`` output recorded on two nodes of the local Slurm
+    cluster, the nodes' lines interleaved: each node gets its own lines."""
+    from clusterproof.checks import fingerprint
+    from conftest import REPO
+    path = REPO / 'tests' / 'data' / 'fingerprint' / 'emu-2-nodes-labelled.out'
+    text = path.read_text()
+    assert text.index('1: @node n2') < text.index('0: @node n1') < text.index('0: kernel=')
+    nodes = fingerprint.parse(text, source=str(path))
+    assert sorted(nodes) == ['n1', 'n2']
+    assert nodes['n1'] == nodes['n2']
+    assert nodes['n1']['cpu_quota'] == 'max' and nodes['n1']['slurm'] == 'slurm-wlm 22.05.8'
+    assert len(nodes['n1']['binary_sha256']) == 64
+    bad = text.replace('0: kernel=', 'kernel=', 1)
+    n = bad[:bad.index('\nkernel=')].count('\n') + 2
+    with pytest.raises(Exception, match=rf'labelled.out:{n}: .kernel=.* has no task label'):
+        fingerprint.parse(bad, source=str(path))
+
+
+def test_a_field_the_older_probe_did_not_read_is_not_a_change(tmp_path):
+    """Records of the recorded probe output, before it read the CPU quota
+    and after: the new field is not named; a changed field and an
+    environment variable set anew are."""
+    from clusterproof.checks import fingerprint
+    from conftest import REPO
+    path = REPO / 'tests' / 'data' / 'fingerprint' / 'emu-2-nodes.out'
+    old = fingerprint.parse(path.read_text(), source=str(path))
+    assert 'cpu_quota' not in old['n1']
+    new = {n: dict(r, cpu_quota='max') for n, r in old.items()}
+    new['n2'].update({'thp': 'always madvise [never]', 'env.OMP_NUM_THREADS': '8'})
+    before = fingerprint.by_nodes(fingerprint.store(old, tmp_path))
+    after = fingerprint.by_nodes(fingerprint.store(new, tmp_path))
+    assert fingerprint.changes([before], [after], tmp_path) == [
+        'OMP_NUM_THREADS (unset) -> 8 on n2',
+        'thp always [madvise] never -> always madvise [never] on n2']

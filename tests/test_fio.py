@@ -244,10 +244,9 @@ def _perflog_rows(results, check):
             fields = line.split('|')
             row = dict(zip(header, fields))
             row['perf'] = {}
-            start = next(i for i, h in enumerate(header) if '_var=' in h)
-            for i, field in enumerate(fields):
-                if i >= start and '=' in field and i + 2 < len(fields):
-                    name, value = field.split('=', 1)
+            for i, h in enumerate(header):
+                if '_var=' in h:        # a figure: name=value|unit|ref|lower|upper
+                    name, value = fields[i].split('=', 1)
                     row['perf'][name] = (float(value), fields[i + 1], fields[i + 2])
             rows.append(row)
     return rows

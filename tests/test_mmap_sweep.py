@@ -147,12 +147,11 @@ def _assert_sweep_results(res, results):
     for path in logs:
         lines = open(path).read().splitlines()
         header = lines[0].split('|')
-        start = next(i for i, h in enumerate(header) if '_var=' in h)
+        figures = [i for i, h in enumerate(header) if '_var=' in h]    # name=value
         for line in lines[1:]:
             fields = line.split('|')
             row = dict(zip(header, fields))
-            perf = {f.split('=')[0]: float(f.split('=')[1])
-                    for f in fields[start:] if '=' in f}
+            perf = {fields[i].split('=')[0]: float(fields[i].split('=')[1]) for i in figures}
             threads = 2 if 'rw_t2' in row['display_name'] else 1
             for target in ('memory', 'scratch'):
                 assert perf[f'{target}_throughput'] > 0

@@ -29,6 +29,15 @@ def test_osu_bw():
     assert osu.message_rate_at_smallest(out) == (1, pytest.approx(4.92e6))
 
 
+def test_osu_latency():
+    out = _parse('osu_latency-local-np2.txt')
+    assert out['title'] == 'OSU MPI Latency Test' and out['version'] == '7.4'
+    assert out['columns'] == ['Avg Latency(us)']
+    assert osu.latency_at_smallest(out) == (1, 0.37)
+    with pytest.raises(ParseError, match='no .Latency. column'):
+        osu.latency_at_smallest(_parse('osu_bw-local-np2.txt'))
+
+
 def test_osu_bibw_across_two_nodes():
     out = _parse('osu_bibw-emu-2nodes-tcp.txt')
     assert out['title'] == 'OSU MPI Bi-Directional Bandwidth Test'
@@ -60,7 +69,7 @@ def test_malformed_output_names_the_file():
 def test_osu_skipped_on_one_node(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/osu.py', '-r', '--system', 'local'], tmp_path)
     assert res.returncode == 0, res.stdout[-3000:]
-    assert res.stdout.count('SKIP') == 3
+    assert res.stdout.count('SKIP') == 4
     assert 'measures the network between two nodes; local:default has 1' in res.stdout
 
 

@@ -3,7 +3,7 @@ executable and of the MPI library it loads) and a fingerprint of every
 node of the job, taken inside the job.
 
 The probe (:data:`PROBE`) is a POSIX shell script the job runs once per node
-before the program (under Slurm ``srun --ntasks-per-node=1``): it reads
+before the program (under Slurm ``srun --label --ntasks-per-node=1``): it reads
 ``/proc``, ``/sys`` and ``/etc/os-release`` with shell built-ins and forks
 only ``env``, ``ldd``, ``sha256sum`` and ``srun --version``. It prints one
 block per node::
@@ -25,6 +25,7 @@ is written once per distinct hash to ``<results>/fingerprints/<hash>.json``.
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
@@ -46,6 +47,9 @@ BINARY_FIELDS = ('binary_sha256', 'mpi_library', 'mpi_library_sha256')
 
 #: hex digits of a record's hash kept in ``cp_fingerprint``
 HASH_DIGITS = 12
+
+#: a line of ``srun --label``: the task number, then the task's line
+_LABEL = re.compile(r' *(\d+): ?(.*)')
 
 _ENV_CASE = '|'.join(f'{p}*' for p in ENV_PREFIXES)
 
@@ -83,14 +87,43 @@ get numa_balancing /proc/sys/kernel/numa_balancing
 read -r k mem unit < /proc/meminfo || :
 echo "mem_kib=$mem"
 s=; [ -n "$SLURM_JOB_ID" ] && s=$(srun --version 2>/dev/null); echo "slurm=$s"
-dir=$2; fs=; opts=; best=
+dir=$2; fs=; opts=; best=; cg1=; cg2=
 while read -r dev mnt type o rest; do
   m=${mnt%/}
   case "$dir/" in
     "$m"/*) [ ${#mnt} -ge ${#best} ] && { best=$mnt; fs=$type; opts=$o; } ;;
   esac
+  case "$type,$o," in
+    cgroup2,*) cg2=$m ;;
+    cgroup,*,cpu,*) cg1=$m ;;
+  esac
 done < /proc/self/mounts
 echo "stage_fs=$fs"; echo "stage_mount=$best"; echo "stage_options=$opts"
+# the CPU quota the job runs under: the tightest of its own cgroup and its
+# ancestors (v2 cpu.max "quota period", v1 cpu.cfs_quota_us and _period_us)
+bq=; bp=
+quota() {
+  case "$1$2" in ''|*[!0-9]*) return ;; esac
+  [ "$2" -gt 0 ] || return
+  if [ -z "$bq" ] || [ $(($1 * bp)) -lt $((bq * $2)) ]; then bq=$1; bp=$2; fi
+}
+while IFS=: read -r num ctrl path; do
+  p=${path%/}
+  case "$num:,$ctrl," in
+    0:,,) [ -n "$cg2" ] || continue
+      while :; do
+        q=; per=; [ -r "$cg2$p/cpu.max" ] && read -r q per < "$cg2$p/cpu.max"
+        quota "$q" "$per"; [ -z "$p" ] && break; p=${p%/*}
+      done ;;
+    *,cpu,*) [ -n "$cg1" ] || continue
+      while :; do
+        q=; per=; [ -r "$cg1$p/cpu.cfs_quota_us" ] && read -r q < "$cg1$p/cpu.cfs_quota_us"
+        [ -r "$cg1$p/cpu.cfs_period_us" ] && read -r per < "$cg1$p/cpu.cfs_period_us"
+        quota "$q" "$per"; [ -z "$p" ] && break; p=${p%/*}
+      done ;;
+  esac
+done < /proc/self/cgroup
+echo "cpu_quota=${bq:-max}${bq:+/$bp}"
 env | while IFS= read -r line; do
   case "$line" in ENVCASE) echo "env.$line" ;; esac
 done
@@ -116,7 +149,7 @@ def script(scheduler, binary, stagedir):
     head = f'set -- {q(binary)} {q(stagedir)}\n'
     if scheduler in ('slurm', 'squeue'):
         head = ('[ -z "$CP_FINGERPRINT_NODE" ] && [ -n "$SLURM_JOB_ID" ] && '
-                'CP_FINGERPRINT_NODE=1 exec srun --ntasks-per-node=1 -N"$SLURM_NNODES" '
+                'CP_FINGERPRINT_NODE=1 exec srun --label --ntasks-per-node=1 -N"$SLURM_NNODES" '
                 '-n"$SLURM_NNODES" sh "$0"\n') + head
     return PROBE.replace('#!/bin/sh\n', '#!/bin/sh\n' + head, 1)
 
@@ -131,19 +164,32 @@ def _quote(s):
 
 def parse(text, source='probe output'):
     """``{node: {field: value}}`` of the probe's output; a line outside a
-    node's block or without ``=`` is refused naming the line."""
-    nodes, cur = {}, None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if line.startswith('@node '):
-            cur = nodes.setdefault(line[6:].strip(), {})
-            continue
-        key, sep, value = line.partition('=')
-        if cur is None or not sep:
-            raise ClusterproofError(f'{source}:{n}: {line[:80]!r} is not a fingerprint line '
-                                    f'(key=value after "@node <name>")')
-        cur[key] = value.strip()
+    node's block or without ``=`` is refused naming the line. Output of
+    ``srun --label`` (each line ``<task>: ...``; srun interleaves the lines
+    of the nodes) is taken task by task."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    blocks = [lines]
+    if lines and _LABEL.fullmatch(lines[0][1]):
+        tasks = {}
+        for n, line in lines:
+            m = _LABEL.fullmatch(line)
+            if not m:
+                raise ClusterproofError(f'{source}:{n}: {line[:80]!r} has no task label '
+                                        f'("<task>: ", srun --label) as the lines before it')
+            tasks.setdefault(m.group(1), []).append((n, m.group(2)))
+        blocks = list(tasks.values())
+    nodes = {}
+    for block in blocks:
+        cur = None
+        for n, line in block:
+            if line.startswith('@node '):
+                cur = nodes.setdefault(line[6:].strip(), {})
+                continue
+            key, sep, value = line.partition('=')
+            if cur is None or not sep:
+                raise ClusterproofError(f'{source}:{n}: {line[:80]!r} is not a fingerprint '
+                                        f'line (key=value after "@node <name>")')
+            cur[key] = value.strip()
     for rec in nodes.values():
         # MemTotal differs by a few MiB between nodes of one model (firmware
         # reservations): whole GiB, so that such nodes share one record
@@ -165,8 +211,16 @@ def by_nodes(values):
     groups = {}
     for node, v in values.items():
         groups.setdefault(v, []).append(node)
-    items = sorted((NodeSet.fromlist(nodes), v) for v, nodes in groups.items())
-    return ';'.join(f'{ns}={v}' for ns, v in sorted(items, key=lambda x: str(x[0])))
+    items = [(NodeSet.fromlist(nodes), v) for v, nodes in groups.items()]
+    # n3 before n[1-2,4] as text: order by the first node, its numbers as numbers
+    items.sort(key=lambda x: [int(p) if p.isdigit() else p
+                              for p in re.split(r'(\d+)', next(iter(x[0])))])
+    return ';'.join(f'{ns}={v}' for ns, v in items)
+
+
+def node_set(nodes):
+    """``n[1-3]`` of node names."""
+    return str(NodeSet.fromlist(nodes))
 
 
 def per_node(text):
@@ -228,12 +282,19 @@ def changes(before, after, results=None):
     """What changed on the nodes: ``before`` and ``after`` are lists of
     ``cp_fingerprint`` texts (one per session). For every node in both, a
     field whose values after share none with its values before is named:
-    ``kernel 6.1.0-25 -> 6.1.0-28 on n[1-16]``."""
+    ``kernel 6.1.0-25 -> 6.1.0-28 on n[1-16]``. A field other than an
+    environment variable that one side's records lack was not read by the
+    probe of that time (the probe prints every field it reads, empty when
+    unreadable): a newer probe, not a change of the nodes, and not named."""
+    records = {}
+
     def values(texts):
         vals, missing = {}, set()
-        for t in texts:
+        for t in set(texts):
             for node, h in per_node(t).items():
-                rec = load(h, results)
+                if h not in records:
+                    records[h] = load(h, results)
+                rec = records[h]
                 if rec is None:
                     missing.add(h)
                     continue
@@ -246,11 +307,13 @@ def changes(before, after, results=None):
     groups = {}
     for node in sorted(set(old) & set(new)):
         for k in sorted(set(old[node]) | set(new[node])):
+            if not k.startswith('env.') and not (k in old[node] and k in new[node]):
+                continue
             o = old[node].get(k, {'(unset)'})
             n = new[node].get(k, {'(unset)'})
             if not (o & n):
                 groups.setdefault((k, _vals(o), _vals(n)), []).append(node)
-    lines = [f'{k.removeprefix("env.")} {o} -> {n} on {NodeSet.fromlist(nodes)}'
+    lines = [f'{k.removeprefix("env.")} {o} -> {n} on {node_set(nodes)}'
              for (k, o, n), nodes in sorted(groups.items())]
     if miss_b | miss_a:
         lines.append(f'node fingerprint(s) {", ".join(sorted(miss_b | miss_a))} not found '

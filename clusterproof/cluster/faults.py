@@ -2,7 +2,9 @@
 dies (every process in its network namespace is killed: its slurmd, the job
 steps and the tasks, which is what a node crash looks like to Slurm) and
 comes back (its slurmd started again the way ``up`` does, the node resumed);
-and the way back to a known state after any of that (:func:`recover`: no
+a node slowed (its slurmd, and so every job step it starts, put in a cgroup
+with a CPU quota: :class:`CpuQuota`, :func:`node_cpu_quota`); a directory
+remounted with other options on one node (:class:`NodeMount`); and the way back to a known state after any of that (:func:`recover`: no
 job, every node idle), which the tests use between scenarios.
 """
 
@@ -11,6 +13,7 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.cluster.config import Layout, node_names
@@ -129,3 +132,112 @@ def _queue(cluster):
     """Ids of the jobs in the queue."""
     proc = run(['squeue', '-h', '-o', '%i'], env=cluster.env, check=False, timeout=START_WAIT_S)
     return proc.stdout.split() if proc.returncode == 0 else []
+
+
+#: where the cgroup file systems are mounted
+CGROUP_ROOT = Path('/sys/fs/cgroup')
+
+
+class CpuQuota:
+    """A child cgroup ``name`` with a CPU quota of ``quota_us`` in every
+    ``period_us``, holding process ``pid`` (and what it forks from then on);
+    cgroup v2 (``cpu.max``) or v1 (the ``cpu`` controller,
+    ``cpu.cfs_quota_us``). A context manager: undone on exit (the process
+    goes back to the cgroup it came from and the child cgroup is removed).
+    Raises ClusterproofError when this machine has no cgroup CPU controller
+    to write to."""
+
+    def __init__(self, pid, name, quota_us, period_us):
+        self.pid, self.name, self.quota_us, self.period_us = pid, name, quota_us, period_us
+        v2 = CGROUP_ROOT / 'cgroup.controllers'
+        if v2.is_file() and 'cpu' in v2.read_text().split():
+            self.root, self.v2 = CGROUP_ROOT, True
+        elif (CGROUP_ROOT / 'cpu' / 'cpu.cfs_quota_us').is_file():
+            self.root, self.v2 = CGROUP_ROOT / 'cpu', False
+        else:
+            raise ClusterproofError(f'no cgroup CPU controller under {CGROUP_ROOT} (neither '
+                                    f'cgroup v2 with "cpu" in cgroup.controllers nor v1 cpu/)')
+        self.dir = self.root / name
+
+    def _origin(self):
+        for line in Path(f'/proc/{self.pid}/cgroup').read_text().splitlines():
+            num, ctrl, path = line.split(':', 2)
+            if (self.v2 and num == '0') or (not self.v2 and 'cpu' in ctrl.split(',')):
+                return self.root / path.lstrip('/')
+        return self.root
+
+    def __enter__(self):
+        self.origin = self._origin()
+        self.dir.mkdir()
+        try:
+            if self.v2:
+                (self.dir / 'cpu.max').write_text(f'{self.quota_us} {self.period_us}')
+            else:
+                (self.dir / 'cpu.cfs_period_us').write_text(str(self.period_us))
+                (self.dir / 'cpu.cfs_quota_us').write_text(str(self.quota_us))
+            (self.dir / 'cgroup.procs').write_text(str(self.pid))
+        except OSError:
+            self.dir.rmdir()
+            raise
+        return self
+
+    def __exit__(self, *exc, timeout=60):
+        # a job step may fork while its processes are moved: move until none is left
+        end = time.monotonic() + timeout
+        while pids := (self.dir / 'cgroup.procs').read_text().split():
+            if time.monotonic() > end:
+                raise ClusterproofError(f'processes {", ".join(pids)} still in {self.dir} '
+                                        f'{timeout} s after they were moved out')
+            for pid in pids:
+                try:
+                    (self.origin / 'cgroup.procs').write_text(pid)
+                except OSError:
+                    pass            # it ended meanwhile
+        self.dir.rmdir()
+
+
+def _slurmd_pid(spec, node):
+    _node_index(spec, node)
+    pid = pid_from(Layout(spec.run_dir).slurmd_pid_file(node))
+    if not pid or not Cluster(spec, log=lambda text: None).our_pid(f'slurmd {node}', pid):
+        raise ClusterproofError(f'slurmd of {node} is not running '
+                                f'(pid file {Layout(spec.run_dir).slurmd_pid_file(node)})')
+    return pid
+
+
+def node_cpu_quota(spec, node, quota_us, period_us):
+    """:class:`CpuQuota` for ``node``'s slurmd (every job step it starts
+    from then on runs under the quota: ``proctrack/linuxproc`` leaves steps
+    in slurmd's cgroup). Use as ``with node_cpu_quota(spec, 'n3', 1000,
+    50000):``."""
+    return CpuQuota(_slurmd_pid(spec, node),
+                    f'clusterproof-{spec.inst.cluster}-{node}-quota-{os.getpid()}',
+                    quota_us, period_us)
+
+
+class NodeMount:
+    """Directory ``path`` bind-mounted onto itself in ``node``'s mount
+    namespace (that of its slurmd, which its job steps share) and remounted
+    with ``options`` (``noatime,nosuid``): what a node whose scratch file
+    system was mounted with other options looks like from inside its jobs.
+    The other nodes and this machine do not see it (the node namespaces do
+    not propagate mounts). A context manager: unmounted on exit."""
+
+    def __init__(self, spec, node, path, options):
+        self.node, self.path, self.options = node, str(path), options
+        self.ns = f'/proc/{_slurmd_pid(spec, node)}/ns/mnt'
+
+    def _mount(self, *argv):
+        run(['nsenter', f'--mount={self.ns}', *argv])
+
+    def __enter__(self):
+        self._mount('mount', '--bind', self.path, self.path)
+        try:
+            self._mount('mount', '-o', f'remount,bind,{self.options}', self.path)
+        except ClusterproofError:
+            self._mount('umount', self.path)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self._mount('umount', self.path)

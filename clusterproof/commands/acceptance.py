@@ -1,12 +1,17 @@
 """``clusterproof acceptance``: the full methodology in mode acceptance,
 repeated, with a verdict per item against the declared references (the
 verdict table is :mod:`clusterproof.results.acceptance`; ReFrame is run by
-:mod:`clusterproof.reframe_io.runner`)."""
+:mod:`clusterproof.reframe_io.runner`); or, with ``--contract``, the items of
+a procurement contract (:mod:`clusterproof.acceptance`)."""
 
 import os
 import shlex
 
+from tabulate import tabulate
+
 from clusterproof import ClusterproofError
+from clusterproof.acceptance import contract, record
+from clusterproof.acceptance import run as contract_run
 from clusterproof.modes import ENV_VAR
 from clusterproof.paths import CHECKS_DIR, SETTINGS_FILE, results_dir, write_atomic
 from clusterproof.references.judge import Verdict, load_references, reference_file
@@ -29,9 +34,31 @@ def register(subparsers):
                     'Every referenced test, index value and figure is an item: one not '
                     'measured in every repetition fails (skipped: reason, failed in phase: '
                     'reason, absent: not run). Exit status 1 when an item is not passed, '
-                    'or when ReFrame exited non-zero for a reason no item shows.')
-    p.add_argument('--system', required=True, help='the system under acceptance')
-    p.add_argument('--repetitions', type=int, default=3, help='sessions (default %(default)s)')
+                    'or when ReFrame exited non-zero for a reason no item shows. With '
+                    '--contract instead of --system: the items of a procurement contract '
+                    '(docs/acceptance.md), judged on valid runs only, reusing stored '
+                    'sessions, with a JSON acceptance record.')
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument('--system', help='the system under acceptance (its declared references)')
+    what.add_argument('--contract', metavar='FILE',
+                      help='judge the items of this contract (a file, or a name in '
+                           'site_config/contracts/; docs/acceptance.md): run what it names '
+                           'unless the store holds enough valid recent runs, print the '
+                           'table, write the acceptance record <results>/acceptance/'
+                           '<name>-<time>.json; exit 1 when a committed item fails or was '
+                           'not measured validly')
+    p.add_argument('--from-store', action='store_true',
+                   help='with --contract: judge on the sessions in the store only, run nothing')
+    p.add_argument('--session', action='append', metavar='ID',
+                   help='with --contract: judge on these stored sessions only (repeatable)')
+    p.add_argument('--screening', metavar='JSON',
+                   help='with --contract: the node screening to keep in the record (what '
+                        'clusterproof screen --format json printed)')
+    p.add_argument('--record', metavar='FILE',
+                   help='with --contract: the acceptance record '
+                        '(default: <results>/acceptance/<name>-<YYYYmmddTHHMMSS>.json)')
+    p.add_argument('--repetitions', type=int, default=3,
+                   help='sessions (default %(default)s; a contract sets its own)')
     p.add_argument('--checks', default=str(CHECKS_DIR), metavar='DIR',
                    help='check directory (default: reframe_checks)')
     p.add_argument('-o', '--output', metavar='FILE',
@@ -42,6 +69,11 @@ def register(subparsers):
 
 
 def run(args):
+    if args.contract:
+        return run_contract(args)
+    if args.from_store or args.session or args.record or args.screening:
+        raise ClusterproofError('--from-store, --session, --record and --screening go with '
+                                '--contract')
     if args.repetitions < 1:
         raise ClusterproofError(f'--repetitions {args.repetitions}: give 1 or more')
     partitions = [p['name'] for p in
@@ -87,3 +119,63 @@ def run(args):
           f'{args.system}:\n  clusterproof bless --system {args.system} {sess_args} '
           f'--write --reason "acceptance sign-off"')
     return 1 if failed or unexplained else 0
+
+
+def run_contract(args):
+    """``acceptance --contract FILE``: judge the contract's items on the
+    stored sessions it may reuse, run what still lacks valid runs (unless
+    ``--from-store``), judge again, print, write the record."""
+    c = contract.check_site(contract.load(args.contract))
+    if args.reframe_args:
+        raise ClusterproofError('with --contract, the contract says what ReFrame runs '
+                                '(its items\' check, parameters and set options)')
+    done = contract_run.accept(c, ids=args.session or (), run_missing=not args.from_store,
+                               checks=None if args.checks == str(CHECKS_DIR) else args.checks)
+    results, reused, ran = done.results, done.reused, done.ran
+    rec = record.build(c, results, reused=reused, run=ran,
+                       screening=record.read_screening(args.screening) if args.screening
+                       else None)
+    path = record.write(args.record or record.default_path(c.name), rec)
+    print(f'\nacceptance of {c.system} against contract {c.name} ({rec["contract"]["file"]}), '
+          f'mode {rec["mode"]}:')
+    print(tabulate(_rows(results), headers=_HEADERS, tablefmt='simple', disable_numparse=True))
+    for r in results:
+        for x in r.runs:
+            if not x.valid:
+                print(f'  not counted: {r.item.id} session {x.session[:8]} ({x.test}): '
+                      f'{x.invalid_why}')
+    print(f'sessions reused from the store: {", ".join(u[:8] for u in reused) or "none"}; '
+          f'run now: {", ".join(u[:8] for u in ran) or "none"}')
+    unexplained = done.unexplained
+    for line in unexplained:
+        print(line)
+    print(f'record: {path}\nthe report to sign: clusterproof acceptance-report {path} '
+          f'--pdf {path.with_suffix(".pdf")}')
+    failing = record.failures(results)
+    if failing:
+        print(f'REJECTED: {len(failing)} committed item(s) failed: {"; ".join(failing)}')
+        return 1
+    if unexplained:
+        print('REJECTED: ReFrame failed for a reason no item shows (above)')
+        return 1
+    print(f'ACCEPTED: {rec["why"]}' + (f' ({rec["mode"]} results: function, not speed)'
+                                        if rec['mode'] != 'full' else ''))
+    return 0
+
+
+_HEADERS = ('item', 'kind', 'committed', 'measured', 'runs', 'verdict', 'why')
+
+
+def _rows(results):
+    out = []
+    for r in results:
+        it = r.item
+        spread = r.spread
+        measured = '-' if r.measured is None else \
+            f'{it.statistic} {r.measured:.5g} {it.unit}' + \
+            (f' [{spread["min"]:.5g}..{spread["max"]:.5g}]' if spread['n'] > 1 else '')
+        valid = sum(x.valid for x in r.runs)
+        out.append((it.id, it.kind, f'{it.committed:g} {it.unit} {it.tolerance}', measured,
+                    f'{len(r.counted)}/{it.repetitions} ({valid} valid of {len(r.runs)})',
+                    record.item_verdict(r), r.judgement.reason))
+    return out

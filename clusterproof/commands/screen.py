@@ -27,7 +27,9 @@ def register(subparsers):
                     "system's reference; failed when a check failed on it or its inventory "
                     'differs from its peers (less memory: a missing DIMM); missing when it '
                     'gave no result or Slurm has it down or drained. Outliers are run again '
-                    '(--repeat) and named only when they are outliers every time. Prints '
+                    '(--repeat) and judged on the best of their runs: named only when they '
+                    'are outliers every time. Checks between two nodes (osu) run on pairs of '
+                    'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
                     '0 when none, 2 on an error.' % judge.MIN_NOISE_UNITS)
     p.add_argument('--system', required=True, help='system of the site configuration')
@@ -37,7 +39,8 @@ def register(subparsers):
                         '(default %(default)s)')
     p.add_argument('--format', choices=('table', 'json'), default='table')
     p.add_argument('--repeat', type=int, default=1, metavar='N',
-                   help='run outliers again up to N times before naming them (default '
+                   help='run outliers again up to N times, judging each on the best of its '
+                        'runs, before naming them (default '
                         '%(default)s; 0: judge on one run)')
     p.add_argument('--batch', type=int, metavar='N',
                    help="nodes per ReFrame invocation (default: Slurm's MaxSubmitJobs from "
@@ -45,6 +48,9 @@ def register(subparsers):
     p.add_argument('--mode', choices=list(MODES),
                    default=os.environ.get('CLUSTERPROOF_MODE') or 'nightly',
                    help='mode of the checks (default $CLUSTERPROOF_MODE, else nightly)')
+    p.add_argument('--set', action='append', default=[], metavar='VAR=VALUE',
+                   help="a variable of the checks, given to ReFrame as -S VAR=VALUE (e.g. "
+                        "StreamBuild.array_size=4000000); repeatable")
     p.add_argument('--from-report', action='append', metavar='FILE',
                    help='judge these ReFrame run reports (written with --report-file by a '
                         'screening run) instead of running anything; repeatable, later '
@@ -76,7 +82,8 @@ def main(args):
         nodes = run.slurm_nodes()
         batch = args.batch or run.site_batch(len(checks))
         screening = run.Screening(args.system, part, checks, args.mode, batch, args.repeat,
-                                  refs, log=_progress, workdir=args.workdir)
+                                  refs, log=_progress, workdir=args.workdir,
+                                  extra=run.set_options(args.set))
         _progress(f'screening {args.system}:{part} (Slurm partition {slurm_part or "default"}) '
                   f'with {",".join(checks)}, {batch} nodes per invocation; reports in '
                   f'{screening.workdir}')
@@ -84,11 +91,7 @@ def main(args):
     bad = judge.outliers(verdicts)
     if args.format == 'json':
         # one line, written at once: json.dump with indent writes piece by piece (slow)
-        print(json.dumps({'nodes': [judge.as_dict(v) for v in verdicts],
-                          'outliers': [v.node for v in bad],
-                          'peers': judge.peers_dict(verdicts), 'note': note,
-                          'thresholds_pct': judge.GUIDANCE_PCT,
-                          'min_noise_units': judge.MIN_NOISE_UNITS}))
+        print(json.dumps(judge.as_json(verdicts, note)))
     else:
         print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
         print(f'\n{len(verdicts)} node(s), {len(bad)} outlier(s)'

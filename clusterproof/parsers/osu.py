@@ -63,3 +63,10 @@ def message_rate_at_smallest(parsed):
         return size, row[column(parsed, 'Messages/s')]
     except ParseError:
         return size, row[column(parsed, 'MB/s')] * 1e6 / size
+
+
+def latency_at_smallest(parsed):
+    """(size, microseconds) at the smallest message size (osu_latency's
+    ``Avg Latency(us)`` column)."""
+    size = min(parsed['rows'])
+    return size, parsed['rows'][size][column(parsed, 'Latency')]

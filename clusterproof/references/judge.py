@@ -114,15 +114,21 @@ def load(path):
     return parse(text, path)
 
 
-def parse(text, path):
-    """Parse the text of a references file (``path`` names it in errors)."""
+def parse_yaml(text, path):
+    """The YAML ``text`` of a site file (``path`` names it, with the line,
+    in the error when it is not valid YAML)."""
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, 'problem_mark', None)
         where = f'{path}:{mark.line + 1}' if mark else str(path)
         raise ClusterproofError(f'{where}: not valid YAML: '
                                 f'{getattr(err, "problem", err)}') from None
+
+
+def parse(text, path):
+    """Parse the text of a references file (``path`` names it in errors)."""
+    data = parse_yaml(text, path)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -11,10 +11,11 @@ did the figure move to a new level in the last few sessions?
 2. Cheap screen: is the Hodges-Lehmann shift (the median of all differences
    between recent and earlier values) of the last ``min_after`` sessions
    against the rest large enough to look at? Most nights stop here.
-3. Segmentation by the library: ``ruptures`` (binary segmentation, squared
-   error cost on the values divided by the noise, penalty ``penalty x
-   log(n)``) places the change points of the window; the newest one with at
-   least ``min_after`` sessions after it is the candidate.
+3. Binary segmentation (ruptures' ``Binseg``, squared error cost on the
+   values divided by the noise, penalty ``penalty x log(n)``; computed by
+   :func:`binseg` over prefix sums) places the change points of the window;
+   the newest one with at least ``min_after`` sessions after it is the
+   candidate.
 4. Confirmation: the Hodges-Lehmann shift between the sessions before and
    after the candidate, divided by its standard error, must reach ``z``
    (``EARLY`` x ``z`` while only ``min_after`` sessions follow), and the
@@ -73,7 +74,7 @@ AGREE = 5.0
 DEFAULT_MIN_BEFORE = 8
 #: sessions of history one night's segmentation sees
 DEFAULT_WINDOW = 60
-#: ruptures penalty, in units of log(n) (the values are in noise units)
+#: segmentation penalty, in units of log(n) (the values are in noise units)
 DEFAULT_PENALTY = 3.0
 #: a value this many noise units from the median is an outlier
 OUTLIER_Z = 6.0
@@ -177,7 +178,15 @@ def _quantile(ys, q):
 
 
 def _median(y):
-    return _quantile(np.sort(y), 0.5)
+    """The median as :func:`_quantile` of the sorted values gives it, from
+    the two middle order statistics alone (a partition, not a sort)."""
+    y = np.asarray(y, dtype=float).ravel()
+    n = len(y)
+    pos = (n - 1) * 0.5
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    part = np.partition(y, (lo, hi))
+    return float(part[lo] + (part[hi] - part[lo]) * (pos - lo))
 
 
 def pooled_scale(y, start, end):
@@ -263,11 +272,89 @@ def _log(values):
 
 
 def _segment(seg, sigma, min_size, penalty):
-    """Change points of ``seg`` by ruptures: indices of the first value of
-    each new segment."""
-    import ruptures
-    algo = ruptures.Binseg(model='l2', min_size=min_size, jump=1).fit(seg / sigma)
-    return algo.predict(pen=penalty * math.log(len(seg)))[:-1]
+    """Change points of ``seg``: indices of the first value of each new
+    segment, by binary segmentation (:func:`binseg`) of the values in noise
+    units with penalty ``penalty x log(n)``."""
+    return binseg(seg / sigma, min_size, penalty * math.log(len(seg)))
+
+
+def binseg(x, min_size, pen):
+    """Binary segmentation of ``x`` with the squared-error cost, as
+    ``ruptures.Binseg(model='l2', min_size=min_size, jump=1).fit(x)
+    .predict(pen=pen)[:-1]`` places them (the same change points, in the same
+    order of choice and ties), over prefix sums: each split of a segment is
+    one vectorised pass instead of one cost per candidate. The gains of the
+    candidates within rounding of the best are computed again as ruptures
+    computes them, so a near tie falls as it falls there."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if min_size > n:
+        raise ValueError(f'binary segmentation of {n} values with segments of '
+                         f'{min_size} or more')
+    col = x.reshape(-1, 1)
+    c = x - x.mean()
+    s1 = np.concatenate(([0.0], np.cumsum(c)))
+    s2 = np.concatenate(([0.0], np.cumsum(c * c)))
+    tol = 1e-10 * (float(s2[-1]) + 1.0)
+
+    def cost(a, b):
+        # ruptures' CostL2.error, operation for operation
+        return col[a:b].var(axis=0).sum() * (b - a)
+
+    cache = {}
+
+    def best_split(a, b):
+        """``[bkp, gain, exact]`` of the best split of ``x[a:b]``: the gain
+        from the prefix sums (within ``tol`` of ruptures'), ``exact`` once
+        it is computed as ruptures computes it."""
+        if (a, b) in cache:
+            return cache[a, b]
+        lo, hi = a + min_size, b - min_size
+        if hi < lo:
+            cache[a, b] = [None, 0, True]
+            return cache[a, b]
+        k = np.arange(lo, hi + 1)
+        left = s2[k] - s2[a] - (s1[k] - s1[a]) ** 2 / (k - a)
+        right = s2[b] - s2[k] - (s1[b] - s1[k]) ** 2 / (b - k)
+        loss = left + right
+        best = loss.min()
+        near = k[loss <= best + tol]
+        if len(near) == 1:
+            whole = s2[b] - s2[a] - (s1[b] - s1[a]) ** 2 / (b - a)
+            cache[a, b] = [int(near[0]), float(whole - best), False]
+        else:
+            cache[a, b] = [*exact(a, b, near), True]
+        return cache[a, b]
+
+    def exact(a, b, near):
+        whole = cost(a, b)
+        gain, j = max((whole - cost(a, int(j)) - cost(int(j), b), int(j)) for j in near)
+        return j, gain
+
+    def settle(split, a, b):
+        if not split[2]:
+            split[1] = exact(a, b, [split[0]])[1]
+            split[2] = True
+        return split[1]
+
+    bkps = [n]
+    while True:
+        pairs = list(zip([0] + bkps, bkps))
+        splits = [best_split(a, b) for a, b in pairs]
+        top = max(r[1] for r in splits)
+        # near ties of the best gain, and a best gain near the penalty, are
+        # decided on the gains as ruptures computes them
+        close = [(a, b, r) for (a, b), r in zip(pairs, splits) if r[1] >= top - 2 * tol]
+        if len(close) > 1 or abs(top - pen) <= 2 * tol:
+            for a, b, r in close:
+                settle(r, a, b)
+        # the others are below these: the first best of these is ruptures' choice
+        bkp, gain, _ = max((r for _, _, r in close), key=lambda r: r[1])
+        if bkp is None or not gain > pen:
+            break
+        bkps.append(bkp)
+        bkps.sort()
+    return bkps[:-1]
 
 
 def screen(y, start, settings, floor=1e-6):
@@ -343,14 +430,126 @@ def scan(values, settings=None):
 
 
 def _nightly(y, s, floor):
+    """Every night's :func:`judge_night`, oldest first, each reported change
+    starting a new segment; a night is judged only when
+    :func:`_may_screen` says its screen can pass."""
     found = []
     start = 0
-    for t in range(len(y)):
+    may = _may_screen(y, s, floor, 0)
+    for t in range(s.min_before + s.min_after - 1, len(y)):
+        if not may[t]:
+            continue
         c = judge_night(y[:t + 1], start, s, floor)
         if c is not None:
             found.append(c)
             start = c.at
+            # the nights whose window reaches back before the new segment
+            if t + 1 < start + s.window:
+                span = slice(t + 1, start + s.window)
+                may[span] = _may_screen(y, s, floor, start)[span]
     return found
+
+
+#: relative slack of :func:`_may_screen`'s threshold: far more than the
+#: rounding of its sums, far less than any difference a screen could notice
+_SLACK = 1e-6
+
+
+def _rows(y, first, end, width):
+    """``y[first[r]:end[r]]`` of every row ``r``, sorted, padded with NaN
+    (which sorts last) to ``width``."""
+    j = np.arange(width)
+    idx = first[:, None] + j
+    ok = idx < end[:, None]
+    return np.sort(np.where(ok, y[np.minimum(idx, len(y) - 1)], np.nan), axis=1)
+
+
+def _order(rows, k):
+    return np.take_along_axis(rows, k[:, None], axis=1)[:, 0]
+
+
+def _row_quantile(rows, m, q):
+    """:func:`_quantile` of each sorted row of ``m`` values."""
+    pos = (m - 1) * q
+    k = pos.astype(int)
+    a, b = _order(rows, k), _order(rows, np.minimum(k + 1, m - 1))
+    return a + (b - a) * (pos - k)
+
+
+def _may_screen(y, s, floor, start):
+    """For each night ``t`` (with the last change at ``start``), False when
+    :func:`screen` of ``y[:t + 1]`` certainly does not pass; computed for
+    every night at once (with ``start`` > 0, for the nights whose window
+    reaches back before ``start`` only: the others are as for 0).
+
+    Each night's noise is computed as the screen computes it, over rows of
+    the window's values sorted at once; the Hodges-Lehmann shift is known
+    to be below the threshold when more than half of its differences are
+    below it and more than half above its negative (counts); the threshold
+    is lowered by a relative ``_SLACK`` for the rounding of the sums. With
+    one more session after the change (a figure with outliers in the
+    window) the older sessions lose their newest, which the counts leave
+    out. A night that may pass is judged in full."""
+    n_all = len(y)
+    need = s.min_after
+    may = np.zeros(n_all, dtype=bool)
+    last = n_all if start == 0 else min(n_all, start + s.window)
+    L = np.arange(max(start + s.min_before + need, need + 1), last + 1)   # sessions tonight
+    if need < 1 or s.window < s.min_before + need or len(L) == 0:
+        may[:] = True
+        return may
+    lo = np.maximum(0, L - s.window)
+    first = np.maximum(lo, start)
+    m = L - need - first                          # sessions before the newest ``need``
+    if start == 0:      # the windows slide: rows of one view of the history
+        w = s.window - need
+        pad = np.concatenate((np.full(w, np.nan), y))
+        rows = np.sort(np.lib.stride_tricks.sliding_window_view(pad, w)[L - need], axis=1)
+    else:
+        rows = _rows(y, first, L - need, s.window)
+    med = _row_quantile(rows, m, 0.5)
+    res = rows - med[:, None]
+    cnt = m
+    if start > 0:                                 # the sessions before ``start`` count too
+        prev = _rows(y, lo, np.full_like(lo, start), s.window)
+        m0 = np.maximum(start - lo, 0)
+        has = m0 > 0
+        med0 = np.where(has, _row_quantile(prev, np.maximum(m0, 1), 0.5), 0.0)
+        res = np.sort(np.concatenate((res, prev - med0[:, None]), axis=1), axis=1)
+        cnt = m + m0
+    scale = np.where(cnt >= 4, (_row_quantile(res, cnt, 0.75) - _row_quantile(res, cnt, 0.25))
+                     / _IQR, 0.0)
+    sigma = np.maximum(scale, max(floor, 1e-6))
+    newest = np.stack([y[L - 1 - i] for i in range(need + 1)])
+    # the shift is the median of every difference of a newest session with
+    # an older one: certainly below the threshold ``t`` when more than half
+    # of them are below ``t`` and more than half above ``-t`` (the padding
+    # compares false)
+    t = (SCREEN * s.z * sigma * np.sqrt(_HL_VAR * (1.0 / need + 1.0 / m)) * (1 - _SLACK))[:, None]
+    below = sum(np.count_nonzero(rows > a[:, None] - t, axis=1) for a in newest[:need])
+    above = sum(np.count_nonzero(rows < a[:, None] + t, axis=1) for a in newest[:need])
+    half = (need * m) // 2
+    small = (below > half) & (above > half)
+    # a figure with outliers in the window needs one more session after a change
+    spread = np.maximum(_order(rows, m - 1) - med, med - rows[:, 0])
+    limit = s.outlier_z * sigma
+    may_t = (spread <= limit * (1 + _SLACK)) & ~small
+    # with one more session after the change, the older sessions lose their
+    # newest (``gone``): counted as above without it
+    dirty = np.flatnonzero((spread > limit * (1 - _SLACK)) & (m - 1 >= s.min_before))
+    if len(dirty):
+        rows, m1, newest = rows[dirty], m[dirty] - 1, newest[:, dirty]
+        gone = y[L[dirty] - need - 1][:, None]
+        t = (SCREEN * s.z * sigma[dirty] * np.sqrt(_HL_VAR * (1.0 / (need + 1) + 1.0 / m1))
+             * (1 - _SLACK))[:, None]
+        below = sum(np.count_nonzero(rows > a[:, None] - t, axis=1)
+                    - (gone > a[:, None] - t)[:, 0] for a in newest)
+        above = sum(np.count_nonzero(rows < a[:, None] + t, axis=1)
+                    - (gone < a[:, None] + t)[:, 0] for a in newest)
+        half = ((need + 1) * m1) // 2
+        may_t[dirty] |= ~((below > half) & (above > half))
+    may[L - 1] = may_t
+    return may
 
 
 def refine(y, found, settings, floor=1e-6):
@@ -380,7 +579,7 @@ def diff_scale(y, floor=1e-6):
 
 def segment(y, settings=None, floor=1e-6):
     """The changes of the whole history ``y`` (log values), as a
-    retrospective segmentation finds them: ``ruptures`` binary segmentation
+    retrospective segmentation finds them: binary segmentation (:func:`binseg`)
     of all of ``y`` (values in noise units, penalty ``penalty x log(n)``),
     then every boundary kept only while the Hodges-Lehmann shift across its
     two neighbouring segments reaches ``z + POWER`` standard errors (the
@@ -460,23 +659,36 @@ def _fit_drift(y, cps, i, j, sigma, s):
     steps = sum(float(((p - p.mean()) ** 2).sum())
                 for p in np.split(seg, cuts)) + pen * len(cuts)
     t = np.arange(m, dtype=float)
-    best = None
     grid = max(1, m // 40)
     inner = cuts[1:-1]
-    for a in range(0, cuts[0], grid):
-        for b in range(m, cuts[-1], -grid):
-            knots = [a] + inner + [b]
-            if any(k2 - k1 < 2 for k1, k2 in zip(knots, knots[1:])):
-                continue
-            # a continuous line: flat to a, bending at each inner step, flat after b
-            X = np.column_stack([np.ones(m)] + [np.clip(t - k, 0, None) for k in knots[:-1]]
-                                + [np.clip(t - b, 0, None)])
-            coef, *_ = np.linalg.lstsq(X, seg, rcond=None)
-            fit = X @ coef
-            rss = float(((seg - fit) ** 2).sum())
-            cost = rss + pen * (len(knots) - 1 + (a > 0) + (b < m))
-            if best is None or cost < best[0]:
-                best = (cost, a, b, fit)
+    combos = [(a, b) for a in range(0, cuts[0], grid) for b in range(m, cuts[-1], -grid)
+              if not any(k2 - k1 < 2 for k1, k2 in zip([a] + inner + [b], inner + [b]))]
+
+    def design(a, b):
+        # a continuous line: flat to a, bending at each inner step, flat after b
+        knots = [a] + inner + [b]
+        return (np.column_stack([np.ones(m)] + [np.clip(t - k, 0, None) for k in knots[:-1]]
+                                + [np.clip(t - b, 0, None)]),
+                pen * (len(knots) - 1 + (a > 0) + (b < m)))
+
+    def fitted(a, b):
+        X, charge = design(a, b)
+        coef, *_ = np.linalg.lstsq(X, seg, rcond=None)
+        fit = X @ coef
+        return float(((seg - fit) ** 2).sum()) + charge, fit
+
+    # every line at once (least squares by QR over the stack), then the
+    # lines within rounding of the cheapest fitted one by one as before:
+    # the first cheapest of the grid is the line kept
+    costs = _line_costs(seg, t, inner, combos, m, pen)
+    best = None
+    if combos:
+        near = costs <= costs.min() + 1e-6 * (1.0 + abs(costs.min()))
+        for (a, b), close in zip(combos, near):
+            if close:
+                cost, fit = fitted(a, b)
+                if best is None or cost < best[0]:
+                    best = (cost, a, b, fit)
     if best is None or best[0] >= steps:
         return None
     _, a, b, fit = best
@@ -485,6 +697,33 @@ def _fit_drift(y, cps, i, j, sigma, s):
     err = sigma * math.sqrt(12.0 / max(b - a, 2))     # of the whole change
     return Change(lo + a, None, total, err, a, m - b, view='retrospective', kind='drift',
                   end=lo + b, rate=rate)
+
+
+def _line_costs(seg, t, inner, combos, m, pen, chunk=256):
+    """The cost of each line of :func:`_fit_drift`'s grid (``combos`` of
+    start and end), as its loop computes it but for every line at once
+    (least squares by QR of the stacked designs); to within rounding, which
+    the loop settles. A line that ends at the end of the span has no
+    bend there (its column would be zeros)."""
+    out = np.empty(len(combos))
+    x = seg - seg.mean()            # the lines have a level: their residuals do not move
+    ramps = np.clip(t[None, :] - np.asarray(inner, dtype=float)[:, None], 0, None).T
+    ends = np.asarray([b for _, b in combos])
+    for open_end in (False, True):
+        idx = np.flatnonzero((ends < m) == open_end)
+        for lo in range(0, len(idx), chunk):
+            sel = idx[lo:lo + chunk]
+            a = np.asarray([combos[i][0] for i in sel], dtype=float)[:, None]
+            b = ends[sel].astype(float)[:, None]
+            cols = [np.ones((len(sel), m)), np.clip(t[None, :] - a, 0, None)]
+            cols += [np.broadcast_to(r, (len(sel), m)) for r in ramps.T]
+            if open_end:
+                cols.append(np.clip(t[None, :] - b, 0, None))
+            q, _ = np.linalg.qr(np.stack(cols, axis=2))
+            res = x[None, :] - np.einsum('cmp,cp->cm', q, np.einsum('cmp,m->cp', q, x))
+            charge = pen * (len(inner) + 1 + (a[:, 0] > 0) + open_end)
+            out[sel] = (res ** 2).sum(axis=1) + charge
+    return out
 
 
 def find(values, settings=None, groups=None):
@@ -567,15 +806,42 @@ def _episode_end(y, steps, c, s, floor):
     before = y[max(prev, c.at - s.window):c.at]
     sig_b = _floor(robust_scale(before), floor)
     best = None
-    for e in range(c.at + MIN_SEGMENT, nxt - MIN_SEGMENT + 1):
-        ep, rest = y[c.at:e], y[e:nxt][:s.window]
+    need = s.z + POWER
+    for e in (_may_reach(y[c.at:nxt - MIN_SEGMENT], before, sig_b, need) + c.at).tolist():
+        ep = y[c.at:e]
+        # z = min(z1, z2) must reach ``need``: z2 only where z1 does
         z1 = abs(hl_shift(before, ep)) / shift_stderr(sig_b, len(before), len(ep))
+        if not z1 >= need or not agree(ep, sig_b):
+            continue
+        rest = y[e:nxt][:s.window]
         sig_e = _floor(robust_scale(ep), floor)
         z2 = abs(hl_shift(ep, rest)) / shift_stderr(sig_e, len(ep), len(rest))
         z = min(z1, z2)
-        if z >= s.z + POWER and agree(ep, sig_b) and (best is None or z > best[0]):
+        if z >= need and (best is None or z > best[0]):
             best = (z, e)
     return None if best is None else best[1]
+
+
+def _may_reach(ep, before, sigma, need):
+    """The lengths ``k`` (``MIN_SEGMENT`` up to all of ``ep``) for which the
+    Hodges-Lehmann shift of ``ep[:k]`` against ``before`` may reach
+    ``need`` standard errors; all at once. The shift is the median of the
+    differences: it is certainly below a bound ``t`` when more than half of
+    the differences are below ``t`` and more than half above ``-t``, which
+    counts of the sorted ``before`` give for every length at once (``t``
+    lowered by a relative ``_SLACK`` for rounding)."""
+    ks = np.arange(MIN_SEGMENT, len(ep) + 1)
+    if len(ks) == 0:
+        return ks
+    b = np.sort(before)
+    nb = len(b)
+    t = need * sigma * np.sqrt(_HL_VAR * (1.0 / ks + 1.0 / nb)) * (1 - _SLACK)
+    inside = np.arange(len(ep))[None, :] < ks[:, None]
+    below = np.where(inside, nb - np.searchsorted(b, ep[None, :] - t[:, None], 'right'), 0)
+    above = np.where(inside, np.searchsorted(b, ep[None, :] + t[:, None], 'left'), 0)
+    half = (nb * ks) // 2
+    quiet = (below.sum(axis=1) > half) & (above.sum(axis=1) > half)
+    return ks[~quiet]
 
 
 def group_levels(y, groups):
@@ -658,7 +924,7 @@ def detect(hists, settings=None):
     settings = settings or Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
-        if any(v <= 0 for v in h.values):
+        if np.any(np.asarray(h.values, dtype=float) <= 0):
             skipped.append((h, 'values <= 0'))
             continue
         if len(h.points) < 2:
@@ -754,6 +1020,9 @@ def attribution(points, c):
         if k == 'cp_binary_sha256' and new and not (new & old):
             out.append(_binary_change(before, after, old, new))
             continue
+        if k == 'cp_mpi_library' and new and not (new & old):
+            out += _library_changes(old, new)
+            continue
         if k == 'job_nodelist':
             common = _common_nodes(after) - _common_nodes(before)
             if common and old != new:
@@ -771,6 +1040,42 @@ def _binary_change(before, after, old, new):
     name = os.path.basename(next(iter(paths))) if len(paths) == 1 else 'binary'
     same = ' (same path)' if len(paths) == 1 and paths != {''} else ''
     return f'{name or "binary"} sha256 {_short(old)} -> {_short(new)}{same}'
+
+
+def _library_changes(old, new):
+    """``MPI library /a/libmpi.so.40 sha256 3fa1.. -> /b/libmpi.so.40 sha256
+    9c0e..``, or ``MPI library libmpi.so.40 sha256 3fa1.. -> 9c0e.. (same
+    path)``; one line per group of nodes that changed alike, ``on n3`` when
+    not every node did (the nodes disagree: ``n[1-2]=<path> <sha>;n3=...``)."""
+    def by_node(values):
+        out = {}
+        for t in values:
+            for node, v in fingerprint.per_node(t).items():
+                out.setdefault(node, set()).add(v)
+        return out
+    o, n = by_node(old), by_node(new)
+    nodes = (set(o) | set(n)) - {''} or {''}
+    groups = {}
+    for node in nodes:
+        ov = o.get(node, set()) | o.get('', set())
+        nv = n.get(node, set()) | n.get('', set())
+        if nv and not (ov & nv):
+            groups.setdefault((tuple(sorted(ov)), tuple(sorted(nv))), []).append(node)
+    lines = []
+    for (ov, nv), changed in sorted(groups.items()):
+        where = '' if set(changed) == nodes or changed == [''] else \
+            f' on {fingerprint.node_set(changed)}'
+        po, _, so = ov[0].partition(' ') if len(ov) == 1 else ('', '', '')
+        pn, _, sn = nv[0].partition(' ') if len(nv) == 1 else ('', '', '')
+        if not (so and sn):
+            lines.append(f'MPI library {_short(set(ov))} -> {_short(set(nv))}{where}')
+        elif po == pn:
+            lines.append(f'MPI library {os.path.basename(po)} sha256 {_short({so})} -> '
+                         f'{_short({sn})} (same path){where}')
+        else:
+            lines.append(f'MPI library {po} sha256 {_short({so})} -> {pn} sha256 '
+                         f'{_short({sn})}{where}')
+    return lines
 
 
 def _common_nodes(points):

@@ -277,12 +277,47 @@ def _record_rows(sessions, recs):
 
 # -- perflogs --------------------------------------------------------------------------
 
+#: the fields of the perflog (``site_config/settings.py``) that clusterproof
+#: reads, first: none can hold ``|`` (names, flags, hashes, versions, paths)
+PERFLOG_FIELDS = ('job_completion_time', 'result', 'system', 'partition', 'environ',
+                  'display_name', 'jobid', 'job_nodelist', 'cp_mode', 'cp_smoke',
+                  'cp_emulated', 'binary_path', 'binary_version', 'cp_binary_sha256',
+                  'spack_spec', 'spack_lock_hash', 'cp_mpi_library', 'cp_fingerprint',
+                  'cp_config_hash', 'cp_git_rev')
+#: loggable variables that hold the job script's shell text (``|| exit 2``,
+#: pipes): not in the perflog (the job script and the results database keep
+#: them); in a perflog written before, a ``|`` in one of them shifted the
+#: fields after it, and :func:`read_perflog` reads such lines around them
+SHELL_FIELDS = ('prebuild_cmds', 'postbuild_cmds', 'prerun_cmds', 'postrun_cmds',
+                'executable', 'executable_opts')
+
+
+def perflog_format():
+    """``format`` and ``ignore_keys`` of the perflog handler: the fields of
+    :data:`PERFLOG_FIELDS` and ReFrame's version, then the figures
+    (``name=value|unit|ref|lower|upper``), then every other loggable
+    variable (``%(check_#ALL)s``) less :data:`SHELL_FIELDS`. A ``|`` in a
+    variable of that tail can shift only the tail, never a field read."""
+    return {
+        'format': '|'.join(f'%(check_{f})s' for f in PERFLOG_FIELDS)
+                  + '|reframe %(version)s|%(check_perfvalues)s|%(check_#ALL)s',
+        'ignore_keys': [f'check_{f}' for f in (*PERFLOG_FIELDS, 'perfvalues', *SHELL_FIELDS)],
+    }
+
+
+#: a perflog: ``<check>.log``, or ``<check>.log.h<N>``, where ReFrame moves a
+#: perflog whose header changed (a new perflog format, a check's new variable)
+_PERFLOG_NAME = re.compile(r'\.log(\.h\d+)?$')
+
+
 def perflog_files(path):
     path = Path(path)
     if path.is_dir():
-        files = sorted(path.rglob('*.log'))
+        files = sorted(p for p in path.rglob('*.log*') if _PERFLOG_NAME.search(p.name)
+                       and p.is_file())
         if not files:
-            raise ClusterproofError(f'{path}: no perflogs (*.log) in this directory')
+            raise ClusterproofError(f'{path}: no perflogs (*.log, *.log.h<N>) in this '
+                                    f'directory')
         return files
     if not path.is_file():
         raise ClusterproofError(f'{path}: no such file or directory')
@@ -326,6 +361,12 @@ def read_perflog(path):
         raise ClusterproofError(
             f'{path}:1: no performance figures in the header (fields <name>_value, or '
             f'perf_var and perf_value with perflog_multiline)')
+    # the columns read: none may be lost to a "|" in a shell field (_realign)
+    read = [col[k] for k in ('job_completion_time', 'result', 'info', 'system', 'partition',
+                             'name', 'display_name', 'environ', 'cp_smoke', 'cp_emulated',
+                             'reframe version', 'perf_var', *PROVENANCE) if k in col]
+    read += [i for _, v, u in figures for i in (v, u) if i is not None]
+    known = _known_values(header, col, figures, path)
     parts = path.parts
     default_system = parts[-3] if len(parts) >= 3 else ''
     default_part = parts[-2] if len(parts) >= 2 else ''
@@ -335,8 +376,16 @@ def read_perflog(path):
             continue
         where = f'{path}:{lineno}'
         f = line.split('|')
+        if len(f) > len(header):
+            f = _realign(header, f, known)
         if len(f) != len(header):
             errors.append(f'{where}: {len(f)} fields, the header has {len(header)}')
+            continue
+        lost = [header[i] for i in read if f[i] is None]
+        if lost:
+            errors.append(f'{where}: {len(line.split("|"))} fields, the header has '
+                          f'{len(header)}: fields of the job script hold "|", and '
+                          f'{", ".join(lost)} cannot be told apart from them')
             continue
         try:
             t = _parse_time(f[col['job_completion_time']])
@@ -376,6 +425,58 @@ def read_perflog(path):
                          Point(t, value, '', where, prov)))
     _refuse(path, errors)
     return rows
+
+
+def _realign(header, f, known):
+    """The fields of a line that has more of them than ``header``: a ``|``
+    in a field of :data:`SHELL_FIELDS` (perflogs written before they were
+    left out) split it. Each column's shift is known from an anchor where
+    no such field lies between: the line's start (shift 0), its end (all
+    the extra fields), a column whose value ``known`` recognises (``{column:
+    test}``: a figure's ``<name>=``, the check's name, the system and
+    partition of the path) at exactly one shift; between two anchors of one
+    shift every column has it. A column that cannot be placed is ``None``;
+    the line is returned as it was when the shell fields cannot explain the
+    anchors (a ``|`` elsewhere: the line is refused)."""
+    extra = len(f) - len(header)
+    shell = [h in SHELL_FIELDS for h in header]
+    anchors = {0: 0, len(header): extra}
+    for i, test in known.items():
+        hits = [d for d in range(extra + 1) if test(f[i + d])]
+        if len(hits) == 1:
+            anchors[i] = hits[0]
+    points = sorted(anchors.items())
+    for (a, da), (b, db) in zip(points, points[1:]):
+        if db < da or (db > da and not any(shell[a:b])):
+            return f
+    out = []
+    for c in range(len(header)):
+        a, da = max(p for p in points if p[0] <= c)
+        b, db = min(p for p in points if p[0] >= c)
+        if da == db or not any(shell[a:c]):
+            shift = da
+        elif not any(shell[c:b]):
+            shift = db
+        else:
+            shift = None
+        out.append(None if shift is None or shell[c] else f[c + shift])
+    return out
+
+
+def _known_values(header, col, figures, path):
+    """``{column: test}`` of the values :func:`_realign` can recognise in a
+    perflog line of ``path``."""
+    known = {i: (lambda v, fig=fig: v.startswith(f'{fig}='))
+             for fig, i, _ in figures if fig is not None and '=' in header[i]}
+    check = path.name.split('.log')[0]
+    for name in ('name', 'display_name'):
+        if name in col:
+            known[col[name]] = lambda v: v.split(' ', 1)[0] == check
+    parts = path.parts
+    for name, value in (('system', parts[-3:-2]), ('partition', parts[-2:-1])):
+        if name in col and value:
+            known[col[name]] = lambda v, value=value[0]: v == value
+    return known
 
 
 #: ``check_info``: "Name %param=v /hash @system:partition+environ"

@@ -28,9 +28,10 @@ first (:func:`rank`).
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clusterproof.references import judge as refjudge
+from clusterproof.screen import pairs as nodepairs
 from clusterproof.site import inventory as inv
 
 #: the MAD of normally distributed noise times this is its standard deviation
@@ -69,7 +70,10 @@ INVENTORY_FIGURES = inv.EXACT_FIELDS + ('memory_gib',) + inv.SLURM_FIELDS
 class Sample:
     """One figure of one node. ``value`` None: the check failed on the node
     (``reason`` says why); ``reference``: a ``references.judge.Reference``
-    of the system for this figure, or None."""
+    of the system for this figure, or None; ``runs``: how many runs of the
+    check on this node the value is the best of; ``pair``: the two nodes of
+    a figure measured between them (``screen.pairs``), ``node`` then being
+    the pair's label."""
     node: str
     partition: str
     check: str
@@ -78,6 +82,8 @@ class Sample:
     unit: str = ''
     reason: str = ''
     reference: object = None
+    runs: int = 1               # runs this figure is the best of (:func:`best_of`)
+    pair: tuple = ()            # a figure between two nodes: the two (``node`` is ``a+b``)
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,66 @@ class NodeVerdict:
             parts.append(self.worst.why)
         parts += [mismatch_text(m) for m in self.mismatches]
         return '; '.join(p for p in parts if p)
+
+
+def better(a, b):
+    """The better of two samples of one node, check and figure: the higher
+    value, or the lower where the figure is lower-is-better
+    (``references.judge.lower_is_better``); a value beats none (a failed
+    run). Ties keep ``a``."""
+    if b.value is None or not math.isfinite(b.value):
+        return a
+    if a.value is None or not math.isfinite(a.value):
+        return b
+    if refjudge.lower_is_better(b.unit, b.figure):
+        return b if b.value < a.value else a
+    return b if b.value > a.value else a
+
+
+def best_of(samples, newer):
+    """``samples`` with the nodes ``newer`` holds judged on the best of their
+    runs: for each node, check and figure the better value of the two
+    (:func:`better`; ``runs`` counts the runs), a check that gave figures in
+    one run and failed in the other keeps its figures; the inventory
+    (hardware, not speed) is the newer run's. The peers' noise on a shared
+    or busy machine only ever makes a run slower, so a healthy node is fast
+    in at least one of its runs and a slow node in none."""
+    renewed = {(s.partition, s.node) for s in newer}
+    old = defaultdict(list)
+    out = []
+    for s in samples:
+        if (s.partition, s.node) in renewed:
+            old[(s.partition, s.node, s.check)].append(s)
+        else:
+            out.append(s)
+    new = defaultdict(list)
+    for s in newer:
+        new[(s.partition, s.node, s.check)].append(s)
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key, []), new.get(key, [])
+        if key[2] == 'inventory' and after:
+            runs = 1 + max((s.runs for s in before), default=0)
+            out += [replace(s, runs=runs) for s in after]
+            continue
+        measured = [s for s in before + after if s.value is not None]
+        scopes = {_scope(s.figure) for s in measured}
+        out += [s for s in (after or before) if s.value is None and _scope(s.figure) not in scopes]
+        best = {}
+        for s in measured:
+            fig = s.figure
+            if fig in best:
+                runs = best[fig].runs + s.runs
+                best[fig] = replace(better(best[fig], s), runs=runs)
+            else:
+                best[fig] = s
+        out += best.values()
+    return out
+
+
+def _scope(figure):
+    """What a failed run's figure (``result``, ``randread_8files result``)
+    stands for: the figures with the same words before the last."""
+    return figure.rsplit(' ', 1)[0] if ' ' in figure else ''
 
 
 def guidance_pct(check):
@@ -180,6 +246,8 @@ def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
     lib = refjudge.lower_is_better(sample.unit, sample.figure)
     units, pct = distance(sample.value, peers, lib)
     what = f'{sample.check} {sample.figure} {sample.value:g} {sample.unit}'.rstrip()
+    if sample.pair:
+        what += f' between {nodepairs.pair_label(sample.pair)}'
     if pct is not None and pct < -threshold_pct and units < -min_units:
         return FigureVerdict(sample, 'slow', peers, units, pct,
                              f'{what}: {pct:+.1f} % from the peers\' median '
@@ -243,17 +311,20 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
     groups = defaultdict(list)
     inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
     inv_failed = {}
+    inv_runs = {}                         # (partition, node) -> runs of its inventory
     for s in samples:
         if s.check == 'inventory':
             if s.value is None:
                 inv_failed[(s.partition, s.node)] = s
             else:
                 inventory[(s.partition, s.node)][s.figure] = s.value
+                inv_runs[(s.partition, s.node)] = s.runs
             if s.figure not in INVENTORY_FIGURES:
                 continue
         groups[(s.partition, s.check, s.figure)].append(s)
 
     per_node = defaultdict(list)
+    pair_figures = []
     for (part, check, _fig), group in groups.items():
         if check == 'inventory':
             continue
@@ -264,14 +335,19 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
             peers = peer_stats(o.value for o in group if o is not s) if small else stats
             fv = judge_figure(s, peers or stats, limit, min_units)
             fv.group = stats
-            per_node[(part, s.node)].append(fv)
+            if s.pair:
+                pair_figures.append(fv)
+            else:
+                per_node[(part, s.node)].append(fv)
+    for key, figs in nodepairs.attribute(pair_figures).items():
+        per_node[key] += figs
     for key, s in inv_failed.items():
         per_node[key].append(judge_figure(s, None, 0))
 
     wanted = dict(nodes or {})
     reported = defaultdict(set)                     # (partition, check) -> nodes
     for s in samples:
-        reported[(s.partition, s.check)].add(s.node)
+        reported[(s.partition, s.check)].update(s.pair or (s.node,))
     for (part, check), have in reported.items():
         for node in sorted(n for n, p in wanted.items() if p == part and n not in have):
             per_node[(part, node)].append(FigureVerdict(
@@ -295,7 +371,7 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
                 mismatches[(part, node)] = mm
             for m in mm:
                 sample = Sample(node, part, 'inventory', m.field, figs.get(m.field),
-                                INVENTORY_UNITS.get(m.field, ''))
+                                INVENTORY_UNITS.get(m.field, ''), runs=inv_runs[(part, node)])
                 units = pct = None
                 if sample.value is not None:
                     units, pct = distance(sample.value, stats[m.field], False)
@@ -381,7 +457,8 @@ def as_dict(nv):
     def fig(fv):
         s = fv.sample
         return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
-                'verdict': fv.verdict, 'noise_units': _json_num(fv.noise_units),
+                'pair': list(s.pair) or None, 'runs': s.runs, 'verdict': fv.verdict,
+                'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
                 'reference': str(s.reference) if s.reference is not None else None}
     return {'node': nv.node, 'partition': nv.partition, 'verdict': nv.verdict,
@@ -390,6 +467,16 @@ def as_dict(nv):
             'inventory_mismatch': [{'field': m.field, 'expected': str(m.expected),
                                     'found': str(m.found), 'note': m.note}
                                    for m in nv.mismatches]}
+
+
+def as_json(verdicts, note=''):
+    """The whole screening as plain data, the output of ``--format json``
+    (its shape is documented in docs/screening.md, "JSON output", and read
+    by the acceptance report: keep it)."""
+    return {'nodes': [as_dict(v) for v in verdicts],
+            'outliers': [v.node for v in outliers(verdicts)],
+            'peers': peers_dict(verdicts), 'note': note,
+            'thresholds_pct': dict(GUIDANCE_PCT), 'min_noise_units': MIN_NOISE_UNITS}
 
 
 def peers_dict(verdicts):

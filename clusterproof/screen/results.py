@@ -17,12 +17,13 @@ nothing is read from the console output.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.reframe_io import runner
 from clusterproof.references import judge as refjudge
+from clusterproof.screen import pairs
 from clusterproof.screen.judge import INVENTORY_FIGURES, INVENTORY_UNITS, Sample
 from clusterproof.site import inventory as inv
 
@@ -30,14 +31,20 @@ from clusterproof.site import inventory as inv
 @dataclass(frozen=True)
 class ScreenCheck:
     """A screening check: its name on the command line, the ReFrame check
-    class it runs, the ``reframe`` options selecting it, what it measures."""
+    class(es) it runs, the ``reframe`` options selecting it, what it measures."""
     name: str
-    cls: str
+    cls: object                 # a class name, or a tuple of them
     file: str
     options: tuple
     what: str
     #: the figures judged (the check's headline figures); None: every one
     figures: tuple = None
+    #: a parameter of the check whose value names the figure too (fio:
+    #: ``section``, so the two sections' ``bw`` are two figures)
+    figure_param: str = None
+    #: measured between two nodes: run per node pair (``screen.pairs``), not
+    #: with ``--distribute``
+    pairs: bool = False
 
 
 #: the checks ``clusterproof screen --checks`` knows, in run order
@@ -52,11 +59,22 @@ SCREEN_CHECKS = {c.name: c for c in (
                 figures=('triad',)),
     ScreenCheck('hpl', 'Hpl', 'hpl.py', ('-n', 'Hpl%num_nodes=1'),
                 'single-node HPL (Gflop/s)', figures=('gflops',)),
+    ScreenCheck('fio', 'StorageFioBaseline', 'pmem.py', ('-n', '^StorageFioBaseline'),
+                "fio on the partition's declared scratch directory (4 KiB random reads "
+                'and writes, direct, psync): bandwidth of each section is judged',
+                figures=('bw',), figure_param='section'),
+    ScreenCheck('osu', ('OsuLatency', 'OsuBandwidth'), 'osu.py',
+                ('-n', '^OsuLatency$', '-n', 'OsuBandwidth%benchmark=osu_bw'),
+                'OSU between the two nodes of each pair, one rank per node: latency of the '
+                'smallest message (osu_latency) and bandwidth of the largest (osu_bw)',
+                figures=('latency', 'bandwidth'), pairs=True),
 )}
 DEFAULT_CHECKS = ('inventory', 'stream', 'hpl')
 
-_BY_CLASS = {c.cls: c.name for c in SCREEN_CHECKS.values()}
+_BY_CLASS = {cls: c.name for c in SCREEN_CHECKS.values()
+             for cls in ((c.cls,) if isinstance(c.cls, str) else c.cls)}
 _NID = re.compile(r'%\.nid=(\S+)')
+_PAIR = re.compile(r'%\.?node_pair=(\S+)')
 
 
 def check_names(text):
@@ -79,6 +97,31 @@ def node_of(tc):
     return m.group(1) if m else None
 
 
+def pair_of(tc):
+    """The two nodes of a test case run on a node pair (``-P
+    node_pair=a+b``: the case's ``node_pair``, or its display name), else
+    the two of its ``job_nodelist``; None otherwise."""
+    text = tc.get('node_pair')
+    if not text:
+        m = _PAIR.search(tc.get('display_name') or '')
+        text = m.group(1) if m else None
+    if text:
+        return pairs.parse_pair(text)
+    nodes = tc.get('job_nodelist') or []
+    if isinstance(nodes, list) and len(nodes) == 2:
+        return tuple(nodes)
+    return None
+
+
+def param_of(tc, name):
+    """The value of a test parameter of a case (a field of its own in the
+    run report, else ``%name=value`` in its display name), or None."""
+    if tc.get(name) is not None:
+        return str(tc[name])
+    m = re.search(rf'%{re.escape(name)}=(\S+)', tc.get('display_name') or '')
+    return m.group(1) if m else None
+
+
 def check_of(tc):
     """The screening check name of a test case (None: not a screening check)."""
     if tc.get('fixture'):
@@ -96,12 +139,17 @@ def samples_from_report(report, refs=None, base=None):
     nodes = {}
     for tc in runner.testcases(report):
         check = check_of(tc)
-        node = node_of(tc)
-        if check is None or node is None:
+        if check is None:
+            continue
+        pair = pair_of(tc) if SCREEN_CHECKS[check].pairs else ()
+        node = pairs.pair_label(pair) if pair else node_of(tc)
+        if node is None or (SCREEN_CHECKS[check].pairs and not pair):
             continue
         part = tc.get('partition') or ''
-        nodes[node] = part
+        for n in pair or (node,):
+            nodes[n] = part
         for s in _case_samples(tc, check, node, part, refs, base):
+            s = replace(s, pair=pair) if pair else s
             latest[(s.partition, s.node, s.check, s.figure)] = s
     return list(latest.values()), nodes
 
@@ -116,17 +164,22 @@ def _case_samples(tc, check, node, part, refs, base):
         if failed:
             return [Sample(node, part, check, 'hardware', None, '', reason)]
         return _inventory_samples(tc, node, part, base)
+    sc = SCREEN_CHECKS[check]
+    named = param_of(tc, sc.figure_param) if sc.figure_param else None
     if failed:
-        return [Sample(node, part, check, 'result', None, '', reason)]
+        return [Sample(node, part, check, f'{named} result' if named else 'result', None, '',
+                       reason)]
     out = []
-    judged = SCREEN_CHECKS[check].figures
     for key, pv in (tc.get('perfvalues') or {}).items():
         figure = key.rsplit(':', 1)[-1]
-        if judged is not None and figure not in judged:
+        if sc.figures is not None and figure not in sc.figures:
             continue
+        ref = _reference(refs, tc, figure)
+        if named:
+            figure = f'{named} {figure}'
         value, unit = pv[0], pv[4] if len(pv) > 4 else ''
         out.append(Sample(node, part, check, figure, value, unit or '',
-                          reference=_reference(refs, tc, figure)))
+                          reference=ref))
     return out
 
 

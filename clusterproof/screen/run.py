@@ -8,12 +8,19 @@ the site's ``MaxSubmitJobs`` from ``scontrol show config`` divided by the
 number of checks, else :data:`DEFAULT_BATCH`): one ReFrame invocation per
 batch, ``--distribute=all`` with ``-J --exclude=`` every node of the
 partition outside the batch, so ReFrame makes one test case per node of the
-batch, pinned to it with ``--nodelist``. Results are read from the run
-report each invocation writes (``--report-file``), never from its console.
+batch, pinned to it with ``--nodelist``. Checks between two nodes (OSU)
+run one case per node pair instead (``screen.pairs``: the nodes in a ring,
+each paired with the next; ``reframe -P node_pair=n1+n3,n3+n4,...``, the
+check pins its job to the pair), in rounds of pairs that share no node
+(``pairs.rounds``), each in batches of as many pairs, one invocation per
+benchmark (latency, bandwidth) so that two cases never wait for one pair. Results are
+read from the run report each invocation writes (``--report-file``), never
+from its console.
 
 After the first pass, nodes that are outliers are run again, up to
-``repeat`` times; a node is named only when it is an outlier in every run
-(one that is not in a repeat is judged by that repeat's figures).
+``repeat`` times, and judged on the best of their runs
+(``judge.best_of``): a node is named only when it is an outlier in every
+run.
 """
 
 import os
@@ -26,7 +33,7 @@ from pathlib import Path
 from clusterproof import ClusterproofError
 from clusterproof.paths import REPO, SETTINGS_FILE
 from clusterproof.reframe_io import runner
-from clusterproof.screen import judge, results
+from clusterproof.screen import judge, pairs, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
 from clusterproof.site.hostlist import compress
@@ -110,7 +117,7 @@ def batches(nodes, size):
     return [nodes[i:i + size] for i in range(0, len(nodes), size)]
 
 
-def progress_line(done, total, elapsed):
+def progress_line(done, total, elapsed, what='nodes'):
     """``nodes done k/n, estimated remaining ...``."""
     if done and done < total:
         left = elapsed / done * (total - done)
@@ -119,18 +126,14 @@ def progress_line(done, total, elapsed):
         eta = '0 s'
     else:
         eta = 'unknown'
-    return f'nodes done {done}/{total}, estimated remaining {eta} (elapsed {elapsed:.0f} s)'
+    return f'{what} done {done}/{total}, estimated remaining {eta} (elapsed {elapsed:.0f} s)'
 
 
 def reframe_command(system, partition, checks, all_nodes, batch, report_file, mode,
                     extra=()):
     """The ``reframe`` argv that screens ``batch`` (node names) of
     ``system:partition`` with the screening ``checks`` (names)."""
-    cmd = [runner.reframe_command()]
-    for c in checks:
-        cmd += ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[c].file)]
-    for c in checks:
-        cmd += list(results.SCREEN_CHECKS[c].options)
+    cmd = _select(checks)
     others = sorted(set(all_nodes) - set(batch), key=discover._node_key)
     if others:
         # one word: ReFrame's parser would take a separate '--exclude=' for its own option
@@ -140,9 +143,65 @@ def reframe_command(system, partition, checks, all_nodes, batch, report_file, mo
     return cmd + list(extra)
 
 
+def _select(checks):
+    cmd = [runner.reframe_command()]
+    for c in checks:
+        cmd += ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[c].file)]
+    for c in checks:
+        cmd += list(results.SCREEN_CHECKS[c].options)
+    return cmd
+
+
+def pair_selections(checks):
+    """``[(check, selection)]``: each ``-n`` selection of the pair
+    ``checks`` (names) apart, one invocation each: two cases on one pair
+    would wait for each other's nodes."""
+    out = []
+    for c in checks:
+        opts = results.SCREEN_CHECKS[c].options
+        out += [(c, tuple(opts[i:i + 2])) for i in range(0, len(opts), 2)]
+    return out
+
+
+def pair_command(system, partition, selection, batch, report_file, mode, extra=()):
+    """The ``reframe`` argv that runs one pair check ``selection`` (a check
+    name and its ``-n`` option, :func:`pair_selections`) on each node pair
+    of ``batch``: one test case per pair (``-P node_pair=a+b,...``; the
+    check pins its job to the two nodes, alone on them)."""
+    check, options = selection
+    cmd = [runner.reframe_command(), '-c',
+           str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[check].file), *options]
+    cmd += ['-P', 'node_pair=' + ','.join(pairs.pair_label(p) for p in batch),
+            '--system', f'{system}:{partition}', '--mode', mode,
+            *runner.report_option(report_file), '-r']
+    return cmd + list(extra)
+
+
+def set_options(assignments):
+    """ReFrame's ``-S VAR=VALUE`` options of ``--set VAR=VALUE`` s; one
+    without ``=`` or a name is an error naming it."""
+    out = []
+    for text in assignments:
+        name, eq, _value = text.partition('=')
+        if not eq or not name.strip():
+            raise ClusterproofError(f'--set {text!r}: write VAR=VALUE (a variable of the checks, '
+                                    'e.g. StreamBuild.array_size=4000000)')
+        out += ['-S', text]
+    return out
+
+
+def split_checks(checks):
+    """``(node checks, pair checks)`` of screening check names."""
+    return ([c for c in checks if not results.SCREEN_CHECKS[c].pairs],
+            [c for c in checks if results.SCREEN_CHECKS[c].pairs])
+
+
 class Screening:
     """One screening of a partition: runs the batches and the repeats,
-    reporting progress through ``log`` (a function of one line)."""
+    reporting progress through ``log`` (a function of one line). The node
+    checks run with ``--distribute=all`` over batches of nodes; the pair
+    checks (``results.ScreenCheck.pairs``) one case per node pair
+    (``screen.pairs.ring_pairs``), in batches of as many pairs."""
 
     def __init__(self, system, partition, checks, mode='smoke', batch=None, repeat=1,
                  refs=None, log=print, extra=(), workdir=None, env=None):
@@ -161,38 +220,65 @@ class Screening:
         env.setdefault('RFM_CONFIG_FILES', str(SETTINGS_FILE))
         return env
 
-    def run_nodes(self, all_nodes, nodes, label):
-        """Run the checks on ``nodes``; returns their samples (and every
-        node a case was made for)."""
+    def _invoke(self, make_command):
+        self.invocations += 1
+        report = self.workdir / f'report-{self.invocations}.json'
+        cmd = make_command(report)
+        with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
+            proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
+                                  stderr=subprocess.STDOUT)
+        if not report.is_file():
+            raise ClusterproofError(
+                f'reframe wrote no run report (exit status {proc.returncode}); its output: '
+                f'{self.workdir / f"reframe-{self.invocations}.log"}')
+        return results.samples_from_report(runner.read_report(report), self.refs)
+
+    def run_nodes(self, all_nodes, nodes, label, node_pairs=(), checks=None):
+        """Run the node checks (of ``checks``, default all of the screening)
+        on ``nodes`` and the pair checks on ``node_pairs``; returns their
+        samples (and every node a case was made for)."""
+        node_checks, pair_checks = split_checks(checks or self.checks)
         samples, seen = [], {}
         start = time.monotonic()
-        size = self.batch
         done = 0
-        for group in batches(nodes, size):
-            self.invocations += 1
-            report = self.workdir / f'report-{self.invocations}.json'
-            cmd = reframe_command(self.system, self.partition, self.checks, all_nodes, group,
-                                  report, self.mode, self.extra)
-            with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
-                proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
-                                      stderr=subprocess.STDOUT)
-            if not report.is_file():
-                raise ClusterproofError(
-                    f'reframe wrote no run report (exit status {proc.returncode}); its output: '
-                    f'{self.workdir / f"reframe-{self.invocations}.log"}')
-            got, where = results.samples_from_report(runner.read_report(report), self.refs)
+        for group in batches(nodes, self.batch) if node_checks else []:
+            got, where = self._invoke(lambda report: reframe_command(
+                self.system, self.partition, node_checks, all_nodes, group, report, self.mode,
+                self.extra))
             samples += got
             seen.update(where)
             done += len(group)
             self.log(f'{label}: ' + progress_line(done, len(nodes), time.monotonic() - start))
+        start, done = time.monotonic(), 0
+        groups = [g for rnd in pairs.rounds(node_pairs) for g in batches(rnd, self.batch)] \
+            if pair_checks else []
+        selections = pair_selections(pair_checks)
+        for group in groups:
+            for selection in selections:
+                got, where = self._invoke(lambda report: pair_command(
+                    self.system, self.partition, selection, group, report, self.mode,
+                    self.extra))
+                samples += got
+                seen.update(where)
+            done += len(group)
+            self.log(f'{label}: ' + progress_line(done, len(node_pairs), time.monotonic() - start,
+                                                  'node pairs'))
         return samples, seen
 
 
-def merge(samples, newer):
-    """``samples`` with every sample of a node that ``newer`` has replaced
-    by ``newer``'s samples of that node."""
-    renewed = {(s.partition, s.node) for s in newer}
-    return [s for s in samples if (s.partition, s.node) not in renewed] + list(newer)
+def repeat_groups(verdicts, nodes, checks):
+    """``[(checks, nodes)]``: the outlier ``nodes`` grouped by the checks
+    that made them outliers (a node without any result: every check), so
+    a repeat runs again only what it must (a node slow on STREAM is not
+    run through the inventory again)."""
+    groups = {}
+    for v in verdicts:
+        if v.node not in nodes:
+            continue
+        bad = {f.sample.check for f in v.figures if f.verdict != 'ok'} & set(checks)
+        key = tuple(c for c in checks if c in bad) or tuple(checks)
+        groups.setdefault(key, []).append(v.node)
+    return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
 
 
 def screen_partition(screening, slurm_nodes, slurm_partition):
@@ -203,7 +289,9 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         raise ClusterproofError(f'Slurm partition {slurm_partition!r} has no nodes')
     part = screening.partition
     all_nodes = runnable + sorted(unavailable)
-    samples, seen = screening.run_nodes(all_nodes, runnable, 'first run') if runnable else ([], {})
+    ring = pairs.ring_pairs(runnable)
+    samples, seen = screening.run_nodes(all_nodes, runnable, 'first run', ring) \
+        if runnable else ([], {})
     expected = {n: part for n in runnable}
     verdicts = judge.screen(samples, expected)
     runs = {n: 1 for n in runnable}
@@ -214,8 +302,10 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         again = sorted(called, key=discover._node_key)
         screening.log(f'repeat {k}/{screening.repeat}: {len(again)} outlier node(s) '
                       f'{compress(again)}')
-        newer, _ = screening.run_nodes(all_nodes, again, f'repeat {k}')
-        samples = merge(samples, newer)
+        for checks, nodes in repeat_groups(verdicts, called, screening.checks):
+            newer, _ = screening.run_nodes(all_nodes, nodes, f'repeat {k} ({",".join(checks)})',
+                                           pairs.pairs_of(ring, nodes), checks)
+            samples = judge.best_of(samples, newer)
         for n in again:
             runs[n] += 1
         verdicts = judge.screen(samples, expected)
@@ -250,8 +340,8 @@ def drain(verdicts, apply=False, run=_run):
 
 def judge_reports(paths, refs=None, partition=None):
     """Verdicts from run reports already written (``--from-report``), for
-    the cases of ``partition`` (all when None); later reports replace the
-    figures of the nodes they hold, as repeats do."""
+    the cases of ``partition`` (all when None); a node in several reports
+    is judged on the best of its runs, as repeats are (``judge.best_of``)."""
     samples, nodes = [], {}
     for path in paths:
         got, seen = results.samples_from_report(runner.read_report(path), refs,
@@ -259,7 +349,7 @@ def judge_reports(paths, refs=None, partition=None):
         if partition:
             got = [s for s in got if s.partition == partition]
             seen = {n: p for n, p in seen.items() if p == partition}
-        samples = merge(samples, got)
+        samples = judge.best_of(samples, got)
         nodes.update(seen)
     if not nodes:
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'

@@ -1,0 +1,272 @@
+"""Judging a contract's items on the figure store's rows.
+
+For each :class:`~clusterproof.acceptance.contract.Item`, every test case of
+the candidate sessions that is the item's (same system, partition when the
+contract names one, check class, parameters, mode) is a :class:`Run`: its
+value, whether it counts (the validity rules and the allowed modifications,
+checked on what the test case recorded) and why not, and what it used. The
+newest ``repetitions`` valid runs give the statistic, judged against the
+committed value and tolerance by :func:`clusterproof.references.judge.judge_reference`
+(the one verdict vocabulary: a :class:`~clusterproof.references.judge.Judgement`).
+An item without enough valid runs is ``FAILED`` with the reason ``not
+measured validly`` (runs there were, none or too few counted) or ``not
+measured`` (no run).
+
+What a run recorded comes from the store (the test's attributes and
+provenance) and, for its run time (ReFrame's ``time_run``), from its run
+report in the results database. The RAM of the nodes under test comes from
+their fingerprints (``<results>/fingerprints/``), never from this machine.
+"""
+
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterproof import ClusterproofError
+from clusterproof.checks import fingerprint
+from clusterproof.references.judge import Judgement, Verdict, judge_reference, \
+    record_lower_is_better
+from clusterproof.reframe_io import database as rfdb
+from clusterproof.results.database import check_name, load_sessions, records, store_paths
+
+_SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
+
+
+@dataclass
+class Run:
+    """One test case of an item in one session."""
+    session: str
+    test: str
+    time: float
+    value: float
+    valid: bool
+    invalid_why: str
+    used: dict
+    flags: tuple
+    binary_sha256: str = ''
+    fingerprint: str = ''
+    nodes: str = ''
+
+
+@dataclass
+class Result:
+    """An item judged: its runs (newest first), the ones counted, the
+    statistic and its spread, the :class:`Judgement`."""
+    item: object
+    runs: list
+    counted: list
+    measured: float
+    judgement: Judgement
+    lower_is_better: bool = False
+    sessions: set = field(default_factory=set)
+
+    @property
+    def spread(self):
+        vals = [r.value for r in self.counted]
+        return {'min': min(vals), 'max': max(vals), 'n': len(vals)} if vals else None
+
+    @property
+    def failing(self):
+        """True when this item fails the acceptance: a committed item whose
+        verdict fails (informative items never do)."""
+        return self.item.is_committed and self.judgement.failing
+
+
+def size_bytes(value):
+    """Bytes of a recorded size: a number of bytes, or text such as
+    ``8TiB``, ``512g``, ``16M`` (powers of 1024); None when it is none."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = _SIZE_RE.match(str(value))
+    if not m:
+        return None
+    return float(m.group(1)) * 1024 ** ' kmgtp'.index((m.group(2) or ' ').lower())
+
+
+def matches(item, contract, rec):
+    """True when store record ``rec`` is a test case of ``item``."""
+    if rec.system != contract.system or check_name(rec.test) != item.check:
+        return False
+    if contract.partition and rec.partition != contract.partition:
+        return False
+    if rec.mode and rec.mode != contract.mode:
+        return False
+    params = rec.params
+    return all(params.get(k) == v for k, v in item.parameters.items())
+
+
+def run_times(sessions, db=None):
+    """``{(session, test, partition, environ): time_run}`` from the run
+    reports of ``sessions`` in the results database (``{}`` where it has
+    none of them or cannot be read)."""
+    out = {}
+    try:
+        for uuid, _s, _e, report, _src in rfdb.read_sessions(db or _db(), sessions):
+            for run in report.get('runs', []):
+                for tc in run.get('testcases', []):
+                    t = tc.get('time_run')
+                    if isinstance(t, (int, float)):
+                        out[(uuid, tc.get('name'), tc.get('partition'), tc.get('environ'))] = t
+    except ClusterproofError:
+        pass
+    return out
+
+
+def _db():
+    from clusterproof.paths import results_db
+    return results_db()
+
+
+def node_ram_gib(fp_text, results=None):
+    """The RAM (GiB) of the nodes of a recorded ``cp_fingerprint``, summed
+    over its nodes; None when a node's record or memory is missing."""
+    nodes = fingerprint.per_node(fp_text)
+    if not nodes or '' in nodes:
+        return None
+    total = 0.0
+    for h in nodes.values():
+        rec = fingerprint.load(h, results)
+        mem = (rec or {}).get('mem_gib')
+        if not mem:
+            return None
+        total += float(mem)
+    return total
+
+
+def check_run(item, rec, runtime, results=None):
+    """``(valid, why not, used)`` of the run ``rec`` of ``item``."""
+    case = rec.case or {}
+    used = {a.name: case.get(a.name) for a in item.modifications}
+    if not rec.sanity_ok:
+        return False, rec.why or f'{rec.result} in {rec.fail_phase}', used
+    if not math.isfinite(rec.value):
+        return False, f'no finite {item.figure}', used
+    why = []
+    rules = item.validity
+    if 'min_runtime_s' in rules:
+        if runtime is None:
+            why.append('run time not recorded (no run report in the results database)')
+        elif runtime < rules['min_runtime_s']:
+            why.append(f'ran {runtime:.3g} s, less than the minimum {rules["min_runtime_s"]:g} s')
+    if 'min_data_ram_ratio' in rules:
+        k, var = rules['min_data_ram_ratio'], rules['data_variable']
+        data = size_bytes(case.get(var))
+        ram = node_ram_gib(case.get('cp_fingerprint', ''), results)
+        if data is None:
+            why.append(f'data moved not recorded ({var}={case.get(var)!r})')
+        elif ram is None:
+            why.append('RAM of the nodes under test not recorded (no node fingerprint)')
+        elif data < k * ram * 2**30:
+            why.append(f'{var}={data / 2**30:.4g} GiB is less than {k:g} x the '
+                       f'{ram:g} GiB RAM of the nodes under test')
+    if rules.get('no_stonewall'):
+        walled = case.get('iozone_stonewalled')
+        if walled is None:
+            why.append('stonewalling not recorded (iozone_stonewalled)')
+        elif walled:
+            why.append(f'stonewalled: {walled}')
+    if rules.get('reordered_reads'):
+        reorder = case.get('ior_read_reorder')
+        if reorder != '-C':
+            why.append(f'reads not reordered with -C (ior_read_reorder={reorder!r})')
+    # residual_passed: HPL's sanity is every residual PASSED, checked above
+    for key, want in item.set.items():
+        cls, _, var = key.rpartition('.')
+        if cls in ('', item.check) and var in case and str(case[var]) != str(want):
+            why.append(f'ran with {var}={case[var]}, the contract sets {want}')
+    for allowed in item.modifications:
+        bad = allowed.permits(used[allowed.name])
+        if bad:
+            why.append(f'modification not allowed: {bad}')
+    return not why, '; '.join(why), used
+
+
+def statistic(name, values, lower_is_better):
+    if name == 'median':
+        return statistics.median(values)
+    if name == 'mean':
+        return statistics.fmean(values)
+    return min(values) if lower_is_better else max(values)
+
+
+def judge_item(item, contract, recs, runtimes, results=None):
+    """The :class:`Result` of ``item`` on store records ``recs``."""
+    runs, direction = [], None
+    for r in recs:
+        if not matches(item, contract, r) or r.figure not in (item.figure, ''):
+            continue
+        if r.figure == '' and any(o.session == r.session and o.test == r.test and
+                                  o.figure == item.figure for o in recs):
+            continue
+        if r.figure == item.figure:
+            direction = record_lower_is_better(r)
+        runtime = runtimes.get((r.session, r.test, r.partition, r.environ))
+        valid, why, used = check_run(item, r, runtime, results)
+        if r.figure == '' and r.sanity_ok:
+            valid, why = False, f'the test case reported no {item.figure}'
+        case = r.case or {}
+        runs.append(Run(r.session, r.test, r.time, r.value, valid, why, used, tuple(r.flags),
+                        case.get('cp_binary_sha256') or '', case.get('cp_fingerprint') or '',
+                        rfdb.provenance_text(case.get('job_nodelist'))))
+    runs.sort(key=lambda x: x.time, reverse=True)
+    lower = bool(direction)
+    counted = [x for x in runs if x.valid][:item.repetitions]
+    if len(counted) < item.repetitions:
+        if not runs:
+            why = 'not measured: no run of this item'
+        else:
+            bad = [x for x in runs if not x.valid]
+            why = (f'not measured validly: {len(counted)} valid run(s) of '
+                   f'{item.repetitions} required' +
+                   (f'; not counted: {bad[0].invalid_why}' if bad else '') +
+                   (f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''))
+        return Result(item, runs, counted, None, Judgement(Verdict.FAILED, why), lower)
+    value = statistic(item.statistic, [x.value for x in counted], lower)
+    judged = judge_reference(value, item.reference, lower)
+    flags = sorted({f for x in counted for f in x.flags} - set(contract.allow))
+    if flags and not judged.failing:
+        judged = Judgement(Verdict.NOT_ACCEPTED, f'{", ".join(flags)} figures; the contract '
+                                                 f'allows none', judged.bounds)
+    else:
+        judged = Judgement(judged.verdict, describe(item, value, lower) +
+                           (f'; {judged.reason}' if judged.reason else ''), judged.bounds)
+    return Result(item, runs, counted, value, judged, lower, {x.session for x in counted})
+
+
+def describe(item, value, lower_is_better):
+    """``median 176000 MB/s is 2.2% below the committed 180000 MB/s``."""
+    rel = (value - item.committed) / abs(item.committed) * 100 if item.committed else 0.0
+    side = 'above' if rel >= 0 else 'below'
+    return (f'{item.statistic} {value:.5g} {item.unit} is {abs(rel):.1f}% {side} the '
+            f'committed {item.committed:g} {item.unit} (tolerance {item.tolerance})')
+
+
+def candidate_sessions(contract, ids=(), now=None, db=None):
+    """The stored sessions an acceptance may use: ``ids`` when given, else
+    those of the contract's system and mode started within its
+    ``reuse_within_days`` (none when that is 0)."""
+    if ids:
+        return load_sessions(db, ids=ids)
+    if contract.reuse_within_days <= 0 or not (store_paths() or Path(db or _db()).is_file()):
+        return []           # nothing to reuse: no results database yet
+    since = (now or time.time()) - contract.reuse_within_days * 86400
+    return load_sessions(db, since=since, system=contract.system, mode=contract.mode)
+
+
+def judge_contract(contract, sessions, results=None, db=None):
+    """``[Result]`` of every item of ``contract`` on ``sessions``."""
+    recs = records(sessions)
+    runtimes = run_times([s.uuid for s in sessions], db) if sessions else {}
+    return [judge_item(item, contract, recs, runtimes, results) for item in contract.items]
+
+
+def needed(results_):
+    """``{item: runs still needed}`` for the items without enough valid runs
+    (what ``acceptance --contract`` runs)."""
+    return {r.item: r.item.repetitions - len(r.counted) for r in results_
+            if len(r.counted) < r.item.repetitions}

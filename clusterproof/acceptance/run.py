@@ -1,0 +1,112 @@
+"""Running what a contract names: only the checks of the items that lack
+valid runs, through :mod:`clusterproof.reframe_io.runner` (the one runner),
+as ReFrame sessions recorded in the results database."""
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+
+from clusterproof import ClusterproofError
+from clusterproof.modes import ENV_VAR
+from clusterproof.paths import CHECKS_DIR, REPO, SETTINGS_FILE
+from clusterproof.acceptance import judge
+from clusterproof.reframe_io import runner
+from clusterproof.results.acceptance import reframe_status
+from clusterproof.results.database import load_sessions, records
+
+
+def name_pattern(item):
+    """The ``-n`` pattern selecting the test cases of ``item``: its check
+    class with its parameters, in any order (ReFrame matches it against
+    the test's display name without spaces)."""
+    looks = ''.join(f'(?=.*%{re.escape(k)}={re.escape(v)}(?:%|/|$))'
+                    for k, v in item.parameters.items())
+    return f'^{re.escape(item.check)}{looks}(?:%|/|$)'
+
+
+def groups(items):
+    """Items grouped by their ``set`` options (one ReFrame run per group):
+    ``[(set options, [items])]``."""
+    out = {}
+    for item in items:
+        key = tuple(sorted((k, str(v)) for k, v in item.set.items()))
+        out.setdefault(key, []).append(item)
+    return list(out.items())
+
+
+def reframe_args(contract, items, checks=None):
+    """The ReFrame arguments of one run of ``items`` (all with the same
+    ``set`` options) of ``contract``."""
+    target = contract.system + (f':{contract.partition}' if contract.partition else '')
+    args = ['-c', str(checks or _checks_dir(contract)), '-r', '--mode', contract.mode,
+            '--system', target]
+    for pattern in dict.fromkeys(name_pattern(item) for item in items):
+        args += ['-n', pattern]
+    for k, v in sorted(items[0].set.items()):
+        args += ['-S', f'{k}={v}']
+    return args
+
+
+def _checks_dir(contract):
+    if not contract.checks:
+        return CHECKS_DIR
+    return (REPO / contract.checks) if not os.path.isabs(contract.checks) else contract.checks
+
+
+def run(contract, needed, checks=None, echo=True):
+    """Run each item of ``needed`` (``{item: runs still needed}``) that many
+    times (repetition i runs the items that need i runs or more); returns
+    ``[(uuid, exit status)]`` of the sessions."""
+    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    env['RFM_CONFIG_FILES'] = os.environ.get('RFM_CONFIG_FILES', str(SETTINGS_FILE))
+    done = []
+    total = max(needed.values(), default=0)
+    for i in range(1, total + 1):
+        items = [item for item, n in needed.items() if n >= i]
+        for _key, group in groups(items):
+            args = reframe_args(contract, group, checks)
+            print(f'acceptance {contract.name}: repetition {i}/{total} '
+                  f'({", ".join(x.id for x in group)}): '
+                  f'{shlex.join([runner.reframe_command()] + args)}', flush=True)
+            try:
+                out = runner.run(args, env=env, echo=echo)
+            except ClusterproofError as err:
+                raise ClusterproofError(f'contract {contract.name}, repetition {i}: {err}') \
+                    from None
+            done.append((out.uuid, out.returncode))
+    return done
+
+
+@dataclass
+class Acceptance:
+    """What :func:`accept` did: the judged items, the sessions reused from
+    the store and those run now (uuids), and lines for runs where ReFrame
+    failed for a reason no test case shows."""
+    results: list
+    reused: list
+    ran: list
+    unexplained: list
+
+
+def accept(contract, ids=(), run_missing=True, checks=None):
+    """Judge ``contract`` on the stored sessions it may reuse (or on
+    ``ids``), run the items still lacking valid runs (unless ``ids`` are
+    given or not ``run_missing``), and judge again on both."""
+    stored = judge.candidate_sessions(contract, ids=ids)
+    results = judge.judge_contract(contract, stored)
+    lacking = judge.needed(results)
+    new, fresh = [], []
+    if lacking and run_missing and not ids:
+        print(f'acceptance {contract.name}: {len(lacking)} item(s) lack valid runs in the '
+              f'store ({", ".join(f"{i.id}: {n} more" for i, n in lacking.items())})',
+              flush=True)
+        new = run(contract, lacking, checks=checks)
+        fresh = load_sessions(ids=[u for u, _ in new])
+        known = {s.uuid for s in stored}
+        results = judge.judge_contract(contract,
+                                       stored + [s for s in fresh if s.uuid not in known])
+    ran = [u for u, _ in new]
+    used = set().union(*(r.sessions for r in results))
+    return Acceptance(results, sorted(u for u in used if u not in ran), ran,
+                      reframe_status(records(fresh), ran, [st for _, st in new]))
