@@ -139,6 +139,6 @@ def test_the_morning_page_takes_the_kept_findings(tmp_path):
         out = tmp_path / f'page{len(pages)}.html'
         proc = clusterproof(['report', '-o', str(out)], results, refs)
         assert proc.returncode == 0, proc.stderr
-        assert ('derived now' in proc.stderr) == (not pages)
+        assert ('looked for now' in proc.stderr) == (not pages)
         pages.append(table_rows(out.read_text(), 'changes-table')[1:])
     assert pages[0] == pages[1] and any('-50.' in r for r in pages[1])

@@ -52,7 +52,8 @@ def run(args):
         # the selection is the newest sessions: the kept findings of the
         # figures' whole history say which changed in them
         kept = findings.current(findings.stores_read(), {h.key for h in hists})
-        findings.note(sum(h.key not in kept for h in hists))
+        findings.note(sum(h.key not in kept for h in hists),
+                      'changes of {} figure(s) without kept findings looked for now')
     page = report.build(newest, recs, title=args.title, histories=hists, view=view,
                         kept=kept)
     write_atomic(out, page)

@@ -103,19 +103,21 @@ def _row(h, digest, sd, status, what, found):
             'why': what if isinstance(what, str) else None, 'found': json.dumps(found)}
 
 
-_WORK = {}      # what forked workers read: the histories, their digests, the settings
+_WORK = {}      # what forked workers read: the histories and the settings
 
 
 def _judge(idx):
-    hists, digs, settings, sd = (_WORK[k] for k in ('hists', 'digests', 'settings', 'sd'))
-    return [_row(hists[i], digs[hists[i].key], sd, *changes.judge_figure(hists[i], settings))
-            for i in idx]
+    hists, settings = _WORK['hists'], _WORK['settings']
+    return [changes.judge_figure(hists[i], settings) for i in idx]
 
 
-def _judge_all(hists, digs, settings, processes):
-    """Rows of ``hists`` judged, in worker processes (forked: they read the
-    histories this process holds) when there are enough of them."""
-    _WORK.update(hists=hists, digests=digs, settings=settings, sd=settings_digest(settings))
+def _judge_all(hists, settings, processes=None):
+    """:func:`~clusterproof.results.changes.judge_figure` of each of
+    ``hists``, in worker processes (forked: they read the histories this
+    process holds; they run the detector's numpy code only) when there are
+    enough of them."""
+    processes = processes or os.cpu_count() or 1
+    _WORK.update(hists=hists, settings=settings)
     chunks = [range(i, min(i + CHUNK, len(hists))) for i in range(0, len(hists), CHUNK)]
     try:
         if processes > 1 and len(chunks) > 1:
@@ -146,7 +148,8 @@ def derive(store, settings=None, processes=None):
         if not stale and set(kept) == set(digs) and path_of(store).exists():
             return 0, time.perf_counter() - t0
         hists = history.from_frame(lf, keys=stale) if stale else []
-        rows = _judge_all(hists, digs, settings, processes or os.cpu_count() or 1)
+        rows = [_row(h, digs[h.key], sd, *j)
+                for h, j in zip(hists, _judge_all(hists, settings, processes))]
         rows += [r for k, r in kept.items() if k in digs and k not in stale]
         df = pl.DataFrame(rows, schema=SCHEMA).sort(list(st.IDENTITY))
         st._write_synced(path_of(store),
@@ -224,10 +227,9 @@ def judged(stores, settings=None, system=None, want=None):
     now = 0
     if live_keys:
         lf = pl.concat(live_frames, how='vertical') if len(live_frames) > 1 else live_frames[0]
-        for h in history.from_frame(lf, keys=live_keys):
-            if want is None or want(h):
-                out.append((h, *changes.judge_figure(h, settings)))
-                now += 1
+        hists = [h for h in history.from_frame(lf, keys=live_keys) if want is None or want(h)]
+        out += [(h, *j) for h, j in zip(hists, _judge_all(hists, settings))]
+        now = len(hists)
     out.sort(key=lambda r: _sort_key(r[0]))
     return out, now
 
@@ -273,8 +275,8 @@ def stores_read():
     return [s for p in paths for s in st.stores_in(p)]
 
 
-def note(now, out=sys.stderr):
-    """Say that findings were derived by the command, not kept."""
+def note(now, what='findings of {} figure(s) derived now'):
+    """Say on stderr that ``now`` figures were judged by the command, their
+    findings not kept."""
     if now:
-        print(f'findings of {now} figure(s) derived now; `clusterproof store ingest` keeps '
-              f'them', file=out)
+        print(f'{what.format(now)}; `clusterproof store ingest` keeps them', file=sys.stderr)
