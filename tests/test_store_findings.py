@@ -142,3 +142,18 @@ def test_the_morning_page_takes_the_kept_findings(tmp_path):
         assert ('looked for now' in proc.stderr) == (not pages)
         pages.append(table_rows(out.read_text(), 'changes-table')[1:])
     assert pages[0] == pages[1] and any('-50.' in r for r in pages[1])
+
+
+def test_two_derivations_at_once_judge_each_figure_once(tmp_path):
+    """Two ingests deriving at once: the store's lock puts one after the
+    other, and the second finds the findings current."""
+    results, _ = _stepped(tmp_path)
+    db, where = results / 'results.db', results / 'store'
+    store.ingest(db, where)
+    code = ('import sys; from clusterproof.store import findings; '
+            'print(findings.derive(sys.argv[1])[0])')
+    procs = [subprocess.Popen([sys.executable, '-c', code, str(where)], cwd=REPO,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    counts = sorted(int(p.communicate(timeout=WAIT_S)[0]) for p in procs)
+    total = len(findings.digests(store.scan([where])))
+    assert counts == [0, total] and len(findings.read(where)) == total
