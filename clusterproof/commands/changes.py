@@ -8,6 +8,7 @@ from tabulate import tabulate
 from clusterproof import ClusterproofError
 from clusterproof.results import changes, history
 from clusterproof.results.database import add_selection_args, parse_since
+from clusterproof.store import findings
 
 
 def register(subparsers):
@@ -46,16 +47,35 @@ def register(subparsers):
 
 
 def run(args):
-    hists = _load(args)
     settings = changes.Settings(max_detectable=args.max_detectable / 100)
-    hists = [h for h in hists if (not args.test or args.test in h.test)
-             and (not args.figure or h.figure == args.figure)]
-    found, quiet, noisy, skipped = changes.detect(hists, settings)
+
+    def wanted(h):
+        return (not args.test or args.test in h.test) and (not args.figure
+                                                          or h.figure == args.figure)
+    if _kept_apply(args, settings):
+        # the whole history of the store's figures, default settings: the
+        # findings `clusterproof store ingest` keeps, where current
+        (found, quiet, noisy, skipped), total, now = findings.detect(
+            findings.stores_read(), settings, system=args.system, want=wanted)
+        if not total:
+            raise ClusterproofError('no figures in the history selected')
+        findings.note(now)
+    else:
+        hists = [h for h in _load(args) if wanted(h)]
+        total = len(hists)
+        found, quiet, noisy, skipped = changes.detect(hists, settings)
     if args.format == 'json':
         print(json.dumps(found, indent=1))
         return 0
-    _print_table(found, noisy, quiet if args.all else [], skipped, len(hists))
+    _print_table(found, noisy, quiet if args.all else [], skipped, total)
     return 0
+
+
+def _kept_apply(args, settings):
+    """Kept findings answer: the store's figures (no PATH), every session of
+    their history, the detector's default settings."""
+    return (not args.sources and not (args.session or args.last or args.since or args.mode)
+            and findings.settings_digest(settings) == findings.settings_digest())
 
 
 def _load(args):

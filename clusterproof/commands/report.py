@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from clusterproof.results import history, report
+from clusterproof.store import findings
 from clusterproof.paths import results_dir, write_atomic
 from clusterproof.results.database import (add_selection_args, load_sessions, none_selected,
                                            records, select, selection)
@@ -45,8 +46,16 @@ def run(args):
                            mode=args.mode)
     recs = records(newest)
     out = Path(args.output) if args.output else results_dir() / 'reports' / 'report.html'
-    page = report.build(newest, recs, title=args.title, histories=history.from_frame(lf),
-                        view=view)
+    hists = history.from_frame(lf)
+    kept = None
+    if not (args.session or args.mode):
+        # the selection is the newest sessions: the kept findings of the
+        # figures' whole history say which changed in them
+        kept = findings.current(findings.stores_read(), {h.key for h in hists})
+        findings.note(sum(h.key not in kept for h in hists),
+                      'changes of {} figure(s) without kept findings looked for now')
+    page = report.build(newest, recs, title=args.title, histories=hists, view=view,
+                        kept=kept)
     write_atomic(out, page)
     print(f'report of {len(view["sessions"])} session(s), {len(recs)} figure(s) in the '
           f'newest: {out}')

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError, store
 from clusterproof.paths import results_db
+from clusterproof.store import findings
 
 
 def register(subparsers):
@@ -12,7 +13,10 @@ def register(subparsers):
         description='The figure store: every figure of every session in Parquet files '
                     '(<results>/store/), derived from ReFrame\'s results database, which '
                     'stays the record. Every command ingests the sessions the store lacks '
-                    'before reading it; "ingest" does only that (after a nightly run, say). '
+                    'before reading it; "ingest" does only that (after a nightly run, say), then '
+                    'derives the change detector\'s findings of the figures whose history '
+                    'changed and keeps them in the store (clusterproof changes and report '
+                    'read them). '
                     '"rebuild" derives the store anew from the database. "import" adds '
                     'history kept elsewhere (CSV with the header timestamp,system,partition,'
                     'test,figure,value,unit; ReFrame perflogs, files or directories), once. '
@@ -21,6 +25,10 @@ def register(subparsers):
     p.add_argument('paths', nargs='*', metavar='PATH', help='import: CSV files or perflogs')
     p.add_argument('--store', metavar='DIR',
                    help='the store (default: <results>/store, next to results.db)')
+    p.add_argument('--no-findings', action='store_true',
+                   help='do not derive the change detector\'s findings of the figures whose '
+                        'history changed (clusterproof changes and report then judge them '
+                        'when they run)')
     p.set_defaults(func=run)
 
 
@@ -38,4 +46,7 @@ def run(args):
     else:
         n = store.ingest(db, where)
         print(f'ingested {n} new session(s) of {db} into {where}')
+    if not args.no_findings:
+        n, seconds = findings.derive(where)
+        print(f'findings derived for {n} figures in {seconds:.1f} s')
     return 0

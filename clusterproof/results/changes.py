@@ -924,29 +924,46 @@ def detect(hists, settings=None):
     settings = settings or Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
-        if np.any(np.asarray(h.values, dtype=float) <= 0):
-            skipped.append((h, 'values <= 0'))
-            continue
-        if len(h.points) < 2:
-            quiet.append((h, None))
-            continue
-        groups = node_groups(h.points)
-        cps, withdrawn = find(h.values, settings, groups)
-        fn = figure_noise(h.values, cps, settings, groups)
-        if fn.too_noisy:
-            cps = [c for c in cps if abs(c.change) >= fn.detectable]
-            withdrawn = []
-            if not cps:
-                noisy.append((h, fn))
-        elif not cps:
-            quiet.append((h, fn))
-        found += [_finding(h, c, fn) for c in cps]
-        found += [_finding(h, c, fn, withdrawn=True) for c in withdrawn]
+        status, what, figure_found = judge_figure(h, settings)
+        {'quiet': quiet, 'noisy': noisy, 'skipped': skipped}.get(status, []).append((h, what))
+        found += figure_found
+    return rank(found), quiet, noisy, skipped
+
+
+def judge_figure(h, settings):
+    """``(status, what, found)`` of one history: ``status`` is ``changed``,
+    ``quiet``, ``noisy`` or ``skipped``; ``what`` its :class:`FigureNoise`
+    (None for a history of one session) or, skipped, the reason; ``found``
+    its changes (see :func:`detect`), each with its summary. A figure's
+    findings depend on its history and ``settings`` alone
+    (:mod:`clusterproof.store.findings` keeps them)."""
+    if np.any(np.asarray(h.values, dtype=float) <= 0):
+        return 'skipped', 'values <= 0', []
+    if len(h.points) < 2:
+        return 'quiet', None, []
+    groups = node_groups(h.points)
+    cps, withdrawn = find(h.values, settings, groups)
+    fn = figure_noise(h.values, cps, settings, groups)
+    status = 'changed'
+    if fn.too_noisy:
+        cps = [c for c in cps if abs(c.change) >= fn.detectable]
+        withdrawn = []
+        if not cps:
+            status = 'noisy'
+    elif not cps:
+        status = 'quiet'
+    found = ([_finding(h, c, fn) for c in cps]
+             + [_finding(h, c, fn, withdrawn=True) for c in withdrawn])
     for f in found:
         f['summary'] = summary(f)
-    found.sort(key=lambda f: (f['withdrawn'], -abs(f['change']), f['system'], f['test'],
-                              f['figure']))
-    return found, quiet, noisy, skipped
+    return status, fn, found
+
+
+def rank(found):
+    """``found`` (changes of figures in key order) as :func:`detect` lists
+    them: standing changes first, largest first."""
+    return sorted(found, key=lambda f: (f['withdrawn'], -abs(f['change']), f['system'],
+                                        f['test'], f['figure']))
 
 
 def node_groups(points):

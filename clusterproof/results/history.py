@@ -180,7 +180,7 @@ def from_database(db=None, keys=None, **selection):
 
 #: the test cases whose figures are history: they ran and measured (see
 #: :attr:`clusterproof.results.database.Record.sanity_ok`)
-def _measured():
+def measured():
     return ((pl.col('figure') != '') & pl.col('value').is_finite()
             & (pl.col('result').is_in(['pass', 'xfail', 'xpass'])
                | (pl.col('fail_phase') == 'performance')))
@@ -195,7 +195,7 @@ def from_frame(lf, keys=None):
     emulated figures are kept apart from the others (their own key)."""
     ident = list(store.IDENTITY)
     prov_cols = [*rfdb.PROVENANCE, 'attrs', 'reframe_version']
-    lf = lf.filter(_measured())
+    lf = lf.filter(measured())
     if keys is not None:
         wanted = pl.DataFrame([list(k) for k in keys] or None, schema={
             c: store.SCHEMA[c] for c in ident}, orient='row')

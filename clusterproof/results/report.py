@@ -97,14 +97,14 @@ def bucket(verdict):
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
-          now=None, histories=None, view=None):
+          now=None, histories=None, view=None, kept=None):
     """The report page as a string. ``sessions`` oldest first, ``recs`` the
     records of the newest (more are ignored); ``view`` (optional,
     :func:`overview`) the provenance of every session, when ``sessions``
     holds only the newest; ``verdicts`` (optional) is an acceptance verdict table
     (``[results.acceptance.Item]``); ``histories`` (optional,
     :class:`clusterproof.results.history.History`) replaces the histories
-    made from ``recs``."""
+    made from ``recs``; ``kept``: see :func:`recent_changes`."""
     refs = dict(refs_by_system or {})
     if view is None:
         view = overview(_frame_of(sessions))
@@ -115,7 +115,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     if histories is None:
         histories = history.from_records(sessions, recs)
     hist_by_key = {h.key: h for h in histories}
-    found = recent_changes(histories)
+    found = recent_changes(histories, kept=kept)
     changed = {_fkey(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []
@@ -163,24 +163,32 @@ def _counts(rows, n_changes):
 
 # -- changes --------------------------------------------------------------------------
 
-def recent_changes(histories, nights=RECENT_NIGHTS):
+def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     """The changes found in the newest ``nights`` sessions of each history,
     ranked by size x confidence: what ``clusterproof changes`` lists for
     them (the same :func:`detect`; nightly alarms since withdrawn left out).
+    ``kept`` (``{key: changes}``, :func:`clusterproof.store.findings.current`)
+    gives the changes of the whole history of some figures, as ``clusterproof
+    changes`` lists them: those are taken, not judged again.
     Only the figures that :func:`moved` in those sessions are scanned (the
     others cost a few vector operations), each on its last
     :data:`SCAN_SESSIONS` values."""
+    kept = kept or {}
     suspects = []
     for h in histories:
-        if len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER:
+        if (h.key in kept
+                or len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER):
             continue
         vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
         if (vals > 0).all() and moved(np.log(vals)):
             suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
     found, _quiet, _noisy, _skipped = changes.detect(suspects)
-    cut = {h.key: h.points[-min(nights, len(h.points))].time for h in suspects}
+    cut = {h.key: h.points[-min(nights, len(h.points))].time
+           for h in suspects + [h for h in histories if h.key in kept and len(h.points)]}
     keep = []
-    for f, h in _with_history(found, suspects):
+    for f, h in [*_with_history(found, suspects),
+                 *((f, h) for h in histories if h.key in cut and h.key in kept
+                   for f in kept[h.key])]:
         if not f['withdrawn'] and _time(f['at']) >= cut[h.key]:
             f['rank'] = abs(f['change']) * f['confidence']
             keep.append(f)

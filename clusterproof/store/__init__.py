@@ -218,11 +218,13 @@ def _merge_months(store, m):
 
 
 def _clean(store, m):
-    """Remove files a crash left: temporaries and parts no manifest lists."""
+    """Remove files a crash left: temporaries and parts no manifest lists
+    (the other files are not parts: the kept findings, :mod:`.findings`)."""
     listed = set(m['files'])
     for p in Path(store).iterdir():
         if ((p.name.startswith('.') and p.name.endswith('.tmp'))
-                or (p.suffix == '.parquet' and p.name not in listed)):
+                or (p.name.startswith('figures-') and p.suffix == '.parquet'
+                    and p.name not in listed)):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
 
@@ -316,6 +318,8 @@ def rebuild(db, store=None):
             fresh['sessions'].update({u: name for u in chunk})
         fresh['files'] = names
         _save_manifest(store, fresh)
+        from clusterproof.store import findings
+        findings.forget(store)      # derived anew from the rebuilt store
         for f in old['files']:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(store / f)
