@@ -282,6 +282,32 @@ def test_samples_of_pair_cases_and_of_fio_sections():
     assert nodes == {'n1': 'p', 'n2': 'p', 'n3': 'p'}
 
 
+def test_the_direction_a_check_declares_decides_a_node_worse():
+    """A figure is judged in the direction its check declared with the test
+    case (``cp_lower_is_better``), not guessed from its unit: a figure in a
+    unit that tells nothing, declared lower-is-better, makes the node with
+    the largest value the slow one."""
+    def case(node, value):
+        return dict(name='StorageFioBaseline %section=randread_8files',
+                    display_name=f'StorageFioBaseline %section=randread_8files %.nid={node}',
+                    job_nodelist=[node], result='pass', partition='p', system='s',
+                    section='randread_8files', cp_lower_is_better={'bw': True},
+                    perfvalues={'s:p:bw': [value, 0, None, None, 'ticks', 'pass']})
+    values = {f'n{i}': 100.0 + i for i in range(1, 7)}
+    values['n4'] = 400.0
+    report = {'runs': [{'testcases': [case(n, v) for n, v in values.items()]}]}
+    samples, _ = results.samples_from_report(report)
+    assert len(samples) == 6 and all(s.lower_is_better for s in samples)
+    named = {v.node: v.verdict for v in judge.outliers(judge.screen(samples))}
+    assert named == {'n4': 'slow'}
+    # the same figures declaring nothing: 'ticks' reads as higher-is-better, n4 is not named
+    for tc in report['runs'][0]['testcases']:
+        del tc['cp_lower_is_better']
+    samples, _ = results.samples_from_report(report)
+    assert not any(s.lower_is_better for s in samples)
+    assert 'n4' not in {v.node for v in judge.outliers(judge.screen(samples))}
+
+
 def test_the_json_output_keeps_its_documented_shape():
     # the acceptance report reads these keys (docs/screening.md, "JSON output")
     values = _noisy(6)

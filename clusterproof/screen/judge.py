@@ -11,7 +11,8 @@ and figure. For each (partition, check, figure):
 - each node's distance from the median in noise units (distance / scaled
   MAD, on the logarithmic scale for positive figures) and in percent of
   the median, signed so that negative is worse
-  (the direction of a figure is ``references.judge.lower_is_better``):
+  (the direction of a figure is the one its check declared,
+  ``references.judge.lower_is_better``):
   :func:`distance`;
 - the verdict: ``slow`` when the node is worse than the median by more
   than the guidance percent of its check (:data:`GUIDANCE_PCT`) **and** by
@@ -84,6 +85,12 @@ class Sample:
     reference: object = None
     runs: int = 1               # runs this figure is the best of (:func:`best_of`)
     pair: tuple = ()            # a figure between two nodes: the two (``node`` is ``a+b``)
+    #: the direction its check declared (``cp_lower_is_better``); None: none
+    declared_lower_is_better: bool = None
+
+    @property
+    def lower_is_better(self):
+        return refjudge.record_lower_is_better(self)
 
 
 @dataclass(frozen=True)
@@ -136,13 +143,13 @@ class NodeVerdict:
 def better(a, b):
     """The better of two samples of one node, check and figure: the higher
     value, or the lower where the figure is lower-is-better
-    (``references.judge.lower_is_better``); a value beats none (a failed
+    (as its check declared, ``references.judge.lower_is_better``); a value beats none (a failed
     run). Ties keep ``a``."""
     if b.value is None or not math.isfinite(b.value):
         return a
     if a.value is None or not math.isfinite(a.value):
         return b
-    if refjudge.lower_is_better(b.unit, b.figure):
+    if b.lower_is_better:
         return b if b.value < a.value else a
     return b if b.value > a.value else a
 
@@ -243,7 +250,7 @@ def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
     if sample.value is None or not math.isfinite(sample.value):
         return FigureVerdict(sample, 'failed', peers,
                              why=f'{sample.check}: {sample.reason or "no value"}')
-    lib = refjudge.lower_is_better(sample.unit, sample.figure)
+    lib = sample.lower_is_better
     units, pct = distance(sample.value, peers, lib)
     what = f'{sample.check} {sample.figure} {sample.value:g} {sample.unit}'.rstrip()
     if sample.pair:

@@ -175,11 +175,12 @@ def _case_samples(tc, check, node, part, refs, base):
         if sc.figures is not None and figure not in sc.figures:
             continue
         ref = _reference(refs, tc, figure)
+        declared = refjudge.declared_direction(tc.get('cp_lower_is_better'), figure)
         if named:
             figure = f'{named} {figure}'
         value, unit = pv[0], pv[4] if len(pv) > 4 else ''
         out.append(Sample(node, part, check, figure, value, unit or '',
-                          reference=ref))
+                          reference=ref, declared_lower_is_better=declared))
     return out
 
 
