@@ -28,10 +28,10 @@ def _points(results, figure):
     return hists[0].points
 
 
-def _on_n3(results, refs, env):
+def _on_n3(results, refs, env, node='n3'):
     proc = run_reframe(['-c', str(SELFTEST_CHECKS), '-r', '--system', 'emu:srun',
                         '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=1024',
-                        '-S', 'repeats=1', '-J', 'nodelist=n3'],
+                        '-S', 'repeats=1', '-J', f'nodelist={node}'],
                        results, mode='nightly',
                        extra_env={'CLUSTERPROOF_REFERENCES': str(refs), **env}, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -41,19 +41,20 @@ def _on_n3(results, refs, env):
 @pytest.mark.slow
 @need_netns
 def test_changes_names_the_cpu_quota_put_on_a_node(emu_cluster, tmp_path):
-    """Four sessions on n3, then n3's slurmd in a cgroup with a 2 % CPU
-    quota and four more: ``clusterproof changes`` finds the drop at the
-    fifth session and names the quota the job ran under on n3. (Each copy
-    of 1 GiB takes some 25 periods of the quota: shorter copies are slowed
-    by one period more or less, and sessions that disagree so are not a
-    new level.)"""
+    """Four sessions on n3, n1, n3 and n2, then n3's slurmd in a cgroup with
+    a 2 % CPU quota and four sessions on n3: ``clusterproof changes`` finds
+    the drop at the fifth session and names the culprit twice over, the
+    node (n3 in every session after, not in every one before) and the quota
+    the job ran under on n3. (Each copy of 1 GiB takes some 25 periods of
+    the quota: shorter copies are slowed by one period more or less, and
+    sessions that disagree so are not a new level.)"""
     from clusterproof import ClusterproofError
     from clusterproof import cluster as lc
     from clusterproof.cluster import faults
     spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
     results, refs = tmp_path / 'results', tmp_path / 'refs'
-    for _ in range(4):
-        _on_n3(results, refs, emu_cluster)
+    for node in ('n3', 'n1', 'n3', 'n2'):
+        _on_n3(results, refs, emu_cluster, node)
     try:
         quota = faults.node_cpu_quota(spec, 'n3', QUOTA_US, PERIOD_US)
     except ClusterproofError as err:
@@ -70,9 +71,11 @@ def test_changes_names_the_cpu_quota_put_on_a_node(emu_cluster, tmp_path):
     assert len(found) == 1, out.stdout
     bw = found[0]
     assert bw['direction'] == 'worse' and bw['change'] < -0.5, bw
+    assert bw['sessions_after'] == 4, bw
     line = f'cpu_quota max -> {QUOTA_US}/{PERIOD_US} on n3'
     assert line in bw['attribution'], bw
     assert line in bw['summary']
+    assert 'nodes: n3 in every session after, not in every one before' in bw['attribution'], bw
     print('\n'.join(bw['attribution']))
 
 
