@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.results import history
+from clusterproof.results import compare, history
 from clusterproof.references.judge import Judgement, Verdict
 from clusterproof.results.acceptance import Item
 from clusterproof.results.report import build, bucket
@@ -100,11 +100,57 @@ def test_report_of_failed_test(tmp_path):
     page = build(sessions[:1], recs, {'local': _ref(100000.0)})
     rows = table_rows(page, 'failures-table')[1:]
     # The failed test first, then the regressions, the largest miss first.
-    assert 'data-verdict="FAILED"' in rows[0] and 'fail in sanity' in rows[0]
+    assert 'data-verdict="FAILED"' in rows[0] and 'failed in sanity' in rows[0]
     misses = [float(m) for m in re.findall(r'\((-[\d.]+)%; tolerance', ''.join(rows[1:]))]
     assert len(misses) == 2 and misses == sorted(misses)
     assert re.search(r'data-bucket="failed"><span class="n">1<', page)
     assert re.search(r'data-bucket="regression"><span class="n">2<', page)
+
+
+def test_build_without_figures_is_not_a_failure(tmp_path):
+    """The recorded STREAM sessions (tests/data/history) hold the StreamBuild
+    test case, which passed and has no figures: the morning page listed it
+    as FAILED with the reason 'pass in None', and compare failed on it."""
+    shutil.copy(REPO / 'tests' / 'data' / 'history' / 'results.db', tmp_path / 'results.db')
+    sessions = load_sessions(tmp_path / 'results.db')
+    recs = records(sessions[:1])
+    build_recs = [r for r in recs if r.test.startswith('StreamBuild')]
+    assert [(r.result, r.figure, r.fail_phase) for r in build_recs] == [('pass', '', None)]
+    page = build(sessions[:1], recs, {})
+    assert 'in None' not in page and 'StreamBuild' in page
+    assert 'id="failures-table"' not in page            # nothing failed
+    assert re.search(r'data-bucket="failed"><span class="n">0<', page)
+    rows = [row for row in compare.against_references(recs, {}) if row.figure == '(test)']
+    assert [(row.test, row.verdict, row.reason) for row in rows] == \
+        [(build_recs[0].test, Verdict.PASS, compare.NO_FIGURES)]
+
+
+def test_failure_reason_names_phase_and_cause_or_says_unknown(tmp_path):
+    """One reason for a test case that measured nothing, on the page and in
+    compare: the phase and the cause, each said unknown when the run report
+    records none (a recorded build case turned failed, phase and reason unset)."""
+    shutil.copy(REPO / 'tests' / 'data' / 'history' / 'results.db', tmp_path / 'results.db')
+    sessions = load_sessions(tmp_path / 'results.db')
+    recs = records(sessions[:1])
+    built = next(r for r in recs if r.test.startswith('StreamBuild'))
+    cases = {
+        'failed in an unknown phase: cause unknown (the run report records none)':
+            dataclasses.replace(built, result='fail', fail_phase=None, reason=''),
+        'failed in compile: make: *** [Makefile:4: stream] Error 1':
+            dataclasses.replace(built, result='fail', fail_phase='compile',
+                                reason='make: *** [Makefile:4: stream] Error 1'),
+        'aborted in run: KeyboardInterrupt':
+            dataclasses.replace(built, result='abort', fail_phase='run', reason='KeyboardInterrupt'),
+        'skipped: no reason recorded': dataclasses.replace(built, result='skip', reason=''),
+    }
+    for want, rec in cases.items():
+        assert rec.why == want
+        row, = compare.against_references([rec], {})
+        assert row.reason == want and row.verdict in (Verdict.FAILED, Verdict.SKIPPED)
+        page = build(sessions[:1], [rec], {})
+        if rec.result != 'skip':
+            failure, = table_rows(page, 'failures-table')[1:]
+            assert 'None' not in failure and want.replace("'", '&#39;') in failure
 
 
 def test_acceptance_verdicts_and_unknown_verdicts(tmp_path):

@@ -110,8 +110,7 @@ def refusals(recs, allow_smoke=False, allow_emulated=False):
         if not r.sanity_ok and not r.skipped and case_key not in seen:
             seen.add(case_key)
             out.append(Refusal(r.session, r.test, '',
-                               f'result {r.result} in phase {r.fail_phase}: a failed test is '
-                               f'never a reference'))
+                               f'{r.why}: a failed test is never a reference'))
         if not r.figure:
             continue
         if r.smoke and not allow_smoke:

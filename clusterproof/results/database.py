@@ -113,7 +113,7 @@ class Record:
     def sanity_ok(self):
         """The test case ran and measured: it passed, or only its
         performance check failed (also as an expected failure, xfail/xpass)."""
-        return self.result in ('pass', 'xfail', 'xpass') or self.fail_phase == 'performance'
+        return self.result in PASSED or self.fail_phase == 'performance'
 
     @property
     def skipped(self):
@@ -121,18 +121,37 @@ class Record:
 
     @property
     def why(self):
-        """``skipped: <reason>`` or ``failed in <phase>: <reason>`` for a test
-        case that measured nothing; '' for one that ran."""
-        if self.skipped:
-            return f'skipped: {self.reason or "(no reason recorded)"}'
+        """Why the test case measured nothing (:func:`case_reason`); '' for
+        one that ran."""
         if self.sanity_ok:
             return ''
-        what = 'aborted' if self.result == 'abort' else 'failed'
-        return f'{what} in {self.fail_phase or "?"}' + (f': {self.reason}' if self.reason else '')
+        return case_reason(self.result, self.fail_phase, self.reason)
 
     @property
     def lower_is_better(self):
         return judge.record_lower_is_better(self)
+
+
+#: ReFrame's results of a test case that passed (an expected failure too)
+PASSED = ('pass', 'xfail', 'xpass')
+#: what a ReFrame result says of a test case that measured nothing
+_ENDED = {'fail': 'failed', 'abort': 'aborted', 'skip': 'skipped'}
+
+
+def case_reason(result, fail_phase, reason):
+    """The one text of why a test case measured nothing, everywhere it is
+    shown (compare, the report, acceptance, bless): ``skipped: <reason>``,
+    or ``failed in <phase>: <cause>`` (``aborted`` for an abort), each part
+    that the run report does not record said to be unknown, never a bare
+    ``None``. '' for a test case that passed (``pass``, ``xfail``, ``xpass``)."""
+    if result == 'skip':
+        return f'skipped: {reason or "no reason recorded"}'
+    if result in PASSED:
+        return ''
+    what = _ENDED.get(result) or (f'ended with result {result!r}' if result
+                                  else 'ended with no result recorded')
+    where = f' in {fail_phase}' if fail_phase else ' in an unknown phase'
+    return f'{what}{where}: {reason or "cause unknown (the run report records none)"}'
 
 
 def test_params(name):
