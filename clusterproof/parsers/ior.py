@@ -38,7 +38,9 @@ Facts the text parser relies on (tests/data/ior/ has real recordings):
 - ``remove`` rows (no ``-k``) hold ``-`` placeholders and are not results;
 - ``WARNING:`` lines (for instance the expected aggregate size differs from
   the bytes moved, after a stonewall deadline) and ``ERROR`` lines (failed
-  open, MPI_ABORT) are collected so a check can fail its sanity and quote them.
+  open, MPI_ABORT), with the error lines of the MPI library, UCX and Slurm
+  (:mod:`clusterproof.parsers.runtime_errors`), are collected so a check can
+  fail its sanity and quote them.
 
 Bandwidth is MiB/s (2^20 bytes/s) as IOR prints it; :func:`gb_per_s` gives
 the GB/s (10^9 bytes/s) the published figures use.
@@ -48,7 +50,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, runtime_errors
 
 MIB = 1024 ** 2
 
@@ -78,8 +80,8 @@ _SUMMARY_HEAD = re.compile(r'^Operation\s+Max\(MiB\).*$', re.M)
 _REORDER_LINE = "Using reorderTasks '-C'"
 _WARNING = re.compile(r'^.*\bWARNING:.*$', re.M)
 #: error lines: ``ERROR`` (IOR, mdtest 3.x/4.x), ``Process N(...): FAILED in <function>,``
-#: (LLNL mdtest 1.9.x), Open MPI's abort notice
-_ERROR = re.compile(r'^.*(?:\bERROR\b|: FAILED in \w+,|MPI_ABORT was invoked).*$', re.M)
+#: (LLNL mdtest 1.9.x); the MPI library's are :mod:`clusterproof.parsers.runtime_errors`'
+_ERROR = re.compile(r'^.*(?:\bERROR\b|: FAILED in \w+,).*$', re.M)
 
 #: summary-table columns kept, and their names in the result
 _SUMMARY_COLS = {
@@ -149,12 +151,17 @@ def _number(text, what, source):
 
 
 def problem_lines(*texts):
-    """``(errors, warnings)``: the ERROR and WARNING: lines of the texts, in order."""
+    """``(errors, warnings)``: the ERROR and WARNING: lines of the texts, in
+    order; the error lines of the MPI library, UCX and Slurm
+    (:mod:`clusterproof.parsers.runtime_errors`: ``ORTE_ERROR_LOG``,
+    ``srun: error:`` ...) are errors too."""
     errors, warnings = [], []
     for text in texts:
-        if text:
-            errors += [m.group(0).strip() for m in _ERROR.finditer(text)]
-            warnings += [m.group(0).strip() for m in _WARNING.finditer(text)]
+        for line in (text or '').splitlines():
+            if _ERROR.match(line) or runtime_errors.error_lines(line):
+                errors.append(line.strip())
+            if _WARNING.match(line):
+                warnings.append(line.strip())
     return errors, warnings
 
 
