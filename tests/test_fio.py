@@ -396,3 +396,25 @@ def test_fio_3_1_without_lat_percentiles_is_refused():
     with pytest.raises(ParseError, match=r'randread_8files, read: lat_ns has no percentile\(s\) '
                                          r'.*set lat_percentiles=1'):
         fio.parse(read('fio-3.1-psync-randread-clat.json'), 'x')
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_appended_runs_of_one_job_yield_the_last():
+    """fio run twice into one file (two JSON documents, recorded): the last
+    document is read, and the count said; the first is never read alone."""
+    text = (FIO / 'psync-randwrite-twice.txt').read_text()
+    first_end = text.index('\n}\n') + 3
+    doc = fio.load(text, 'twice.txt')
+    assert doc['_runs'] == 2 and doc['_note'] == 'twice.txt holds 2 fio runs; the last is read'
+    last = fio.parse(text, 'twice.txt')['randwrite_8files']['write']
+    assert last == fio.parse(text[first_end:], 'x')['randwrite_8files']['write']
+    assert last != fio.parse(text[:first_end], 'x')['randwrite_8files']['write']
+
+
+def test_appended_runs_of_other_jobs_are_refused():
+    text = (FIO / 'psync-randwrite-then-randread.txt').read_text()
+    with pytest.raises(ParseError, match=r'^two\.txt holds 2 fio runs that differ \(jobs: '
+                                         r'randwrite_8files \(run 1\), randread_8files \(run 2\); '
+                                         r'rw: randwrite \(run 1\), randread \(run 2\)\)'):
+        fio.parse(text, 'two.txt')

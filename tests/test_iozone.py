@@ -251,3 +251,24 @@ def test_sbatch_templates_refuse_before_writing(tmp_path, script, args, ram, wor
     assert out.returncode == 2, out.stdout + out.stderr
     assert re.search(words, out.stderr), out.stderr
     assert not scratch_dir.exists() or list(scratch_dir.iterdir()) == []
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_test_in_several_runs_of_one_kind_is_read_from_the_last():
+    """Two runs of the same write pass appended into one file (recorded):
+    every run is returned; the test is read from the last."""
+    parsed = parser.parse((DATA / 'iozone' / 'local-seq-write-twice.txt').read_text(), 'twice')
+    first, last = parsed['runs']
+    assert first['tests']['initial writers']['children'] == 1172292.59
+    assert last['tests']['initial writers']['children'] == 1558774.81
+    assert parser.find_test(parsed, 'initial writers')['children'] == 1558774.81
+
+
+def test_test_in_several_runs_that_differ_is_refused():
+    """1 then 2 threads appended into one file (recorded): no run of them
+    is the result for 'initial writers'."""
+    parsed = parser.parse((DATA / 'iozone' / 'local-seq-write-t1-then-t2.txt').read_text(), 'log')
+    with pytest.raises(ParseError, match=r"^log \('initial writers'\) holds 2 IOzone runs that "
+                                         r"differ \(threads: 1 \(run 1\), 2 \(run 2\)\)"):
+        parser.find_test(parsed, 'initial writers')
