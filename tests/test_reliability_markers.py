@@ -99,8 +99,13 @@ def test_failure_cause_names_the_runtime_error_not_the_exit_status():
         'MPI start failed: *** An error occurred in MPI_Init')
     text = ('srun: error: n2: task 1: Killed\n'
             'slurmstepd: error: *** STEP 9.0 ON n1 CANCELLED AT 2026-11-26T13:00:00 ***\n')
-    assert reliability.failure_cause(text, 'CANCELLED') == (
+    assert reliability.failure_cause(text, 'FAILED') == (
         'runtime error: Slurm: srun: error: n2: task 1: Killed')
+    # a job Slurm says was cancelled (scancel): the ended tasks' lines are its consequence
+    assert reliability.failure_cause(text, 'CANCELLED') == (
+        'cancelled: the job was cancelled before it finished')
+    assert reliability.failure_cause(text.splitlines()[1], 'FAILED') == (
+        'cancelled: the job was cancelled before it finished')
 
 
 def test_ior_and_mdtest_quote_runtime_errors():

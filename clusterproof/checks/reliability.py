@@ -97,10 +97,14 @@ CAUSES = [
           r'ompi_rte_init failed|orte_ess_init failed|PMIx_Init failed|'
           r'PMIX ERROR',
           '{line}'),
+    # a job Slurm says was cancelled (scancel): the tasks it ended print
+    # 'srun: error: n1: task 0: Terminated', a consequence
+    Cause('cancelled', ['CANCELLED'], None, 'the job was cancelled before it finished'),
     # any other error line of the MPI library, UCX or Slurm (ORTE_ERROR_LOG,
-    # MPI_ABORT, a rank that died, srun: error: ...): before 'cancelled' too
+    # MPI_ABORT, a rank that died, srun: error: ...): before Slurm's line of a
+    # cancelled step, which --kill-on-bad-exit prints after a rank's error
     Cause('runtime error', [], None, '{line}', find=runtime_error),
-    Cause('cancelled', ['CANCELLED'], runtime_errors.CANCELLED.pattern,
+    Cause('cancelled', [], runtime_errors.CANCELLED.pattern,
           'the job was cancelled before it finished'),
 ]
 
