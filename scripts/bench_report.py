@@ -44,8 +44,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof.checks import fingerprint  # noqa: E402
-from clusterproof.results import compare, history, report  # noqa: E402
-from clusterproof.results.database import Record, Session  # noqa: E402
+from clusterproof.analysis import compare  # noqa: E402
+from clusterproof.results import report  # noqa: E402
+from clusterproof.store import history  # noqa: E402
+from clusterproof.store.sessions import Record, Session  # noqa: E402
 
 FAMILIES = 20           # check names per system
 THREADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

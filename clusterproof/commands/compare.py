@@ -4,9 +4,11 @@ session, and slow drift over the history; exit status 1 on a regression."""
 import polars as pl
 
 from clusterproof import ClusterproofError
-from clusterproof.results import compare, history
+from clusterproof.analysis import compare
+from clusterproof.commands.selection import add_store_arg
 from clusterproof.references.judge import reference_file
-from clusterproof.results.database import add_store_arg, load_sessions, records, select
+from clusterproof.store import history
+from clusterproof.store.sessions import load_sessions, records, select
 
 
 def register(subparsers):

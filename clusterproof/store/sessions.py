@@ -1,5 +1,5 @@
-"""Measured results as sessions and :class:`Record` rows, read from the figure
-store (:mod:`clusterproof.store`), which is derived from ReFrame's results
+"""Sessions and their :class:`Record` rows, read from the figure store
+(:mod:`clusterproof.store`), which is derived from ReFrame's results
 database (``<results>/results.db``, read through
 :mod:`clusterproof.reframe_io.database`, never written): each read first
 ingests the sessions the store lacks. One row per test case and figure, and
@@ -10,29 +10,26 @@ none), or passed without measuring any (a session of such checks is still a
 session).
 """
 
-import argparse
 import json
 import os
 import re
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterproof import ClusterproofError
+import polars as pl
+
+from clusterproof import store
 from clusterproof.paths import results_db
 from clusterproof.references import judge
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.site.hardware import is_emulated
 from clusterproof.store import identity
 
 #: test attributes that count threads (the x axis of scaling plots)
 THREAD_ATTRS = ('num_threads', 'threads', 'num_tasks', 'nthreads', 'num_procs')
 
 _PARAM_RE = re.compile(r'\s%(\w+)=(\S+)')
-_SINCE_RE = re.compile(r'^(\d+(?:\.\d+)?)\s*([smhdw])$')
-_SINCE_UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 7 * 86400}
 
 
 @dataclass(slots=True)
@@ -47,19 +44,19 @@ class Session:
 
     @property
     def systems(self):
-        return sorted({c.get('system') for c in self.cases if c.get('system')})
+        return sorted({r.system for r in records([self]) if r.system})
 
     @property
     def smoke(self):
-        return any(c.get('cp_smoke') for c in self.cases)
+        return any(r.smoke for r in records([self]))
 
     @property
     def emulated(self):
-        return any(is_emulated(c) for c in self.cases)
+        return any(r.emulated for r in records([self]))
 
     @property
     def modes(self):
-        return sorted({c.get('cp_mode') for c in self.cases if c.get('cp_mode')})
+        return sorted({r.mode for r in records([self]) if r.mode})
 
     def label(self):
         return f'{self.uuid[:8]} {time.strftime("%Y-%m-%d %H:%M", time.localtime(self.start))}'
@@ -144,15 +141,6 @@ def check_name(name):
     return name.split(' ', 1)[0]
 
 
-def parse_since(text, now=None):
-    """``30d``, ``12h``, ``2w`` -> unix time that long before ``now``."""
-    m = _SINCE_RE.match(text.strip())
-    if not m:
-        raise ClusterproofError(
-            f'--since {text!r}: give a number and a unit s, m, h, d or w (e.g. 30d)')
-    return (now or time.time()) - float(m.group(1)) * _SINCE_UNITS[m.group(2)]
-
-
 #: the columns of the store a :class:`Record` is made of
 _REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figure', 'value',
              'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
@@ -170,31 +158,24 @@ def _record(row, case):
                   mode, smoke, emulated, binary_version, t, case, reason, declared)
 
 
-#: stores given with --store on the command line
+#: stores given with --store on the command line (:func:`read_store`)
 _STORES = []
 
 
+def read_store(path):
+    """Read the store ``path`` (or every store in it, a fleet) instead of
+    the results database's, as ``--store`` asks; returns the stores read."""
+    _STORES.append(Path(path))
+    return list(_STORES)
+
+
 def store_paths():
-    """Stores read instead of the results database: ``--store`` options,
-    else ``CLUSTERPROOF_STORE`` (paths separated by ``:``); a directory of
-    stores is a fleet. [] for the results database's own store."""
+    """Stores read instead of the results database: ``--store`` options
+    (:func:`read_store`), else ``CLUSTERPROOF_STORE`` (paths separated by
+    ``:``); a directory of stores is a fleet. [] for the results database's
+    own store."""
     return list(_STORES) or [Path(p) for p in os.environ.get('CLUSTERPROOF_STORE', '')
                              .split(':') if p]
-
-
-class _StoreAction(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None):
-        _STORES.append(Path(values))
-        setattr(namespace, self.dest, list(_STORES))
-
-
-def add_store_arg(parser):
-    """``--store DIR`` (repeatable): read these figure stores (a directory of
-    stores is a fleet) instead of the results database."""
-    parser.add_argument('--store', action=_StoreAction, metavar='DIR',
-                        help='read this figure store, or every store in this directory (a '
-                             'fleet), instead of the results database (repeatable; default: '
-                             '$CLUSTERPROOF_STORE, else <results>/store, ingested first)')
 
 
 def figures(db=None):
@@ -205,7 +186,6 @@ def figures(db=None):
     history was imported into it (``clusterproof store import``).
     A damaged database does not lose a night: the sessions of the run
     reports the store lacks are ingested, and a warning names the file."""
-    from clusterproof import store
     paths = store_paths() if db is None else []
     if paths:
         return store.scan(paths), ', '.join(map(str, paths))
@@ -249,7 +229,7 @@ def select(db=None, ids=(), last=None, since=None, system=None, mode=None, until
     lf, where = figures(db)
     if ids:
         from clusterproof import store
-        known = [u for u, _ in store.sessions(lf)]
+        known = [u for u, _ in store.session_starts(lf)]
         lf = lf.filter(pl.col('session').is_in([rfdb.resolve_id(where, i, known)
                                                  for i in ids]))
     if since is not None:
@@ -275,7 +255,6 @@ def _sessions_of(df):
     store rows ``df`` (sorted by session start). A test case that looks the
     same night after night (attributes, provenance, result) is one dict,
     and the columns that say so are read once per distinct look."""
-    import polars as pl
     looks_cols = ['system', 'partition', 'environ', 'test', 'result', 'fail_phase', 'mode',
                   'smoke', 'emulated', *_CASE_COLS]
     df = df.with_columns(pl.struct(looks_cols).hash().alias('_looks'),
@@ -327,81 +306,3 @@ def records(sessions):
                                           sess.report_file):
                 out.append(_record(tuple(row[c] for c in _REC_COLS), tc))
     return out
-
-
-def by_key(recs):
-    """``{record.key: [records oldest first]}``."""
-    out = {}
-    for r in recs:
-        out.setdefault(r.key, []).append(r)
-    for v in out.values():
-        v.sort(key=lambda r: r.start)
-    return out
-
-
-def median(values):
-    return statistics.median(values)
-
-
-def percentile(values, p):
-    """Linear-interpolated percentile ``p`` (0..100) of ``values``."""
-    vals = sorted(values)
-    if not vals:
-        raise ValueError('percentile of no values')
-    if not 0 <= p <= 100:
-        raise ClusterproofError(f'--percentile {p}: give a number from 0 to 100')
-    pos = (len(vals) - 1) * p / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(vals) - 1)
-    return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
-
-
-def select_sessions(args, system=None, mode=None):
-    """Sessions chosen on a command line: ``--session ID`` (repeatable),
-    ``--last N``, ``--since 30d``; the newest session when none is given."""
-    sessions = load_sessions(**selection(args, system, mode))
-    if not sessions:
-        none_selected(args, system, mode)
-    return sessions
-
-
-def selection(args, system=None, mode=None):
-    """The arguments of :func:`load_sessions` (and :func:`select`) that a
-    command line chooses (see :func:`select_sessions`)."""
-    ids = getattr(args, 'session', None) or []
-    since = parse_since(args.since) if getattr(args, 'since', None) else None
-    last = getattr(args, 'last', None)
-    if not ids and since is None and last is None:
-        last = 1
-    return dict(ids=ids, last=last, since=since, system=system, mode=mode)
-
-
-def none_selected(args, system=None, mode=None):
-    """Raise the error of a selection (see :func:`select_sessions`) that
-    matched no session."""
-    what = []
-    if getattr(args, 'session', None):
-        what.append('ids ' + ', '.join(args.session))
-    if getattr(args, 'since', None):
-        what.append(f'since {args.since}')
-    if system:
-        what.append(f'system {system}')
-    if mode:
-        what.append(f'mode {mode}')
-    raise ClusterproofError(f'no sessions in {results_db()} match '
-                            f'({"; ".join(what) or "any"})')
-
-
-def add_selection_args(parser, default_help='the newest session'):
-    g = parser.add_argument_group('session selection (ReFrame results database)')
-    g.add_argument('--session', action='append', metavar='ID',
-                   help='a session uuid or unique prefix (repeatable)')
-    g.add_argument('--last', type=int, metavar='N', help='the newest N sessions')
-    g.add_argument('--since', metavar='AGE', help='sessions started within AGE, e.g. 30d, 12h')
-    g.add_argument('--system', help='only test cases that ran on this system')
-    g.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
-                   help='only test cases run in this mode')
-    add_store_arg(g)
-    parser.epilog = ((parser.epilog or '') +
-                     f' Without a selection: {default_help}. The database is '
-                     f'$CLUSTERPROOF_RESULTS/results.db.')
