@@ -49,9 +49,8 @@ from clusterproof.analysis import detector, findings
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.site.hardware import is_emulated
 from clusterproof.store import history
-from clusterproof.store.sessions import THREAD_ATTRS, check_name
+from clusterproof.store.sessions import THREAD_ATTRS, check_name, records
 
 TEMPLATES = Path(__file__).with_name('templates')
 #: the system whose references are the published figures (scaling curves)
@@ -660,10 +659,11 @@ def overview(lf):
 
 def _frame_of(sessions):
     """The rows :func:`overview` reads, of sessions in memory."""
-    rows = [(s.uuid, s.start, s.info.get('time_start') or '', s.info.get('cmdline') or '',
-             c.get('system') or '', c.get('cp_mode') or '', bool(c.get('cp_smoke')),
-             is_emulated(c), c.get('name') or '',
-             *(rfdb.provenance_text(c.get(k)) for k in _PROV_COLS))
-            for s in sessions for c in s.cases]
+    info = {s.uuid: s.info for s in sessions}
+    cases = {(r.session, id(r.case)): r for r in records(sessions)}   # one row a test case
+    rows = [(r.session, r.start, info[r.session].get('time_start') or '',
+             info[r.session].get('cmdline') or '', r.system, r.mode, r.smoke, r.emulated,
+             r.test, *(rfdb.provenance_text(r.case.get(k)) for k in _PROV_COLS))
+            for r in cases.values()]
     return pl.DataFrame(rows, schema=[(c, store.SCHEMA[c]) for c in _OVERVIEW_COLS],
                         orient='row').lazy()

@@ -141,21 +141,19 @@ def check_name(name):
     return name.split(' ', 1)[0]
 
 
-#: the columns of the store a :class:`Record` is made of
+#: the columns of the store a :class:`Record` is made of (its fields of the same names)
 _REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figure', 'value',
              'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
              'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better')
+#: the columns of its test case (:func:`_case`)
 _CASE_COLS = ('attrs',) + rfdb.PROVENANCE
 _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
 
 
 def _record(row, case):
-    (session, start, system, part, environ, test, figure, value, unit, ref, lower, upper,
-     perf_result, result, fail_phase, mode, smoke, emulated, binary_version, t, reason,
-     declared) = row
-    return Record(session, start, system, part, environ, check_name(test), test, figure,
-                  value, unit, ref, lower, upper, perf_result, result, fail_phase or None,
-                  mode, smoke, emulated, binary_version, t, case, reason, declared)
+    """The :class:`Record` of the store row ``row`` (a dict of :data:`_REC_COLS`)."""
+    return Record(**dict(row, fail_phase=row['fail_phase'] or None),
+                  check=check_name(row['test']), case=case)
 
 
 #: stores given with --store on the command line (:func:`read_store`)
@@ -260,9 +258,8 @@ def _sessions_of(df):
     df = df.with_columns(pl.struct(looks_cols).hash().alias('_looks'),
                          pl.struct('session').hash().alias('_sess'))
     shared = {}
-    for row in df.unique('_looks').rows(named=True):
-        shared[row['_looks']] = _case(tuple(row[c] for c in _REC_COLS),
-                                      tuple(row[c] for c in _CASE_COLS))
+    for row in df.unique('_looks').select('_looks', *_CASE_COLS).rows(named=True):
+        shared[row['_looks']] = _case(row)
     out = {}
     for row in df.unique('_sess').select('session', 'start', *_SESSION_COLS).rows():
         uuid, start, end, version, cmdline, tstart, source = row
@@ -270,9 +267,9 @@ def _sessions_of(df):
             'uuid': uuid, 'version': version, 'cmdline': cmdline, 'time_start': tstart,
             'time_start_unix': start, 'time_end_unix': end}, source, [], [])
     seen = set()
-    for looks, row in zip(df['_looks'].to_list(), df.select(_REC_COLS).rows()):
-        sess, case = out[row[0]], shared[looks]
-        ck = (row[0], looks)
+    for looks, row in zip(df['_looks'].to_list(), df.select(_REC_COLS).rows(named=True)):
+        sess, case = out[row['session']], shared[looks]
+        ck = (row['session'], looks)
         if ck not in seen:
             seen.add(ck)
             sess.cases.append(case)
@@ -280,14 +277,12 @@ def _sessions_of(df):
     return sorted(out.values(), key=lambda s: (s.start, s.uuid))
 
 
-def _case(row, ex):
-    """The test case of a store row, as far as the store keeps it."""
-    case = json.loads(ex[0] or '{}')
-    for k, v in zip(rfdb.PROVENANCE, ex[1:len(_CASE_COLS)]):
-        case[k] = v.split(',') if k == 'job_nodelist' and v else v
-    case.update(name=row[5], system=row[2], partition=row[3], environ=row[4],
-                result=row[13], fail_phase=row[14] or None, cp_mode=row[15],
-                cp_smoke=row[16], cp_emulated=row[17])
+def _case(row):
+    """The test case of a store row (a dict of :data:`_CASE_COLS`) beyond the
+    columns of its :class:`Record`: the test's attributes and its provenance."""
+    case = json.loads(row['attrs'] or '{}')
+    for k in rfdb.PROVENANCE:
+        case[k] = row[k].split(',') if k == 'job_nodelist' and row[k] else row[k]
     return case
 
 
@@ -304,5 +299,5 @@ def records(sessions):
         for tc in sess.cases:       # a session built in memory
             for row in rfdb.testcase_rows(tc, sess.uuid, sess.start, sess.end, sess.info,
                                           sess.report_file):
-                out.append(_record(tuple(row[c] for c in _REC_COLS), tc))
+                out.append(_record({c: row[c] for c in _REC_COLS}, tc))
     return out
