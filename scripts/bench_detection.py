@@ -302,7 +302,7 @@ def _library_scan(series, place):
     y = np.log(series.values)
     alarms, start = [], 0
     for t in range(len(y)):
-        screened = detector.screen(y[:t + 1], start, s)
+        screened = detector.moved_enough(y[:t + 1], start, s)
         if screened is None:
             continue
         seg, offset, sigma, need = screened

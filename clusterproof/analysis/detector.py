@@ -354,7 +354,7 @@ def binseg(x, min_size, pen):
     return bkps[:-1]
 
 
-def screen(y, start, settings, floor=1e-6):
+def moved_enough(y, start, settings, floor=1e-6):
     """The cheap part of one night's decision: ``(seg, offset, sigma, need)``
     when the newest sessions of ``y[start:]`` (log values up to tonight)
     moved enough to look closer, else None. ``need`` is the number of
@@ -382,7 +382,7 @@ def judge_night(y, start, settings, floor=1e-6):
     ``y``) if the newest sessions of ``y[start:]`` moved, else None.
     ``y`` holds log values up to and including tonight."""
     s = settings
-    screened = screen(y, start, s, floor)
+    screened = moved_enough(y, start, s, floor)
     if screened is None:
         return None
     seg, offset, sigma, need = screened
@@ -429,10 +429,10 @@ def scan(values, settings=None):
 def _nightly(y, s, floor):
     """Every night's :func:`judge_night`, oldest first, each reported change
     starting a new segment; a night is judged only when
-    :func:`_may_screen` says its screen can pass."""
+    :func:`_may_move_enough` says its screen can pass."""
     found = []
     start = 0
-    may = _may_screen(y, s, floor, 0)
+    may = _may_move_enough(y, s, floor, 0)
     for t in range(s.min_before + s.min_after - 1, len(y)):
         if not may[t]:
             continue
@@ -443,11 +443,11 @@ def _nightly(y, s, floor):
             # the nights whose window reaches back before the new segment
             if t + 1 < start + s.window:
                 span = slice(t + 1, start + s.window)
-                may[span] = _may_screen(y, s, floor, start)[span]
+                may[span] = _may_move_enough(y, s, floor, start)[span]
     return found
 
 
-#: relative slack of :func:`_may_screen`'s threshold: far more than the
+#: relative slack of :func:`_may_move_enough`'s threshold: far more than the
 #: rounding of its sums, far less than any difference a screen could notice
 _SLACK = 1e-6
 
@@ -473,9 +473,9 @@ def _row_quantile(rows, m, q):
     return a + (b - a) * (pos - k)
 
 
-def _may_screen(y, s, floor, start):
+def _may_move_enough(y, s, floor, start):
     """For each night ``t`` (with the last change at ``start``), False when
-    :func:`screen` of ``y[:t + 1]`` certainly does not pass; computed for
+    :func:`moved_enough` of ``y[:t + 1]`` certainly does not pass; computed for
     every night at once (with ``start`` > 0, for the nights whose window
     reaches back before ``start`` only: the others are as for 0).
 

@@ -1,1 +1,2 @@
-"""Results presented: the HTML report, the acceptance table, and figures sent to a time-series database."""
+"""Results presented: the HTML report, the acceptance table, and figures sent
+to a time-series database."""
