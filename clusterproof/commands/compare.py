@@ -62,7 +62,7 @@ def run(args):
         new = load_sessions(ids=[args.sessions[-1]], system=args.system)
     else:
         new = load_sessions(last=1, system=args.system)
-    if not new or not new[0].cases:
+    if not new or not new[0].recs:
         raise ClusterproofError('no session to compare'
                                 + (f' on system {args.system}' if args.system else ''))
     session = new[0]

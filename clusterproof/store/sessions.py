@@ -39,24 +39,23 @@ class Session:
     end: float
     info: dict
     report_file: str = ''
-    cases: list = field(default_factory=list)
-    recs: list = None           # its records, when read from the figure store
+    recs: list = field(default_factory=list)    # its records, test cases without figures too
 
     @property
     def systems(self):
-        return sorted({r.system for r in records([self]) if r.system})
+        return sorted({r.system for r in self.recs if r.system})
 
     @property
     def smoke(self):
-        return any(r.smoke for r in records([self]))
+        return any(r.smoke for r in self.recs)
 
     @property
     def emulated(self):
-        return any(r.emulated for r in records([self]))
+        return any(r.emulated for r in self.recs)
 
     @property
     def modes(self):
-        return sorted({r.mode for r in records([self]) if r.mode})
+        return sorted({r.mode for r in self.recs if r.mode})
 
     def label(self):
         return f'{self.uuid[:8]} {time.strftime("%Y-%m-%d %H:%M", time.localtime(self.start))}'
@@ -249,8 +248,8 @@ def select(db=None, ids=(), last=None, since=None, system=None, mode=None, until
 
 
 def _sessions_of(df):
-    """:class:`Session` objects, with their records and test cases, of the
-    store rows ``df`` (sorted by session start). A test case that looks the
+    """:class:`Session` objects, with their records, of the store rows
+    ``df`` (sorted by session start). A test case that looks the
     same night after night (attributes, provenance, result) is one dict,
     and the columns that say so are read once per distinct look."""
     looks_cols = ['system', 'partition', 'environ', 'test', 'result', 'fail_phase', 'mode',
@@ -265,15 +264,9 @@ def _sessions_of(df):
         uuid, start, end, version, cmdline, tstart, source = row
         out[uuid] = Session(uuid, start, end, {
             'uuid': uuid, 'version': version, 'cmdline': cmdline, 'time_start': tstart,
-            'time_start_unix': start, 'time_end_unix': end}, source, [], [])
-    seen = set()
+            'time_start_unix': start, 'time_end_unix': end}, source, [])
     for looks, row in zip(df['_looks'].to_list(), df.select(_REC_COLS).rows(named=True)):
-        sess, case = out[row['session']], shared[looks]
-        ck = (row['session'], looks)
-        if ck not in seen:
-            seen.add(ck)
-            sess.cases.append(case)
-        sess.recs.append(_record(row, case))
+        out[row['session']].recs.append(_record(row, shared[looks]))
     return sorted(out.values(), key=lambda s: (s.start, s.uuid))
 
 
@@ -291,13 +284,4 @@ def records(sessions):
     performance values still give one row with figure ``''``, so a failed
     sanity, a skip or a session of checks without figures is never lost;
     readers of figures skip the rows without one)."""
-    out = []
-    for sess in sessions:
-        if sess.recs is not None:
-            out += sess.recs
-            continue
-        for tc in sess.cases:       # a session built in memory
-            for row in rfdb.testcase_rows(tc, sess.uuid, sess.start, sess.end, sess.info,
-                                          sess.report_file):
-                out.append(_record({c: row[c] for c in _REC_COLS}, tc))
-    return out
+    return [r for sess in sessions for r in sess.recs]
