@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 import yaml
 
-from clusterproof.references import bless
-from clusterproof.results.database import load_sessions, records
+from clusterproof.analysis import bless
+from clusterproof.store.sessions import load_sessions, records
 from results_helpers import clusterproof, recorded_results
 
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / 'scripts'))
 sys.path.insert(0, str(REPO))
 
 import bench_detection as bench  # noqa: E402
-from clusterproof.results import changes  # noqa: E402
+from clusterproof.analysis import detector as changes  # noqa: E402
 
 RECORD = REPO / 'tests' / 'data' / 'changes-golden' / 'findings.json'
 COUNT, NIGHTS, SEED = 60, 200, 7

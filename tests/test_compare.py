@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from clusterproof.results import compare
-from clusterproof.references.bless import derive, merged_entries
+from clusterproof.analysis import compare
+from clusterproof.analysis.bless import derive, merged_entries
 from clusterproof.references.judge import Verdict, reference_of_record
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 import yaml
 
 from clusterproof.reframe_io import runner

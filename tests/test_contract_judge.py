@@ -9,7 +9,7 @@ import pytest
 
 from clusterproof.acceptance import contract, judge, record
 from clusterproof.references.judge import Verdict
-from clusterproof.results.database import load_sessions
+from clusterproof.store.sessions import load_sessions
 from results_helpers import clusterproof, recorded_results
 
 HEAD = 'system: local\nmode: nightly\nrepetitions: 3\nreuse_within_days: 0\nitems:\n'

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.results import compare, history
+from clusterproof.analysis import compare
+from clusterproof.store import history, sources
 from clusterproof.references.judge import Judgement, Verdict
 from clusterproof.results.acceptance import Item
 from clusterproof.results.report import build, bucket
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import REPO, clusterproof, recorded_results
 
@@ -212,7 +213,7 @@ def stepped_history(tmp_path, sessions, recs, nights=40, step_at=30, drop=0.3):
         lines.append(f'{t.isoformat()},{rec.system},{rec.partition},{rec.test} +{rec.environ},'
                      f'{rec.figure},{value},{rec.unit},{"2.0" if i >= step_at else "1.9"}')
     path.write_text('\n'.join(lines) + '\n')
-    stepped = history.from_csv([path])
+    stepped = sources.load([path])
     keys = {h.key for h in stepped}
     return stepped + [h for h in history.from_records(sessions, recs) if h.key not in keys]
 
@@ -245,7 +246,7 @@ def test_page_and_changes_command_agree_on_an_older_step(tmp_path):
     lists it, and the page built from the same histories has it on the first
     screen and counts it (the pre-screen once looked only at the newest two
     values against the median, which a step 8 sessions old has moved)."""
-    from clusterproof.results.changes import detect
+    from clusterproof.analysis.findings import detect
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]   # no smoke
     recs = records(sessions)
     hists = stepped_history(tmp_path, sessions, recs, nights=16, step_at=8, drop=0.5)

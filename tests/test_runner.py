@@ -8,7 +8,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.reframe_io import runner
-from clusterproof.results.database import load_sessions
+from clusterproof.store.sessions import load_sessions
 from conftest import WAIT_S, reframe_env
 from results_helpers import SELFTEST_CHECKS, recorded_report
 

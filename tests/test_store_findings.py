@@ -15,8 +15,8 @@ from test_store import _new_report
 from conftest import WAIT_S
 
 from clusterproof import store
-from clusterproof.results import history
-from clusterproof.store import findings
+from clusterproof.analysis import findings
+from clusterproof.store import history
 
 
 def _stepped(tmp_path):
@@ -89,7 +89,7 @@ def test_a_new_session_restales_only_the_figures_it_touched(tmp_path):
 _KILLED = '''
 import os, sys
 import polars as pl
-from clusterproof.store import findings
+from clusterproof.analysis import findings
 real = pl.DataFrame.write_parquet
 def half(self, path, **kw):
     real(self, path, **kw)
@@ -150,7 +150,7 @@ def test_two_derivations_at_once_judge_each_figure_once(tmp_path):
     results, _ = _stepped(tmp_path)
     db, where = results / 'results.db', results / 'store'
     store.ingest(db, where)
-    code = ('import sys; from clusterproof.store import findings; '
+    code = ('import sys; from clusterproof.analysis import findings; '
             'print(findings.derive(sys.argv[1])[0])')
     procs = [subprocess.Popen([sys.executable, '-c', code, str(where)], cwd=REPO,
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]

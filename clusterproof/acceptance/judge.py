@@ -30,7 +30,7 @@ from clusterproof.checks import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.results.database import check_name, load_sessions, records, store_paths
+from clusterproof.store.sessions import check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
 

@@ -13,7 +13,7 @@ from clusterproof.paths import CHECKS_DIR, REPO, SETTINGS_FILE
 from clusterproof.acceptance import judge
 from clusterproof.reframe_io import runner
 from clusterproof.results.acceptance import reframe_status
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 
 
 def name_pattern(item):

@@ -18,7 +18,7 @@ from clusterproof.references.judge import Verdict, load_references, reference_fi
 from clusterproof.reframe_io import runner
 from clusterproof.results import report
 from clusterproof.results.acceptance import reframe_status, verdict_table
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 from clusterproof.site.validate import find_system, load_site_configuration
 
 

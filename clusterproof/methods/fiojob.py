@@ -186,13 +186,3 @@ def parse_engines(enghelp_text):
         raise ValueError('fio --enghelp: no "Available IO engines:" line in '
                          f'{enghelp_text.strip()[:200]!r}')
     return [ln.strip() for ln in lines[start + 1:] if ln.strip()]
-
-
-def devdax_alignment(device, sysfs='/sys/bus/dax/devices'):
-    """Alignment (bytes) of ``/dev/daxX.Y`` from sysfs, or None."""
-    name = device.rsplit('/', 1)[-1]
-    try:
-        with open(f'{sysfs}/{name}/align') as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None

@@ -9,7 +9,7 @@ First screen (what a reader needs at 8 in the morning):
    counted under its own name: ``judge.Verdict.bucket``);
 2. the changes the change-point detector found in the last
    :data:`RECENT_NIGHTS` sessions, ranked by size x confidence, with what
-   changed in the provenance (:func:`clusterproof.results.changes.detect`,
+   changed in the provenance (:func:`clusterproof.analysis.findings.detect`,
    as ``clusterproof changes`` finds them);
 3. the failures and regressions with their reason.
 
@@ -21,7 +21,7 @@ system ``pixstor`` where it has one, never judged against), latency
 percentiles; then the mmap memory/device ratios and the provenance.
 
 One judge: every verdict, and every reference or band drawn, comes from the
-rows of :func:`clusterproof.results.compare.against_references` (an emulated
+rows of :func:`clusterproof.analysis.compare.against_references` (an emulated
 figure's band is the one of ``<system>.emulated.yaml`` it was judged
 against). Smoke and emulated results are labelled on every row and figure.
 
@@ -45,12 +45,12 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError, store
+from clusterproof.analysis import detector, findings
+from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.results import changes, history
-from clusterproof.results.compare import against_references
-from clusterproof.results.database import THREAD_ATTRS, check_name
-from clusterproof.site.hardware import is_emulated
+from clusterproof.store import history
+from clusterproof.store.sessions import THREAD_ATTRS, check_name, records
 
 TEMPLATES = Path(__file__).with_name('templates')
 #: the system whose references are the published figures (scaling curves)
@@ -103,7 +103,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     :func:`overview`) the provenance of every session, when ``sessions``
     holds only the newest; ``verdicts`` (optional) is an acceptance verdict table
     (``[results.acceptance.Item]``); ``histories`` (optional,
-    :class:`clusterproof.results.history.History`) replaces the histories
+    :class:`clusterproof.store.history.History`) replaces the histories
     made from ``recs``; ``kept``: see :func:`recent_changes`."""
     refs = dict(refs_by_system or {})
     if view is None:
@@ -167,7 +167,7 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     """The changes found in the newest ``nights`` sessions of each history,
     ranked by size x confidence: what ``clusterproof changes`` lists for
     them (the same :func:`detect`; nightly alarms since withdrawn left out).
-    ``kept`` (``{key: changes}``, :func:`clusterproof.store.findings.current`)
+    ``kept`` (``{key: changes}``, :func:`clusterproof.analysis.findings.current`)
     gives the changes of the whole history of some figures, as ``clusterproof
     changes`` lists them: those are taken, not judged again.
     Only the figures that :func:`moved` in those sessions are scanned (the
@@ -177,12 +177,12 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     suspects = []
     for h in histories:
         if (h.key in kept
-                or len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER):
+                or len(h.points) < detector.DEFAULT_MIN_BEFORE + detector.DEFAULT_MIN_AFTER):
             continue
         vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
         if (vals > 0).all() and moved(np.log(vals)):
             suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
-    found, _quiet, _noisy, _skipped = changes.detect(suspects)
+    found, _quiet, _noisy, _skipped = findings.detect(suspects)
     cut = {h.key: h.points[-min(nights, len(h.points))].time
            for h in suspects + [h for h in histories if h.key in kept and len(h.points)]}
     keep = []
@@ -198,7 +198,7 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
 
 def moved(y, nights=RECENT_NIGHTS):
     """True when a level shift may start in the newest ``nights`` log values
-    of ``y`` (at least ``changes.DEFAULT_MIN_AFTER`` sessions after it): for
+    of ``y`` (at least ``detector.DEFAULT_MIN_AFTER`` sessions after it): for
     some split, the median of the sessions after it (of two middle values,
     the one nearer the level before) is :data:`SCAN_Z` standard errors or
     more from the mean of the sessions before it, those values clipped to 3
@@ -208,10 +208,10 @@ def moved(y, nights=RECENT_NIGHTS):
     detector itself decides; this only spares it the figures that cannot
     have changed."""
     n = len(y)
-    need = changes.DEFAULT_MIN_AFTER
+    need = detector.DEFAULT_MIN_AFTER
     if n < need + 2:
         return False
-    sigma = changes.diff_scale(y)
+    sigma = detector.diff_scale(y)
     mid = float(np.median(y))
     cs = np.cumsum(np.clip(y, mid - 3 * sigma, mid + 3 * sigma))
     for k in range(need, min(nights, n - 2) + 1):
@@ -659,10 +659,11 @@ def overview(lf):
 
 def _frame_of(sessions):
     """The rows :func:`overview` reads, of sessions in memory."""
-    rows = [(s.uuid, s.start, s.info.get('time_start') or '', s.info.get('cmdline') or '',
-             c.get('system') or '', c.get('cp_mode') or '', bool(c.get('cp_smoke')),
-             is_emulated(c), c.get('name') or '',
-             *(rfdb.provenance_text(c.get(k)) for k in _PROV_COLS))
-            for s in sessions for c in s.cases]
+    info = {s.uuid: s.info for s in sessions}
+    cases = {(r.session, id(r.case)): r for r in records(sessions)}   # one row a test case
+    rows = [(r.session, r.start, info[r.session].get('time_start') or '',
+             info[r.session].get('cmdline') or '', r.system, r.mode, r.smoke, r.emulated,
+             r.test, *(rfdb.provenance_text(r.case.get(k)) for k in _PROV_COLS))
+            for r in cases.values()]
     return pl.DataFrame(rows, schema=[(c, store.SCHEMA[c]) for c in _OVERVIEW_COLS],
                         orient='row').lazy()

@@ -200,11 +200,6 @@ def _scope(figure):
     return figure.rsplit(' ', 1)[0] if ' ' in figure else ''
 
 
-def guidance_pct(check):
-    """The guidance threshold (percent) of a screening check name."""
-    return GUIDANCE_PCT.get(check, DEFAULT_PCT)
-
-
 def peer_stats(values):
     """Median and MAD (scaled by :data:`MAD_TO_SIGMA`) of finite ``values``,
     and the MAD of their logarithms around the median's when all are

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
-from clusterproof.results.database import case_reason
+from clusterproof.store.sessions import case_reason
 from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
                                            record_lower_is_better, reference_of_record,
                                            references_for, tolerance_text)
@@ -94,7 +94,7 @@ def _case_row(r):
     """The row of a test case without figures: ``skipped`` with the skip
     reason, ``FAILED`` with the phase and the cause,
     or ``pass`` for one that passed without measuring (a build); the reason
-    is :func:`clusterproof.results.database.case_reason`."""
+    is :func:`clusterproof.store.sessions.case_reason`."""
     why = case_reason(r.result, r.fail_phase, r.reason)
     if not why:
         return Row(r.system, r.partition, r.test, '(test)', '', None, None,
