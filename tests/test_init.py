@@ -378,6 +378,12 @@ def _cp(*args, env=None):
                           capture_output=True, text=True, timeout=600)
 
 
+def _scontrol(env, *args):
+    proc = subprocess.run(['scontrol', *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def _restart(rd, env, node_spec):
     assert _cp('cluster', 'down', '--force', *rd, env=env).returncode == 0
     proc = _cp('cluster', 'up', *rd, '--node-spec', node_spec, env=env)
@@ -403,12 +409,21 @@ def test_init_on_a_heterogeneous_cluster(emu_cluster, tmp_path):
         env = dict(os.environ, **emu_cluster)
         try:
             _restart(rd, env, 'n[1-2]:cpus=2,mem=2048;n[3-4]:cpus=1,mem=1024')
-            dry = _cp('init', '--name', name, '--scratch', str(scratch), '--dry-run', env=env)
-            assert dry.returncode == 0, dry.stdout + dry.stderr
-            assert f'+++ {system_file}' in dry.stdout and not system_file.exists()
-            proc = _cp('init', '--name', name, '--scratch', str(scratch), env=env)
-            assert proc.returncode == 0, proc.stdout + proc.stderr
+            # n1 drained: init probes n2 for n[1-2], never waits on n1
+            _scontrol(env, 'update', 'nodename=n1', 'state=drain', 'reason=init test')
+            try:
+                dry = _cp('init', '--name', name, '--scratch', str(scratch), '--dry-run',
+                          env=env)
+                assert dry.returncode == 0, dry.stdout + dry.stderr
+                assert f'+++ {system_file}' in dry.stdout and not system_file.exists()
+                proc = _cp('init', '--name', name, '--scratch', str(scratch), env=env)
+                assert proc.returncode == 0, proc.stdout + proc.stderr
+            finally:
+                _scontrol(env, 'update', 'nodename=n1', 'state=resume')
+            assert 'emu: n[1-2] (2 CPUs, 2048 MiB in Slurm): probing n2' in proc.stdout
             text = system_file.read_text()
+            assert '# probed: n2' in text and "'unavailable': {'n1': 'IDLE+DRAIN'}" in text
+            assert 'from Slurm (sinfo --json, scontrol -o show partition)' in text
             assert "'name': 'emu-g1'" in text and "'name': 'emu-g2'" in text
             assert "'slurm_cpus': 2," in text and "'slurm_memory_mib': 1024," in text
             assert "# 'memory_mts': ...,   # not discovered:" in text

@@ -15,7 +15,8 @@ from clusterproof.parsers import slurm
 from clusterproof.site import discover
 
 NAME_RE = re.compile(r'^[a-z][a-z0-9_]*(-[a-z0-9_]+)*$')
-PROBE_TIMEOUT_S = 600
+#: a probe (srun waits at most discover.PROBE_IMMEDIATE_S for the node) ends in this
+PROBE_TIMEOUT_S = 300
 
 
 def register(sub):
@@ -76,21 +77,34 @@ def probe(group, node, scratch):
     return discover.parse_probe(proc.stdout, source=f'probe of {node}')
 
 
-def declare(name, group, nodes, args, login_boot_id, recorded):
-    """One group's declaration: probed on a node Slurm can run on, else
-    (no such node, a failed probe, recorded output) from Slurm's view."""
+def declare(name, group, nodes, args, login_boot_id, recorded, probed):
+    """One group's declaration: probed on a node Slurm can run on (one
+    already probed for another partition is not probed again: ``probed``
+    keeps the reports), else (no such node, a failed probe, recorded
+    output) from Slurm's view."""
     ready, why = group.probe_candidates()
+    ready = sorted(ready, key=lambda n: not isinstance(probed.get(n.name), dict))
     if recorded:
         ready, why = [], f'read from recorded Slurm output ({args.slurm_output})'
     head = (f'init: {group.partition}: {group.nodelist} ({group.slurm.cpus} CPUs, '
             f'{group.slurm.real_memory_mib} MiB in Slurm')
-    gpus = sum(c for _, c in slurm.gpus(group.slurm.gres))
+    gpus = slurm.gpu_count(group.slurm.gres)
     head += f', {gpus} GPUs)' if gpus else ')'
     if ready:
-        print(f'{head}: probing {ready[0].name}', flush=True)
+        node = ready[0].name
         try:
-            rep = probe(group, ready[0].name, args.scratch)
-            return discover.declare_group(name, group, rep, nodes, args.scratch, login_boot_id)
+            if node in probed:
+                print(f'{head}: {node} probed already', flush=True)
+            else:
+                print(f'{head}: probing {node}', flush=True)
+                try:
+                    probed[node] = probe(group, node, args.scratch)
+                except ClusterproofError as err:
+                    probed[node] = err          # not probed again for another partition
+            if isinstance(probed[node], ClusterproofError):
+                raise probed[node]
+            return discover.declare_group(name, group, probed[node], nodes, args.scratch,
+                                          login_boot_id)
         except ClusterproofError as err:
             why = str(err)
     else:
@@ -128,7 +142,8 @@ def run(args):
     nodes, partitions, how = discover.read_slurm(run_cmd)
     groups = discover.group_nodes(nodes, args.partition, partitions)
     login_boot_id = None if recorded else discover.probe_node()['boot_id']
-    decls = [declare(name, group, nodes, args, login_boot_id, recorded)
+    probed = {}
+    decls = [declare(name, group, nodes, args, login_boot_id, recorded, probed)
              for name, group in zip(discover.partition_names(groups), groups)]
     text = discover.render_system(args.name, decls, hostname_patterns(nodes), how,
                                   time.strftime('%Y-%m-%d %H:%M %Z'),

@@ -161,7 +161,7 @@ RUNNABLE = ('IDLE', 'MIXED', 'ALLOCATED', 'COMPLETING')
 #: states and flags that keep a node from running a new job step
 UNRUNNABLE = ('DRAIN', 'DOWN', 'NOT_RESPONDING', 'FAIL', 'MAINT', 'POWERED_DOWN',
               'POWERING_DOWN', 'POWERING_UP', 'FUTURE', 'UNKNOWN', 'REBOOT_REQUESTED',
-              'REBOOT_ISSUED', 'RESERVED', 'PERFCTRS', 'INVAL', 'BLOCKED')
+              'REBOOT_ISSUED', 'RESERVED', 'PERFCTRS', 'INVAL', 'BLOCKED', 'PLANNED')
 
 
 def parse_state(value, flags=()):

@@ -89,6 +89,19 @@ def _warn(text):
     print(f'init: {text}', file=sys.stderr, flush=True)
 
 
+def _without_all_where_refused(run):
+    """``run``, which asks again without ``--all`` where a command with it
+    fails or prints nothing (a Slurm or wrapper that does not take it)."""
+    def again(argv):
+        out = run(argv)
+        if '--all' in argv and (out['rc'] != 0 or not out['stdout'].strip()):
+            retry = run([a for a in argv if a != '--all'])
+            if retry['rc'] == 0 and retry['stdout'].strip():
+                return retry
+        return out
+    return again
+
+
 def read_slurm(run=_run, warn=_warn):
     """Slurm's view of this cluster: ``(nodes, partitions, how)``, where
     ``partitions`` is ``{name: SlurmPartition}`` and ``how`` names the
@@ -96,6 +109,7 @@ def read_slurm(run=_run, warn=_warn):
     (before 21.08) or JSON in a form not understood falls back to
     ``scontrol -o show node``, and ``warn`` says why."""
     how = []
+    run = _without_all_where_refused(run)
     parts_out = run(PARTITION_COMMAND)
     partitions = {}
     if parts_out['rc'] == 0:
