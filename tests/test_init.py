@@ -202,6 +202,20 @@ def test_gpus_split_groups_and_a_drained_group_is_not_probed():
     assert '--nodelist=n0162' in cmd and any(c.startswith('--immediate=') for c in cmd)
 
 
+def test_hidden_partition_and_limits_reach_the_extras():
+    text = (SLURM / 'scontrol-show-partition-22.05.8.txt').read_text()
+    text = text.replace('Hidden=NO', 'Hidden=YES').replace('MaxNodes=UNLIMITED', 'MaxNodes=2')
+    parts = slurm.partitions_from_scontrol(text)
+    nodes = slurm.membership([slurm.SlurmNode(n.name, (), n.cpus, n.sockets, n.cores_per_socket,
+                                              n.threads_per_core, n.real_memory_mib, n.state)
+                              for n in _read_nodes(SLURM / 'sinfo-22.05.8.json')], parts)
+    assert {n.partitions for n in nodes} == {('emu',)}    # from the partition's node list
+    group = discover.group_nodes(nodes, slurm_partitions=parts)[0]
+    assert discover.slurm_extras(group) == {
+        'partition': 'emu', 'partition_state': 'UP', 'max_nodes': 2, 'max_time': 'UNLIMITED',
+        'hidden': True}
+
+
 def test_a_partition_that_is_not_up_is_not_probed():
     nodes = _read_nodes(SLURM / 'sinfo-22.05.8.json')
     parts = slurm.partitions_from_scontrol(
