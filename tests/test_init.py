@@ -359,6 +359,25 @@ def test_recorded_cluster_groups_and_written_file(cluster, tmp_path):
     assert "# 'memory_gib': ...,   # not discovered: not probed: recorded output" in text
 
 
+def test_a_slurm_that_refuses_all_is_asked_without_it(tmp_path):
+    recorded = discover.recorded_runner(str(_recorded_dir(tmp_path, '22.05')))
+    asked = []
+
+    def no_all(argv):
+        asked.append(' '.join(argv))
+        if '--all' in argv:
+            return {'argv': argv, 'rc': 1, 'stdout': '',
+                    'stderr': f"{argv[0]}: unrecognized option '--all'"}
+        full = {' '.join(c).replace(' --all', ''): c for c in (
+            discover.PARTITION_COMMAND, discover.SINFO_COMMAND, discover.NODE_COMMAND)}
+        return recorded(full[' '.join(argv)])
+    nodes, parts, how = discover.read_slurm(no_all, warn=pytest.fail)
+    assert _summary(nodes) == EXPECTED and list(parts) == ['emu']
+    assert how == 'sinfo --json, scontrol -o show partition'
+    assert asked == ['scontrol --all -o show partition', 'scontrol -o show partition',
+                     'sinfo --all --json', 'sinfo --json']
+
+
 @pytest.mark.slow
 def test_init_as_a_black_box_on_recorded_output(tmp_path):
     """``clusterproof init --slurm-output DIR`` on the 17.11 recording (no
