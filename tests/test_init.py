@@ -72,6 +72,23 @@ def test_unreadable_slurm_output_names_node_and_key():
         slurm.nodes_from_json('{"meta": {}}')
 
 
+def test_an_unreadable_node_is_left_out_with_a_warning_not_the_whole_cluster(tmp_path):
+    rec = tmp_path / 'rec'
+    rec.mkdir()
+    (rec / 'scontrol-show-node.txt').write_text(
+        (SLURM / 'scontrol-show-node-22.05.8.txt').read_text().replace('CPUTot=1', 'CPUTot=x', 1))
+    warned = []
+    nodes, _, how = discover.read_slurm(discover.recorded_runner(str(rec)), warned.append)
+    assert [n.name for n in nodes] == ['n1', 'n2', 'n4'] and how == 'scontrol -o show node'
+    assert "scontrol -o show node: node n3: CPUTot: 'x' is not a whole number: node left out" \
+        in warned
+    node = slurm.SlurmNode('f1', ('p',), 0, 0, 0, 0, 0, 'FUTURE')
+    decl = discover.declare_group('p', discover.group_nodes([node])[0], None, [node],
+                                  unprobed='FUTURE')
+    assert decl.processor == {} and 'sockets' not in decl.hardware
+    assert decl.undiscovered['hardware.sockets'] == 'not probed: FUTURE; Slurm declares 0'
+
+
 def test_slurm_fields_are_compared_when_declared():
     declared = {'sockets': 1, 'slurm_cpus': 2, 'slurm_memory_mib': 2048}
     assert compare_hardware('n1', declared, {'sockets': 1, 'slurm_cpus': 2,

@@ -296,10 +296,12 @@ def _counts(record, keys, where):
     return {name: _required(record.get(key), f'{where}: {key}') for name, key in keys.items()}
 
 
-def nodes_from_scontrol(text, source='scontrol -o show node'):
+def nodes_from_scontrol(text, source='scontrol -o show node', skipped=None):
     """:class:`SlurmNode` list from ``scontrol show node`` text of any
     version (17.11's ``Features``, later ``AvailableFeatures``; ``CPUTot``;
-    ``State=IDLE+DRAIN``, ``DOWN*``; ``Gres``, else the GRES in ``CfgTRES``)."""
+    ``State=IDLE+DRAIN``, ``DOWN*``; ``Gres``, else the GRES in ``CfgTRES``).
+    A record that cannot be read is an error naming node and key, or, where
+    ``skipped`` is a list, appended to it as that message and left out."""
     nodes = []
     for rec in parse_scontrol(text, 'NodeName', source):
         where = f'{source}: node {rec.get("NodeName")}'
@@ -314,8 +316,11 @@ def nodes_from_scontrol(text, source='scontrol -o show node'):
                 gres=tuple(parse_gres(gres_text, f'{where}: Gres')),
                 features=tuple(_words(rec.get('AvailableFeatures', rec.get('Features')))),
                 reason=rec.get('Reason', '')))
-        except KeyError as err:
-            raise SlurmFormatError(f'{where}: no {err.args[0]}') from None
+        except (KeyError, SlurmFormatError) as err:
+            msg = f'{where}: no {err.args[0]}' if isinstance(err, KeyError) else str(err)
+            if skipped is None:
+                raise SlurmFormatError(msg) from None
+            skipped.append(msg)
     return nodes
 
 

@@ -139,9 +139,12 @@ def read_slurm(run=_run, warn=_warn):
             raise ClusterproofError(f'scontrol -o show node failed: {_failure(text)}; run '
                                     'clusterproof init on a login node of the cluster '
                                     '(SLURM_CONF set if Slurm needs it)')
-        out = text['stdout']
+        out, skipped = text['stdout'], []
         nodes = (slurm.nodes_from_json(out, 'scontrol show node --json')
-                 if out.lstrip().startswith('{') else slurm.nodes_from_scontrol(out))
+                 if out.lstrip().startswith('{') else slurm.nodes_from_scontrol(out,
+                                                                              skipped=skipped))
+        for msg in skipped:
+            warn(f'{msg}: node left out')
         how.insert(0, 'scontrol -o show node')
     if not nodes:
         raise ClusterproofError('Slurm lists no nodes (' + ', '.join(how) + ')')
@@ -428,8 +431,12 @@ def declare_group(name, group, rep, all_nodes, scratch=None, login_boot_id=None,
         reason = f'not probed: {unprobed or "no probe"}'
         node = ''
         # Slurm's declared topology, and CPUTot as what Slurm may schedule
-        hw = {'sockets': node_rec.sockets, 'cores_per_socket': node_rec.cores_per_socket,
-              'threads_per_core': node_rec.threads_per_core}
+        hw = {}
+        for key in ('sockets', 'cores_per_socket', 'threads_per_core'):
+            if getattr(node_rec, key) >= 1:
+                hw[key] = getattr(node_rec, key)
+            else:
+                und[f'hardware.{key}'] = f'{reason}; Slurm declares {getattr(node_rec, key)}'
         notes.append(f'{reason}; sockets, cores_per_socket and threads_per_core are '
                      "Slurm's declaration")
         for key in PROBED_KEYS:
@@ -525,8 +532,10 @@ def declare_group(name, group, rep, all_nodes, scratch=None, login_boot_id=None,
             und['storage.filesystem'] = f'not probed: {unprobed or "no probe"}'
     else:
         und['storage.scratch'] = 'not given: clusterproof init --scratch PATH'
+    topology_known = all(k in hw for k in ('sockets', 'cores_per_socket', 'threads_per_core'))
     return Declaration(name=name, group=group, access=access,
-                       processor=processor_from_hardware(hw), hardware=hw, storage=storage,
+                       processor=processor_from_hardware(hw) if topology_known else {},
+                       hardware=hw, storage=storage,
                        emulated=emulated, notes=notes, undiscovered=und, devices=devices,
                        slurm=slurm_extras(group), probed=node)
 
