@@ -119,13 +119,17 @@ def read_slurm(run=_run, warn=_warn):
         how.append('scontrol -o show partition')
     else:
         warn(f'scontrol -o show partition failed ({_failure(parts_out)}); the partitions '
-             "are taken from the nodes' records (no MaxNodes, MaxTime or state)")
+             "are taken from sinfo --json's records where it has them, else from the nodes' "
+             'records (no MaxNodes, MaxTime or state)')
     nodes = None
     js = run(SINFO_COMMAND)
     if js['rc'] == 0 and js['stdout'].lstrip().startswith('{'):
         try:
             nodes = slurm.nodes_from_json(js['stdout'], 'sinfo --json')
             how.insert(0, 'sinfo --json')
+            if not partitions and '"sinfo"' in js['stdout']:
+                # 23.02+ records carry their partition: its node list, limits and state
+                partitions = slurm.partitions_from_json(js['stdout'], 'sinfo --json')
         except slurm.SlurmFormatError as err:
             warn(f'{err}; reading scontrol -o show node instead')
     elif js['rc'] == 0:
