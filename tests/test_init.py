@@ -369,6 +369,9 @@ def test_recorded_cluster_groups_and_written_file(cluster, tmp_path):
         assert part.get('devices') == devices
         assert extra.items() <= part['extras']['slurm'].items(), part['extras']['slurm']
     for part, group in zip(written.values(), groups):
+        down = part['extras']['slurm'].get('unavailable', {})
+        assert part['extras']['storage']['client_nodes'] == \
+            (len(group.nodes) - len(down) or len(group.nodes))
         hw = part['extras']['hardware']
         assert (hw['sockets'], hw['cores_per_socket'], hw['threads_per_core'],
                 hw['slurm_cpus']) == (group.slurm.sockets, group.slurm.cores_per_socket,
@@ -465,15 +468,17 @@ def test_init_on_a_heterogeneous_cluster(emu_cluster, tmp_path):
             try:
                 dry = _cp('init', '--name', name, '--scratch', str(scratch), '--dry-run',
                           env=env)
-                assert dry.returncode == 0, dry.stdout + dry.stderr
-                assert f'+++ {system_file}' in dry.stdout and not system_file.exists()
-                proc = _cp('init', '--name', name, '--scratch', str(scratch), env=env)
-                assert proc.returncode == 0, proc.stdout + proc.stderr
             finally:
                 _scontrol(env, 'update', 'nodename=n1', 'state=resume')
-            assert 'emu: n[1-2] (2 CPUs, 2048 MiB in Slurm): probing n2' in proc.stdout
+            assert dry.returncode == 0, dry.stdout + dry.stderr
+            assert f'+++ {system_file}' in dry.stdout and not system_file.exists()
+            assert 'emu: n[1-2] (2 CPUs, 2048 MiB in Slurm): probing n2' in dry.stdout
+            assert "+                # probed: n2" in dry.stdout
+            assert "'unavailable': {'n1': 'IDLE+DRAIN'}" in dry.stdout
+            assert "+                    'client_nodes': 1," in dry.stdout
+            proc = _cp('init', '--name', name, '--scratch', str(scratch), env=env)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
             text = system_file.read_text()
-            assert '# probed: n2' in text and "'unavailable': {'n1': 'IDLE+DRAIN'}" in text
             assert 'from Slurm (sinfo --json, scontrol -o show partition)' in text
             assert "'name': 'emu-g1'" in text and "'name': 'emu-g2'" in text
             assert "'slurm_cpus': 2," in text and "'slurm_memory_mib': 1024," in text

@@ -513,7 +513,13 @@ def declare_group(name, group, rep, all_nodes, scratch=None, login_boot_id=None,
     if others:
         access.append(f'--exclude={compress(others)}')
     access += ['--exclusive', '--no-requeue']
-    storage = {'client_nodes': len(group.nodes)}
+    # the nodes a job of this partition can have now (never one Slurm cannot run on)
+    ready = [n for n in group.nodes if slurm.runnable(n.state)[0]]
+    storage = {'client_nodes': len(ready) or len(group.nodes)}
+    if ready and len(ready) < len(group.nodes):
+        notes.append(f'client_nodes counts the {len(ready)} of {len(group.nodes)} nodes Slurm '
+                     "can run on now (extras['slurm']['unavailable'] lists the others): "
+                     'raise it when they return')
     if 'memory_gib' in hw:
         storage['client_ram_gib'] = hw['memory_gib']
     else:
