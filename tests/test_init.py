@@ -173,7 +173,9 @@ def test_features_reasons_and_other_gres():
     ('gpu:nvidia:3(S:0-1)', [('nvidia', 3)]), ('gpu:v100:2,gpu:m40:1', [('v100', 2), ('m40', 1)]),
     ('gpu:2', [(None, 2)]), ('gpu_mem:16280,gpu:1', [(None, 1)]),
     ('gpu:tesla:2(S:0),gpu:k80:2(S:1)', [('tesla', 2), ('k80', 2)]),
-    ('gpu:1g.10gb:21(S:1)', [('1g.10gb', 21)]), ('gpu', [(None, 1)]), ('(null)', []), ('', [])])
+    ('gpu:1g.10gb:21(S:1)', [('1g.10gb', 21)]), ('gpu', [(None, 1)]), ('(null)', []), ('', []),
+    ('gpu:a100:4(S:0-1),gpu:a100:4(S:2-3)', [('a100', 8)]),
+    ('gpu:a100:no_consume:2', [('a100', 2)]), ('shard:8,gpu:l4:1', [('l4', 1)])])
 def test_gres_strings(text, gpus):
     assert slurm.gpus(slurm.parse_gres(text)) == gpus
 

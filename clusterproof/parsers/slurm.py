@@ -122,7 +122,7 @@ def parse_gres(text, where='Gres'):
     out = []
     for item in _split_top(text):
         item = re.sub(r'\(.*\)$', '', item).strip()        # (S:0-1), (IDX:0-3)
-        parts = item.split(':')
+        parts = [p for p in item.split(':') if p != 'no_consume']
         name = parts[0]
         if not name:
             raise SlurmFormatError(f'{where}: {text!r}: an item without a name')
@@ -137,8 +137,14 @@ def parse_gres(text, where='Gres'):
 
 
 def gpus(gres):
-    """``[(type or None, count)]`` of the GPUs in a :class:`Gres` list, in order."""
-    return [(g.type, g.count) for g in gres if g.name == 'gpu']
+    """``[(type or None, count)]`` of the GPUs in a :class:`Gres` list, one
+    entry per type in the order first listed (``gpu:a100:4(S:0-1),
+    gpu:a100:4(S:2-3)`` is 8 a100)."""
+    counts = {}
+    for g in gres:
+        if g.name == 'gpu':
+            counts[g.type] = counts.get(g.type, 0) + g.count
+    return list(counts.items())
 
 
 def gpu_count(gres):
