@@ -286,6 +286,26 @@ def test_slurm_conf_node_and_partition_lines():
     assert 'AllowGroups' in parts['class']
 
 
+def test_slurm_conf_gives_the_nodes_slurm_reports():
+    """The local cluster's slurm.conf read with Slurm's defaults gives the
+    nodes its scontrol reported (CPUs=2 alone: 2 sockets of 1 core)."""
+    nodes, parts = slurm.nodes_from_slurm_conf(
+        (SLURM / 'slurm.conf-22.05.8-local').read_text())
+    assert [(n.name, n.partitions, n.cpus, n.sockets, n.cores_per_socket, n.threads_per_core,
+             n.real_memory_mib) for n in nodes][:1] == [('n1', ('emu',), 2, 2, 1, 1, 2048)]
+    text = slurm.nodes_from_scontrol((SLURM / 'scontrol-show-node-22.05.8.txt').read_text())[0]
+    assert (nodes[0].cpus, nodes[0].sockets, nodes[0].cores_per_socket) == \
+        (text.cpus, text.sockets, text.cores_per_socket)
+    assert parts['emu'].max_time == 'INFINITE' and parts['emu'].default
+    nodes, parts = slurm.nodes_from_slurm_conf(MANPAGE_EXAMPLE)
+    by_name = {n.name: n for n in nodes}
+    assert by_name['lx0001'].state == 'DRAIN' and by_name['lx0001'].partitions == ('login',)
+    assert (by_name['lx0003'].cpus, by_name['lx0003'].sockets, by_name['lx0003'].partitions) == \
+        (4, 4, ('debug',))
+    assert by_name['lx9999'].features == ('video',) and by_name['lx9999'].partitions == ('batch',)
+    assert parts['batch'].max_nodes == 4096 and parts['login'].state == 'DOWN'
+
+
 # ------------------------------------- init as a black box on recorded output
 
 #: cluster -> {file init reads: recording}

@@ -582,3 +582,57 @@ def parse_slurm_conf(text, source='slurm.conf'):
                 continue
             partitions[rec['PartitionName']] = {**part_default, **rec}
     return nodes, partitions
+
+
+def _conf_int(rec, key, default, where):
+    if key not in rec:
+        return default
+    return _required(rec[key], f'{where}: {key}')
+
+
+def nodes_from_slurm_conf(text, source='slurm.conf'):
+    """``(nodes, partitions)`` as :class:`SlurmNode` and
+    :class:`SlurmPartition` from the lines of a ``slurm.conf``
+    (:func:`parse_slurm_conf`), with Slurm's defaults: a node that gives
+    only ``CPUs`` has that many sockets of one core and one thread;
+    ``Sockets`` defaults to ``SocketsPerBoard`` x ``Boards``, cores and
+    threads to 1, ``CPUs`` to their product, ``RealMemory`` to 1 MiB;
+    ``Nodes=ALL`` is every node."""
+    conf_nodes, conf_parts = parse_slurm_conf(text, source)
+    names = [n['NodeName'] for n in conf_nodes]
+    partitions = {}
+    for name, rec in conf_parts.items():
+        where = f'{source}: PartitionName={name}'
+        nodes = tuple(names) if rec.get('Nodes', '').upper() == 'ALL' \
+            else _expand_nodes(rec.get('Nodes'), where)
+        partitions[name] = SlurmPartition(
+            name=name, nodes=nodes, state=rec.get('State', 'UP').upper(),
+            max_nodes=number(rec.get('MaxNodes', 'UNLIMITED'), f'{where}: MaxNodes'),
+            max_time=rec.get('MaxTime', 'UNLIMITED'),
+            hidden=rec.get('Hidden', 'NO').upper() == 'YES',
+            default=rec.get('Default', 'NO').upper() == 'YES')
+    members = {p.name: set(p.nodes) for p in partitions.values()}
+    nodes = []
+    for rec in conf_nodes:
+        where = f'{source}: NodeName={rec["NodeName"]}'
+        topo = [k for k in ('Boards', 'SocketsPerBoard', 'Sockets', 'CoresPerSocket',
+                            'ThreadsPerCore') if k in rec]
+        cpus = _conf_int(rec, 'CPUs', None, where)
+        if cpus is not None and not topo:
+            sockets, cores, threads = cpus, 1, 1
+        else:
+            boards = _conf_int(rec, 'Boards', 1, where)
+            sockets = _conf_int(rec, 'Sockets', _conf_int(rec, 'SocketsPerBoard', 1, where)
+                                * boards, where)
+            cores = _conf_int(rec, 'CoresPerSocket', 1, where)
+            threads = _conf_int(rec, 'ThreadsPerCore', 1, where)
+            cpus = cpus if cpus is not None else sockets * cores * threads
+        nodes.append(SlurmNode(
+            name=rec['NodeName'],
+            partitions=tuple(p for p, names in members.items() if rec['NodeName'] in names),
+            cpus=cpus, sockets=sockets, cores_per_socket=cores, threads_per_core=threads,
+            real_memory_mib=_conf_int(rec, 'RealMemory', 1, where),
+            state='+'.join(parse_state(rec.get('State', 'UNKNOWN'))),
+            gres=tuple(parse_gres(rec.get('Gres'), f'{where}: Gres')),
+            features=tuple(_words(rec.get('Feature', rec.get('Features'))))))
+    return nodes, partitions
