@@ -7,7 +7,6 @@ less in Slurm fails it."""
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 

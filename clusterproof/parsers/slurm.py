@@ -26,7 +26,7 @@ missing, so a caller can fall back to another command and say why.
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
 from clusterproof.site.hostlist import expand
@@ -363,19 +363,18 @@ def _nodes_from_sinfo_records(rows, source):
             raise SlurmFormatError(f'{where}: no "nodes" object with the node names')
         names = rec['nodes'].get('nodes')
         if isinstance(names, str):
-            names = expand(names)
+            names = list(_expand_nodes(names, where))
         if not isinstance(names, list) or not names:
             raise SlurmFormatError(f'{where}: "nodes"."nodes" lists no node names')
         part = rec.get('partition') or {}
         pname = part.get('name') if isinstance(part, dict) else part
         where = f'{where} ({",".join(names[:3])}{"..." if len(names) > 3 else ""})'
-        cpus = rec.get('cpus') or {}
         gres = rec.get('gres') or {}
         feats = rec.get('features') or {}
         node_state = (rec.get('node') or {}).get('state')
         reason = rec.get('reason')
         per = dict(
-            cpus=_one({'cpus': cpus}, 'cpus', where),
+            cpus=_one(rec, 'cpus', where),
             sockets=_one(rec, 'sockets', where), cores_per_socket=_one(rec, 'cores', where),
             threads_per_core=_one(rec, 'threads', where),
             real_memory_mib=_one(rec, 'memory', where),
@@ -443,7 +442,6 @@ class SlurmPartition:
     max_time: object = None         # Slurm's text (``1-00:00:00``, ``UNLIMITED``)
     hidden: bool = False
     default: bool = False
-    extra: dict = field(default_factory=dict, compare=False)
 
 
 def _expand_nodes(expr, where):

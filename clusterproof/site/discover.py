@@ -130,8 +130,11 @@ def read_slurm(run=_run, warn=_warn):
             if not partitions and '"sinfo"' in js['stdout']:
                 # 23.02+ records carry their partition: its node list, limits and state
                 partitions = slurm.partitions_from_json(js['stdout'], 'sinfo --json')
-        except slurm.SlurmFormatError as err:
+        except ClusterproofError as err:
             warn(f'{err}; reading scontrol -o show node instead')
+        except (KeyError, TypeError, AttributeError, ValueError) as err:
+            warn(f'sinfo --json: a form init does not read ({type(err).__name__}: {err}); '
+                 'reading scontrol -o show node instead')
     elif js['rc'] == 0:
         warn('sinfo --json printed no JSON object; reading scontrol -o show node instead')
     else:
