@@ -147,9 +147,13 @@ def read_slurm(run=_run, warn=_warn):
                                     'clusterproof init on a login node of the cluster '
                                     '(SLURM_CONF set if Slurm needs it)')
         out, skipped = text['stdout'], []
-        nodes = (slurm.nodes_from_json(out, 'scontrol show node --json')
-                 if out.lstrip().startswith('{') else slurm.nodes_from_scontrol(out,
-                                                                              skipped=skipped))
+        try:
+            nodes = (slurm.nodes_from_json(out, 'scontrol show node --json')
+                     if out.lstrip().startswith('{')
+                     else slurm.nodes_from_scontrol(out, skipped=skipped))
+        except (KeyError, TypeError, AttributeError, ValueError) as err:
+            raise ClusterproofError(f'scontrol show node: a form init does not read '
+                                    f'({type(err).__name__}: {err})') from None
         for msg in skipped:
             warn(f'{msg}: node left out')
         how.insert(0, 'scontrol -o show node')
