@@ -15,7 +15,12 @@ Compared fields: ``sockets``, ``cores_per_socket``, ``threads_per_core`` and
 ``numa_nodes`` must be equal; ``memory_gib`` is compared with MemTotal
 within a tolerance (see :func:`memory_bounds`). Where the declaration has
 ``slurm_cpus`` and ``slurm_memory_mib`` (``clusterproof init`` writes them),
-the node's own Slurm record (CPUTot, RealMemory) must equal them too.
+the node's own Slurm record (CPUTot, RealMemory) must equal them too. Where
+the partition declares GPUs (ReFrame ``devices`` of type ``gpu``,
+:func:`declared_gpus`), the GPUs the node reports (:func:`gpu_report`:
+``nvidia-smi -L``, else ``rocm-smi``, else ``/sys/class/drm``) and the GPUs
+of its Slurm record must number as many; a node where no tool can tell is a
+mismatch that says why.
 """
 
 import json
@@ -26,13 +31,14 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
+from clusterproof.parsers import gpu as gpu_parser
 from clusterproof.parsers import lscpu
 from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
 EXACT_FIELDS = ('sockets', 'cores_per_socket', 'threads_per_core', 'numa_nodes')
 #: what Slurm gives jobs on the node, compared when declared
-SLURM_FIELDS = ('slurm_cpus', 'slurm_memory_mib')
+SLURM_FIELDS = ('slurm_cpus', 'slurm_memory_mib', 'slurm_gpus')
 
 #: MemTotal may be this much below the declared size (percent) ...
 MEMORY_TOLERANCE_PCT = 4.0
@@ -81,6 +87,13 @@ def compare_hardware(node, declared, found, tolerance_pct=MEMORY_TOLERANCE_PCT):
         elif int(found[key]) != int(declared[key]):
             note = 'an NPS or sub-NUMA clustering change shows here' if key == 'numa_nodes' else ''
             problems.append(Mismatch(node, key, declared[key], found[key], note))
+    if 'gpus' in declared:
+        if 'gpus' not in found:
+            why = found.get('gpus_undiscovered', 'not reported')
+            problems.append(Mismatch(node, 'gpus', declared['gpus'], f'undiscovered ({why})'))
+        elif int(found['gpus']) != int(declared['gpus']):
+            problems.append(Mismatch(node, 'gpus', declared['gpus'], found['gpus'],
+                                     f'counted by {found.get("gpu_source", "?")}'))
     if 'memory_gib' in declared:
         want = float(declared['memory_gib'])
         low, high = memory_bounds(want, tolerance_pct)
@@ -175,6 +188,61 @@ def _run(argv, timeout=60):
     return {'argv': argv, 'rc': proc.returncode, 'stdout': proc.stdout, 'stderr': proc.stderr}
 
 
+def declared_gpus(devices):
+    """GPUs per node a partition declares: the ``num_devices`` of its
+    ReFrame ``devices`` of type ``gpu`` (dicts or ReFrame's DeviceInfo);
+    None when it declares none."""
+    counts = []
+    for dev in devices or ():
+        kind = dev.get('type') if isinstance(dev, dict) else dev.device_type
+        if kind == 'gpu':
+            counts.append(dev.get('num_devices', 1) if isinstance(dev, dict) else dev.num_devices)
+    return sum(counts) if counts else None
+
+
+def _failed(out):
+    """Why a tool run by :func:`_run` gave nothing."""
+    if out.get('missing'):
+        return out['missing']
+    text = (out['stderr'] or out['stdout']).strip().splitlines()
+    return f'{" ".join(out["argv"])} failed: {text[-1] if text else "exit " + str(out["rc"])}'
+
+
+def gpu_report(run=None, drm_root='/sys/class/drm'):
+    """This node's GPUs: ``{'gpus': N, 'gpu_source': tool, 'gpu_models':
+    [...]}`` from the first of ``nvidia-smi -L``, ``rocm-smi`` and
+    ``/sys/class/drm`` that answers, else ``{'gpus_undiscovered': why}``
+    naming what each gave."""
+    run = run or _run
+    why = []
+    out = run(['nvidia-smi', '-L'])
+    if out['rc'] == 0:
+        try:
+            found = gpu_parser.parse_nvidia_smi_list(out['stdout'])
+            return {'gpus': len(found), 'gpu_source': 'nvidia-smi -L',
+                    'gpu_models': sorted({g['model'] for g in found})}
+        except ValueError as err:
+            why.append(str(err))
+    else:
+        why.append(_failed(out))
+    out = run(['rocm-smi'])
+    if out['rc'] == 0:
+        try:
+            found = gpu_parser.parse_rocm_smi(out['stdout'])
+            return {'gpus': len(found), 'gpu_source': 'rocm-smi'}
+        except ValueError as err:
+            why.append(str(err))
+    else:
+        why.append(_failed(out))
+    cards = gpu_parser.drm_gpus(drm_root)
+    if cards:
+        return {'gpus': len(cards), 'gpu_source': drm_root,
+                'gpu_models': sorted({vendor for _, vendor in cards})}
+    why.append(f'{drm_root} does not exist' if cards is None
+               else f'{drm_root} has no NVIDIA or AMD card')
+    return {'gpus_undiscovered': '; '.join(why)}
+
+
 PMEM_COMMANDS = {
     'memoryresources': ['ipmctl', 'show', '-memoryresources'],
     'topology': ['ipmctl', 'show', '-topology'],
@@ -204,6 +272,7 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
         hw['cpu_model'] = topology.cpu_model()
         from clusterproof.site.discover import slurm_record
         hw.update(slurm_record())
+        hw.update(gpu_report())
         rep['hardware'] = hw
     except (OSError, ValueError) as err:
         rep['error'] = str(err)
