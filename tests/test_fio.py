@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.methods.fiojob import (FioJob, fio_size, parse_engines, worst_case_job)
+from clusterproof.methods.fiojob import FioJob, fio_size, worst_case_job
+from clusterproof.parsers.fio import parse_engines
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio
 

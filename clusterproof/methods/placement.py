@@ -32,7 +32,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
-from clusterproof.site import hostlist
+from clusterproof import hostlist
 
 FORMATS = ('hostfile', 'slots', 'threadlist', 'srun', 'mpirun')
 #: srun's option that ends a step when one of its tasks dies: an MPI rank that

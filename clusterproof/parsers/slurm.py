@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
-from clusterproof.site.hostlist import expand
+from clusterproof.hostlist import expand
 
 
 class SlurmFormatError(ClusterproofError):

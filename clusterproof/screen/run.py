@@ -36,7 +36,7 @@ from clusterproof.reframe_io import runner
 from clusterproof.screen import judge, pairs, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
-from clusterproof.site.hostlist import compress
+from clusterproof.hostlist import compress
 
 #: nodes per ReFrame invocation when Slurm declares no MaxSubmitJobs
 DEFAULT_BATCH = 256

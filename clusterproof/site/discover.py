@@ -40,8 +40,8 @@ from clusterproof.parsers import slurm
 from clusterproof.parsers.slurm import SlurmNode
 from clusterproof.site import topology
 from clusterproof.site.hardware import processor_from_hardware
-from clusterproof.site.hostlist import compress
-from clusterproof.site.inventory import _run
+from clusterproof.hostlist import compress
+from clusterproof.site.inventory import run_tool
 
 PROBE_TAG = 'CLUSTERPROOF-PROBE'
 
@@ -102,7 +102,7 @@ def _without_all_where_refused(run):
     return again
 
 
-def read_slurm(run=_run, warn=_warn):
+def read_slurm(run=run_tool, warn=_warn):
     """Slurm's view of this cluster: ``(nodes, partitions, how)``, where
     ``partitions`` is ``{name: SlurmPartition}`` and ``how`` names the
     commands that answered. ``sinfo --json`` first; a Slurm without it
@@ -160,29 +160,6 @@ def read_slurm(run=_run, warn=_warn):
     if not nodes:
         raise ClusterproofError('Slurm lists no nodes (' + ', '.join(how) + ')')
     return slurm.membership(nodes, partitions), partitions, ', '.join(how)
-
-
-def slurm_record(environ=None, run=_run):
-    """Inside a job step: what Slurm has configured for this node
-    (``slurm_cpus``, ``slurm_memory_mib``, ``slurm_gpus``), from ``scontrol
-    -o show node $SLURMD_NODENAME``; ``{}`` outside Slurm or where scontrol
-    does not answer."""
-    environ = os.environ if environ is None else environ
-    node = environ.get('SLURMD_NODENAME')
-    if not node:
-        return {}
-    out = run(['scontrol', '-o', 'show', 'node', node])
-    if out['rc'] != 0:
-        return {}
-    try:
-        recs = slurm.nodes_from_scontrol(out['stdout'], source=f'scontrol -o show node {node}')
-    except ClusterproofError:
-        return {}
-    for rec in recs:
-        if rec.name == node:
-            return {'slurm_cpus': rec.cpus, 'slurm_memory_mib': rec.real_memory_mib,
-                    'slurm_gpus': slurm.gpu_count(rec.gres)}
-    return {}
 
 
 @dataclass
@@ -284,8 +261,8 @@ def probe_node(scratch=None):
     """This node's facts: the raw output of the tools (parsed on the login
     node) and what sysfs and statvfs say."""
     rep = {'node': socket.gethostname().split('.')[0], 'boot_id': _boot_id(),
-           'lscpu': _run(['lscpu']), 'dmidecode': _run(['dmidecode', '-t', 'memory']),
-           'ndctl': _run(['ndctl', 'list', '-N']), 'ipmctl': _run(['ipmctl', 'show', '-topology'])}
+           'lscpu': run_tool(['lscpu']), 'dmidecode': run_tool(['dmidecode', '-t', 'memory']),
+           'ndctl': run_tool(['ndctl', 'list', '-N']), 'ipmctl': run_tool(['ipmctl', 'show', '-topology'])}
     try:
         rep['meminfo'] = open('/proc/meminfo').read()
     except OSError as err:

@@ -31,8 +31,10 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
+from clusterproof import ClusterproofError
 from clusterproof.parsers import gpu as gpu_parser
 from clusterproof.parsers import lscpu
+from clusterproof.parsers import slurm
 from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
@@ -173,7 +175,7 @@ def parse_reports(text, source='job output'):
     return reports
 
 
-def _run(argv, timeout=60):
+def run_tool(argv, timeout=60):
     """Run a reporting tool; returns {argv, rc, stdout, stderr} or the reason
     it could not run."""
     exe = shutil.which(argv[0])
@@ -201,7 +203,7 @@ def declared_gpus(devices):
 
 
 def _failed(out):
-    """Why a tool run by :func:`_run` gave nothing."""
+    """Why a tool run by :func:`run_tool` gave nothing."""
     if out.get('missing'):
         return out['missing']
     text = (out['stderr'] or out['stdout']).strip().splitlines()
@@ -213,7 +215,7 @@ def gpu_report(run=None, drm_root='/sys/class/drm'):
     [...]}`` from the first of ``nvidia-smi -L``, ``rocm-smi`` and
     ``/sys/class/drm`` that answers, else ``{'gpus_undiscovered': why}``
     naming what each gave."""
-    run = run or _run
+    run = run or run_tool
     why = []
     out = run(['nvidia-smi', '-L'])
     if out['rc'] == 0:
@@ -262,7 +264,7 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             hw['numa_nodes'] = topology.numa_node_count(sys_node)
             hw['source'] = 'sysfs'
         else:
-            out = _run(['lscpu'])
+            out = run_tool(['lscpu'])
             if out['rc'] != 0:
                 raise ValueError(f'no {sys_cpu}/online and lscpu failed: '
                                  f'{out.get("missing") or out["stderr"].strip()}')
@@ -270,14 +272,13 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             hw['source'] = 'lscpu'
         hw['memory_gib'] = topology.memory_gib(meminfo)
         hw['cpu_model'] = topology.cpu_model()
-        from clusterproof.site.discover import slurm_record
         hw.update(slurm_record())
         hw.update(gpu_report())
         rep['hardware'] = hw
     except (OSError, ValueError) as err:
         rep['error'] = str(err)
     if pmem:
-        rep['pmem'] = {name: _run(argv) for name, argv in PMEM_COMMANDS.items()}
+        rep['pmem'] = {name: run_tool(argv) for name, argv in PMEM_COMMANDS.items()}
         try:
             with open('/proc/mounts') as fh:
                 rep['pmem']['mounts'] = fh.read()
@@ -285,3 +286,25 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             rep['pmem']['mounts_error'] = str(err)
     return rep
 
+
+def slurm_record(environ=None, run=None):
+    """Inside a job step: what Slurm has configured for this node
+    (``slurm_cpus``, ``slurm_memory_mib``, ``slurm_gpus``), from ``scontrol
+    -o show node $SLURMD_NODENAME``; ``{}`` outside Slurm or where scontrol
+    does not answer."""
+    environ = os.environ if environ is None else environ
+    node = environ.get('SLURMD_NODENAME')
+    if not node:
+        return {}
+    out = (run or run_tool)(['scontrol', '-o', 'show', 'node', node])
+    if out['rc'] != 0:
+        return {}
+    try:
+        recs = slurm.nodes_from_scontrol(out['stdout'], source=f'scontrol -o show node {node}')
+    except ClusterproofError:
+        return {}
+    for rec in recs:
+        if rec.name == node:
+            return {'slurm_cpus': rec.cpus, 'slurm_memory_mib': rec.real_memory_mib,
+                    'slurm_gpus': slurm.gpu_count(rec.gres)}
+    return {}
