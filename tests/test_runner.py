@@ -128,3 +128,16 @@ def test_the_commands_refuse_a_selection_of_no_test_case(tmp_path, command):
     assert 'ReFrame selected no test case: nothing matches -c ' in line, proc.stderr
     assert '--system local -n NoSuchCheck; list what it does match with: reframe ' in line
     assert not (tmp_path / 'results' / 'reports' / 'nightly-latest.html').exists()
+
+
+def test_screening_refuses_a_selection_of_no_test_case(tmp_path):
+    """``clusterproof screen`` starts ReFrame itself (its output to a log
+    file) and applies the same rule to each invocation."""
+    from clusterproof.screen.run import Screening
+    screening = Screening('local', 'default', ['stream'], workdir=tmp_path / 'screen',
+                          env=reframe_env(tmp_path / 'results'))
+    with pytest.raises(runner.NoTestCase, match=r'^ReFrame selected no test case: nothing '
+                                                r'matches -c \S+ -n NoSuchCheck --system local;'):
+        screening._invoke(lambda report: [runner.reframe_command(), '-c', str(SELFTEST_CHECKS),
+                                           '-n', 'NoSuchCheck', '--system', 'local',
+                                           *runner.report_option(report), '-r'])
