@@ -166,7 +166,7 @@ def node_death_session(emu_cluster, tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert_cases(*proc.selection, proc.returncode, out, 3)
+    assert_cases(*proc.selection, proc.returncode, out, 4)     # faults.py has four checks on emu
     yield {'results': results, 'scratch': scratch_dir, 'out': out, 'rc': proc.returncode,
            'killed': killed, 'env': env, 'spec': spec, 'cases': _cases(results)}
     restore_emu_cluster()
