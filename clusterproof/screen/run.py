@@ -227,6 +227,7 @@ class Screening:
         with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
             proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
                                   stderr=subprocess.STDOUT)
+        runner.require_cases(cmd[1:], report, proc.returncode)
         if not report.is_file():
             raise ClusterproofError(
                 f'reframe wrote no run report (exit status {proc.returncode}); its output: '
