@@ -1,6 +1,7 @@
 """IOzone: parser on recorded real output, command lines and limits, the
-generated pixstor job scripts (ReFrame dry run), and end to end on the local
-Slurm cluster and on this machine."""
+generated pixstor job scripts (ReFrame dry run), and end to end on this
+machine. End to end on the local Slurm cluster is asserted on the run of the
+whole suite there (tests/test_suite_emu.py), which runs every IOzone case."""
 
 import os
 import re
@@ -193,30 +194,6 @@ def _check_run(out, results, scratch_dir, expected):
     # nothing left in the scratch directory but the registry
     left = [p.name for p in Path(scratch_dir).iterdir()] if Path(scratch_dir).exists() else []
     assert set(left) <= {'.clusterproof-registry'}, left
-
-
-def test_end_to_end_on_the_local_cluster(emu_cluster, tmp_path):
-    results = tmp_path / 'results'
-    scratch_dir = results / 'scratch'
-    out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'emu:srun', '-r',
-                       '--keep-stage-files'],
-                      results, mode='smoke', extra_env=emu_cluster)
-    _check_run(out, results, scratch_dir, 8)
-    for t in (1, 2, 4, 8):
-        assert f'IOzoneSequential %threads={t}' in out.stdout
-        assert f'IOzoneRandom %threads={t}' in out.stdout
-    # Round-robin over the 4 nodes of the job, clients started through Slurm.
-    tl = [p for p in (results / 'stage').rglob('threadlist')]
-    assert len(tl) == 8
-    for path in tl:
-        rows = [l.split()[0] for l in path.read_text().splitlines()]
-        n = len(rows)
-        used = list(dict.fromkeys(rows))                 # client nodes of the job, in order
-        assert len(used) == min(n, 4) and set(used) <= {'n1', 'n2', 'n3', 'n4'}
-        assert rows == [used[i % len(used)] for i in range(n)]
-        job_out = (path.parent / 'rfm_job.out').read_text()
-        assert re.search(r'Command line used: .* -\+h n[1-4]$', job_out, re.M)
-    assert 'P: write_gbs' in out.stdout and 'P: random_read' in out.stdout
 
 
 @pytest.mark.slow
