@@ -14,7 +14,7 @@ import pytest
 
 from clusterproof.checks import reliability
 from clusterproof.cluster import faults
-from conftest import (REPO, WAIT_S, need_netns, report_cases, restore_emu_cluster, run_reframe,
+from conftest import (AT_LEAST_ONE, REPO, WAIT_S, assert_cases, need_netns, report_cases, restore_emu_cluster, run_reframe,
                       wait_for)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
@@ -166,6 +166,9 @@ def stream_faults(emu_cluster, tmp_path_factory):
         wait_for('STREAM running on n2', lambda: _stream_on(spec, 'n2'), proc=runs['dies'])
         killed = faults.kill_node(spec, 'n2')
         out = {name: proc.communicate(timeout=WAIT_S)[0] for name, proc in runs.items()}
+        for name, proc in runs.items():
+            assert_cases(*proc.selection, proc.returncode, out[name],
+                         1 if name == 'hang' else AT_LEAST_ONE)
     finally:
         for proc in runs.values():
             if proc.poll() is None:
