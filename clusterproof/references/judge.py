@@ -572,14 +572,16 @@ class Verdict(enum.StrEnum):
 
 
 class Bucket(enum.StrEnum):
-    """What a verdict is counted as on the report's first screen (one name
-    per count, the name the page shows)."""
-    PASS = 'pass'
-    REGRESSION = 'regression'
-    FAILED = 'failed'
-    SKIPPED = 'skipped'
-    NOT_JUDGED = 'not judged'
-    OUT_OF_BOUNDS = 'out of bounds'
+    """What a verdict is counted as on the report's first screen: the name
+    of the verdict it counts with, in lower case and words (``REGRESSION``
+    is counted as ``regression``, ``OUT-OF-BOUNDS`` as ``out of bounds``,
+    ``no-ref`` with ``not judged``)."""
+    PASS = Verdict.PASS.value
+    REGRESSION = Verdict.REGRESSION.lower()
+    FAILED = Verdict.FAILED.lower()
+    SKIPPED = Verdict.SKIPPED.value
+    NOT_JUDGED = Verdict.NOT_JUDGED.value
+    OUT_OF_BOUNDS = Verdict.OUT_OF_BOUNDS.lower().replace('-', ' ')
 
 
 _FAILING = frozenset({Verdict.REGRESSION, Verdict.OUT_OF_BOUNDS, Verdict.XPASS,

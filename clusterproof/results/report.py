@@ -128,7 +128,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     page = _env().get_template('report.html.j2').render(
         title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
-        counts=counts, changes=found, first=FIRST_SCREEN_ROWS,
+        counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
         failures=_failures(judged), verdicts=[_verdict_row(v) for v in verdicts or ()],
         families=families, mmap=_mmap_rows(latest_recs),
         provenance=view['sessions'], recent=RECENT_NIGHTS,
@@ -158,6 +158,8 @@ def _fkey(f):
 
 #: the buckets that need no attention
 _QUIET = (Bucket.PASS, Bucket.NOT_JUDGED)
+#: the section a count links to (else the families)
+_COUNT_SECTIONS = {CHANGE: 'changes', Bucket.FAILED: 'failures', Bucket.REGRESSION: 'failures'}
 
 
 def _counts(rows, n_changes):
