@@ -71,7 +71,7 @@ def test_a_missed_committed_value_fails_naming_the_gap(tmp_path, recorded):
 
 def test_runs_shorter_than_the_minimum_are_not_counted(tmp_path, recorded):
     _, (res,) = judged(tmp_path, recorded, item(extra='    validity: {min_runtime_s: 1000}\n'))
-    assert res.judgement.verdict == Verdict.FAILED and res.measured is None
+    assert res.judgement.verdict == Verdict.INVALID and res.measured is None
     assert res.judgement.reason.startswith('not measured validly: 0 valid run(s) of 3 required')
     assert all('less than the minimum 1000 s' in r.invalid_why for r in res.runs)
     assert record.item_verdict(res) == 'invalid'

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterproof.references.judge import Verdict
 from clusterproof.site import pmem as node
 from conftest import REPO, report_cases, run_reframe, site_config_overlay
 
@@ -40,6 +41,10 @@ def test_engines_and_tmpfs_from_the_probe(tmp_path):
     assert node.node_verdict(d, FIO, 'psync')
     missing = node.node_verdict(d, FIO, 'no-such-engine')
     assert not missing and 'has no no-such-engine engine on this node' in missing.reason
+    # a verdict of the one vocabulary, with its reason
+    assert missing.verdict == Verdict.FAILED and missing.failing
+    assert str(missing) == f'FAILED ({missing.reason})'
+    assert node.node_verdict(d, FIO, 'psync').verdict == Verdict.PASS
     assert node.node_verdict(d, FIO, 'psync', tmpfs='/dev/shm/x')
     on_disk = node.node_verdict(d, FIO, 'psync', tmpfs=str(REPO))
     assert not on_disk and 'is not on tmpfs on the node' in on_disk.reason

@@ -173,6 +173,28 @@ def test_xfail_and_xpass_verdicts():
     assert 'xpass' in references.FAILING and 'xfail' not in references.FAILING
 
 
+def test_one_verdict_vocabulary():
+    """Every judge's verdicts are members of one enum, each with one
+    spelling; spellings written before it read as the verdict they meant;
+    the report's counts are named in one place."""
+    from clusterproof.results import report
+    Verdict = references.Verdict
+    assert all(Verdict.read(v.value) is v for v in Verdict)
+    assert [Verdict.read(old) for old in ('ok', 'failed', 'not-judged')] == \
+        [Verdict.PASS, Verdict.FAILED, Verdict.NOT_JUDGED]
+    with pytest.raises(ValueError, match=r"'okay' is not a verdict \(known: pass, REGRESSION"):
+        Verdict.read('okay')
+    # screening, contract and comparison states: which fail
+    failing = {v for v in Verdict if v.failing}
+    assert {Verdict.SLOW, Verdict.FAIL, Verdict.NOT_MEASURED, Verdict.INVALID,
+            Verdict.FAILED, Verdict.REGRESSION} <= failing
+    assert not failing & {Verdict.PASS, Verdict.REPORTED, Verdict.MISSING, Verdict.SKIPPED,
+                          Verdict.NO_REF, Verdict.NOT_JUDGED, Verdict.XFAIL}
+    # the report's counts: the buckets of references.judge, and the changes
+    assert set(report.BUCKETS) - {report.CHANGE} <= set(references.Bucket)
+    assert Verdict.NOT_JUDGED.bucket == Verdict.NO_REF.bucket == Verdict.NOT_JUDGED.value
+
+
 def test_xfail_verdicts_agree_with_reframe(tmp_path):
     """A real run with $xfail references: ReFrame's verdict of each figure
     (recorded in its perfvalues) is the judge's verdict of the record."""

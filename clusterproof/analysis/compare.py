@@ -8,7 +8,7 @@ Verdicts of one figure:
                 upper bound): ReFrame fails such a figure, and so does compare;
                 re-bless or widen the bound
 ``no-ref``      nothing to compare with
-``not-judged``  a smoke figure, or an emulated figure with no reference
+``not judged``  a smoke figure, or an emulated figure with no reference
                 blessed from emulated runs: never judged against a real
                 system's references
 ``xfail``       worse than the tolerance, and the reference says ``$xfail``

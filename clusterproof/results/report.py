@@ -47,7 +47,7 @@ from plotly.offline import get_plotlyjs
 from clusterproof import ClusterproofError, store
 from clusterproof.analysis import detector, findings
 from clusterproof.analysis.compare import against_references
-from clusterproof.references.judge import Verdict, bounds, references_for
+from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.store import history
 from clusterproof.store.sessions import THREAD_ATTRS, check_name, records
@@ -82,8 +82,12 @@ MAX_BARS = 4
 BAR_FIGURES = 40
 #: points of one small multiple's history
 MAX_POINTS = 120
-#: the count buckets, in order
-BUCKETS = ('pass', 'regression', 'change', 'failed', 'skipped', 'not judged')
+#: the count of the changes found (not a verdict: see :func:`recent_changes`)
+CHANGE = 'change'
+#: the counts of the first screen, in order: the verdicts' buckets
+#: (``references.judge.Bucket``, where their names are decided) and the changes
+BUCKETS = (Bucket.PASS, Bucket.REGRESSION, CHANGE, Bucket.FAILED, Bucket.SKIPPED,
+           Bucket.NOT_JUDGED)
 PERCENTILE_RE = re.compile(r'^c?lat\w*?_p(\d+(?:[._]\d+)?)$', re.I)
 WALL_RE = re.compile(r'^(\w+)_wall$')
 _PLOT_CONFIG = {'displaylogo': False, 'responsive': True}
@@ -93,7 +97,7 @@ _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 def bucket(verdict):
     """The count a :class:`~clusterproof.references.judge.Verdict` goes to:
     one of :data:`BUCKETS`, else its own name (``xfail``...)."""
-    return Verdict(verdict).bucket
+    return Verdict.read(verdict).bucket
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
@@ -124,7 +128,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     page = _env().get_template('report.html.j2').render(
         title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
-        counts=counts, changes=found, first=FIRST_SCREEN_ROWS,
+        counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
         failures=_failures(judged), verdicts=[_verdict_row(v) for v in verdicts or ()],
         families=families, mmap=_mmap_rows(latest_recs),
         provenance=view['sessions'], recent=RECENT_NIGHTS,
@@ -152,12 +156,18 @@ def _fkey(f):
     return history.key(f['system'], f['partition'], f['test'], f['figure'], f['flags'])
 
 
+#: the buckets that need no attention
+_QUIET = (Bucket.PASS, Bucket.NOT_JUDGED)
+#: the section a count links to (else the families)
+_COUNT_SECTIONS = {CHANGE: 'changes', Bucket.FAILED: 'failures', Bucket.REGRESSION: 'failures'}
+
+
 def _counts(rows, n_changes):
     counts = dict.fromkeys(BUCKETS, 0)
     for r in rows:
         b = bucket(r.verdict)
         counts[b] = counts.get(b, 0) + 1
-    counts['change'] = n_changes
+    counts[CHANGE] = n_changes
     return counts
 
 
@@ -288,13 +298,13 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
     wanted = sorted(
         ((rec, row) for rec, row in judged if rec.figure),
         key=lambda rr: (rr[0].key not in changed,
-                        bucket(rr[1].verdict) == 'pass' or bucket(rr[1].verdict) == 'not judged'))
+                        bucket(rr[1].verdict) in _QUIET))
     chosen = set()
     extra = 0
     for rec, row in wanted:
         if len(chosen) >= MAX_MULTIPLES_TOTAL:
             break
-        notable = rec.key in changed or bucket(row.verdict) not in ('pass', 'not judged')
+        notable = rec.key in changed or bucket(row.verdict) not in _QUIET
         if not notable:
             if extra >= MAX_MULTIPLES:
                 break
@@ -335,7 +345,7 @@ def _chosen(groups, limit):
 
 def _attention(rows):
     """0 when one of ``rows`` did not pass (or has no verdict), else 1."""
-    return 0 if any(bucket(r.verdict) not in ('pass', 'not judged') for r in rows) else 1
+    return 0 if any(bucket(r.verdict) not in _QUIET for r in rows) else 1
 
 
 def _row_key(rec):
@@ -379,7 +389,7 @@ def _band(row):
 def _ref_name(row):
     if 'emulated-ref' in row.flags:
         return 'reference (emulated)'
-    if bucket(row.verdict) == 'not judged':
+    if bucket(row.verdict) == Bucket.NOT_JUDGED:
         return 'reference (not judged)'
     return 'reference'
 
