@@ -65,6 +65,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     valid_prog_environs = ['*']
     tags = {'storage', 'ior'}
     benchmark = 'ior'
+    published_plan = 2
     time_limit = '2h'
 
     #: T, the number of threads (MPI ranks)

@@ -81,6 +81,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
     sourcesdir = None
     tags = {'storage', 'iozone'}
     benchmark = 'iozone'
+    published_plan = 1
     time_limit = by_mode({'smoke': '10m', 'nightly': '2h', 'acceptance': '12h'})
 
     #: keep IOzone's stonewalling (published); false passes -x

@@ -60,6 +60,7 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
     valid_prog_environs = ['*']
     tags = {'storage', 'mdtest'}
     benchmark = 'mdtest'
+    published_plan = 3
     time_limit = '2h'
 
     #: T, the number of tasks (MPI ranks)

@@ -1,6 +1,7 @@
-"""What the storage checks (IOzone, IOR, mdtest) share beyond the thread
-placement: the scale of their sizes and the thread counts a system declares
-it cannot hold.
+"""What the storage checks share beyond the thread placement: the scale of
+their sizes and the thread counts a system declares it cannot hold. A
+storage check mixes this in and sets ``benchmark``; that declaration is the
+list of storage benchmarks (clusterproof/checks/declared.py).
 
 ``-S cp_scale=tiny`` keeps the mode's plan (thread counts, client nodes,
 round-robin placement, command lines) and shrinks only the bytes per thread
@@ -23,7 +24,8 @@ from clusterproof.methods import placement, sizing
 
 class StorageScale(rfm.RegressionTestPlugin):
     """Mixed into the storage checks next to ClusterproofCheck; the check
-    sets ``benchmark`` (``iozone``, ``ior`` or ``mdtest``) and has ``threads``."""
+    sets ``benchmark`` (its key in ``extras['storage']['max_threads']``,
+    read by clusterproof/checks/declared.py from the source) and has ``threads``."""
 
     #: 'full': the mode's sizes; 'tiny': the mode's thread counts and
     #: placement with tiny files (flagged smoke)
@@ -31,6 +33,10 @@ class StorageScale(rfm.RegressionTestPlugin):
 
     #: the storage benchmark, for extras['storage']['max_threads']
     benchmark = ''
+
+    #: its place in the published storage plan that scripts/published-shape
+    #: runs (1, 2, ...; 0: not in it)
+    published_plan = 0
 
     @run_after('init')
     def _cp_tiny_is_smoke(self):
