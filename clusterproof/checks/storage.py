@@ -18,6 +18,7 @@ to test. A malformed limit is a configuration error and FAILS.
 
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
+from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import placement, sizing
 
@@ -50,6 +51,26 @@ class StorageScale(rfm.RegressionTestPlugin):
             return sizing.compute(storage, self.threads, total=total or None,
                                   transfer=transfer or None, smoke=self.cp_smoke,
                                   scale=self.cp_scale)
+
+    def declared_storage(self):
+        """``extras['storage']`` of the partition: skips when there is none,
+        or when ``threads`` is more than it declares it holds."""
+        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
+        self.skip_over_declared_thread_limit(storage)
+        return storage
+
+    def tiny(self):
+        """At ``-S cp_scale=tiny`` (a scale that is not one fails the check)."""
+        with self.configuration():
+            return sizing.check_scale(self.cp_scale) == 'tiny'
+
+    def refuse_problems(self, run, program):
+        """Fail quoting the first ``ERROR``/``WARNING:`` line of a parsed
+        ``run`` (its ``problems()``), naming how many more and its source."""
+        problems = run.problems()
+        if problems:
+            more = f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''
+            raise SanityError(f'{program} reported: {problems[0]!r}{more}; see {run.source}')
 
     def skip_over_declared_thread_limit(self, storage):
         """Skip when ``threads`` is above what the system declares it holds."""
