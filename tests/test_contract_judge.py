@@ -10,9 +10,12 @@ import pytest
 from clusterproof.acceptance import contract, judge, record
 from clusterproof.references.judge import Verdict
 from clusterproof.store.sessions import load_sessions
-from results_helpers import clusterproof, recorded_results
+from results_helpers import SELFTEST_CHECKS, clusterproof, recorded_results
 
-HEAD = 'system: local\nmode: nightly\nrepetitions: 3\nreuse_within_days: 0\nitems:\n'
+#: the recorded runs' check is a self-test check (acceptance --contract refuses
+#: a contract naming a check the contract's checks do not have)
+HEAD = (f'system: local\nmode: nightly\nchecks: {SELFTEST_CHECKS}\nrepetitions: 3\n'
+        'reuse_within_days: 0\nitems:\n')
 
 
 def item(ident='bw', figure='copy_bw', committed=1, tolerance='-50%', threads=1, extra=''):

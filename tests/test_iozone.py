@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.site import hostlist
+from clusterproof import hostlist
 from clusterproof.methods import iozone
 from clusterproof.methods import sizing
 from clusterproof.parsers import ParseError

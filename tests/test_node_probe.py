@@ -91,6 +91,7 @@ def _case(results, prefix):
     return [tc for tc in report_cases(results) if tc['name'].startswith(prefix)]
 
 
+@pytest.mark.slow
 @need_fio
 def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
     dax = tmp_path / 'not-dax'
@@ -113,6 +114,7 @@ def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
     assert not list(dax.rglob('*.0'))
 
 
+@pytest.mark.slow
 @need_fio
 def test_emulated_pmem_off_tmpfs_skips_naming_the_node_mount(tmp_path):
     results = tmp_path / 'results'
@@ -126,11 +128,17 @@ def test_emulated_pmem_off_tmpfs_skips_naming_the_node_mount(tmp_path):
     assert 'is not on tmpfs on the node' in res.stdout
 
 
+@pytest.mark.slow
 def test_default_tmpfs_directory_is_the_users_own(tmp_path):
+    """The one test case run (ReFrame's listing in smoke mode has
+    ``PmemFioEmulated %section=randread_8files``) makes its directory on
+    tmpfs at setup, whether fio then runs or is skipped: the user's own."""
     results = tmp_path / 'results'
     res = run_reframe(['-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
-                       '-n', 'PmemFioEmulated %section=randread_8files'], results)
+                       '-n', 'PmemFioEmulated%section=randread_8files'], results, expect_cases=1)
     assert res.returncode == 0, res.stdout[-3000:]
     mine = Path(f'/dev/shm/clusterproof-{os.getuid()}')
+    [case] = report_cases(results)
+    assert case['tmpfs_dir'] == str(mine)
     st = mine.stat()
     assert st.st_uid == os.getuid() and st.st_mode & 0o777 == 0o700

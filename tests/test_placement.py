@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.site import hostlist
+from clusterproof import hostlist
 from clusterproof.methods.placement import place, render
 
 from conftest import REPO, VENV_BIN

@@ -1,13 +1,12 @@
 """References files: parsing, and refusal of bad input with a precise message."""
 
-import subprocess
 
 import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof.references import judge as references
 from clusterproof.paths import REFERENCES_DIR
-from conftest import REPO, VENV_BIN, WAIT_S, reframe_env
+from conftest import REPO, run_reframe
 
 
 def write(tmp_path, text, name='sys.yaml'):
@@ -112,10 +111,8 @@ def run_probe(tmp_path, refs, mode, text=CHECK):
     assert not ref.exists(), 'local has no references in the repository'
     ref.write_text(refs)
     try:
-        return subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(check), '-r',
-                               '--system', 'local'],
-                              cwd=REPO, env=reframe_env(tmp_path / 'results', mode),
-                              capture_output=True, text=True, timeout=WAIT_S)
+        return run_reframe(['-c', str(check), '-r', '--system', 'local'],
+                           tmp_path / 'results', mode)
     finally:
         ref.unlink()
 

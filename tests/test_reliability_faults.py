@@ -22,8 +22,8 @@ import pytest
 from clusterproof import cluster as lc
 from clusterproof.cluster import faults
 from clusterproof.checks import reliability
-from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, need_netns, reframe_env, report_cases,
-                      restore_emu_cluster, wait_for)
+from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
+                      reframe_env, report_cases, restore_emu_cluster, wait_for, with_report_file)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 CHECKS = REPO / 'reframe_checks'
@@ -97,9 +97,12 @@ def _sigint_default():
 
 
 def _start_reframe(args, env):
-    return subprocess.Popen([str(VENV_BIN / 'reframe')] + args, cwd=REPO, env=env,
+    args, report = with_report_file(args, env['CLUSTERPROOF_RESULTS'])
+    proc = subprocess.Popen([str(VENV_BIN / 'reframe')] + args, cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=_sigint_default)
+    proc.selection = (args, report)     # for assert_cases
+    return proc
 
 
 def _text(path):
@@ -163,6 +166,7 @@ def node_death_session(emu_cluster, tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert_cases(*proc.selection, proc.returncode, out, 4)     # faults.py has four checks on emu
     yield {'results': results, 'scratch': scratch_dir, 'out': out, 'rc': proc.returncode,
            'killed': killed, 'env': env, 'spec': spec, 'cases': _cases(results)}
     restore_emu_cluster()
@@ -203,10 +207,13 @@ def test_resumed_node_passes_a_rerun(node_death_session, record_property):
     s = node_death_session
     state = faults.restart_node(s['spec'], 'n2')
     assert state.startswith('idle')
-    proc = subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(FAULTS), '-r', '--system', 'emu:srun',
-                           '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
+    args, report = with_report_file(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                                     '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
+                                    s['results'])
+    proc = subprocess.run([str(VENV_BIN / 'reframe'), *args],
                           cwd=REPO, env=s['env'], capture_output=True, text=True, timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert_cases(args, report, proc.returncode, proc.stdout, 1)
     assert _cases(s['results'])['ReliabilityHold']['result'] == 'pass'
     out = s['results'] / 'output' / 'emu' / 'srun' / 'gnu' / 'ReliabilityHold' / 'rfm_job.out'
     assert sorted(ln.split()[1] for ln in out.read_text().splitlines()
@@ -251,6 +258,7 @@ def test_job_cancelled_before_it_ran_fails_naming_state_and_cause(emu_cluster, t
             proc.kill()
             proc.wait()
     assert proc.returncode != 0, out[-3000:]
+    assert_cases(*proc.selection, proc.returncode, out, 1)
     quick = _cases(tmp_path)['ReliabilityQuick']
     record_property('results_lost', 0)
     assert quick['result'] == 'fail' and quick['fail_phase'] == 'sanity', quick
@@ -296,6 +304,7 @@ def test_interrupted_run_cancels_jobs_removes_files_keeps_results(emu_cluster, t
             if job_ids:
                 subprocess.run(['scancel'] + job_ids, env=env)
     assert proc.returncode != 0, out[-3000:]
+    assert_cases(*proc.selection, proc.returncode, out, 2)
     # no Slurm job left; accounting says cancelled
     wait_for('the cancelled job to leave the queue', lambda: not _squeue(env, 'Hold'))
     acct = subprocess.run(['sacct', '-X', '-n', '-P', '-j', ','.join(job_ids), '-o', 'jobid,state'],

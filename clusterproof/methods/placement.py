@@ -31,9 +31,8 @@ second (list repetition, no per-thread Python loop).
 import shlex
 from dataclasses import dataclass
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, hostlist
 from clusterproof.checks import declared
-from clusterproof.site import hostlist
 
 FORMATS = ('hostfile', 'slots', 'threadlist', 'srun', 'mpirun')
 #: srun's option that ends a step when one of its tasks dies: an MPI rank that

@@ -276,3 +276,13 @@ def section_figures(text, section, source='fio output', exit_status=None):
                          'want exactly one direction')
     return next(iter(dirs.values()))
 
+
+def parse_engines(enghelp_text):
+    """Engine names from ``fio --enghelp``."""
+    lines = enghelp_text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('Available IO engines')),
+                 None)
+    if start is None:
+        raise ValueError('fio --enghelp: no "Available IO engines:" line in '
+                         f'{enghelp_text.strip()[:200]!r}')
+    return [ln.strip() for ln in lines[start + 1:] if ln.strip()]

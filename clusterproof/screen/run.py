@@ -36,7 +36,7 @@ from clusterproof.reframe_io import runner
 from clusterproof.screen import judge, pairs, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
-from clusterproof.site.hostlist import compress
+from clusterproof.hostlist import compress
 
 #: nodes per ReFrame invocation when Slurm declares no MaxSubmitJobs
 DEFAULT_BATCH = 256
@@ -227,6 +227,7 @@ class Screening:
         with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
             proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
                                   stderr=subprocess.STDOUT)
+        runner.require_cases(cmd[1:], report, proc.returncode)
         if not report.is_file():
             raise ClusterproofError(
                 f'reframe wrote no run report (exit status {proc.returncode}); its output: '

@@ -321,7 +321,7 @@ def node_verdict(directory, fio, engine, dax=None, devdax=None, align=None, tmpf
     with the alignment ``align`` (bytes) when its sysfs entry gives one;
     ``tmpfs``: that path must be on tmpfs. A :class:`DaxVerdict`, false with
     the reason."""
-    from clusterproof.methods.fiojob import parse_engines
+    from clusterproof.parsers.fio import parse_engines
     texts = {}
     for name in [PROBE_ENGINES, PROBE_MOUNTS] + ([PROBE_NDCTL] if dax else []) + \
             ([PROBE_DEVDAX] if devdax else []):
