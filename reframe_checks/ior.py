@@ -65,6 +65,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     valid_prog_environs = ['*']
     tags = {'storage', 'ior'}
     benchmark = 'ior'
+    published_plan = 2
     time_limit = '2h'
 
     #: T, the number of threads (MPI ranks)
@@ -100,8 +101,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
 
     @run_after('setup')
     def size_files(self):
-        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
-        self.skip_over_declared_thread_limit(storage)
+        storage = self.declared_storage()
         size = self.storage_sizes(storage, total=self.total, transfer=self.transfer_size)
         self.ior_block_size = size.per_thread_arg
         self.ior_transfer_size = size.transfer_arg
