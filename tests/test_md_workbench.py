@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checks import declared
+from clusterproof.methods import declared
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import md_workbench
 from clusterproof.site import binaries

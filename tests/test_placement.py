@@ -153,7 +153,7 @@ def test_command_line():
 # ------------------------------------------- the storage benchmarks, declared
 
 def test_storage_benchmarks_are_what_the_checks_declare():
-    from clusterproof.checks import declared
+    from clusterproof.methods import declared
     from clusterproof.methods import placement
     checks = {c.name: c for c in declared.storage_checks()}
     assert checks['IOzoneRandom'].benchmark == 'iozone'       # inherited from IOzoneBase
@@ -170,7 +170,7 @@ def test_storage_benchmarks_are_what_the_checks_declare():
 
 
 def test_a_new_storage_check_joins_the_lists(tmp_path):
-    from clusterproof.checks import declared
+    from clusterproof.methods import declared
     (tmp_path / 'mine.py').write_text(
         'class Base(rfm.RunOnlyRegressionTest, StorageScale, RoundRobinRanks):\n'
         "    benchmark = 'mine'\n\n"

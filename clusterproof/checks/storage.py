@@ -1,7 +1,7 @@
 """What the storage checks share beyond the thread placement: the scale of
 their sizes and the thread counts a system declares it cannot hold. A
 storage check mixes this in and sets ``benchmark``; that declaration is the
-list of storage benchmarks (clusterproof/checks/declared.py).
+list of storage benchmarks (clusterproof/methods/declared.py).
 
 ``-S cp_scale=tiny`` keeps the mode's plan (thread counts, client nodes,
 round-robin placement, command lines) and shrinks only the bytes per thread
@@ -26,7 +26,7 @@ from clusterproof.methods import placement, sizing
 class StorageScale(rfm.RegressionTestPlugin):
     """Mixed into the storage checks next to ClusterproofCheck; the check
     sets ``benchmark`` (its key in ``extras['storage']['max_threads']``,
-    read by clusterproof/checks/declared.py from the source) and has ``threads``."""
+    read by clusterproof/methods/declared.py from the source) and has ``threads``."""
 
     #: 'full': the mode's sizes; 'tiny': the mode's thread counts and
     #: placement with tiny files (flagged smoke)

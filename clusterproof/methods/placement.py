@@ -32,7 +32,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterproof import ClusterproofError, hostlist
-from clusterproof.checks import declared
+from clusterproof.methods import declared
 
 FORMATS = ('hostfile', 'slots', 'threadlist', 'srun', 'mpirun')
 #: srun's option that ends a step when one of its tasks dies: an MPI rank that
@@ -171,7 +171,7 @@ def declared_limit(storage, benchmark):
     """``(limit, key)`` of the most threads the system declares it holds for
     ``benchmark`` (``key`` names where it is declared), or ``(None, None)``.
     The benchmarks are those the storage checks declare
-    (:func:`clusterproof.checks.declared.storage_benchmarks`)."""
+    (:func:`clusterproof.methods.declared.storage_benchmarks`)."""
     benchmarks = declared.storage_benchmarks()
     if benchmark not in benchmarks:
         raise ClusterproofError(f'placement: no thread limit for benchmark {benchmark!r} '

@@ -12,7 +12,7 @@ Two partitions: ``srun`` (launcher ``srun --mpi=pmix``) and ``mpirun``
 
 import os
 
-from clusterproof.checks.declared import storage_checks
+from clusterproof.methods.declared import storage_checks
 from clusterproof.paths import local_scratch
 from clusterproof.site.topology import detect_hardware
 
@@ -27,7 +27,7 @@ from clusterproof.site.topology import detect_hardware
 #: 600 s time limit and mdtest lost a node to the load of 128 starting ranks
 #: on the shared 2 cores: not declared.
 THREAD_CLIENTS, MPI_RANKS = 512, 64
-#: per benchmark, from what its check declares (clusterproof/checks/declared.py)
+#: per benchmark, from what its check declares (clusterproof/methods/declared.py)
 MAX_THREADS = {c.benchmark: MPI_RANKS if c.mpi else THREAD_CLIENTS for c in storage_checks()}
 
 _scratch = local_scratch()
