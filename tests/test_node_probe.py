@@ -92,6 +92,7 @@ def _case(results, prefix):
 
 
 @need_fio
+@pytest.mark.slow
 def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
     dax = tmp_path / 'not-dax'
     dax.mkdir()
@@ -114,6 +115,7 @@ def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
 
 
 @need_fio
+@pytest.mark.slow
 def test_emulated_pmem_off_tmpfs_skips_naming_the_node_mount(tmp_path):
     results = tmp_path / 'results'
     disk = tmp_path / 'disk'
