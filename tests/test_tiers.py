@@ -1,6 +1,7 @@
 """tests/tiers.py: a test without slow, cluster or root that takes more
 processor time than the bound, its own or a program's it ran, is named at the
-end of the run; only ``--tier-check`` (scripts/check-tiers) fails on it."""
+end of the run; only ``--tier-check`` (scripts/check-tiers) fails on it. A
+module fixture's cost is divided among the tests that share it."""
 
 import os
 import subprocess
@@ -28,6 +29,16 @@ def test_marked_slow():
 
 def test_waits_without_working():
     time.sleep(0.5)
+
+@pytest.fixture(scope='module')
+def shared():
+    subprocess.run([sys.executable, '-c', BURN], check=True)
+
+def test_shares_a_costly_fixture(shared):
+    pass
+
+def test_shares_it_too(shared):
+    pass
 '''
 
 
@@ -40,11 +51,11 @@ def _pytest(tmp_path, *args):
                           capture_output=True, text=True, timeout=WAIT_S)
 
 
-@pytest.mark.slow      # two pytest runs, 1.6 s of burnt processor time
+@pytest.mark.slow      # two pytest runs, 2 s of burnt processor time
 def test_the_check_names_the_unmarked_test_over_the_bound(tmp_path):
     proc = _pytest(tmp_path, '--tier-check')
     assert proc.returncode == 1, proc.stdout
-    assert '3 passed' in proc.stdout
+    assert '5 passed' in proc.stdout
     named = [ln for ln in proc.stdout.splitlines() if ln.endswith('needs slow')]
     assert len(named) == 1 and 'test_sample.py::test_burns_in_a_program' in named[0], proc.stdout
     assert 0.3 < float(named[0].split()[0]) < 5, named
