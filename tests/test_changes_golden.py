@@ -80,6 +80,7 @@ def test_lists_and_arrays_give_the_same_findings():
         assert as_list == as_array, kind
 
 
+@pytest.mark.slow
 def test_binary_segmentation_places_the_change_points_ruptures_places():
     """:func:`changes.binseg` (prefix sums) against ruptures' Binseg itself on
     series with steps, ties (rounded values) and a large level."""

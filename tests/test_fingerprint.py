@@ -62,6 +62,7 @@ def _everything_recorded(results):
                      if p.is_file() and 'stage' not in p.relative_to(results).parts)
 
 
+@pytest.mark.slow
 def test_fingerprint_names_a_binary_swapped_in_place_and_an_env_change(tmp_path, dd_env,
                                                                       monkeypatch):
     dd, env = dd_env

@@ -133,6 +133,7 @@ def test_reports_missing_node_duplicate_and_error():
 
 # -- the check, for real --------------------------------------------------------
 
+@pytest.mark.slow
 def test_inventory_passes_on_local(tmp_path):
     proc = run_reframe(['-c', 'reframe_checks/inventory.py', '-r', '--system', 'local'],
                        tmp_path)
@@ -146,6 +147,7 @@ def test_inventory_passes_on_local(tmp_path):
     assert rep['hardware']['memory_gib'] == topology.detect_hardware()['memory_gib']
 
 
+@pytest.mark.slow
 def test_inventory_fails_on_other_figures_with_node_field_expected_found(tmp_path):
     proc = run_reframe(['-c', 'reframe_checks/inventory.py', '-r', '--system', 'local',
                         '-n', 'SystemInventory',

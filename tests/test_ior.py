@@ -381,6 +381,7 @@ def _without_dir(opts):
     return [('<dir>/tst.file' if w.endswith('/tst.file') else w) for w in opts]
 
 
+@pytest.mark.slow
 def test_check_and_job_script_run_the_same_ior_options(tmp_path):
     """IorSharedFile and slurm/ior-n-to-1.sbatch take IOR's options from one
     place; the job scripts of both are compared word for word. Nothing runs

@@ -98,6 +98,7 @@ def _case(results, prefix):
 
 @pytest.mark.slow
 @need_fio
+@pytest.mark.slow
 def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
     dax = tmp_path / 'not-dax'
     dax.mkdir()
@@ -121,6 +122,7 @@ def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
 
 @pytest.mark.slow
 @need_fio
+@pytest.mark.slow
 def test_emulated_pmem_off_tmpfs_skips_naming_the_node_mount(tmp_path):
     results = tmp_path / 'results'
     disk = tmp_path / 'disk'

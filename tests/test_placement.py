@@ -132,6 +132,7 @@ def test_refuses_duplicate_and_bad_nodes():
         render(place('n1', 1), 'yaml')
 
 
+@pytest.mark.slow
 def test_command_line():
     out = subprocess.run(
         [str(VENV_BIN / 'clusterproof'), 'placement', '--nodes', 'n[1-4]', '--threads', '6',

@@ -197,7 +197,7 @@ def test_placement_thread_count(threads):
 @pytest.mark.parametrize('total,words', [
     ('0', ["'0'", 'greater than zero']),
     ('-1g', ["'-1g'"]),
-    ('1000t', ['1000.0 TiB', 'free']),
+    pytest.param('1000t', ['1000.0 TiB', 'free'], marks=pytest.mark.slow),
 ], ids=['zero', 'negative', 'larger-than-free-space'])
 def test_sizes_zero_negative_or_larger_than_free_space(tmp_path, total, words):
     results, scratch_dir = tmp_path / 'results', tmp_path / 'scratch'

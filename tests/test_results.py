@@ -78,6 +78,7 @@ def test_helpers():
         parse_since('thirty days')
 
 
+@pytest.mark.slow
 def test_a_skipped_test_case_is_a_record_with_its_reason(tmp_path):
     """A real skip (IOR without an ior binary): one record without a figure,
     the reason the check gave; compare shows it ``skipped`` (not a

@@ -148,6 +148,7 @@ def test_a_damaged_database_loses_no_night(tmp_path):
     assert list(manifest['reports']) == ['run-report-0.json']
 
 
+@pytest.mark.slow
 def test_a_fleet_is_a_directory_of_stores(tmp_path):
     fleet = tmp_path / 'fleet'
     store.ingest(recorded_results(tmp_path) / 'results.db', fleet / 'sys-a')
@@ -185,6 +186,7 @@ def test_a_fleet_is_a_directory_of_stores(tmp_path):
         store.stores_in(tmp_path / 'other')
 
 
+@pytest.mark.slow
 def test_a_night_with_an_empty_database_is_judged(tmp_path):
     """scripts/nightly with an empty results.db: ReFrame runs, cannot store
     the session, writes its run report; the night is still reported and
@@ -209,6 +211,7 @@ def test_a_night_with_an_empty_database_is_judged(tmp_path):
     assert list((results / 'reports').glob('nightly-*.html'))
 
 
+@pytest.mark.slow
 def test_history_from_elsewhere_is_imported_once(tmp_path):
     """Perflogs recorded from real STREAM runs, imported into a store: the
     commands' histories are those of the perflogs; a second import adds
@@ -238,6 +241,7 @@ def test_history_from_elsewhere_is_imported_once(tmp_path):
     assert rebuilt == direct
 
 
+@pytest.mark.slow
 def test_history_imported_before_the_first_run_is_read_by_every_command(tmp_path):
     """A site imports its history on day one, before ReFrame ever ran here
     (no results.db yet): the commands read the store, not refuse."""
