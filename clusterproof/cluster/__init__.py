@@ -1,13 +1,14 @@
 """The local Slurm cluster: real Slurm daemons on this machine, one compute
 node per network namespace.
 
-``up`` starts, in this order: munged, MariaDB (own data directory, socket and
-port, on 127.0.0.1), slurmdbd (so ``sacct`` works), registers the cluster with
-``sacctmgr``, slurmctld, and one slurmd per node. Node ``n<i>`` runs in its
-own network, hostname (UTS) and mount namespace, with an address on a bridge
-and a private hosts file bind-mounted over ``/etc/hosts``. ``down`` stops
-only the processes ``up`` started (pid files, command line checked), then
-removes the namespaces, links and bridge.
+``up`` starts, in this order: munged (above 29 nodes, one more per 128
+nodes), MariaDB (own data directory, socket and port, on 127.0.0.1),
+slurmdbd (so ``sacct`` works), registers the cluster with ``sacctmgr``,
+slurmctld, and one slurmd per node. Node ``n<i>`` runs in its own network,
+hostname (UTS) and mount namespace, with an address on a bridge and a
+private hosts file bind-mounted over ``/etc/hosts``. ``down`` stops only the
+processes ``up`` started (pid files, command line checked), then removes the
+namespaces, links and bridges.
 
 Several clusters coexist through *instances* K in 0..7: instance K has its
 own bridges ``cpbr<K>...``, subnets (``198.18.0.<32K>/27`` up to 29 nodes,

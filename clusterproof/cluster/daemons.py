@@ -64,7 +64,8 @@ def summary(states):
 
 def _fold(names):
     """Daemon names for one line: ``slurmd n1``, ``slurmd n2``... as
-    ``slurmd n[1-2]``; more than 20 other names as the first 20 and a count."""
+    ``slurmd n[1-2]``, ``pid 7 in a node namespace``... as a count of
+    processes; more than 20 other names as the first 20 and a count."""
     slurmds = [n.split()[1] for n in names if n.startswith('slurmd ') and len(n.split()) == 2]
     pids = [n.split()[1] for n in names if n.startswith('pid ')]
     rest = [n for n in names if not (n.startswith('slurmd ') and len(n.split()) == 2) and not n.startswith('pid ')]
@@ -591,8 +592,12 @@ class Cluster:
             say(f'removed {", ".join(removed)}')
         for f in list(self.lay.run.glob('*.pid')) if self.lay.run.exists() else []:
             f.unlink()
-        for name in ['munged', *self._known_munged()]:
-            self._munge_socket_of(name).unlink(missing_ok=True)
+        # every process of the cluster is gone: a socket left is stale (a job step's in
+        # spool/n<i>/ when the step was killed; slurmd would try it at its next start)
+        if self.lay.root.is_dir():
+            for path in self.lay.root.rglob('*'):
+                if path.is_socket():
+                    path.unlink()
         if self.lay.marker.exists():
             self.lay.marker.unlink()
         if not quiet:

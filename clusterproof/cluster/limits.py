@@ -1,13 +1,19 @@
 """What this machine must allow for a local cluster of N nodes, checked
 (and, where a kernel limit is too low, raised) before ``up`` starts
-anything: the neighbour (ARP) table, the number of processes, memory.
+anything: the neighbour (ARP) table, the queue of packets waiting for a
+processor, the number of processes, memory.
 
 The neighbour table is one table for all network namespaces: the
 controller's entry for every node, every node's entry for the controller
 and for the nodes it talks to count against ``gc_thresh3`` (1,024 on a
 fresh Linux): above it new neighbours are refused ("neighbour table
-overflow") and connections time out. Raised limits are host-wide and are
-kept after ``down`` (lowering them again could break another cluster).
+overflow") and connections time out. A broadcast (an ARP request) on the
+bridges is copied to every node's link, and each copy waits in the
+processor's backlog, 1,000 packets on a fresh Linux
+(``net.core.netdev_max_backlog``): at 1,024 nodes a few ARP requests at once
+overflowed it, packets were dropped (``/proc/net/softnet_stat``) and a job's
+launch failed with "Connection timed out". Raised limits are host-wide and
+are kept after ``down`` (lowering them again could break another cluster).
 """
 
 from pathlib import Path
@@ -18,6 +24,9 @@ from clusterproof import ClusterproofError
 #: above which entries are collected sooner, is half of it)
 NEIGH_PER_NODE = 16
 NEIGH = Path('/proc/sys/net/ipv4/neigh/default')
+#: packets waiting for a processor, per node (netdev_max_backlog)
+BACKLOG_PER_NODE = 16
+BACKLOG = Path('/proc/sys/net/core/netdev_max_backlog')
 #: processes and threads per node: slurmd's threads, a job step's slurmstepd
 #: threads and its tasks
 TASKS_PER_NODE = 16
@@ -30,7 +39,10 @@ MEM_PER_NODE_MIB = 8
 def required(nodes):
     """{setting: least value} for a cluster of ``nodes`` nodes."""
     return {NEIGH / 'gc_thresh3': NEIGH_PER_NODE * nodes,
-            NEIGH / 'gc_thresh2': NEIGH_PER_NODE * nodes // 2}
+            NEIGH / 'gc_thresh2': NEIGH_PER_NODE * nodes // 2,
+            # below this, entries are never collected: no new ARP storm between jobs
+            NEIGH / 'gc_thresh1': NEIGH_PER_NODE * nodes // 4,
+            BACKLOG: BACKLOG_PER_NODE * nodes}
 
 
 def _read_int(path):

@@ -30,7 +30,7 @@ def register(subparsers):
     up = sub.add_parser('up', help='start the cluster (says so if it is already up)')
     up.add_argument('--nodes', type=int, default=lc.DEFAULT_NODES, metavar='N',
                     help=f'number of nodes n1..nN, 1..{lc.MAX_NODES} (default {lc.DEFAULT_NODES}; '
-                         '1,024 nodes take about 7 GiB of memory)')
+                         '1,024 nodes take about 4 GiB of memory and a minute or two to start)')
     up.add_argument('--cpus-per-node', type=int, default=lc.DEFAULT_CPUS, metavar='C',
                     help=f'CPUs Slurm gives each node (default {lc.DEFAULT_CPUS})')
     up.add_argument('--mem-per-node', type=int, default=lc.DEFAULT_MEM_MIB, metavar='MiB',
