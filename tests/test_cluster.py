@@ -5,6 +5,7 @@ srun, sacct, MPI with ``srun --mpi=pmix`` and ``mpirun`` in ``sbatch`` and
 ``salloc``, ReFrame on both ``emu`` partitions, and the life cycle
 (``up`` twice, a port in use, a failure half-way, ``down`` leaving nothing)."""
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -12,6 +13,7 @@ import re
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -27,22 +29,55 @@ CHECKS = Path(__file__).resolve().parent / 'checks'
 # ------------------------------------------------------------------ pure parts
 
 def test_addresses_stay_in_the_benchmarking_range_and_instances_do_not_overlap():
-    net = ipaddress.ip_network('198.18.0.0/24')
+    bench = ipaddress.ip_network('198.18.0.0/15')
+    assert lc.NETWORK == bench
     seen = set()
     for k in lc.INSTANCES:
         inst = lc.Instance(k)
-        addrs = [inst.bridge_addr] + [inst.node_addr(i) for i in range(1, lc.MAX_NODES + 1)]
-        for a in addrs:
-            ip = ipaddress.ip_address(a)
-            assert ip in net and ip in inst.subnet
-            assert ip not in (inst.subnet.network_address, inst.subnet.broadcast_address)
-        assert not seen & set(addrs)
-        seen |= set(addrs)
-    assert lc.Instance(0).bridge_addr == '198.18.0.1'
-    assert lc.Instance(0).node_addr(1) == '198.18.0.2'
-    assert lc.Instance(7).bridge_addr == '198.18.0.225'
-    assert lc.Instance(7).node_addr(4) == '198.18.0.229'
-    assert str(lc.Instance(3).subnet) == '198.18.0.96/27'
+        for nodes in (lc.SMALL_MAX_NODES, lc.MAX_NODES):
+            net = lc.Network(inst, nodes)
+            addrs = [net.bridge_addr] + [net.node_addr(i) for i in range(1, nodes + 1)]
+            assert len(set(addrs)) == nodes + 1
+            for a in addrs:
+                ip = ipaddress.ip_address(a)
+                assert ip in bench and ip in net.subnet
+                assert ip not in (net.subnet.network_address, net.subnet.broadcast_address)
+            assert not seen & set(addrs)
+            seen |= set(addrs)
+    # up to 29 nodes: where instances 0..7 always were (198.18.0.<32K>/27)
+    small = lc.Network(lc.Instance(0), 4)
+    assert (small.bridge_addr, small.node_addr(1), str(small.subnet)) == ('198.18.0.1', '198.18.0.2', '198.18.0.0/27')
+    small = lc.Network(lc.Instance(7), lc.SMALL_MAX_NODES)
+    assert (small.bridge_addr, small.node_addr(4)) == ('198.18.0.225', '198.18.0.229')
+    assert str(lc.Network(lc.Instance(3), 16).subnet) == '198.18.0.96/27'
+    # more: a /21 of its own per instance, outside 198.18.0.0/24
+    large = lc.Network(lc.Instance(0), 30)
+    assert (str(large.subnet), large.bridge_addr, large.node_addr(30)) == ('198.19.0.0/21', '198.19.0.1', '198.19.0.31')
+    large = lc.Network(lc.Instance(7), lc.MAX_NODES)
+    assert (str(large.subnet), large.node_addr(lc.MAX_NODES)) == ('198.19.56.0/21', '198.19.60.1')
+    assert lc.MAX_NODES == 1024
+
+
+def test_a_large_cluster_spreads_its_nodes_over_bridges_of_at_most_512():
+    net = lc.Network(lc.Instance(2), 1024)
+    assert net.bridges == ['cpbr2', 'cpbr2b2']
+    assert [net.bridge_of(i) for i in (1, 512, 513, 1024)] == ['cpbr2', 'cpbr2', 'cpbr2b2', 'cpbr2b2']
+    assert net.trunk(2) == ('cp2t2', 'cp2t2p')
+    assert lc.Network(lc.Instance(2), 512).bridges == ['cpbr2']
+    assert lc.Network(lc.Instance(2), 513).bridges == ['cpbr2', 'cpbr2b2']
+    # a Linux bridge takes at most 1,023 ports (BR_MAX_PORTS 1024, port 0 reserved): tried here
+    assert lc.NODES_PER_BRIDGE + 1 <= 1023
+
+
+def test_each_instance_owns_only_its_own_links_and_namespaces():
+    inst = lc.Instance(0)
+    for name in ('cpbr0', 'cpbr0b2', 'cp0n1h', 'cp0n1024h', 'cp0t2', 'cp0t2p'):
+        assert inst.owns_link(name), name
+    for name in ('cpbr1', 'cpbr1b2', 'cp1n1h', 'cp7t2', 'eth0', 'cpbr', 'lo'):
+        assert not inst.owns_link(name), name
+    assert inst.owns_netns('cp0n12') and not inst.owns_netns('cp1n12')
+    assert len({lc.Instance(k).link_group for k in lc.INSTANCES}) == len(lc.INSTANCES)
+    assert all(lc.Instance(k).link_group != 0 for k in lc.INSTANCES)     # 0: every link's default
 
 
 def test_ports_and_names_are_distinct_per_instance():
@@ -53,16 +88,20 @@ def test_ports_and_names_are_distinct_per_instance():
     assert len(names) == 2 * len(lc.INSTANCES)
     assert lc.Instance(2).netns(3) == 'cp2n3' and lc.Instance(2).bridge == 'cpbr2'
     # Linux limits interface names to 15 characters
-    assert all(len(lc.Instance(k).veth(lc.MAX_NODES)) <= 15 for k in lc.INSTANCES)
+    for k in lc.INSTANCES:
+        net = lc.Network(lc.Instance(k), lc.MAX_NODES)
+        assert all(len(name) <= 15 for name in [net.inst.veth(lc.MAX_NODES), *net.bridges, *net.trunk(9)])
 
 
 def test_out_of_range_values_are_refused_with_the_value():
     with pytest.raises(ClusterproofError, match='instance 8'):
         lc.Instance(8)
     with pytest.raises(ClusterproofError, match='n30'):
-        lc.Instance(0).node_addr(30)
+        lc.Network(lc.Instance(0), 29).node_addr(30)
     with pytest.raises(ClusterproofError, match='--nodes 0'):
         lc.Spec(nodes=0)
+    with pytest.raises(ClusterproofError, match='--nodes 1025: use 1..1024'):
+        lc.Spec(nodes=1025)
     with pytest.raises(ClusterproofError, match='--mem-per-node 100'):
         lc.Spec(cpus=2, mem=100)
 
@@ -89,9 +128,10 @@ def test_rendered_configuration(tmp_path):
     assert 'ClusterName=cp3' in conf
     assert 'SlurmctldHost=ctl(198.18.0.97)' in conf
     assert f'SlurmctldPort={lc.Instance(3).port("slurmctld")}' in conf
-    assert 'NodeName=n1 NodeAddr=198.18.0.98' in conf
-    assert 'NodeName=n4 NodeAddr=198.18.0.101' in conf
-    assert 'NodeName=n5' not in conf
+    assert re.findall(r'^NodeName=n.*', conf, re.M) == ['NodeName=n[1-4] NodeAddr=198.18.0.[98-101]']
+    # up to 29 nodes: a dead node is down within 20 s, and per-task usage is gathered
+    assert re.search(r'^SlurmdTimeout=20$', conf, re.M) and re.search(r'^MessageTimeout=10$', conf, re.M)
+    assert 'ProctrackType=proctrack/linuxproc' in conf and 'JobAcctGatherType=jobacct_gather/linux' in conf
     assert re.search(r'^PartitionName=emu Nodes=n\[1-4\] Default=YES', conf, re.M)
     assert f'TmpFS={tmp_path}/tmp/%n' in conf
     assert 'ReturnToService=2' in conf
@@ -120,8 +160,9 @@ def test_a_node_spec_gives_each_node_its_cpus_and_memory(tmp_path):
     assert lc.describe(spec) == 'n[1-8] x 2 CPUs, 2048 MiB; n[9-16] x 1 CPU, 1024 MiB'
     conf = lc.render_all(spec, 'ctl', 'secret')['slurm.conf']
     assert 'NodeName=DEFAULT CPUs=2 RealMemory=2048' in conf
-    assert re.search(r'^NodeName=n8 NodeAddr=\S+$', conf, re.M)
-    assert re.search(r'^NodeName=n9 NodeAddr=\S+ CPUs=1 RealMemory=1024$', conf, re.M)
+    assert re.findall(r'^NodeName=n.*', conf, re.M) == [
+        'NodeName=n[1-8] NodeAddr=198.18.0.[98-105]',
+        'NodeName=n[9-16] NodeAddr=198.18.0.[106-113] CPUs=1 RealMemory=1024']
     assert re.search(r'^PartitionName=emu Nodes=n\[1-16\] ', conf, re.M)
     assert 'DefMemPerCPU=1024' in conf                     # fits the smallest node
     assert lc.env_dict(spec)['CLUSTERPROOF_EMU_CPUS'] == '1'
@@ -143,12 +184,72 @@ def test_a_node_spec_gives_each_node_its_cpus_and_memory(tmp_path):
     ('n[1-4]:cpus=4,mem=128', 'mem=128 MiB is less than 64 MiB per CPU'),
     ('n[1-4]:cpus=2;n4:cpus=1', "part 'n4:cpus=1': node n4 is already in part 'n\\[1-4\\]:cpus=2'"),
     ('n[1-2]:cpus=2;n[4-5]:cpus=1', 'leaves out n3: name every node n1..n5 once'),
-    ('gpu[1-2]:cpus=2', "node 'gpu1': the local cluster's nodes are n1..n29"),
-    ('n[1-30]:cpus=1', '30 nodes; an instance has at most 29'),
+    ('gpu[1-2]:cpus=2', "node 'gpu1': the local cluster's nodes are n1..n1024"),
+    ('n[1-1025]:cpus=1', '1025 nodes; an instance has at most 1024'),
 ])
 def test_a_bad_node_spec_names_the_part_at_fault(bad, words):
     with pytest.raises(ClusterproofError, match=words):
         lc.parse_node_spec(bad)
+
+
+def test_a_large_cluster_renders_node_ranges_its_munge_groups_and_patient_timeouts(tmp_path):
+    spec = lc.Spec(instance=0, nodes=1024, run_dir=tmp_path)
+    texts = lc.render_all(spec, 'ctl', 'secret')
+    conf = texts['slurm.conf']
+    # one NodeName line per /24: each Slurm command parses slurm.conf, and
+    # 1,024 lines cost each of them 30 ms of CPU
+    assert re.findall(r'^NodeName=n.*', conf, re.M) == [
+        'NodeName=n[1-254] NodeAddr=198.19.0.[2-255]',
+        'NodeName=n[255-510] NodeAddr=198.19.1.[0-255]',
+        'NodeName=n[511-766] NodeAddr=198.19.2.[0-255]',
+        'NodeName=n[767-1022] NodeAddr=198.19.3.[0-255]',
+        'NodeName=n[1023-1024] NodeAddr=198.19.4.[0-1]']
+    assert 'SlurmctldHost=ctl(198.19.0.1)' in conf and 'AccountingStorageHost=198.19.0.1' in conf
+    assert re.search(r'^PartitionName=emu Nodes=n\[1-1024\] ', conf, re.M)
+    assert re.search(r'^SlurmdTimeout=300$', conf, re.M) and re.search(r'^MessageTimeout=60$', conf, re.M)
+    assert 'ProctrackType=proctrack/pgid' in conf and 'JobAcctGatherType=jobacct_gather/none' in conf
+    hosts = texts['hosts'].splitlines()
+    assert hosts[1] == '198.19.0.1 ctl' and hosts[-1] == '198.19.4.1 n1024' and len(hosts) == 1026
+    # a munged per 128 nodes, its socket directory mounted where slurm.conf names the socket
+    assert spec.munge_groups[0] == (1, 1, 128) and spec.munge_groups[-1] == (8, 897, 1024)
+    assert [spec.munge_group_of(i) for i in (1, 128, 129, 1024)] == [1, 1, 2, 8]
+    argv = lc.Cluster(spec, log=lambda text: None).slurmd_argv(200)
+    assert argv[:2] == ['nsenter', '--net=/run/netns/cp0n200']
+    assert argv[-1].startswith(f'mount --bind {tmp_path}/etc/hosts /etc/hosts && '
+                               f'mount --bind {tmp_path}/munge-g2 {tmp_path}/munge && hostname n200 && ')
+    # a node spec with groups still gives ranges, broken where the hardware changes
+    spec = lc.Spec(instance=0, node_spec='n[1-100]:cpus=2,mem=2048;n[101-300]:cpus=1,mem=1024',
+                   run_dir=tmp_path)
+    assert re.findall(r'^NodeName=n.*', lc.render_all(spec, 'ctl', 'x')['slurm.conf'], re.M) == [
+        'NodeName=n[1-100] NodeAddr=198.19.0.[2-101]',
+        'NodeName=n[101-254] NodeAddr=198.19.0.[102-255] CPUs=1 RealMemory=1024',
+        'NodeName=n[255-300] NodeAddr=198.19.1.[0-45] CPUs=1 RealMemory=1024']
+    # a small cluster: the controller's munged for all, nothing mounted over it
+    small = lc.Spec(instance=0, nodes=29, run_dir=tmp_path)
+    assert small.munge_groups == [] and 'munge' not in lc.Cluster(small).slurmd_argv(3)[-1]
+
+
+def test_node_states_are_folded_for_reading():
+    states = {f'n{i}': 'idle' for i in range(1, 1025)}
+    states.update({'n7': 'down*', 'n9': 'down*', 'n1000': 'drained'})
+    assert lc.summary(states) == 'n[1-6,8,10-999,1001-1024] idle, n[7,9] down*, n1000 drained'
+    assert lc.summary({}) == ''
+    spec = lc.Spec(instance=0, nodes=1024)
+    problems = lc.Cluster(spec).problems(states, strays=[])
+    assert problems == ['n[7,9] are down*', 'n1000 is drained']
+
+
+def test_the_limits_a_large_cluster_needs_grow_with_it():
+    from clusterproof.cluster import limits
+    small, large = limits.required(4), limits.required(1024)
+    # a fresh Linux allows 1,024 neighbour entries in all namespaces together
+    assert small[limits.NEIGH / 'gc_thresh3'] <= 1024 < large[limits.NEIGH / 'gc_thresh3']
+    thresh = [large[limits.NEIGH / f'gc_thresh{i}'] for i in (1, 2, 3)]
+    assert thresh == sorted(thresh) and len(set(thresh)) == 3
+    # a fresh Linux queues 1,000 packets per processor; a broadcast makes one per node
+    assert small[limits.BACKLOG] <= 1000 < large[limits.BACKLOG]
+    with pytest.raises(ClusterproofError, match=r'1000000 nodes need about \d+ MiB of memory'):
+        limits.prepare_host(1_000_000)
 
 
 def test_a_template_with_an_unknown_placeholder_names_file_and_placeholder(tmp_path):
@@ -199,8 +300,8 @@ def _clusterproof(*args, env=None):
 
 
 MPI_ENV = {
-    'OMPI_MCA_oob_tcp_if_include': '198.18.0.0/24',
-    'OMPI_MCA_btl_tcp_if_include': '198.18.0.0/24',
+    'OMPI_MCA_oob_tcp_if_include': str(lc.NETWORK),
+    'OMPI_MCA_btl_tcp_if_include': str(lc.NETWORK),
     'OMPI_ALLOW_RUN_AS_ROOT': '1',
     'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
 }
@@ -407,12 +508,17 @@ def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
 
 
 def _leftovers(k):
-    """Processes, namespaces and links of instance k (none when down)."""
+    """Processes, namespaces, links, mounts and run-time files (pid files,
+    sockets, cluster.json) of instance k (none when down)."""
     inst = lc.Instance(k)
-    links = lc.links()
-    found = [ln for ln in links if ln == inst.bridge or ln.startswith(f'cp{k}n')]
-    found += [ns for ns in lc.netns_list() if ns.startswith(f'cp{k}n')]
+    found = [ln for ln in lc.links() if inst.owns_link(ln)]
+    found += [ns for ns in lc.netns_list() if inst.owns_netns(ns)]
     run_dir = str(inst.default_run_dir())
+    found += [line for line in Path('/proc/self/mounts').read_text().splitlines() if run_dir + '/' in line]
+    root = Path(run_dir)
+    if root.is_dir():
+        found += [str(p) for p in root.rglob('*') if p.is_socket() or p.suffix == '.pid']
+        found += [str(p) for p in (root / 'cluster.json',) if p.exists()]
     for proc in Path('/proc').iterdir():
         if not proc.name.isdigit():
             continue
@@ -426,37 +532,98 @@ def _leftovers(k):
     return found
 
 
-@need_netns
-def test_heterogeneous_nodes_register_their_own_cpus_and_memory(emu_cluster):
-    """A cluster brought up with --node-spec: Slurm reports each node's CPUs
-    and memory, and a 1-CPU node's jobs see one processor. The session's
-    cluster is brought back as it was."""
+@contextlib.contextmanager
+def _session_cluster_replaced():
+    """The session's cluster brought down for the block, which brings up
+    another at the same instance and run directory (``--instance K
+    --run-dir DIR``, yielded); then brought back up as it was."""
     with emu_cluster_exclusive():
         k = EMU_INSTANCE
         spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
         rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
         assert _clusterproof('down', '--force', *rd).returncode == 0
         try:
-            proc = _clusterproof('up', *rd, '--node-spec', 'n[1-2]:cpus=2,mem=2048;n[3-5]:cpus=1,mem=1024')
-            assert proc.returncode == 0, proc.stdout + proc.stderr
-            assert 'n[1-2] x 2 CPUs, 2048 MiB; n[3-5] x 1 CPU, 1024 MiB' in proc.stdout
-            assert 'export CLUSTERPROOF_EMU_NODES=5' in proc.stdout
-            env = _env(emu_cluster)
-            show = _run(['scontrol', '-o', 'show', 'node'], env)
-            assert show.returncode == 0, show.stderr
-            found = {}
-            for line in show.stdout.splitlines():
-                fields = dict(f.split('=', 1) for f in line.split() if '=' in f)
-                found[fields['NodeName']] = (int(fields['CPUTot']), int(fields['RealMemory']))
-            assert found == {'n1': (2, 2048), 'n2': (2, 2048),
-                             'n3': (1, 1024), 'n4': (1, 1024), 'n5': (1, 1024)}
-            nproc = _run(['srun', '-w', 'n3', 'nproc'], env)
-            assert nproc.stdout.split() == ['1'], nproc.stdout + nproc.stderr
+            yield rd
         finally:
             _clusterproof('down', '--force', *rd)
             proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
                                  '--mem-per-node', str(spec.mem))
             assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@need_netns
+def test_heterogeneous_nodes_register_their_own_cpus_and_memory(emu_cluster):
+    """A cluster brought up with --node-spec: Slurm reports each node's CPUs
+    and memory, and a 1-CPU node's jobs see one processor. The session's
+    cluster is brought back as it was."""
+    with _session_cluster_replaced() as rd:
+        proc = _clusterproof('up', *rd, '--node-spec', 'n[1-2]:cpus=2,mem=2048;n[3-5]:cpus=1,mem=1024')
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert 'n[1-2] x 2 CPUs, 2048 MiB; n[3-5] x 1 CPU, 1024 MiB' in proc.stdout
+        assert 'export CLUSTERPROOF_EMU_NODES=5' in proc.stdout
+        env = _env(emu_cluster)
+        show = _run(['scontrol', '-o', 'show', 'node'], env)
+        assert show.returncode == 0, show.stderr
+        found = {}
+        for line in show.stdout.splitlines():
+            fields = dict(f.split('=', 1) for f in line.split() if '=' in f)
+            found[fields['NodeName']] = (int(fields['CPUTot']), int(fields['RealMemory']))
+        assert found == {'n1': (2, 2048), 'n2': (2, 2048),
+                         'n3': (1, 1024), 'n4': (1, 1024), 'n5': (1, 1024)}
+        nproc = _run(['srun', '-w', 'n3', 'nproc'], env)
+        assert nproc.stdout.split() == ['1'], nproc.stdout + nproc.stderr
+
+
+def _many_nodes(emu_cluster, nodes):
+    """The session's cluster brought down, then up with ``nodes`` nodes: every
+    node idle, ``status`` readable (nodes folded), a job on every node;
+    down leaves nothing. The session's cluster is brought back as it was.
+    Returns the wall times of up, srun and down (s)."""
+    times = {}
+    with _session_cluster_replaced() as rd:
+        t0 = time.monotonic()
+        proc = _clusterproof('up', *rd, '--nodes', str(nodes), '--cpus-per-node', '1',
+                             '--mem-per-node', '256')
+        times['up'] = time.monotonic() - t0
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f'nodes idle: n[1-{nodes}]' in proc.stdout
+        status = json.loads(_clusterproof('status', '--json', *rd).stdout)
+        assert status['nodes'] == {f'n{i}': 'idle' for i in range(1, nodes + 1)}, lc.summary(status['nodes'])
+        assert status['problems'] == [] and all(d['alive'] for d in status['daemons'].values())
+        text = _clusterproof('status', *rd).stdout
+        assert re.search(rf'^nodes:\n  n\[1-{nodes}\] +idle$', text, re.M), text
+        assert re.search(rf'^  slurmd +n\[1-{nodes}\] +alive$', text, re.M), text
+        assert len(text.splitlines()) < 30, text
+        t0 = time.monotonic()
+        srun = _run(['srun', f'-N{nodes}', '--ntasks-per-node=1', 'hostname'], _env(emu_cluster))
+        times['srun'] = time.monotonic() - t0
+        assert srun.returncode == 0, srun.stderr[-3000:]
+        assert sorted(srun.stdout.split()) == sorted(f'n{i}' for i in range(1, nodes + 1)), srun.stderr[-3000:]
+        t0 = time.monotonic()
+        proc = _clusterproof('down', '--force', *rd)
+        times['down'] = time.monotonic() - t0
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert _leftovers(EMU_INSTANCE) == []
+    return times
+
+
+@pytest.mark.slow
+@need_netns
+def test_64_nodes_up_idle_one_job_on_all_and_down_leaves_nothing(emu_cluster):
+    """64 nodes: the large address block (198.19.<8K>.0/21), a munged for
+    the nodes, the slurm.conf settings for many nodes. About 15 s on 2 cores."""
+    times = _many_nodes(emu_cluster, 64)
+    print('64 nodes: ' + ', '.join(f'{what} {t:.1f} s' for what, t in times.items()))
+
+
+@pytest.mark.scale
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get('CLUSTERPROOF_TEST_SCALE'),
+                    reason='the scale tier (1,024 nodes, minutes, about 4 GiB): run scripts/test-scale')
+@need_netns
+def test_1024_nodes_up_idle_one_job_on_all_and_down_leaves_nothing(emu_cluster):
+    times = _many_nodes(emu_cluster, lc.MAX_NODES)
+    print(f'{lc.MAX_NODES} nodes: ' + ', '.join(f'{what} {t:.1f} s' for what, t in times.items()))
 
 
 class _FailsAfterSlurmdbd(lc.Cluster):
@@ -509,7 +676,7 @@ def _life_cycle(emu_cluster):
     # leftovers of a run whose processes were killed (namespaces outlive them):
     # refused while a process is still inside, removed by up once none is
     from clusterproof.cluster.network import make_network
-    make_network(lc.Instance(k), 2)
+    make_network(lc.Network(lc.Instance(k), 2))
     holder = subprocess.Popen(['ip', 'netns', 'exec', f'cp{k}n1', 'sleep', '600'])
     try:
         wait_for('sleep running in the leftover namespace', lambda: lc.netns_pids(f'cp{k}n1'), proc=holder)
@@ -524,8 +691,8 @@ def _life_cycle(emu_cluster):
     half.log = said.append
     with pytest.raises(ClusterproofError, match='provoked'):
         half.up()
-    assert any(f'removed leftovers of an earlier run of instance {k}' in line and f'namespace cp{k}n2' in line
-               for line in said), said
+    assert any(f'removed leftovers of an earlier run of instance {k}' in line
+               and f'namespaces cp{k}n[1-2]' in line for line in said), said
     assert _leftovers(k) == []
 
     # a failure half-way stops what was started

@@ -1,23 +1,27 @@
 """The local Slurm cluster: real Slurm daemons on this machine, one compute
 node per network namespace.
 
-``up`` starts, in this order: munged, MariaDB (own data directory, socket and
-port, on 127.0.0.1), slurmdbd (so ``sacct`` works), registers the cluster with
-``sacctmgr``, slurmctld, and one slurmd per node. Node ``n<i>`` runs in its
-own network, hostname (UTS) and mount namespace, with an address on a bridge
-and a private hosts file bind-mounted over ``/etc/hosts``. ``down`` stops
-only the processes ``up`` started (pid files, command line checked), then
-removes the namespaces, links and bridge.
+``up`` starts, in this order: munged (above 29 nodes, one more per 128
+nodes), MariaDB (own data directory, socket and port, on 127.0.0.1),
+slurmdbd (so ``sacct`` works), registers the cluster with ``sacctmgr``,
+slurmctld, and one slurmd per node. Node ``n<i>`` runs in its own network,
+hostname (UTS) and mount namespace, with an address on a bridge and a
+private hosts file bind-mounted over ``/etc/hosts``. ``down`` stops only the
+processes ``up`` started (pid files, command line checked), then removes the
+namespaces, links and bridges.
 
 Several clusters coexist through *instances* K in 0..7: instance K has its
-own bridge ``cpbr<K>``, subnet ``198.18.0.<32K>/27``, ports, namespace names
-``cp<K>n<i>``, cluster name ``cp<K>`` and run directory. Everything the
-cluster writes lives under the run directory; nothing goes to /etc.
+own bridges ``cpbr<K>...``, subnets (``198.18.0.<32K>/27`` up to 29 nodes,
+``198.19.<8K>.0/21`` up to 1,024), ports, namespace names ``cp<K>n<i>``,
+cluster name ``cp<K>`` and run directory. Everything the cluster writes
+lives under the run directory; nothing goes to /etc.
 
 One module per concern:
 
 - :mod:`~clusterproof.cluster.network`: instances, addresses, ports,
-  namespaces, veth pairs and the bridge; running a program as a node;
+  namespaces, veth pairs and the bridges; running a program as a node;
+- :mod:`~clusterproof.cluster.limits`: what this machine must allow for N
+  nodes (neighbour table, processes, memory);
 - :mod:`~clusterproof.cluster.config`: the spec, the run directory's layout
   and the configuration files rendered from ``slurm/local-cluster/``;
 - :mod:`~clusterproof.cluster.daemons`: starting and stopping the daemons
@@ -33,10 +37,11 @@ from clusterproof.cluster.config import (DB_NAME, DB_USER, DEFAULT_CPUS, DEFAULT
                                          env_lines, hostlist, load_spec, node_names, parse_node_spec,
                                          render, render_all, render_hosts, run_dir_for,
                                          template_values)
-from clusterproof.cluster.daemons import (DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster, in_use,
-                                          operation_lock, users_lock_path)
-from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, PORT_OFFSETS,
-                                          SUBNET_PREFIX, Instance, links, netns_list, netns_pids)
+from clusterproof.cluster.daemons import (DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster, by_state, in_use,
+                                          operation_lock, summary, users_lock_path)
+from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, NODES_PER_BRIDGE, PORT_OFFSETS,
+                                          SMALL_MAX_NODES, Instance, Network, links, netns_list,
+                                          netns_pids)
 from clusterproof.cluster.procs import alive, pid_from
 
 __all__ = [
@@ -44,7 +49,8 @@ __all__ = [
     'Layout', 'Spec', 'describe', 'env_dict', 'env_lines', 'hostlist', 'load_spec', 'node_names',
     'parse_node_spec', 'render',
     'render_all', 'render_hosts', 'run_dir_for', 'template_values',
-    'DAEMONS', 'NEEDS_ROOT', 'PROGRAMS', 'Cluster', 'in_use', 'operation_lock', 'users_lock_path',
-    'INSTANCES', 'MAX_NODES', 'NETWORK', 'PORT_OFFSETS', 'SUBNET_PREFIX', 'Instance', 'links',
-    'netns_list', 'netns_pids', 'alive', 'pid_from',
+    'DAEMONS', 'NEEDS_ROOT', 'PROGRAMS', 'Cluster', 'by_state', 'in_use', 'operation_lock', 'summary',
+    'users_lock_path',
+    'INSTANCES', 'MAX_NODES', 'NETWORK', 'NODES_PER_BRIDGE', 'PORT_OFFSETS', 'SMALL_MAX_NODES',
+    'Instance', 'Network', 'links', 'netns_list', 'netns_pids', 'alive', 'pid_from',
 ]

@@ -19,7 +19,7 @@ from pathlib import Path
 from ClusterShell.NodeSet import NodeSet, NodeSetException
 
 from clusterproof import ClusterproofError
-from clusterproof.cluster.network import MAX_NODES, Instance
+from clusterproof.cluster.network import MAX_NODES, Instance, Network
 from clusterproof.paths import REPO
 from clusterproof.hostlist import compress
 
@@ -28,6 +28,10 @@ DEFAULT_NODES, DEFAULT_CPUS, DEFAULT_MEM_MIB = 4, 2, 2048
 MIN_MEM_PER_CPU = 64             # MiB
 NODE_SPEC_KEYS = ('cpus', 'mem')
 DB_NAME = 'slurm_acct_db'
+#: nodes of a large cluster sharing a munged of their own: munged queues at
+#: most 256 connections, and 1,024 job steps starting at once overflowed one
+#: ("Failed to connect to munge.socket.2: Resource temporarily unavailable")
+MUNGE_NODES = 128
 DB_USER = 'slurm'
 
 
@@ -143,6 +147,24 @@ class Spec:
         return Instance(self.instance)
 
     @property
+    def net(self):
+        """Subnet, addresses and bridges (they depend on the node count)."""
+        return Network(self.inst, self.nodes)
+
+    @property
+    def munge_groups(self):
+        """``[(j, first, last)]``: the groups of nodes n<first>..n<last> with
+        a munged of their own (large clusters only; :data:`MUNGE_NODES`)."""
+        if not self.net.large:
+            return []
+        return [(j, first, min(first + MUNGE_NODES - 1, self.nodes))
+                for j, first in enumerate(range(1, self.nodes + 1, MUNGE_NODES), 1)]
+
+    def munge_group_of(self, i):
+        """The munged group of node ``n<i>``, or None (the controller's munged)."""
+        return (i - 1) // MUNGE_NODES + 1 if self.net.large else None
+
+    @property
     def hardware(self):
         """``[(cpus, mem)]`` of nodes n1..nN."""
         if self.node_spec:
@@ -195,30 +217,66 @@ class Layout:
         self.db = self.root / 'db'
         self.marker = self.root / 'cluster.json'
 
+    def munge_group_dir(self, j):
+        """Socket directory of the munged of node group ``j``; bind-mounted
+        over :attr:`munge_dir` in the nodes of the group."""
+        return self.root / f'munge-g{j}'
+
     def pid_file(self, daemon):
-        return self.run / f'{daemon}.pid'
+        """Pid file of ``daemon`` (``munged g1``: ``munged-g1.pid``)."""
+        return self.run / f'{daemon.replace(" ", "-")}.pid'
 
     def slurmd_pid_file(self, node):
         return self.run / f'slurmd-{node}.pid'
 
 
+def _range(first, last):
+    return str(first) if first == last else f'[{first}-{last}]'
+
+
+def node_lines(spec):
+    """The ``NodeName`` lines of slurm.conf: one per run of nodes with the
+    same hardware and addresses in the same /24, names and addresses as
+    ranges (``NodeName=n[1-254] NodeAddr=198.19.0.[2-255]``). Every Slurm
+    command and daemon parses slurm.conf: with one line per node, 1,024
+    nodes cost each of them about 30 ms of CPU; with ranges, nothing."""
+    net, runs = spec.net, []
+    for i, hw in enumerate(spec.hardware, 1):
+        head, _, last = net.node_addr(i).rpartition('.')
+        if runs and runs[-1][2:4] == [hw, head] and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i, hw, head, int(last)])
+    lines = []
+    for first, last, (c, m), head, octet in runs:
+        lines.append(f'NodeName=n{_range(first, last)} NodeAddr={head}.{_range(octet, octet + last - first)}'
+                     + (f' CPUs={c} RealMemory={m}' if (c, m) != (spec.cpus, spec.mem) else ''))
+    return '\n'.join(lines)
+
+
+#: slurm.conf settings that depend on the cluster's size (see slurm.conf.in):
+#: up to 29 nodes, and more
+SMALL_SETTINGS = {'slurmd_timeout': 20, 'message_timeout': 10,
+                  'proctrack': 'proctrack/linuxproc', 'jobacct_gather': 'jobacct_gather/linux'}
+LARGE_SETTINGS = {'slurmd_timeout': 300, 'message_timeout': 60,
+                  'proctrack': 'proctrack/pgid', 'jobacct_gather': 'jobacct_gather/none'}
+
+
 def template_values(spec, controller_host, db_pass='@DB_PASS@'):
-    inst, lay = spec.inst, Layout(spec.run_dir)
+    inst, net, lay = spec.inst, spec.net, Layout(spec.run_dir)
     hardware = spec.hardware
-    node_lines = '\n'.join(f'NodeName=n{i} NodeAddr={inst.node_addr(i)}'
-                           + (f' CPUs={c} RealMemory={m}' if (c, m) != (spec.cpus, spec.mem) else '')
-                           for i, (c, m) in enumerate(hardware, 1))
     return {
         'cluster': inst.cluster, 'nodes': spec.nodes, 'cpus': spec.cpus, 'mem': spec.mem,
         # small enough that a job's default memory fits on every node
         'def_mem_per_cpu': min(m // c for c, m in hardware),
         'run_dir': str(spec.run_dir), 'controller_host': controller_host,
-        'bridge_addr': inst.bridge_addr, 'munge_socket': str(lay.munge_socket),
+        'bridge_addr': net.bridge_addr, 'munge_socket': str(lay.munge_socket),
         'slurmctld_port': inst.port('slurmctld'), 'slurmd_port': inst.port('slurmd'),
         'slurmdbd_port': inst.port('slurmdbd'), 'mariadb_port': inst.port('mariadb'),
         'db_user': DB_USER, 'db_pass': db_pass, 'db_name': DB_NAME,
-        'node_lines': node_lines, 'hostlist': hostlist(spec.nodes),
+        'node_lines': node_lines(spec), 'hostlist': hostlist(spec.nodes),
         'slurm_conf': str(lay.slurm_conf),
+        **(LARGE_SETTINGS if net.large else SMALL_SETTINGS),
     }
 
 
@@ -234,9 +292,9 @@ def render(template_name, values, templates=TEMPLATES):
 
 
 def render_hosts(spec, controller_host):
-    inst = spec.inst
-    lines = ['127.0.0.1 localhost', f'{inst.bridge_addr} {controller_host}']
-    lines += [f'{inst.node_addr(i)} n{i}' for i in range(1, spec.nodes + 1)]
+    net = spec.net
+    lines = ['127.0.0.1 localhost', f'{net.bridge_addr} {controller_host}']
+    lines += [f'{net.node_addr(i)} n{i}' for i in range(1, spec.nodes + 1)]
     return '\n'.join(lines) + '\n'
 
 

@@ -16,13 +16,16 @@ import signal
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+
+from ClusterShell.NodeSet import NodeSet
 
 from clusterproof import ClusterproofError
 from clusterproof.cluster.config import Layout, describe, env_lines, hostlist, node_names, render_all
-from clusterproof.cluster.network import (SUBNET_PREFIX, in_node, make_network, netns_list,
-                                          netns_pids, network_leftovers, port_free, port_open,
-                                          remove_network)
+from clusterproof.cluster.limits import prepare_host
+from clusterproof.cluster.network import (in_node, make_network, netns_list, network_leftovers,
+                                          pids_by_netns, port_free, port_open, remove_network)
 from clusterproof.cluster.procs import (alive, is_ours, pid_from, proc_text, run, slurm_job_of,
                                         write_private)
 
@@ -33,8 +36,47 @@ DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
 #: ends as soon as its daemon is ready (or its process is gone); the bound
 #: only turns a hang into an error, generous for a loaded machine.
 START_WAIT_S = 300
+#: slurmd started at once (each start is a few short processes and a registration)
+START_PARALLEL = 32
+#: a progress line (stderr) at most this often during a long wait of ``up``
+PROGRESS_EVERY_S = 2.0
 PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld', 'slurmd',
             'sacctmgr', 'sinfo', 'ip', 'nsenter', 'unshare', 'taskset']
+
+
+def _index(node):
+    return int(node[1:]) if node[1:].isdigit() else 0
+
+
+def by_state(states):
+    """``[(state, NodeSet)]`` of ``{node: state}``, in the order of each
+    state's first node: ``[('idle', n[1-1020]), ('down*', n[1021-1024])]``."""
+    groups = {}
+    for node in sorted(states, key=_index):
+        groups.setdefault(states[node], []).append(node)
+    return [(state, NodeSet.fromlist(nodes)) for state, nodes in groups.items()]
+
+
+def summary(states):
+    """``n[1-1020] idle, n[1021-1024] down*``: node states folded."""
+    return ', '.join(f'{nodes} {state}' for state, nodes in by_state(states))
+
+
+def _fold(names):
+    """Daemon names for one line: ``slurmd n1``, ``slurmd n2``... as
+    ``slurmd n[1-2]``, ``pid 7 in a node namespace``... as a count of
+    processes; more than 20 other names as the first 20 and a count."""
+    slurmds = [n.split()[1] for n in names if n.startswith('slurmd ') and len(n.split()) == 2]
+    pids = [n.split()[1] for n in names if n.startswith('pid ')]
+    rest = [n for n in names if not (n.startswith('slurmd ') and len(n.split()) == 2) and not n.startswith('pid ')]
+    if slurmds:
+        rest.append(f'slurmd {NodeSet.fromlist(slurmds)}')
+    if len(pids) == 1:
+        rest.append(f'pid {pids[0]} in a node namespace')
+    elif pids:
+        rest.append(f'{len(pids)} processes in the node namespaces')
+    more = f' and {len(rest) - 20} more' if len(rest) > 20 else ''
+    return ', '.join(rest[:20]) + more
 
 
 def users_lock_path(k):
@@ -69,11 +111,13 @@ def operation_lock(k):
 class Cluster:
     """A local cluster at a run directory."""
 
-    def __init__(self, spec, log=print):
+    def __init__(self, spec, log=print, progress=None):
         self.spec = spec
         self.inst = spec.inst
         self.lay = Layout(spec.run_dir)
         self.log = log
+        self.progress = progress        # where k/N lines of long waits go (stderr), or None
+        self._last_progress = 0.0
         self.env = dict(os.environ, SLURM_CONF=str(self.lay.slurm_conf))
         self._children = []     # processes started here, not daemonized
         self._t0 = None         # start of `up`, for the progress lines
@@ -88,7 +132,17 @@ class Cluster:
         else:
             self.log(f'  [{time.monotonic() - self._t0:4.1f} s] {text}')
 
-    def _wait(self, what, ready, timeout, logfile=None, pid_file=None):
+    def _progress(self, text):
+        """A progress line (k/N, what ``up`` waits for) every PROGRESS_EVERY_S
+        of a long start: a short one prints none."""
+        if self.progress is None or self._t0 is None:
+            return
+        t = time.monotonic()
+        if t - max(self._last_progress, self._t0) >= PROGRESS_EVERY_S:
+            self._last_progress = t
+            self.progress(f'  [{t - self._t0:4.1f} s] {text}')
+
+    def _wait(self, what, ready, timeout, logfile=None, pid_file=None, interval=0.05):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if ready():
@@ -98,7 +152,7 @@ class Cluster:
             if pid is not None and not alive(pid):
                 gone = f'{what} (pid {pid}) ended before it was ready'
                 break
-            time.sleep(0.05)
+            time.sleep(interval)
         else:
             gone = f'{what} did not come up within {timeout:g} s'
         hint = f'; see {logfile}' if logfile else ''
@@ -112,6 +166,8 @@ class Cluster:
     def daemon_pids(self):
         """{name: pid or None} of every daemon of this cluster, from pid files."""
         pids = {d: pid_from(self.lay.pid_file(d)) for d in DAEMONS}
+        for name in self._node_munged():
+            pids[name] = pid_from(self.lay.pid_file(name))
         for node in node_names(self.spec.nodes):
             pids[f'slurmd {node}'] = pid_from(self.lay.slurmd_pid_file(node))
         return pids
@@ -119,9 +175,18 @@ class Cluster:
     def _program_of(self, name):
         return {'mariadb': 'mariadbd', 'munged': 'munged'}.get(name, name.split()[0])
 
-    def _marker_of(self, name):
+    def _node_munged(self):
+        """Names of the munged of the node groups (``munged g1`` ...)."""
+        return [f'munged g{j}' for j, _, _ in self.spec.munge_groups]
+
+    def _munge_socket_of(self, name):
         if name == 'munged':
-            return str(self.lay.munge_socket)
+            return self.lay.munge_socket
+        return self.lay.munge_group_dir(int(name.split()[1][1:])) / self.lay.munge_socket.name
+
+    def _marker_of(self, name):
+        if name.startswith('munged'):
+            return str(self._munge_socket_of(name))
         if name == 'mariadb':
             return str(self.lay.my_cnf)
         return str(self.lay.slurm_conf)     # slurmctld/slurmd: -f <conf>; slurmdbd: SLURM_CONF
@@ -168,8 +233,9 @@ class Cluster:
         leftovers = self.network_leftovers()
         if not leftovers:
             return
-        inside = [f'pid {pid} in {ns}' for ns in netns_list() if ns.startswith(f'cp{self.inst.k}n')
-                  for pid in netns_pids(ns)]
+        inside = [f'pid {pid} in {ns}' for ns, pids in
+                  pids_by_netns([ns for ns in netns_list() if self.inst.owns_netns(ns)]).items()
+                  for pid in pids]
         if inside:
             raise ClusterproofError(f'instance {self.inst.k} has leftovers ({", ".join(leftovers)}) with '
                                     f'processes still running ({", ".join(inside)}); '
@@ -191,6 +257,8 @@ class Cluster:
 
     # ---- up
     def up(self):
+        if os.geteuid() != 0:
+            raise ClusterproofError(NEEDS_ROOT)     # before the lock file, which may be root's
         with operation_lock(self.inst.k):
             return self._up()
 
@@ -202,8 +270,12 @@ class Cluster:
             self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
             return False
         self.preflight()
+        net = self.spec.net
         self.log(f'starting cluster {self.inst.cluster}: {describe(self.spec)}, '
-                 f'bridge {self.inst.bridge} {self.inst.subnet}, run directory {self.spec.run_dir}')
+                 f'bridge{"s" if len(net.bridges) > 1 else ""} {",".join(net.bridges)} {net.subnet}, '
+                 f'run directory {self.spec.run_dir}')
+        for line in prepare_host(self.spec.nodes):
+            self._step(line)
         try:
             self._prepare_files()
             self._start_munged()
@@ -238,7 +310,8 @@ class Cluster:
         lay.root.mkdir(parents=True, exist_ok=True)
         lay.root.chmod(0o755)           # ordinary users read slurm.conf and reach the munge socket
         for d, mode in [(lay.etc, 0o755), (lay.run, 0o755), (lay.log, 0o755), (lay.state, 0o700),
-                        (lay.spool, 0o755), (lay.tmp, 0o755), (lay.munge_dir, 0o711)]:
+                        (lay.spool, 0o755), (lay.tmp, 0o755), (lay.munge_dir, 0o711),
+                        *[(lay.munge_group_dir(j), 0o711) for j, _, _ in self.spec.munge_groups]]:
             d.mkdir(exist_ok=True)
             d.chmod(mode)
         for node in node_names(self.spec.nodes):
@@ -248,6 +321,11 @@ class Cluster:
             tmp.chmod(0o1777)
         # stale pid files of an earlier run would confuse the waits below
         for f in lay.run.glob('*.pid'):
+            f.unlink()
+        # every node starts in the state slurm.conf gives it: a node drained in an
+        # earlier run (a job whose tasks outlived `down`: "Kill task failed") would
+        # stay drained, and the wait for idle nodes below would end in an error
+        for f in lay.state.glob('node_state*'):
             f.unlink()
         if not lay.munge_key.exists():
             write_private(lay.munge_key, secrets.token_bytes(1024))
@@ -266,13 +344,23 @@ class Cluster:
         self._step(f'configuration written to {lay.etc}')
 
     def _start_munged(self):
+        """The controller's munged, then one per node group of a large
+        cluster (same key: a credential made by one is read by all)."""
         lay = self.lay
-        self._run(['munged', f'--socket={lay.munge_socket}', f'--key-file={lay.munge_key}',
-                   f'--pid-file={lay.pid_file("munged")}', f'--log-file={lay.log / "munged.log"}',
-                   f'--seed-file={lay.munge_dir / "munged.seed"}', '--num-threads=4'])
-        self._wait('munged', lambda: lay.munge_socket.exists() and lay.pid_file('munged').exists(),
-                   START_WAIT_S, lay.log / 'munged.log')
-        self._step(f'munged running (socket {lay.munge_socket})')
+        names = ['munged', *self._node_munged()]
+        for name in names:
+            socket_path = self._munge_socket_of(name)
+            threads = max(4, self.spec.nodes // 64) if name == 'munged' else 4
+            self._run(['munged', f'--socket={socket_path}', f'--key-file={lay.munge_key}',
+                       f'--pid-file={lay.pid_file(name)}',
+                       f'--log-file={lay.log / (name.replace(" ", "-") + ".log")}',
+                       f'--seed-file={socket_path.parent / "munged.seed"}', f'--num-threads={threads}'])
+        for name in names:
+            socket_path = self._munge_socket_of(name)
+            self._wait(name, lambda: socket_path.exists() and lay.pid_file(name).exists(),
+                       START_WAIT_S, lay.log / (name.replace(' ', '-') + '.log'))
+        groups = f' and {len(names) - 1} for the node groups' if len(names) > 1 else ''
+        self._step(f'munged running (socket {lay.munge_socket}){groups}')
 
     def _start_mariadb(self):
         lay = self.lay
@@ -303,10 +391,10 @@ class Cluster:
         self._step(f'MariaDB running (127.0.0.1:{port}, pid {proc.pid})')
 
     def _make_network(self):
-        inst = self.inst
-        make_network(inst, self.spec.nodes, env=self.env)
-        self._step(f'network: bridge {inst.bridge} {inst.bridge_addr}/{SUBNET_PREFIX}, '
-                   f'namespaces {inst.netns(1)}..{inst.netns(self.spec.nodes)}')
+        inst, net = self.inst, self.spec.net
+        make_network(net, env=self.env)
+        self._step(f'network: bridge{"s" if len(net.bridges) > 1 else ""} {",".join(net.bridges)} '
+                   f'{net.bridge_addr}/{net.prefix}, namespaces {inst.netns(1)}..{inst.netns(self.spec.nodes)}')
 
     def _start_slurmdbd(self):
         lay = self.lay
@@ -347,23 +435,34 @@ class Cluster:
         """argv starting node ``n<i>``'s slurmd in the node's namespaces, bound
         (CPU affinity, inherited by its job steps) to the node's processors."""
         cpus = ','.join(map(str, self.node_cpus(i)))
+        group = self.spec.munge_group_of(i)
+        mounts = [(self.lay.munge_group_dir(group), self.lay.munge_dir)] if group else []
         return in_node(self.inst, i, self.lay.hosts,
-                       f'exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}')
+                       f'exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}', mounts)
 
     def _start_slurmds(self):
-        lay = self.lay
-        procs = [subprocess.Popen(self.slurmd_argv(i), env=self.env, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for i in range(1, self.spec.nodes + 1)]
-        for i, proc in enumerate(procs, 1):
-            out, _ = proc.communicate(timeout=START_WAIT_S)
+        """Start every slurmd, START_PARALLEL at a time; then wait for their
+        pid files. Stops at the first that fails."""
+        lay, n = self.lay, self.spec.nodes
+
+        def start(i):
+            proc = subprocess.run(self.slurmd_argv(i), env=self.env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=START_WAIT_S)
             if proc.returncode != 0:
+                out = (proc.stdout + proc.stderr).strip()
                 raise ClusterproofError(f'slurmd of n{i} failed to start (exit {proc.returncode}): '
-                                        f'{out.strip().splitlines()[-1] if out.strip() else "see " + str(lay.log / f"slurmd-n{i}.log")}')
-        for node in node_names(self.spec.nodes):
+                                        f'{out.splitlines()[-1] if out else "see " + str(lay.log / f"slurmd-n{i}.log")}')
+        pool = ThreadPoolExecutor(min(START_PARALLEL, n))
+        try:
+            for done, fut in enumerate(as_completed([pool.submit(start, i) for i in range(1, n + 1)]), 1):
+                fut.result()
+                self._progress(f'slurmd started {done}/{n}')
+        finally:
+            pool.shutdown(cancel_futures=True)
+        for node in node_names(n):
             pf = lay.slurmd_pid_file(node)
             self._wait(f'slurmd of {node}', pf.exists, START_WAIT_S, lay.log / f'slurmd-{node}.log')
-        self._step(f'{self.spec.nodes} slurmd running ({hostlist(self.spec.nodes)})')
+        self._step(f'{n} slurmd running ({hostlist(n)})')
 
     def node_states(self):
         """{node: Slurm state} from sinfo, or {} when slurmctld does not answer."""
@@ -400,9 +499,10 @@ class Cluster:
         if jobs is None:
             return []
         found = []
+        inside = pids_by_netns([self.inst.netns(i) for i in range(1, self.spec.nodes + 1)])
         for i, node in enumerate(node_names(self.spec.nodes), 1):
             slurmd = pid_from(self.lay.slurmd_pid_file(node))
-            for pid in netns_pids(self.inst.netns(i)):
+            for pid in inside[self.inst.netns(i)]:
                 if pid == slurmd or not alive(pid):
                     continue
                 job = slurm_job_of(pid)
@@ -418,8 +518,7 @@ class Cluster:
         :meth:`strays`."""
         states = self.node_states() if states is None else states
         strays = self.strays() if strays is None else strays
-        lines = [f'{node} is {state}' for node, state in
-                 sorted(states.items(), key=lambda kv: int(kv[0][1:]) if kv[0][1:].isdigit() else 0)
+        lines = [f'{nodes} {"is" if len(nodes) == 1 else "are"} {state}' for state, nodes in by_state(states)
                  if state.endswith('*') or any(w in state for w in ('down', 'drain', 'fail'))]
         for s in strays:
             whose = (f'of job {s["job"]}, no longer in the queue' if s['job']
@@ -439,12 +538,22 @@ class Cluster:
         def ready():
             nonlocal last
             last = self.node_states()
-            return want <= {n for n, s in last.items() if s.rstrip('*') in ('idle', 'mixed', 'allocated')}
+            waiting = {}
+            for node in want:
+                state = last.get(node, 'unknown to sinfo')
+                if state.rstrip('*') not in ('idle', 'mixed', 'allocated'):
+                    waiting.setdefault(state, []).append(node)
+            if waiting:
+                self._progress(f'nodes idle {len(want) - sum(map(len, waiting.values()))}/{len(want)}; '
+                               'waiting for ' + ', '.join(f'{NodeSet.fromlist(nodes)} ({state})'
+                                                          for state, nodes in sorted(waiting.items())))
+            return not waiting
         try:
-            self._wait('nodes', ready, START_WAIT_S, self.lay.log / 'slurmctld.log')
+            # sinfo over many nodes is work for slurmctld too: ask less often
+            self._wait('nodes', ready, START_WAIT_S, self.lay.log / 'slurmctld.log',
+                       interval=0.05 if len(want) <= 32 else 0.5)
         except ClusterproofError:
-            states = ', '.join(f'{n}={s}' for n, s in sorted(last.items())) or 'sinfo gave nothing'
-            raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s ({states}); '
+            raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s ({summary(last) or "sinfo gave nothing"}); '
                                     f'see {self.lay.log}') from None
         self._step(f'nodes idle: {hostlist(self.spec.nodes)}')
 
@@ -453,6 +562,7 @@ class Cluster:
         """Stop this cluster's daemons and every process in its node
         namespaces; remove namespaces, links and bridge. Safe to repeat."""
         with operation_lock(self.inst.k):
+            self._t0 = time.monotonic()
             self._down(quiet)
 
     def _down(self, quiet):
@@ -462,32 +572,44 @@ class Cluster:
         # 1. slurmd and slurmctld, plus whatever runs in the node namespaces (job steps)
         first = [f'slurmd {n}' for n in nodes] + ['slurmctld']
         self._stop([(name, self._pid_of(name)) for name in first], say)
-        ns_pids = []
-        for ns in netns_list():
-            if ns.startswith(f'cp{self.inst.k}n'):
-                ns_pids += netns_pids(ns)
+        ns_pids = [pid for pids in pids_by_netns([ns for ns in netns_list()
+                                                  if self.inst.owns_netns(ns)]).values()
+                   for pid in pids]
         if ns_pids:
             left = [f'{p} ({(proc_text(p, "comm") or "?").strip()})' for p in ns_pids if alive(p)]
             self._stop([(f'pid {p} in a node namespace', p) for p in ns_pids], say, check=False)
             if left:
+                more = f' and {len(left) - 20} more' if len(left) > 20 else ''
                 say(f'stopped {len(left)} process(es) still running in the node namespaces: '
-                    f'{", ".join(left)}')
+                    f'{", ".join(left[:20])}{more}')
         # 2. accounting, then database and munge
         self._stop([('slurmdbd', self._pid_of('slurmdbd'))], say)
-        self._stop([('mariadb', self._pid_of('mariadb')), ('munged', self._pid_of('munged'))], say)
+        self._stop([('mariadb', self._pid_of('mariadb')),
+                    *[(name, self._pid_of(name)) for name in ['munged', *self._known_munged()]]], say)
         # 3. network
         removed = self._remove_network()
         if removed:
             say(f'removed {", ".join(removed)}')
         for f in list(self.lay.run.glob('*.pid')) if self.lay.run.exists() else []:
             f.unlink()
-        if self.lay.munge_socket.exists():
-            self.lay.munge_socket.unlink()
+        # every process of the cluster is gone: a socket left is stale (a job step's in
+        # spool/n<i>/ when the step was killed; slurmd would try it at its next start)
+        if self.lay.root.is_dir():
+            for path in self.lay.root.rglob('*'):
+                if path.is_socket():
+                    path.unlink()
         if self.lay.marker.exists():
             self.lay.marker.unlink()
         if not quiet:
             self.log(f'cluster {self.inst.cluster} is down ({time.monotonic() - t0:.1f} s); '
                      f'state kept in {self.spec.run_dir}')
+
+    def _known_munged(self):
+        """The node groups' munged of this spec and of any pid file left."""
+        names = set(self._node_munged())
+        if self.lay.run.exists():
+            names |= {f'munged {p.stem[len("munged-"):]}' for p in self.lay.run.glob('munged-g*.pid')}
+        return sorted(names, key=lambda n: int(n.split()[1][1:]))
 
     def _known_nodes(self):
         nodes = set(node_names(self.spec.nodes))
@@ -518,15 +640,18 @@ class Cluster:
             targets = [(n, p) for n, p in targets if alive(p)]
             if targets:
                 time.sleep(0.05)
+        killed = []
         for name, pid in targets:
             try:
                 os.kill(pid, signal.SIGKILL)
-                say(f'{name} (pid {pid}) killed after {timeout} s')
+                killed.append(name if name.startswith('pid ') else f'{name} (pid {pid})')
             except ProcessLookupError:
                 pass
+        if killed:
+            say(f'killed after {timeout} s: {_fold(killed)}')
         stopped = [n for n, p in named_pids if p and not n.startswith('pid ')]
         if stopped:
-            say(f'stopped {", ".join(stopped)}')
+            say(f'stopped {_fold(stopped)}')
 
     def _remove_network(self):
         return remove_network(self.inst)

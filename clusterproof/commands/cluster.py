@@ -1,6 +1,7 @@
 """``clusterproof cluster up|down|status|env``: the local Slurm cluster."""
 
 import json
+import sys
 
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
@@ -8,7 +9,8 @@ from clusterproof import cluster as lc
 
 def _add_common(p):
     p.add_argument('--instance', type=int, default=0, metavar='K',
-                   help='instance 0..7: bridge cpbrK, subnet 198.18.0.(32K)/27, own ports '
+                   help='instance 0..7: bridges cpbrK..., subnet 198.18.0.(32K)/27 up to '
+                        f'{lc.SMALL_MAX_NODES} nodes, 198.19.(8K).0/21 up to {lc.MAX_NODES}, own ports '
                         '(several clusters can run side by side; default 0)')
     p.add_argument('--run-dir', metavar='DIR',
                    help='where all state lives (default $CLUSTERPROOF_CLUSTER_DIR, '
@@ -20,13 +22,15 @@ def register(subparsers):
         'cluster', help='the local Slurm cluster (nodes in network namespaces)',
         description='A real Slurm cluster on this machine: munged, MariaDB + slurmdbd, slurmctld '
                     'and one slurmd per node, each node n1..nN in its own network, hostname and '
-                    'mount namespace on a bridge in 198.18.0.0/24. Needs root.')
+                    'mount namespace, on bridges in 198.18.0.0/15 (the benchmarking range). Needs root. '
+                    f'Up to {lc.MAX_NODES} nodes; a long start reports its progress on stderr.')
     sub = p.add_subparsers(dest='action', metavar='ACTION')
     sub.required = True
 
     up = sub.add_parser('up', help='start the cluster (says so if it is already up)')
     up.add_argument('--nodes', type=int, default=lc.DEFAULT_NODES, metavar='N',
-                    help=f'number of nodes n1..nN (default {lc.DEFAULT_NODES})')
+                    help=f'number of nodes n1..nN, 1..{lc.MAX_NODES} (default {lc.DEFAULT_NODES}; '
+                         '1,024 nodes take about 4 GiB of memory and a minute or two to start)')
     up.add_argument('--cpus-per-node', type=int, default=lc.DEFAULT_CPUS, metavar='C',
                     help=f'CPUs Slurm gives each node (default {lc.DEFAULT_CPUS})')
     up.add_argument('--mem-per-node', type=int, default=lc.DEFAULT_MEM_MIB, metavar='MiB',
@@ -62,7 +66,8 @@ def cmd_up(args):
     spec = lc.Spec(instance=args.instance, nodes=args.nodes, cpus=args.cpus_per_node,
                    mem=args.mem_per_node, run_dir=lc.run_dir_for(args.instance, args.run_dir),
                    node_spec=args.node_spec)
-    cluster = lc.Cluster(spec, log=lambda text: print(text, flush=True))
+    cluster = lc.Cluster(spec, log=lambda text: print(text, flush=True),
+                         progress=lambda text: print(text, file=sys.stderr, flush=True))
     if not cluster.up():
         for line in lc.env_lines(lc.load_spec(args.instance, args.run_dir)):
             print(line)
@@ -87,13 +92,19 @@ def cmd_status(args):
     print(f'cluster {st["cluster"]} (instance {st["instance"]}, run directory {st["run_dir"]}): '
           f'{"up" if st["up"] else "down"}')
     print('daemons:')
+    slurmd = {}
     for name, d in st['daemons'].items():
+        if name.startswith('slurmd '):
+            slurmd[name.split()[1]] = 'alive' if d['alive'] else 'not running'
+            continue
         pid = d['pid'] if d['pid'] else '-'
         print(f'  {name:<12} pid {pid:<8} {"alive" if d["alive"] else "not running"}')
+    for state, nodes in lc.by_state(slurmd):
+        print(f'  {"slurmd":<12} {str(nodes):<12} {state}')
     if st['nodes']:
         print('nodes:')
-        for node, state in sorted(st['nodes'].items(), key=lambda kv: int(kv[0][1:])):
-            print(f'  {node:<4} {state}')
+        for state, nodes in lc.by_state(st['nodes']):
+            print(f'  {str(nodes):<12} {state}')
     if st['problems']:
         print('problems:')
         for line in st['problems']:
