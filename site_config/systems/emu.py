@@ -12,6 +12,7 @@ Two partitions: ``srun`` (launcher ``srun --mpi=pmix``) and ``mpirun``
 
 import os
 
+from clusterproof.cluster.network import NETWORK
 from clusterproof.methods.declared import storage_checks
 from clusterproof.paths import local_scratch
 from clusterproof.site.topology import detect_hardware
@@ -52,9 +53,10 @@ _extras = {
 }
 
 _env_vars = [
-    # OpenMPI: stay on the cluster bridge, allow root (the local cluster runs as root).
-    ['OMPI_MCA_oob_tcp_if_include', '198.18.0.0/24'],
-    ['OMPI_MCA_btl_tcp_if_include', '198.18.0.0/24'],
+    # OpenMPI: stay on the cluster's bridges (every instance's addresses, small
+    # and large, are in NETWORK), allow root (the local cluster runs as root).
+    ['OMPI_MCA_oob_tcp_if_include', str(NETWORK)],
+    ['OMPI_MCA_btl_tcp_if_include', str(NETWORK)],
     ['OMPI_MCA_btl', '^openib'],
     ['OMPI_ALLOW_RUN_AS_ROOT', '1'],
     ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
