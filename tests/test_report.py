@@ -143,6 +143,8 @@ def test_failure_reason_names_phase_and_cause_or_says_unknown(tmp_path):
         'aborted in run: KeyboardInterrupt':
             dataclasses.replace(built, result='abort', fail_phase='run', reason='KeyboardInterrupt'),
         'skipped: no reason recorded': dataclasses.replace(built, result='skip', reason=''),
+        'failed in its dependencies: a test or fixture it depends on failed':
+            dataclasses.replace(built, result='fail_deps', fail_phase=None, reason=''),
     }
     for want, rec in cases.items():
         assert rec.why == want

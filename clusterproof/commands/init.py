@@ -138,7 +138,7 @@ def run(args):
     recorded = bool(args.slurm_output)
     if recorded and not os.path.isdir(args.slurm_output):
         raise ClusterproofError(f'--slurm-output {args.slurm_output}: no such directory')
-    run_cmd = discover.recorded_runner(args.slurm_output) if recorded else discover._run
+    run_cmd = discover.recorded_runner(args.slurm_output) if recorded else discover.run_tool
     nodes, partitions, how = discover.read_slurm(run_cmd)
     groups = discover.group_nodes(nodes, args.partition, partitions)
     login_boot_id = None if recorded else discover.probe_node()['boot_id']

@@ -144,6 +144,8 @@ def case_reason(result, fail_phase, reason):
         return f'skipped: {reason or "no reason recorded"}'
     if result in PASSED:
         return ''
+    if result == 'fail_deps':       # ReFrame ran it not: a fixture or test it needs failed
+        return f'failed in its dependencies: {reason or "a test or fixture it depends on failed"}'
     what = _ENDED.get(result) or (f'ended with result {result!r}' if result
                                   else 'ended with no result recorded')
     where = f' in {fail_phase}' if fail_phase else ' in an unknown phase'
