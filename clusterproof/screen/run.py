@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.parsers import slurm
 from clusterproof.paths import REPO, SETTINGS_FILE
 from clusterproof.references.judge import Verdict
 from clusterproof.reframe_io import runner
@@ -41,8 +42,6 @@ from clusterproof.hostlist import compress
 
 #: nodes per ReFrame invocation when Slurm declares no MaxSubmitJobs
 DEFAULT_BATCH = 256
-#: Slurm node states whose nodes are not run (they are ``missing``)
-UNAVAILABLE = ('DOWN', 'DRAIN', 'FAIL', 'NOT_RESPONDING', 'FUTURE', 'POWERED_DOWN')
 
 
 def _run(argv, env=None):
@@ -75,10 +74,10 @@ def partition_nodes(slurm_nodes, slurm_partition):
         if slurm_partition and slurm_partition not in node.partitions:
             continue
         state = node.state.upper()
-        if any(s in state for s in UNAVAILABLE):
-            unavailable[node.name] = state
-        else:
+        if slurm.runnable(state)[0]:        # the rule init probes by, too
             runnable.append(node.name)
+        else:
+            unavailable[node.name] = state
     return sorted(runnable, key=discover._node_key), unavailable
 
 
