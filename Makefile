@@ -8,7 +8,7 @@ export RFM_CONFIG_FILES := $(CURDIR)/site_config/settings.py
 
 help:
 	@echo "make run         set up, then run the suite on this machine (system local, mode smoke)"
-	@echo "make test        set up, then run the whole test suite (PYTEST_ARGS='...' for pytest)"
+	@echo "make test        set up, then run the whole test suite on an empty /tmp and /dev/shm of its own (PYTEST_ARGS='...' for pytest)"
 	@echo "make test-fast   the tests that need neither the local cluster nor root and are not slow (minutes)"
 	@echo "make setup       set up only (Debian packages as root, .venv/ with pinned packages)"
 	@echo "make spack       concretize and install the Spack environment (needs spack)"

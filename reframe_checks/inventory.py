@@ -4,7 +4,9 @@ declares?
 ``SystemInventory`` runs one task per node; each task prints its node's
 report (``clusterproof inventory --report``). Sanity compares
 sockets, cores per socket, threads per core, NUMA nodes and memory with the
-partition's ``extras['hardware']`` and fails with one message per
+partition's ``extras['hardware']``, and the GPUs of each node (``nvidia-smi
+-L``, ``rocm-smi`` or ``/sys/class/drm``, and its Slurm record) with the
+partition's ``devices`` of type ``gpu``, and fails with one message per
 mismatch, naming node, field, expected and found.
 
 ``PmemProvisioning`` does the same for persistent memory where a partition
@@ -85,13 +87,17 @@ class SystemInventory(_NodeReport):
     expect_threads_per_core = variable(int, type(None), value=None)
     expect_numa_nodes = variable(int, type(None), value=None)
     expect_memory_gib = variable(float, type(None), value=None)
+    expect_gpus = variable(int, type(None), value=None)
 
     #: MemTotal may be this many percent below the declared memory
     memory_tolerance_pct = variable(float, value=inventory.MEMORY_TOLERANCE_PCT)
 
     def expected_hardware(self):
         hw = dict(self.declared('hardware'))
-        for key in inventory.EXACT_FIELDS + ('memory_gib',):
+        gpus = inventory.declared_gpus(self.current_partition.devices)
+        if gpus is not None:
+            hw['gpus'] = hw['slurm_gpus'] = gpus
+        for key in inventory.EXACT_FIELDS + ('memory_gib', 'gpus'):
             override = getattr(self, f'expect_{key}')
             if override is not None:
                 hw[key] = override

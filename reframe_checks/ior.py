@@ -30,9 +30,9 @@ when the job ends, also when IOR fails (clusterproof/checks/testdirs.py).
 thread count above the system's ``extras['storage']['max_threads']`` skips,
 naming the limit (clusterproof/checks/storage.py).
 
-Sanity: both runs finished with a summary, the access was one shared file,
-reads reordered as asked, and no ``WARNING:`` or ``ERROR`` line anywhere
-(the line is quoted). Figures: write and read bandwidth, Max and Mean, in
+Sanity: the output holds the two runs (write, read), both finished with a
+summary, the access was one shared file, reads reordered as asked, and no
+``WARNING:`` or ``ERROR`` line anywhere (the line is quoted). Figures: write and read bandwidth, Max and Mean, in
 MiB/s (IOR's unit) and GB/s (the published unit); the per-iteration
 bandwidths are in ``ior_iterations`` and in the stage directory's output.
 """
@@ -55,7 +55,6 @@ from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 
 IOR_SPEC = pinned_spec('ior')
-_BANNER = 'MPI Coordinated Test of Parallel I/O'
 
 
 @rfm.simple_test
@@ -66,6 +65,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
     valid_prog_environs = ['*']
     tags = {'storage', 'ior'}
     benchmark = 'ior'
+    published_plan = 2
     time_limit = '2h'
 
     #: T, the number of threads (MPI ranks)
@@ -101,8 +101,7 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
 
     @run_after('setup')
     def size_files(self):
-        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
-        self.skip_over_declared_thread_limit(storage)
+        storage = self.declared_storage()
         size = self.storage_sizes(storage, total=self.total, transfer=self.transfer_size)
         self.ior_block_size = size.per_thread_arg
         self.ior_transfer_size = size.transfer_arg
@@ -147,10 +146,12 @@ class IorSharedFile(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRank
             if problems:
                 more = f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''
                 raise SanityError(f'IOR reported: {problems[0]!r}{more}; see {out} and {err}')
-            parts = stdout.split(_BANNER)
+            parts = ior_parser.split_runs(stdout)
+            if len(parts) > 2:
+                raise SanityError(f'{out} holds {len(parts)} IOR runs; the job runs one write '
+                                  f'and one read: is the output appended to?')
             self._runs = {}
-            for i, part in enumerate(parts[1:], 1):
-                text = parts[i - 1].rsplit('\n', 1)[-1] + _BANNER + part
+            for i, text in enumerate(parts, 1):
                 try:
                     run = ior_parser.parse_text(text, f'{out} (IOR run {i})')
                 except ParseError as exc:

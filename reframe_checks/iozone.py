@@ -81,6 +81,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
     sourcesdir = None
     tags = {'storage', 'iozone'}
     benchmark = 'iozone'
+    published_plan = 1
     time_limit = by_mode({'smoke': '10m', 'nightly': '2h', 'acceptance': '12h'})
 
     #: keep IOzone's stonewalling (published); false passes -x
@@ -113,8 +114,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
 
     @run_after('setup')
     def size_files(self):
-        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
-        self.skip_over_declared_thread_limit(storage)
+        storage = self.declared_storage()
         self.size = self.storage_sizes(storage, total=self.total)
         self.iozone_file_size = self.size.per_thread_arg
         self.iozone_record_size = self.size.transfer_arg

@@ -60,6 +60,7 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
     valid_prog_environs = ['*']
     tags = {'storage', 'mdtest'}
     benchmark = 'mdtest'
+    published_plan = 3
     time_limit = '2h'
 
     #: T, the number of tasks (MPI ranks)
@@ -88,11 +89,9 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
 
     @run_after('setup')
     def place_tasks(self):
-        storage = self.skip_unless_declared('storage', 'scratch directory, client nodes')
-        self.skip_over_declared_thread_limit(storage)
-        with self.configuration():
-            if sizing.check_scale(self.cp_scale) == 'tiny':
-                self.files_per_task = min(self.files_per_task, sizing.TINY_FILES_PER_TASK)
+        self.declared_storage()
+        if self.tiny():
+            self.files_per_task = min(self.files_per_task, sizing.TINY_FILES_PER_TASK)
         self.place_threads()
         self.mdtest_stride = mdtest_parser.stride(self.placement.order())
 
@@ -121,10 +120,7 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
     @sanity_function
     def rates_reported(self):
         run = self.result()
-        problems = run.problems()
-        if problems:
-            more = f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''
-            raise SanityError(f'mdtest reported: {problems[0]!r}{more}; see {run.source}')
+        self.refuse_problems(run, 'mdtest')
         missing = [op for op in FIGURES.values() if op not in run.rates]
         if missing:
             raise SanityError(f'{run.source}: no {", ".join(missing)} in the SUMMARY rate table')

@@ -36,13 +36,13 @@ and the false alarms per 1000 figure-sessions without an injection
 (--real none leaves them out).
 
 Then the detector's speed, in memory (not a command's time): CPU seconds of
-changes.find and changes.figure_noise per 2,000 generated figures of 365
+detector.find and detector.figure_noise per 2,000 generated figures of 365
 sessions (levels, steps, drifts, quantised values, two node types, heavy
 tails; --speed N figures timed, 0: none).
 
 The last line is for scripts:
     detection: recall >=5% steps (CV<=2%) X%, median delay D nights, false alarms F per 1000 figure-nights
-for the product's method (clusterproof.results.changes); F is the worst
+for the product's method (clusterproof.analysis.detector); F is the worst
 noise model's rate.
 """
 
@@ -58,10 +58,10 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterproof.references import bless
+from clusterproof.analysis import bless, compare, detector
 from clusterproof.references.judge import lower_is_better
-from clusterproof.results import changes, compare, history
-from clusterproof.results.database import Record
+from clusterproof.store import sources
+from clusterproof.store.sessions import Record
 
 NIGHTS = 120
 FIRST_JUDGED = 20           # today's rule blesses from the nights before
@@ -222,8 +222,8 @@ def speed_line(count, nights=SPEED_NIGHTS):
 
 
 def detector_speed(count, nights, seed=1, profile=None):
-    """CPU seconds of the detector (:func:`changes.find` and
-    :func:`changes.figure_noise`, as ``clusterproof changes`` runs them per
+    """CPU seconds of the detector (:func:`detector.find` and
+    :func:`detector.figure_noise`, as ``clusterproof changes`` runs them per
     figure) on :func:`speed_series`, in memory; ``profile``: a file for
     cProfile's statistics."""
     data = speed_series(count, nights, seed)
@@ -234,8 +234,8 @@ def detector_speed(count, nights, seed=1, profile=None):
         prof.enable()
     t0 = time.process_time()
     for _kind, values, groups in data:
-        cps, _withdrawn = changes.find(values, None, groups)
-        changes.figure_noise(values, cps, None, groups)
+        cps, _withdrawn = detector.find(values, None, groups)
+        detector.figure_noise(values, cps, None, groups)
     cpu = time.process_time() - t0
     if prof is not None:
         prof.disable()
@@ -276,10 +276,10 @@ def _record(series, t, value):
 
 
 def method_changes(series):
-    """The product: clusterproof.results.changes (ruptures binary
+    """The product: clusterproof.analysis.detector (ruptures binary
     segmentation placing the change, Hodges-Lehmann shift confirming it)."""
     return [(c.found, c.at, 1 if c.shift > 0 else -1)
-            for c in changes.scan(series.values)]
+            for c in detector.scan(series.values)]
 
 
 def method_listed(series):
@@ -287,7 +287,7 @@ def method_listed(series):
     nightly alarms that later sessions confirm, and the changes the
     retrospective segmentation finds (placed where it puts them; "raised"
     on the last night when no nightly run raised them)."""
-    kept, _withdrawn = changes.find(series.values)
+    kept, _withdrawn = detector.find(series.values)
     last = len(series.values) - 1
     return [(last if c.found is None else c.found, c.at, 1 if c.shift > 0 else -1)
             for c in kept]
@@ -298,11 +298,11 @@ def _library_scan(series, place):
     history, the screen, ``min_after`` sessions after a change) with a
     library deciding alone: ``place(seg, sigma)`` returns the change
     points it finds significant (indices of the first session after)."""
-    s = changes.Settings()
+    s = detector.Settings()
     y = np.log(series.values)
     alarms, start = [], 0
     for t in range(len(y)):
-        screened = changes.screen(y[:t + 1], start, s)
+        screened = detector.moved_enough(y[:t + 1], start, s)
         if screened is None:
             continue
         seg, offset, sigma, need = screened
@@ -320,7 +320,7 @@ def method_ruptures_pelt(series):
     import ruptures
 
     def place(seg, sigma):
-        algo = ruptures.Pelt(model='l1', min_size=changes.DEFAULT_MIN_AFTER, jump=1)
+        algo = ruptures.Pelt(model='l1', min_size=detector.DEFAULT_MIN_AFTER, jump=1)
         return algo.fit(seg / sigma).predict(pen=3 * math.log(len(seg)))[:-1]
     return _library_scan(series, place)
 
@@ -349,7 +349,7 @@ def method_edivisive(series):
 METHODS = {
     'today': ('today\'s rule (compare.py: fixed band + rolling median + nights in a row)',
               method_today, None),
-    'changes': ('clusterproof.results.changes (ruptures Binseg + Hodges-Lehmann shift)',
+    'changes': ('clusterproof.analysis.detector (ruptures Binseg + Hodges-Lehmann shift)',
                 method_changes, 'ruptures'),
     'listed': ('clusterproof changes after the whole history (nightly alarms confirmed or '
                'withdrawn + retrospective segmentation); recall: steps listed at all',
@@ -468,7 +468,7 @@ def load_real(directory=REAL_DIR):
     injections = [Injection(i['kind'], i['first'], i['last'], i['expected'])
                   for i in labels['injections']]
     out = []
-    for h in history.load(sorted(directory.glob('*.csv'))):
+    for h in sources.load(sorted(directory.glob('*.csv'))):
         if min(h.values) <= 0:
             continue        # not judged (clusterproof changes: values <= 0)
         sessions = [index[p.session] for p in h.points]
@@ -749,13 +749,13 @@ def tcpd_series(directory):
 
 def tcpd_predict(raw):
     """Change points of one TCPD series by the retrospective view of
-    :mod:`clusterproof.results.changes` (log values, as for every figure;
+    :mod:`clusterproof.analysis.detector` (log values, as for every figure;
     missing values left out, locations mapped back): the steps only, since a
     drift is not an abrupt change."""
     idx = [i for i, v in enumerate(raw) if v is not None]
     y = np.log(np.asarray([raw[i] for i in idx], dtype=float))
-    floor = changes.noise_floor(y)
-    return sorted({idx[c.at] for c in changes.segment(y, None, floor) if c.kind == 'step'})
+    floor = detector.noise_floor(y)
+    return sorted({idx[c.at] for c in detector.segment(y, None, floor) if c.kind == 'step'})
 
 
 def true_positives(truth, predicted, margin=TCPD_MARGIN):

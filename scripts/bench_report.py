@@ -44,8 +44,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof.checks import fingerprint  # noqa: E402
-from clusterproof.results import compare, history, report  # noqa: E402
-from clusterproof.results.database import Record, Session  # noqa: E402
+from clusterproof.analysis import compare  # noqa: E402
+from clusterproof.results import report  # noqa: E402
+from clusterproof.store import history  # noqa: E402
+from clusterproof.store.sessions import Record, Session  # noqa: E402
 
 FAMILIES = 20           # check names per system
 THREADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -83,8 +85,7 @@ def generate(n_systems, n_figures, n_nights, seed=1, fingerprints=None):
         old.update(_provenance(fingerprints, '6.1.0-25-amd64', 'a'))
         new.update(_provenance(fingerprints, '6.1.0-28-amd64', 'b'))
     sessions = [Session(u, t, t + 3600, {'time_start': time.strftime(
-        '%Y%m%dT%H%M%S+0000', time.gmtime(t)), 'cmdline': 'reframe --mode nightly -r'},
-        cases=[{'system': f'sys{s}', 'cp_mode': 'nightly'} for s in range(n_systems)])
+        '%Y%m%dT%H%M%S+0000', time.gmtime(t)), 'cmdline': 'reframe --mode nightly -r'})
         for u, t in zip(uuids, times)]
     recs, hists, refs = [], [], {}
     gauss = rng.gauss
@@ -117,6 +118,12 @@ def generate(n_systems, n_figures, n_nights, seed=1, fingerprints=None):
                                        test, figure, value, 'MB/s', base, -0.1, None, 'pass',
                                        'pass', '', 'nightly', False, False, '1.1',
                                        times[-1], {}))
+    for sess in sessions[:-1]:      # the older nights: one test case without figures a system
+        sess.recs = [Record(sess.uuid, sess.start, f'sys{s}', 'default', 'gnu', 'Bench0',
+                            'Bench0', '', float('nan'), '', None, None, None, '', 'pass', '',
+                            'nightly', False, False, '1.0', sess.start, {})
+                     for s in range(n_systems)]
+    sessions[-1].recs = recs
     return sessions, recs, hists, refs
 
 

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof.methods import placement  # noqa: E402
-from clusterproof.site import hostlist  # noqa: E402
+from clusterproof import hostlist  # noqa: E402
 from clusterproof.parsers import iozone as parser        # noqa: E402
 
 

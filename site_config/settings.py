@@ -24,7 +24,7 @@ from pathlib import Path
 
 from clusterproof.modes import reframe_modes
 from clusterproof.paths import results_dir
-from clusterproof.results.history import perflog_format
+from clusterproof.store.perflog import perflog_format
 from clusterproof.results.metrics import logging_entries
 from clusterproof.site.hardware import processor_from_hardware
 
@@ -104,7 +104,7 @@ _logging = {
         'basedir': str(_results / 'perflogs'),
         'level': 'info',
         # the fields clusterproof reads first, then the figures, then the
-        # other loggable variables (clusterproof.results.history.perflog_format)
+        # other loggable variables (clusterproof.store.perflog.perflog_format)
         **perflog_format(),
         'format_perfvars': ('%(check_perf_var)s=%(check_perf_value)s|'
                             '%(check_perf_unit)s|%(check_perf_ref)s|'

@@ -122,11 +122,59 @@ def scratch_dirs_left(results_dir):
     return [p for p in scratch.iterdir() if p.is_dir()] if scratch.is_dir() else []
 
 
-def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=WAIT_S):
-    """Run ``reframe -c ... -r`` for real; returns the CompletedProcess."""
-    cmd = [str(VENV_BIN / 'reframe')] + list(args)
-    return subprocess.run(cmd, cwd=REPO, env=reframe_env(results_dir, mode, extra_env),
+#: what :func:`run_reframe` expects of a run by default: at least one test case
+AT_LEAST_ONE = 'at least 1'
+
+
+def _is_run(args):
+    """Whether ``reframe ARGS`` runs test cases (``-r``, ``--dry-run``), as
+    opposed to listing or describing them."""
+    return any(a in ('-r', '--run', '--dry-run') for a in map(str, args))
+
+
+def with_report_file(args, results_dir):
+    """``(args, report_file)``: the ``reframe`` arguments ``args`` with a
+    ``--report-file`` under ``<results_dir>/reports`` (unless they name one),
+    where :func:`report_cases` and :func:`assert_cases` read the run."""
+    args = [str(a) for a in args]
+    if '--report-file' in args:
+        return args, Path(args[args.index('--report-file') + 1])
+    from clusterproof.reframe_io import runner
+    report_file = runner.default_report_file({'CLUSTERPROOF_RESULTS': str(results_dir)})
+    return args + runner.report_option(report_file), report_file
+
+
+def assert_cases(args, report_file, status, output, expect=AT_LEAST_ONE):
+    """How many test cases the finished run ``reframe ARGS`` selected (its
+    run report ``report_file``; :func:`clusterproof.reframe_io.runner.cases_selected`).
+    Fails the test naming the selection when that is not ``expect``: at
+    least one by default, else the exact count; a test that expects none
+    says ``expect=0`` (a run that fails before selecting counts none)."""
+    from clusterproof.reframe_io import runner
+    got = runner.cases_selected(report_file, status) or 0
+    if not (got >= 1 if expect == AT_LEAST_ONE else got == expect):
+        pytest.fail(f'reframe ran {got} test case(s) where the test expects {expect}: '
+                    f'the selection {runner.selection(args) or "(none)"}; its output ends:\n'
+                    + output[-2000:])
+    return got
+
+
+def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=WAIT_S,
+                expect_cases=AT_LEAST_ONE):
+    """Run ``reframe ARGS`` for real; returns the CompletedProcess. A run
+    (``-r``, ``--dry-run``) writes its run report under ``results_dir`` and
+    must select ``expect_cases`` test cases (:func:`assert_cases`: at least
+    one unless the test says how many); ``.cases`` is the count."""
+    running = _is_run(args)
+    if running:
+        args, report_file = with_report_file(args, results_dir)
+    cmd = [str(VENV_BIN / 'reframe')] + [str(a) for a in args]
+    proc = subprocess.run(cmd, cwd=REPO, env=reframe_env(results_dir, mode, extra_env),
                           capture_output=True, text=True, timeout=timeout)
+    if running:
+        proc.cases = assert_cases(args, report_file, proc.returncode,
+                                  proc.stdout + proc.stderr, expect_cases)
+    return proc
 
 
 #: instance of the local cluster the tests use (``clusterproof cluster up --instance K``)

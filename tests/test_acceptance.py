@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from clusterproof.results.acceptance import reframe_status, verdict_table
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import (REPO, SELFTEST_CHECKS, clusterproof, cp_env, recorded_results,
                              without_binary)

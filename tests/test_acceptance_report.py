@@ -135,6 +135,29 @@ def test_record_without_optional_parts():
     assert re.findall(r'data-item="([^"]+)"', page) == ['stream-triad', 'hpl-node', 'ior-easy-write']
 
 
+def test_old_screening_spellings_read_as_the_one_vocabulary(tmp_path):
+    """The fixture's screening was written before the one verdict vocabulary
+    (``ok``, ``failed``): it reads as ``pass`` and ``FAILED``, the page it
+    makes is the page of the same screening written today, and a spelling
+    that is no verdict is an error naming the record and the key."""
+    old = record()
+    assert {n['verdict'] for n in old['screening']['nodes']} == {'ok', 'failed'}
+    now = record()
+    for node in now['screening']['nodes']:
+        node['verdict'] = {'ok': 'pass', 'failed': 'FAILED'}[node['verdict']]
+    screening = text(section(report.render(old), 'screening'))
+    assert '4 node(s) screened against their peers: 1 FAILED, 3 pass;' in screening
+    assert section(report.render(old), 'screening') == section(report.render(now), 'screening')
+    now['screening']['nodes'][0]['verdict'] = 'okay'
+    with pytest.raises(ClusterproofError, match=r"record\.json: screening\.nodes\[0\]\.verdict: "
+                                                r"'okay' is not a verdict \(known: pass, "):
+        report.render_file(write(tmp_path, now))
+    now['screening']['nodes'][0]['verdict'] = 'FAILED'
+    now['items'][0]['verdict'] = 'failed-ish'
+    with pytest.raises(ClusterproofError, match=r'items\[0\]\.verdict: .failed-ish. is not a verdict'):
+        report.render_file(write(tmp_path, now))
+
+
 def test_labels_follow_the_record():
     """A smoke record says SMOKE; a full one on real hardware carries no label."""
     def flagged(flags, **top):

@@ -33,10 +33,10 @@ def copy_of_the_tree(tmp_path):
 def test_a_moved_module_is_named_until_the_table_is_written(tmp_path):
     root = copy_of_the_tree(tmp_path)
     pkg = root / 'clusterproof'
-    (pkg / 'results' / 'compare.py').rename(pkg / 'references' / 'compare.py')
+    (pkg / 'analysis' / 'compare.py').rename(pkg / 'references' / 'compare.py')
     proc = architecture('--check', root=root)
     assert proc.returncode == 1
-    assert 'row of no module (moved, renamed or removed?): | `results/compare.py` |' in proc.stdout
+    assert 'row of no module (moved, renamed or removed?): | `analysis/compare.py` |' in proc.stdout
     assert 'row missing or out of date: | `references/compare.py` |' in proc.stdout
     assert 'python scripts/architecture --write' in proc.stdout
 
@@ -44,7 +44,7 @@ def test_a_moved_module_is_named_until_the_table_is_written(tmp_path):
     assert architecture('--check', root=root).returncode == 0
     page = (root / 'docs' / 'architecture.md').read_text()
     assert '| `references/compare.py` | Sessions compared with the references' in page
-    assert '`results/compare.py`' not in page
+    assert '`analysis/compare.py`' not in page
     assert page.startswith('# Architecture\n')                       # the rest kept as it was
     assert '## Modes' in page
 

@@ -22,8 +22,8 @@ QUOTA_US, PERIOD_US = 1000, 50000
 
 
 def _points(results, figure):
-    from clusterproof.results import history
-    hists = [h for h in history.load([results / 'results.db']) if h.figure == figure]
+    from clusterproof.store import sources
+    hists = [h for h in sources.load([results / 'results.db']) if h.figure == figure]
     assert len(hists) == 1, [h.key for h in hists]
     return hists[0].points
 
@@ -105,7 +105,7 @@ def test_attribution_names_the_mount_options_changed_on_a_node(emu_cluster, tmp_
     assert {'noatime', 'nosuid'} <= set(new_opts.split(',')), new_opts
     assert new['stage_mount'] == str(results)
 
-    from clusterproof.results.changes import attribution
+    from clusterproof.analysis.attribution import attribution
     monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))
     lines = attribution([before, after], types.SimpleNamespace(at=1, n_before=1, n_after=1))
     assert lines == [f'stage_mount {old["stage_mount"]} -> {results} on n3',
@@ -157,7 +157,7 @@ def test_attribution_names_another_build_of_the_mpi_library(tmp_path, monkeypatc
     assert before.provenance['cp_binary_sha256'] == after.provenance['cp_binary_sha256']
     assert before.provenance['cp_fingerprint'] == after.provenance['cp_fingerprint']
 
-    from clusterproof.results.changes import attribution
+    from clusterproof.analysis.attribution import attribution
     monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))
     lines = attribution([before, after], types.SimpleNamespace(at=1, n_before=1, n_after=1))
     sha_old, sha_new = old.split()[1][:12], new.split()[1][:12]
@@ -171,7 +171,7 @@ def test_the_mpi_library_changed_on_some_nodes_is_named_with_them():
     alike before, n3 loading another build after; then the same library
     loaded from another path on every node."""
     from clusterproof.checks.fingerprint import binary_identity
-    from clusterproof.results.changes import attribution
+    from clusterproof.analysis.attribution import attribution
     lib, a, b = '/usr/lib/x86_64-linux-gnu/libmpi.so.40', 'a1' * 32, 'b2' * 32
 
     def point(libs):

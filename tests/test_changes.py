@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterproof.results import changes
+from clusterproof.analysis import detector as changes
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / 'data' / 'history'

@@ -9,7 +9,9 @@ import datetime
 import numpy as np
 import pytest
 
-from clusterproof.results import changes, history
+from clusterproof.analysis import detector as changes
+from clusterproof.analysis.findings import detect
+from clusterproof.store import sources
 
 
 def _night(i):
@@ -27,7 +29,7 @@ def _histories(tmp_path, figures, nodes=None):
             rows.append(f'{_night(i)},pm,batch,Stream,{name},{v:.4f},GB/s,{node}')
     path = tmp_path / 'h.csv'
     path.write_text('\n'.join(rows) + '\n')
-    return history.from_csv([path])
+    return sources.load([path])
 
 
 def _listed(found):
@@ -87,7 +89,7 @@ def test_too_noisy_figure_still_lists_changes_larger_than_it_can_detect(tmp_path
         if name != 'add':
             v[40:] *= 0.5
         figures[name] = v
-    found, quiet, noisy, _ = changes.detect(_histories(tmp_path, figures))
+    found, quiet, noisy, _ = detect(_histories(tmp_path, figures))
     listed = _listed(found)
     assert sorted(f['figure'] for f in listed) == ['copy', 'scale', 'triad']
     for f in listed:
@@ -119,7 +121,7 @@ def test_two_node_types_are_two_levels_not_noise(tmp_path):
     values = 100 * (1 + 0.01 * rng.standard_normal(120)) * np.where(
         np.array(nodes) == 'n1', 1.03, 0.97)
     values[70:] *= 0.94
-    found, *_ = changes.detect(_histories(tmp_path, {'triad': values}, nodes))
+    found, *_ = detect(_histories(tmp_path, {'triad': values}, nodes))
     (f,) = _listed(found)
     assert f['at'].startswith(_night(70)[:10])
     assert f['change'] == pytest.approx(-0.06, abs=0.015)
@@ -141,7 +143,7 @@ def test_a_node_used_only_after_the_change_is_not_taken_out(tmp_path):
     y = np.log(values)
     assert not np.allclose(changes.group_levels(y, nodes)[:30], y[:30])   # n1, n2 out
     assert np.allclose(changes.group_levels(y, nodes)[30:], y[30:])       # n3 kept
-    found, *_ = changes.detect(_histories(tmp_path, {'triad': values}, nodes))
+    found, *_ = detect(_histories(tmp_path, {'triad': values}, nodes))
     (f,) = _listed(found)
     assert f['at'].startswith(_night(30)[:10])
     assert f['change'] == pytest.approx(-0.4, abs=0.03)

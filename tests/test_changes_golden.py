@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / 'scripts'))
 sys.path.insert(0, str(REPO))
 
 import bench_detection as bench  # noqa: E402
-from clusterproof.results import changes  # noqa: E402
+from clusterproof.analysis import detector as changes  # noqa: E402
 
 RECORD = REPO / 'tests' / 'data' / 'changes-golden' / 'findings.json'
 COUNT, NIGHTS, SEED = 60, 200, 7
@@ -80,6 +80,7 @@ def test_lists_and_arrays_give_the_same_findings():
         assert as_list == as_array, kind
 
 
+@pytest.mark.slow
 def test_binary_segmentation_places_the_change_points_ruptures_places():
     """:func:`changes.binseg` (prefix sums) against ruptures' Binseg itself on
     series with steps, ties (rounded values) and a large level."""

@@ -494,7 +494,7 @@ def test_mpi_with_mpirun_in_salloc(emu_cluster, mpi_hello):
 @need_netns
 def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
     proc = run_reframe(['-c', str(CHECKS / 'node_hostnames.py'), '-r', '--system', 'emu'],
-                       tmp_path, extra_env=emu_cluster)
+                       tmp_path, extra_env=emu_cluster, expect_cases=2)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     reports = sorted((tmp_path / 'reports').glob('run-report-*.json'))
     assert reports, f'no run report in {tmp_path / "reports"}'

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from clusterproof.results import compare
-from clusterproof.references.bless import derive, merged_entries
+from clusterproof.analysis import compare
+from clusterproof.analysis.bless import derive, merged_entries
 from clusterproof.references.judge import Verdict, reference_of_record
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 import yaml
 
 from clusterproof.reframe_io import runner
@@ -107,7 +107,7 @@ def test_round_trip_on_the_local_cluster(emu_cluster, tmp_path):
     judged = re.findall(r'^  copy_\w+ .* (pass|REGRESSION|OUT-OF-BOUNDS) +emulated,emulated-ref$',
                         out.stdout, re.M)
     assert judged and set(judged) == {'pass'}, out.stdout
-    assert 'not-judged' not in out.stdout
+    assert 'not judged' not in out.stdout
 
     proc, slowed = _run(results, refs, '-S', 'block_size=512', system='emu', env=emu_cluster)
     assert proc.returncode == 0, proc.output[-3000:]   # ReFrame judges no emulated figure
@@ -149,7 +149,7 @@ def test_emulated_figures_are_judged_against_emulated_references_only(tmp_path):
               for r in emulated]
     # Only the real file: shown, never judged.
     rows = compare.against_references(halved, {'local': blessed, 'local.emulated': {}})
-    assert {r.verdict for r in rows} == {'not-judged'}
+    assert {r.verdict for r in rows} == {'not judged'}
     assert all('emulated-ref' not in r.flags for r in rows)
     # The file blessed from emulated runs: judged, and flagged so.
     rows = compare.against_references(halved, {'local': {}, 'local.emulated': blessed})

@@ -1,13 +1,20 @@
 """The acceptance contract file: every shipped contract validates, and bad
-input is refused with an error naming the file, the key and the value."""
+input is refused with an error naming the file, the key and the value; an
+item naming a check, a parameter or a figure the checks do not have (as
+ReFrame loads them) is refused with the nearest real names."""
 
+import os
 import re
+import subprocess
 
 import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof.acceptance import contract
-from clusterproof.paths import CHECKS_DIR
+from clusterproof.acceptance import run as contract_run
+from clusterproof.paths import CHECKS_DIR, SETTINGS_FILE
+from clusterproof.reframe_io import runner
+from conftest import REPO, VENV_BIN, WAIT_S
 
 GOOD = '''
 system: emu
@@ -28,16 +35,69 @@ def write(tmp_path, text, name='c.yaml'):
     return path
 
 
+@pytest.mark.slow
 def test_every_shipped_contract_validates():
     files = contract.shipped()
     assert {f.stem for f in files} >= {'local-cluster', 'minerva', 'pixstor', 'pmserver'}
-    checks = ''.join(p.read_text() for p in CHECKS_DIR.glob('*.py'))
     for f in files:
-        c = contract.check_site(contract.load(f))     # its system and partition exist
+        # its system and partition exist, and the checks have every check,
+        # parameter value and figure it names (as ReFrame loads them)
+        c = contract_run.load(f)
         assert c.name == f.stem and c.items
-        for item in c.items:
-            # the check an item names is a check class of reframe_checks/
-            assert re.search(rf'^class {item.check}\(', checks, re.M), (f, item.id)
+
+
+@pytest.fixture(scope='module')
+def emu_cases():
+    """The test cases ReFrame loads from reframe_checks on emu in mode
+    acceptance (``reframe --describe``), as the contract ``GOOD`` is checked."""
+    env = dict(os.environ, RFM_CONFIG_FILES=str(SETTINGS_FILE))
+    env.pop('CLUSTERPROOF_MODE', None)
+    cases = runner.describe(['-c', str(CHECKS_DIR), '--system', 'emu', '--mode', 'acceptance'],
+                            env=env)
+    assert {'Stream', 'IorSharedFile', 'Hpl'} <= {x.check for x in cases}
+    return cases
+
+
+@pytest.mark.parametrize('old, new, words', [
+    ('check: Stream', 'check: Strem',
+     "c.yaml: items[0] (triad): check: no check 'Strem' on emu in mode acceptance "
+     "(nearest: 'Stream'; known: "),
+    ('figure: triad', 'figure: triadd',
+     "c.yaml: items[0] (triad): figure: check Stream (placement=cores) has no figure 'triadd' "
+     "(nearest: 'triad', 'add'; known: add, copy, scale, triad, triad_efficiency)"),
+    ('{placement: cores}', '{placement: core}',
+     "c.yaml: items[0] (triad): parameters.placement: check Stream has no test case with "
+     "placement=core on emu in mode acceptance (nearest: 'cores'; known: cores, l3)"),
+    ('{placement: cores}', '{placment: cores}',
+     "c.yaml: items[0] (triad): parameters.placment: check Stream has no parameter 'placment' "
+     "(nearest: 'placement'; known: membind, placement)"),
+], ids=['check', 'figure', 'parameter-value', 'parameter'])
+def test_names_the_checks_do_not_have_are_refused(tmp_path, emu_cases, old, new, words):
+    c = contract.load(write(tmp_path, GOOD.replace(old, new)))
+    with pytest.raises(ClusterproofError) as err:
+        contract.check_names(c, emu_cases, 'emu in mode acceptance')
+    assert words in str(err.value)
+    assert contract.check_names(contract.load(write(tmp_path, GOOD)), emu_cases) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('command', ['validate', 'acceptance'])
+def test_the_commands_refuse_a_misspelt_contract_before_anything_runs(tmp_path, command):
+    """``validate --contract`` and ``acceptance --contract``: exit 2, one line
+    naming the file, the item and the nearest real name; nothing run."""
+    path = write(tmp_path, GOOD.replace('check: Stream', 'check: Strem'))
+    args = {'validate': ['validate', '--system', 'emu', '--contract', str(path)],
+            'acceptance': ['acceptance', '--contract', str(path)]}[command]
+    env = dict(os.environ, RFM_CONFIG_FILES=str(SETTINGS_FILE),
+               CLUSTERPROOF_RESULTS=str(tmp_path / 'results'))
+    proc = subprocess.run([str(VENV_BIN / 'clusterproof'), *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=WAIT_S)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f'clusterproof {command}: error: {path}: items[0] (triad): '
+                                  "check: no check 'Strem' on emu in mode acceptance "
+                                  "(nearest: 'Stream'; "), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / 'results' / 'results.db').exists()
 
 
 def test_defaults_and_tolerance(tmp_path):

@@ -9,10 +9,13 @@ import pytest
 
 from clusterproof.acceptance import contract, judge, record
 from clusterproof.references.judge import Verdict
-from clusterproof.results.database import load_sessions
-from results_helpers import clusterproof, recorded_results
+from clusterproof.store.sessions import load_sessions
+from results_helpers import SELFTEST_CHECKS, clusterproof, recorded_results
 
-HEAD = 'system: local\nmode: nightly\nrepetitions: 3\nreuse_within_days: 0\nitems:\n'
+#: the recorded runs' check is a self-test check (acceptance --contract refuses
+#: a contract naming a check the contract's checks do not have)
+HEAD = (f'system: local\nmode: nightly\nchecks: {SELFTEST_CHECKS}\nrepetitions: 3\n'
+        'reuse_within_days: 0\nitems:\n')
 
 
 def item(ident='bw', figure='copy_bw', committed=1, tolerance='-50%', threads=1, extra=''):
@@ -68,7 +71,7 @@ def test_a_missed_committed_value_fails_naming_the_gap(tmp_path, recorded):
 
 def test_runs_shorter_than_the_minimum_are_not_counted(tmp_path, recorded):
     _, (res,) = judged(tmp_path, recorded, item(extra='    validity: {min_runtime_s: 1000}\n'))
-    assert res.judgement.verdict == Verdict.FAILED and res.measured is None
+    assert res.judgement.verdict == Verdict.INVALID and res.measured is None
     assert res.judgement.reason.startswith('not measured validly: 0 valid run(s) of 3 required')
     assert all('less than the minimum 1000 s' in r.invalid_why for r in res.runs)
     assert record.item_verdict(res) == 'invalid'

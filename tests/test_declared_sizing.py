@@ -84,6 +84,7 @@ DECLARED = [('pixstor', 40, 55.0), ('minerva:rome7702', 128, 512)]
 
 @need_stream_source
 @pytest.mark.parametrize('system,cores,llc', DECLARED)
+@pytest.mark.slow
 def test_threads_and_array_sizes_come_from_the_declaration(tmp_path, system, cores, llc):
     here = detect_hardware()
     assert here['sockets'] * here['cores_per_socket'] != cores or here['llc_mib'] != llc
@@ -101,6 +102,7 @@ def test_threads_and_array_sizes_come_from_the_declaration(tmp_path, system, cor
 
 
 @need_stream_source
+@pytest.mark.slow
 def test_smoke_array_size_is_four_times_the_declared_cache(tmp_path):
     proc, results = dry_run(tmp_path, 'minerva:rome7702', 'smoke')
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -109,6 +111,7 @@ def test_smoke_array_size_is_four_times_the_declared_cache(tmp_path):
 
 
 @need_stream_source
+@pytest.mark.slow
 def test_command_line_values_are_never_overwritten(tmp_path):
     proc, results = dry_run(tmp_path, 'pixstor', 'nightly', '-S', 'MmapSweep.threads=3',
                             '-S', 'Stream.threads=5', '-S', 'StreamBuild.array_size=7000000')

@@ -67,6 +67,7 @@ def _store_rows(results):
     return store.scan([results / 'store']).collect()
 
 
+@pytest.mark.slow
 def test_csv_reads_back_through_store_import(judged, tmp_path):
     results, judged_uuid = judged
     out = tmp_path / 'figures.csv'
@@ -265,6 +266,7 @@ def test_openmetrics_is_taken_by_a_pushgateway(judged, tmp_path, pushgateway):
     assert scraped['clusterproof_figure_s'].type == 'gauge'
 
 
+@pytest.mark.slow
 def test_errors_name_the_format_and_the_selection(judged, tmp_path):
     results, judged_uuid = judged
     proc = _export(results, tmp_path, '--format', 'xml')

@@ -48,8 +48,8 @@ def dd_env(tmp_path):
 
 
 def _points(results):
-    from clusterproof.results import history
-    hists = history.load([results / 'results.db'])
+    from clusterproof.store import sources
+    hists = sources.load([results / 'results.db'])
     bw = [h for h in hists if h.figure == 'copy_bw']
     assert len(bw) == 1, [h.key for h in hists]
     return bw[0].points
@@ -62,6 +62,7 @@ def _everything_recorded(results):
                      if p.is_file() and 'stage' not in p.relative_to(results).parts)
 
 
+@pytest.mark.slow
 def test_fingerprint_names_a_binary_swapped_in_place_and_an_env_change(tmp_path, dd_env,
                                                                       monkeypatch):
     dd, env = dd_env
@@ -85,7 +86,7 @@ def test_fingerprint_names_a_binary_swapped_in_place_and_an_env_change(tmp_path,
     assert before.provenance['binary_version'] == after.provenance['binary_version']
     assert len(list((results / 'fingerprints').glob('*.json'))) == 2
 
-    from clusterproof.results.changes import attribution
+    from clusterproof.analysis.attribution import attribution
     monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))     # where the records are
     lines = attribution([before, after], types.SimpleNamespace(at=1, n_before=1, n_after=1))
     sha_old = before.provenance['cp_binary_sha256']

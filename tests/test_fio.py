@@ -14,11 +14,13 @@ import pytest
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.methods.fiojob import (FioJob, fio_size, parse_engines, worst_case_job)
+from clusterproof.methods.fiojob import FioJob, fio_size, worst_case_job
+from clusterproof.parsers.fio import parse_engines
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio
 
-from conftest import DATA, REPO, VENV_BIN, reframe_env, report_cases, run_reframe, wait_for
+from conftest import (DATA, REPO, VENV_BIN, assert_cases, reframe_env, report_cases, run_reframe,
+                      wait_for, with_report_file)
 
 FIO = DATA / 'fio'
 
@@ -345,11 +347,12 @@ def _bytes_written(pids):
 def test_fio_interrupted_inside_the_check_fails_its_sanity(tmp_path):
     """fio gets SIGINT mid-run: it still prints complete JSON, and the
     StorageFioBaseline case fails naming the signal; no figure is logged."""
-    cmd = [str(VENV_BIN / 'reframe'), '-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
-           '-n', 'StorageFioBaseline%section=randwrite_8files',
-           '-S', 'StorageFioBaseline.filesize=1048576', '-S', 'StorageFioBaseline.numjobs=1',
-           '-S', 'StorageFioBaseline.loops=1000000']
-    proc = subprocess.Popen(cmd, cwd=REPO, env=reframe_env(tmp_path), stdout=subprocess.PIPE,
+    args, report = with_report_file(
+        ['-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
+         '-n', 'StorageFioBaseline%section=randwrite_8files',
+         '-S', 'StorageFioBaseline.filesize=1048576', '-S', 'StorageFioBaseline.numjobs=1',
+         '-S', 'StorageFioBaseline.loops=1000000'], tmp_path)
+    proc = subprocess.Popen([str(VENV_BIN / 'reframe'), *args], cwd=REPO, env=reframe_env(tmp_path), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         # the 1 MiB file is laid out, then written over and over: 8 MiB
@@ -367,6 +370,7 @@ def test_fio_interrupted_inside_the_check_fails_its_sanity(tmp_path):
             proc.kill()
             proc.communicate()
     assert proc.returncode != 0, out[-3000:]
+    assert_cases(args, report, proc.returncode, out, 1)
     [case] = report_cases(tmp_path)
     assert case['result'] == 'fail'
     assert re.search(r'fio was interrupted by signal 2 \(fio: terminating on signal 2\)',
@@ -396,3 +400,25 @@ def test_fio_3_1_without_lat_percentiles_is_refused():
     with pytest.raises(ParseError, match=r'randread_8files, read: lat_ns has no percentile\(s\) '
                                          r'.*set lat_percentiles=1'):
         fio.parse(read('fio-3.1-psync-randread-clat.json'), 'x')
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_appended_runs_of_one_job_yield_the_last():
+    """fio run twice into one file (two JSON documents, recorded): the last
+    document is read, and the count said; the first is never read alone."""
+    text = (FIO / 'psync-randwrite-twice.txt').read_text()
+    first_end = text.index('\n}\n') + 3
+    doc = fio.load(text, 'twice.txt')
+    assert doc['_runs'] == 2 and doc['_note'] == 'twice.txt holds 2 fio runs; the last is read'
+    last = fio.parse(text, 'twice.txt')['randwrite_8files']['write']
+    assert last == fio.parse(text[first_end:], 'x')['randwrite_8files']['write']
+    assert last != fio.parse(text[:first_end], 'x')['randwrite_8files']['write']
+
+
+def test_appended_runs_of_other_jobs_are_refused():
+    text = (FIO / 'psync-randwrite-then-randread.txt').read_text()
+    with pytest.raises(ParseError, match=r'^two\.txt holds 2 fio runs that differ \(jobs: '
+                                         r'randwrite_8files \(run 1\), randread_8files \(run 2\); '
+                                         r'rw: randwrite \(run 1\), randread \(run 2\)\)'):
+        fio.parse(text, 'two.txt')

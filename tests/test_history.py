@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.results import history
+from clusterproof.store import sources
 
 DATA = Path(__file__).resolve().parent / 'data' / 'history'
 HEADER = 'timestamp,system,partition,test,figure,value,unit'
@@ -20,8 +20,8 @@ def _by_key(hists):
 def test_database_and_perflogs_give_the_same_history(tmp_path):
     db = tmp_path / 'results.db'
     shutil.copy(DATA / 'results.db', db)
-    from_db = _by_key(history.load([db]))
-    from_log = _by_key(history.load([DATA / 'perflogs']))
+    from_db = _by_key(sources.load([db]))
+    from_log = _by_key(sources.load([DATA / 'perflogs']))
     assert set(from_db) == set(from_log)
     assert len(from_db) == 8        # 2 placements x 4 kernels
     triad = from_db[('Stream %placement=cores %membind=local +gnu', 'triad')]
@@ -43,7 +43,7 @@ def test_perflog_without_header_is_refused(tmp_path):
     bad = tmp_path / 'Stream.log'
     bad.write_text('\n'.join(lines[1:]) + '\n')
     with pytest.raises(ClusterproofError, match=r'Stream.log:1: no perflog header'):
-        history.load([bad])
+        sources.load([bad])
 
 
 def test_perflog_bad_row_names_file_and_line(tmp_path):
@@ -54,7 +54,7 @@ def test_perflog_bad_row_names_file_and_line(tmp_path):
     lines[4] = lines[4].rsplit('|', 2)[0]
     (d / 'Stream.log').write_text('\n'.join(lines) + '\n')
     with pytest.raises(ClusterproofError) as err:
-        history.load([tmp_path])
+        sources.load([tmp_path])
     msg = str(err.value)
     assert 'Stream.log:4: figure triad: value' in msg
     assert 'Stream.log:5: ' in msg and 'fields, the header has' in msg
@@ -66,7 +66,7 @@ def test_csv_good_rows_and_provenance(tmp_path):
                  '2026-11-20T01:30:00+00:00,pm,batch,Stream,triad,45.1,GB/s,a1b2\n'
                  '2026-11-19T01:30:00,pm,batch,Stream,triad,45.3,GB/s,a1b2\n'
                  '2026-11-21T01:30:00Z,pm,batch,Stream,triad,41.0,GB/s,c3d4\n')
-    (h,) = history.load([f])
+    (h,) = sources.load([f])
     assert h.values == [45.3, 45.1, 41.0]          # sorted by time
     assert h.points[2].provenance == {'spack_lock_hash': 'c3d4'}
     assert h.points[0].where == f'{f}:3'
@@ -81,14 +81,14 @@ def test_csv_flags_column_keeps_smoke_and_emulated_apart(tmp_path):
                  '2026-11-19T01:30:00,pm,batch,Stream,triad,45.3,GB/s,,s1\n'
                  '2026-11-20T01:30:00,pm,batch,Stream,triad,1.1,GB/s,smoke,s2\n'
                  '2026-11-21T01:30:00,pm,batch,Stream,triad,0.9,GB/s,emulated smoke,s3\n')
-    hists = {h.flags: h for h in history.load([f])}
+    hists = {h.flags: h for h in sources.load([f])}
     assert set(hists) == {(), ('smoke',), ('smoke', 'emulated')}
     assert hists[('smoke',)].values == [1.1]
     assert hists[('smoke',)].points[0].provenance == {}
     assert hists[('smoke',)].points[0].session == 's2'
     f.write_text(HEADER + ',flags\n2026-11-19T01:30:00,pm,batch,Stream,triad,45.3,GB/s,tiny\n')
     with pytest.raises(ClusterproofError, match=r"h.csv:2: flags 'tiny' unknown"):
-        history.load([f])
+        sources.load([f])
 
 
 @pytest.mark.parametrize('row, reason', [
@@ -102,7 +102,7 @@ def test_csv_bad_row_refused_with_file_line_reason(tmp_path, row, reason):
     f = tmp_path / 'h.csv'
     f.write_text(HEADER + '\n2026-11-19T01:30:00,pm,batch,Stream,triad,45.3,GB/s\n' + row + '\n')
     with pytest.raises(ClusterproofError) as err:
-        history.load([f])
+        sources.load([f])
     assert f'{f}:3: {reason}' in str(err.value)
     assert 'file not used' in str(err.value)
 
@@ -111,13 +111,13 @@ def test_csv_header_must_name_the_columns(tmp_path):
     f = tmp_path / 'h.csv'
     f.write_text('time,system,partition,test,figure,value,unit\n')
     with pytest.raises(ClusterproofError, match=r'h.csv:1: header lacks timestamp'):
-        history.load([f])
+        sources.load([f])
 
 
 def test_perflog_in_reframes_default_layout():
     """ReFrame's documented handler: check_info, jobid, then value|unit|ref|
     lower|upper per figure, no names in the value fields, no UTC offset."""
-    hists = _by_key(history.load([DATA / 'perflogs-default']))
+    hists = _by_key(sources.load([DATA / 'perflogs-default']))
     assert set(hists) == {(f'DevZeroCopy %num_threads={n} +gnu', fig)
                           for n in (1, 2) for fig in ('copy_bw', 'copy_time')}
     bw = hists['DevZeroCopy %num_threads=2 +gnu', 'copy_bw']
@@ -138,7 +138,7 @@ def test_csv_and_database_read_together_smoke_kept_apart(tmp_path):
     f.write_text(HEADER + f'\n2025-01-01T01:30:00,local,default,"{test}",triad,21000,MB/s\n'
                  f'2025-01-02T01:30:00,local,default,"{test}",triad,21500,MB/s\n'
                  f'2025-01-03T01:30:00,local,default,"{test}",triad,21400,MB/s\n')
-    hists = [h for h in history.load([f, db]) if h.test == test and h.figure == 'triad']
+    hists = [h for h in sources.load([f, db]) if h.test == test and h.figure == 'triad']
     # the database's figures are smoke figures: kept apart from the CSV's
     assert sorted((h.flags, len(h.points)) for h in hists) == [((), 3), (('smoke',), 3)]
     (f_old,) = [h for h in hists if not h.flags]

@@ -77,7 +77,7 @@ def test_appended_file_yields_the_newest_run():
     assert out['summary']['HPL_Tflops'] == 0.000732487
     assert hpcc_parser.summary(text, 'x')['HPL_Tflops'] == 0.000732487
     assert out['runs'] == 3
-    assert out['note'] == ('d/hpccoutf.txt holds 3 runs (HPCC appends to it); the newest '
+    assert out['note'] == ('d/hpccoutf.txt holds 3 HPCC runs; the last '
                            '(started Tue Nov 24 11:04:57 2026) is read')
     assert hpcc_parser.verdict(out) is None
     single = hpcc_parser.parse(LOCAL.read_text(), str(LOCAL))
@@ -87,8 +87,8 @@ def test_appended_file_yields_the_newest_run():
 def test_appended_file_whose_newest_run_was_killed_is_refused():
     """A fourth run killed during RandomAccess: its summary is missing, and
     the complete older runs are not read in its place."""
-    with pytest.raises(ParseError, match=r'^d/hpccoutf\.txt holds 4 runs \(HPCC appends to it\); '
-                                         r'the newest \(started Tue Nov 24 11:05:04 2026\): no '
+    with pytest.raises(ParseError, match=r'^d/hpccoutf\.txt \(run 4 of 4, the last, '
+                                         r'started Tue Nov 24 11:05:04 2026\): no '
                                          r'complete summary section .*the run did not '
                                          r'finish; it stops in its MPIRandomAccess section$'):
         hpcc_parser.parse(KILLED.read_text(), 'd/hpccoutf.txt')

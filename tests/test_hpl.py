@@ -165,3 +165,21 @@ def test_input_size_from_memory_with_smoke_caps():
     assert hpl.input_size(hw, 2, 0.5, smoke_n=1000, smoke_max_nb=80) == (960, 80)
     assert hpl.input_size(hw, 2, 0.5, block_size=100, n=5000, smoke_n=1000) == (5000, 100)
     assert hpl.input_size({'memory_gib': 4}, 1, 0.8)[1] == hpl.DEFAULT_NB
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_appended_runs_yield_the_last_never_a_sum():
+    """Two recorded runs in one output (a job script run twice into one
+    file): the last is judged; its counts are not added to the first's."""
+    passed = (DATA / 'hpl' / 'hpl-2.3-passed.txt').read_text()
+    failed = (DATA / 'hpl' / 'hpl-2.3-failed-residual.txt').read_text()
+    last_failed = hpl_parser.parse(passed + failed, 'job.out')
+    assert last_failed['runs'] == 2 and last_failed['note'] == \
+        'job.out holds 2 HPL runs; the last is read'
+    assert hpl_parser.verdict(last_failed).startswith('job.out (run 2 of 2, the last): ')
+    assert last_failed['results'] == hpl_parser.parse(failed)['results']
+    last_passed = hpl_parser.parse(failed + passed, 'job.out')
+    assert hpl_parser.verdict(last_passed) is None
+    assert (last_passed['passed'], len(last_passed['results'])) == \
+        (hpl_parser.parse(passed)['passed'], len(hpl_parser.parse(passed)['results']))

@@ -6,7 +6,7 @@ hardware, and the SystemInventory check run for real through ReFrame on
 import pytest
 
 from clusterproof import cli
-from clusterproof.parsers import lscpu
+from clusterproof.parsers import gpu, lscpu
 from clusterproof.site import inventory
 from clusterproof.site import topology
 from conftest import DATA, report_cases, run_reframe
@@ -133,6 +133,7 @@ def test_reports_missing_node_duplicate_and_error():
 
 # -- the check, for real --------------------------------------------------------
 
+@pytest.mark.slow
 def test_inventory_passes_on_local(tmp_path):
     proc = run_reframe(['-c', 'reframe_checks/inventory.py', '-r', '--system', 'local'],
                        tmp_path)
@@ -146,6 +147,7 @@ def test_inventory_passes_on_local(tmp_path):
     assert rep['hardware']['memory_gib'] == topology.detect_hardware()['memory_gib']
 
 
+@pytest.mark.slow
 def test_inventory_fails_on_other_figures_with_node_field_expected_found(tmp_path):
     proc = run_reframe(['-c', 'reframe_checks/inventory.py', '-r', '--system', 'local',
                         '-n', 'SystemInventory',
@@ -173,3 +175,76 @@ def test_inventory_on_four_emulated_nodes(tmp_path, emu_cluster):
                / 'rfm_job.out').read_text()
         names = sorted(rep['node'] for rep in inventory.parse_reports(out))
         assert names == ['n1', 'n2', 'n3', 'n4'], part
+
+
+# ------------------------------------------------------------------ GPUs
+
+def test_nvidia_smi_list_recordings():
+    two = gpu.parse_nvidia_smi_list((INV / 'nvidia-smi-L-2xA100.txt').read_text())
+    assert [(g['index'], g['model']) for g in two] == [(0, 'NVIDIA A100-PCIE-40GB'),
+                                                      (1, 'NVIDIA A100-PCIE-40GB')]
+    assert two[1]['uuid'] == 'GPU-c9bd25dc-c0c4-3ab6-8f7f-3ad16d6bde4a'
+    [one] = gpu.parse_nvidia_smi_list((INV / 'nvidia-smi-L-1xRTX4070.txt').read_text())
+    assert one['model'] == 'NVIDIA GeForce RTX 4070 Laptop GPU'
+    with pytest.raises(ValueError, match="nvidia-smi -L, line 1: not a GPU line: 'GPU 0 lost'"):
+        gpu.parse_nvidia_smi_list('GPU 0 lost\n')
+
+
+def test_rocm_smi_recordings_concise_table_and_gpu_lines():
+    assert gpu.parse_rocm_smi((INV / 'rocm-smi-4xMI300X.txt').read_text()) == [0, 1, 2, 3]
+    assert gpu.parse_rocm_smi((INV / 'rocm-smi-a-4xMI300X-head.txt').read_text()) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match='rocm-smi: not rocm-smi output'):
+        gpu.parse_rocm_smi('command not found\n')
+
+
+def test_gpu_report_takes_the_first_tool_that_answers():
+    recorded = {'nvidia-smi': (INV / 'nvidia-smi-L-2xA100.txt').read_text(),
+                'rocm-smi': (INV / 'rocm-smi-4xMI300X.txt').read_text()}
+
+    def replay(only):
+        def run(argv):
+            if argv[0] != only:
+                return {'argv': argv, 'rc': None, 'stdout': '', 'stderr': '',
+                        'missing': f'{argv[0]} not found on PATH'}
+            return {'argv': argv, 'rc': 0, 'stdout': recorded[only], 'stderr': ''}
+        return run
+    assert inventory.gpu_report(replay('nvidia-smi')) == {
+        'gpus': 2, 'gpu_source': 'nvidia-smi -L', 'gpu_models': ['NVIDIA A100-PCIE-40GB']}
+    assert inventory.gpu_report(replay('rocm-smi')) == {'gpus': 4, 'gpu_source': 'rocm-smi'}
+
+
+def test_gpus_from_sys_class_drm(tmp_path):
+    for card, vendor in (('card0', '0x1af4'), ('card1', '0x10de'), ('card2', '0x10de')):
+        (tmp_path / card / 'device').mkdir(parents=True)
+        (tmp_path / card / 'device' / 'vendor').write_text(vendor + '\n')
+    (tmp_path / 'card1-DP-1').mkdir()
+    assert gpu.drm_gpus(str(tmp_path)) == [('card1', 'NVIDIA'), ('card2', 'NVIDIA')]
+    assert gpu.drm_gpus(str(tmp_path / 'none')) is None
+
+
+def test_this_node_has_no_gpu_tool_and_says_why():
+    """This machine has no GPU, no nvidia-smi or rocm-smi, no /sys/class/drm."""
+    rep = inventory.gpu_report()
+    assert 'gpus' not in rep
+    assert 'nvidia-smi not found on PATH' in rep['gpus_undiscovered']
+    assert 'rocm-smi not found on PATH' in rep['gpus_undiscovered']
+    assert '/sys/class/drm does not exist' in rep['gpus_undiscovered']
+    hw = inventory.node_report()['hardware']
+    assert hw['gpus_undiscovered'] == rep['gpus_undiscovered']
+    [miss] = inventory.compare_hardware('n1', {'gpus': 4}, hw)
+    assert str(miss).startswith('n1: gpus: expected 4, found undiscovered (nvidia-smi not found')
+
+
+def test_declared_gpus_are_compared():
+    devices = [{'type': 'gpu', 'arch': 'h100', 'num_devices': 2},
+               {'type': 'gpu', 'arch': 'h200', 'num_devices': 4}, {'type': 'fpga'}]
+    assert inventory.declared_gpus(devices) == 6
+    assert inventory.declared_gpus([]) is None
+    declared = {'gpus': 6, 'slurm_gpus': 6}
+    assert inventory.compare_hardware('ia1', declared, {'gpus': 6, 'slurm_gpus': 6,
+                                                        'gpu_source': 'nvidia-smi -L'}) == []
+    found = inventory.compare_hardware('ia2', declared, {'gpus': 5, 'slurm_gpus': 4,
+                                                         'gpu_source': 'nvidia-smi -L'})
+    assert [str(m) for m in found] == [
+        'ia2: slurm_gpus: expected 6, found 4',
+        'ia2: gpus: expected 6, found 5 (counted by nvidia-smi -L)']

@@ -381,6 +381,7 @@ def _without_dir(opts):
     return [('<dir>/tst.file' if w.endswith('/tst.file') else w) for w in opts]
 
 
+@pytest.mark.slow
 def test_check_and_job_script_run_the_same_ior_options(tmp_path):
     """IorSharedFile and slurm/ior-n-to-1.sbatch take IOR's options from one
     place; the job scripts of both are compared word for word. Nothing runs
@@ -417,3 +418,49 @@ def test_check_and_job_script_run_the_same_ior_options(tmp_path):
     for phase in ('write', 'read'):
         assert _without_dir(sbatch[phase]) == _without_dir(check[phase]), phase
     assert scratch_dirs_left(tmp_path) == []
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_admin_loop_of_runs_that_differ_is_refused_naming_them():
+    """A real log of an administrator's loop (IOR 3.3.0: POSIX file per
+    process at 32 tasks, an mdtest run, then MPIIO one shared file at 4
+    tasks): no run of it is the result, and the parser says what differs
+    instead of reading the first run."""
+    text = (DATA / 'ior' / 'ior-3.3.0-admin-loop-gpfs01.txt').read_text()
+    assert len(ior.split_runs(text)) == 2
+    with pytest.raises(ParseError) as err:
+        ior.parse_text(text, 'nohup.out')
+    assert str(err.value) == (
+        'nohup.out holds 2 IOR runs that differ (API: POSIX (run 1), MPIIO (run 2); access: '
+        'file-per-process (run 1), single-shared-file (run 2); tasks: 32 (run 1), 4 (run 2)); '
+        'no one of them is the result: give the parser one run (one output file per run)')
+    # each run read on its own: what the loop measured
+    first, second = (ior.parse_text(part, f'run {i}')
+                     for i, part in enumerate(ior.split_runs(text), 1))
+    assert (first.access, first.tasks, first.bandwidth('write')) == (ior.FILE_PER_PROCESS, 32, 72.59)
+    assert (second.access, second.tasks, second.summary['read']['api']) == \
+        (ior.SHARED_FILE, 4, 'MPIIO')
+
+
+def test_appended_runs_of_one_kind_yield_the_last():
+    """The same write run appended twice (recordings concatenated), then a
+    write of another size: the last run of one kind is read and said to be."""
+    write = (DATA / 'ior' / 'ior-4.0.0-write.out').read_text()
+    again = (DATA / 'ior' / 'ior-4.0.0-write-odirect.out').read_text()
+    run = ior.parse_text(write + write, 'job.out')
+    assert run.runs == 2 and run.note == 'job.out holds 2 IOR runs; the last is read'
+    assert run.source == 'job.out (run 2 of 2, the last)'
+    assert run.bandwidth('write') == ior.parse_text(write).bandwidth('write')
+    with pytest.raises(ParseError, match=r'holds 2 IOR runs that differ \(transfer: 16 MiB '
+                                         r'\(run 1\), 1 MiB \(run 2\); block: 64 MiB \(run 1\), '
+                                         r'8 MiB \(run 2\)\)'):
+        ior.parse_text(write + again, 'job.out')
+    # write then read (what the IOR check's job prints) differ in operations
+    read = (DATA / 'ior' / 'ior-4.0.0-read-C.out').read_text()
+    with pytest.raises(ParseError, match=r'operations: write \(run 1\), read \(run 2\)'):
+        ior.parse_text(write + read, 'job.out')
+    assert [r.summary.keys() for r in map(ior.parse_text, ior.split_runs(write + read))] == \
+        [{'write': 0}.keys(), {'read': 0}.keys()]
+    single = ior.parse_text(write, 'w.out')
+    assert single.runs == 1 and single.note == '' and single.source == 'w.out'

@@ -1,6 +1,7 @@
 """IOzone: parser on recorded real output, command lines and limits, the
-generated pixstor job scripts (ReFrame dry run), and end to end on the local
-Slurm cluster and on this machine."""
+generated pixstor job scripts (ReFrame dry run), and end to end on this
+machine. End to end on the local Slurm cluster is asserted on the run of the
+whole suite there (tests/test_suite_emu.py), which runs every IOzone case."""
 
 import os
 import re
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.site import hostlist
+from clusterproof import hostlist
 from clusterproof.methods import iozone
 from clusterproof.methods import sizing
 from clusterproof.parsers import ParseError
@@ -195,30 +196,6 @@ def _check_run(out, results, scratch_dir, expected):
     assert set(left) <= {'.clusterproof-registry'}, left
 
 
-def test_end_to_end_on_the_local_cluster(emu_cluster, tmp_path):
-    results = tmp_path / 'results'
-    scratch_dir = results / 'scratch'
-    out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'emu:srun', '-r',
-                       '--keep-stage-files'],
-                      results, mode='smoke', extra_env=emu_cluster)
-    _check_run(out, results, scratch_dir, 8)
-    for t in (1, 2, 4, 8):
-        assert f'IOzoneSequential %threads={t}' in out.stdout
-        assert f'IOzoneRandom %threads={t}' in out.stdout
-    # Round-robin over the 4 nodes of the job, clients started through Slurm.
-    tl = [p for p in (results / 'stage').rglob('threadlist')]
-    assert len(tl) == 8
-    for path in tl:
-        rows = [l.split()[0] for l in path.read_text().splitlines()]
-        n = len(rows)
-        used = list(dict.fromkeys(rows))                 # client nodes of the job, in order
-        assert len(used) == min(n, 4) and set(used) <= {'n1', 'n2', 'n3', 'n4'}
-        assert rows == [used[i % len(used)] for i in range(n)]
-        job_out = (path.parent / 'rfm_job.out').read_text()
-        assert re.search(r'Command line used: .* -\+h n[1-4]$', job_out, re.M)
-    assert 'P: write_gbs' in out.stdout and 'P: random_read' in out.stdout
-
-
 @pytest.mark.slow
 def test_end_to_end_on_this_machine(tmp_path):
     results = tmp_path / 'results'
@@ -251,3 +228,24 @@ def test_sbatch_templates_refuse_before_writing(tmp_path, script, args, ram, wor
     assert out.returncode == 2, out.stdout + out.stderr
     assert re.search(words, out.stderr), out.stderr
     assert not scratch_dir.exists() or list(scratch_dir.iterdir()) == []
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_test_in_several_runs_of_one_kind_is_read_from_the_last():
+    """Two runs of the same write pass appended into one file (recorded):
+    every run is returned; the test is read from the last."""
+    parsed = parser.parse((DATA / 'iozone' / 'local-seq-write-twice.txt').read_text(), 'twice')
+    first, last = parsed['runs']
+    assert first['tests']['initial writers']['children'] == 1172292.59
+    assert last['tests']['initial writers']['children'] == 1558774.81
+    assert parser.find_test(parsed, 'initial writers')['children'] == 1558774.81
+
+
+def test_test_in_several_runs_that_differ_is_refused():
+    """1 then 2 threads appended into one file (recorded): no run of them
+    is the result for 'initial writers'."""
+    parsed = parser.parse((DATA / 'iozone' / 'local-seq-write-t1-then-t2.txt').read_text(), 'log')
+    with pytest.raises(ParseError, match=r"^log \('initial writers'\) holds 2 IOzone runs that "
+                                         r"differ \(threads: 1 \(run 1\), 2 \(run 2\)\)"):
+        parser.find_test(parsed, 'initial writers')

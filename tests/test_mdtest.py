@@ -184,3 +184,31 @@ def test_mdtest_on_the_local_cluster(emu_cluster, tmp_path):
         # round-robin: ranks 0..7 on nodes 1,2,3,4,1,2,3,4 -> the shift of 1 changes node
         assert 'Shifting ranks by 1 for each phase' in out
     assert scratch_dirs_left(tmp_path) == []
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_several_runs_of_one_kind_yield_the_last():
+    """Two recordings with the same tasks, files and options (mdtest of IOR
+    3.2.1, then of 4.1.0+dev) concatenated, as an appended output holds
+    them: the last is read, never the first's table."""
+    old = (DATA / 'mdtest' / 'mdtest-3.2.1-u-N1-w-e.out').read_text()
+    new = (DATA / 'mdtest' / 'mdtest-4.1.0+dev-u-N1-w-e.out').read_text()
+    run = mdtest.parse(old + new, 'job.out')
+    assert run.version == '4.1.0+dev' and run.runs == 2
+    assert run.rates == mdtest.parse(new).rates != mdtest.parse(old).rates
+    assert run.note == 'job.out holds 2 mdtest runs; the last is read'
+
+
+def test_several_runs_that_differ_are_refused():
+    """A real admin's log holds one mdtest run between IOR runs: it is read.
+    Two runs of other sizes (recordings concatenated) are refused."""
+    log = mdtest.parse((DATA / 'ior' / 'ior-3.3.0-admin-loop-gpfs01.txt').read_text(), 'log')
+    assert log.runs == 1 and log.items == 6300 and log.rate('File creation') == 3309.966
+    small = (DATA / 'mdtest' / 'mdtest-4.0.0-u-N1.out').read_text()
+    large = (DATA / 'mdtest' / 'mdtest-4.0.0-u-N1-n1000.out').read_text()
+    with pytest.raises(ParseError, match=r"^job\.out holds 2 mdtest runs that differ \(files: "
+                                         r"800 \(run 1\), 4000 \(run 2\); options: -n 200 -u -N "
+                                         r"1 -i 2 -d \(run 1\), -n 1000 -u -N 1 -i 1 -d "
+                                         r"\(run 2\)\)"):
+        mdtest.parse(small + large, 'job.out')

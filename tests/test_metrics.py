@@ -125,6 +125,7 @@ def show_logging(tmp_path, env):
     return proc.stdout
 
 
+@pytest.mark.slow
 def test_off_by_default_on_with_the_variable(tmp_path, monkeypatch):
     monkeypatch.delenv(metrics.URL_VARIABLE, raising=False)
     assert 'httpjson' not in show_logging(tmp_path, {})

@@ -187,3 +187,24 @@ def test_sweep_on_emu(tmp_path, emu_cluster):
     res = run_reframe(['-c', 'reframe_checks/mmap_sweep.py', '-r', '--system', 'emu:srun'],
                       tmp_path, extra_env=emu_cluster)
     _assert_sweep_results(res, tmp_path)
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_several_runs_of_one_kind_yield_the_last_and_others_are_refused():
+    """Recordings concatenated: the same sweep twice reads the last; a file
+    sweep then a memory sweep is refused; a cut last run is never completed
+    from the run before it."""
+    rw = (DATA / 'mmap_sweep' / 'file-rw-t2.out').read_text()
+    mem = (DATA / 'mmap_sweep' / 'memory-read-t1.out').read_text()
+    res = parser.parse(rw + rw, 'job.out')
+    assert (res['runs'], res['note']) == (2, 'job.out holds 2 mmap_sweep runs; the last is read')
+    assert res['wall_s'] == parser.parse(rw)['wall_s']
+    with pytest.raises(ParseError, match=r'^job\.out holds 2 mmap_sweep runs that differ '
+                                         r'\(target: file \(run 1\), memory \(run 2\); mode: rw '
+                                         r'\(run 1\), read \(run 2\)'):
+        parser.parse(rw + mem, 'job.out')
+    cut = rw[:rw.index('throughput_mib_s=')]
+    with pytest.raises(ParseError, match=r'^job\.out \(run 2 of 2, the last\): mmap_sweep '
+                                         r'output lacks checksum, throughput_mib_s'):
+        parser.parse(rw + cut, 'job.out')

@@ -36,6 +36,7 @@ def test_reframe_mode_selects_thread_counts(tmp_path, mode, threads):
     assert _listed(proc.stdout) == sorted(f'IorSharedFile %threads={t}' for t in threads)
 
 
+@pytest.mark.slow
 def test_reframe_mode_same_as_environment(tmp_path):
     by_option = _reframe(['-c', 'reframe_checks/mdtest.py', '--mode=acceptance', '-l'], tmp_path)
     by_env = _reframe(['-c', 'reframe_checks/mdtest.py', '-l'], tmp_path, env_mode='acceptance')

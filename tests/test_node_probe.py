@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterproof.references.judge import Verdict
 from clusterproof.site import pmem as node
 from conftest import REPO, report_cases, run_reframe, site_config_overlay
 
@@ -40,6 +41,10 @@ def test_engines_and_tmpfs_from_the_probe(tmp_path):
     assert node.node_verdict(d, FIO, 'psync')
     missing = node.node_verdict(d, FIO, 'no-such-engine')
     assert not missing and 'has no no-such-engine engine on this node' in missing.reason
+    # a verdict of the one vocabulary, with its reason
+    assert missing.verdict == Verdict.FAILED and missing.failing
+    assert str(missing) == f'FAILED ({missing.reason})'
+    assert node.node_verdict(d, FIO, 'psync').verdict == Verdict.PASS
     assert node.node_verdict(d, FIO, 'psync', tmpfs='/dev/shm/x')
     on_disk = node.node_verdict(d, FIO, 'psync', tmpfs=str(REPO))
     assert not on_disk and 'is not on tmpfs on the node' in on_disk.reason
@@ -91,7 +96,9 @@ def _case(results, prefix):
     return [tc for tc in report_cases(results) if tc['name'].startswith(prefix)]
 
 
+@pytest.mark.slow
 @need_fio
+@pytest.mark.slow
 def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
     dax = tmp_path / 'not-dax'
     dax.mkdir()
@@ -113,7 +120,9 @@ def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
     assert not list(dax.rglob('*.0'))
 
 
+@pytest.mark.slow
 @need_fio
+@pytest.mark.slow
 def test_emulated_pmem_off_tmpfs_skips_naming_the_node_mount(tmp_path):
     results = tmp_path / 'results'
     disk = tmp_path / 'disk'
@@ -126,11 +135,17 @@ def test_emulated_pmem_off_tmpfs_skips_naming_the_node_mount(tmp_path):
     assert 'is not on tmpfs on the node' in res.stdout
 
 
+@pytest.mark.slow
 def test_default_tmpfs_directory_is_the_users_own(tmp_path):
+    """The one test case run (ReFrame's listing in smoke mode has
+    ``PmemFioEmulated %section=randread_8files``) makes its directory on
+    tmpfs at setup, whether fio then runs or is skipped: the user's own."""
     results = tmp_path / 'results'
     res = run_reframe(['-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
-                       '-n', 'PmemFioEmulated %section=randread_8files'], results)
+                       '-n', 'PmemFioEmulated%section=randread_8files'], results, expect_cases=1)
     assert res.returncode == 0, res.stdout[-3000:]
     mine = Path(f'/dev/shm/clusterproof-{os.getuid()}')
+    [case] = report_cases(results)
+    assert case['tmpfs_dir'] == str(mine)
     st = mine.stat()
     assert st.st_uid == os.getuid() and st.st_mode & 0o777 == 0o700

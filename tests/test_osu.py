@@ -87,3 +87,25 @@ def test_osu_between_two_nodes_of_the_local_cluster(tmp_path, emu_cluster):
         perf = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
         assert perf['bandwidth'] > 0 and perf['message_rate'] > 0
         assert 'link_fraction' not in perf                 # emu declares no link rate
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_several_runs_of_one_benchmark_yield_the_last():
+    """osu_bw on one machine, then across two nodes (recordings
+    concatenated, as a job script run twice appends them): the last run's
+    rows, never a mix of both."""
+    local = (DATA / 'osu' / 'osu_bw-local-np2.txt').read_text()
+    emu = (DATA / 'osu' / 'osu_bw-emu-2nodes-tcp.txt').read_text()
+    out = osu.parse(local + emu, 'job.out')
+    assert out['rows'] == osu.parse(emu)['rows'] != osu.parse(local)['rows']
+    assert (out['runs'], out['note']) == (2, 'job.out holds 2 OSU runs; the last is read')
+
+
+def test_several_benchmarks_are_refused():
+    bw = (DATA / 'osu' / 'osu_bw-local-np2.txt').read_text()
+    lat = (DATA / 'osu' / 'osu_latency-local-np2.txt').read_text()
+    with pytest.raises(ParseError, match=r'^job\.out holds 2 OSU runs that differ \(benchmark: '
+                                         r'OSU MPI Bandwidth Test v7\.4 \(run 1\), OSU MPI '
+                                         r'Latency Test v7\.4 \(run 2\)\)'):
+        osu.parse(bw + lat, 'job.out')

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.results import history
+from clusterproof.store import perflog, sources
 
 from results_helpers import REPO
 
@@ -35,8 +35,8 @@ def test_the_recorded_defect_a_shell_bar_shifts_the_fields():
 
 
 def test_the_format_before_reads_as_the_format_after():
-    before = history.read_perflog(DATA / 'before' / LOG)
-    after = history.read_perflog(DATA / 'after' / LOG)
+    before = perflog.read_perflog(DATA / 'before' / LOG)
+    after = perflog.read_perflog(DATA / 'after' / LOG)
     assert len(after) == 2 * 6          # two test cases of six figures
     assert _points(before) == _points(after)
     assert {r[2] for r in after} == {'IOzoneSequential %threads=1 +gnu',
@@ -50,10 +50,10 @@ def test_the_format_before_reads_as_the_format_after():
 def test_the_format_after_has_no_shell_text_and_the_read_fields_first():
     header, rows = _lines(DATA / 'after' / LOG)
     assert all(len(r) == len(header) for r in rows)
-    n = len(history.PERFLOG_FIELDS)
-    assert header[:n] == list(history.PERFLOG_FIELDS)
+    n = len(perflog.PERFLOG_FIELDS)
+    assert header[:n] == list(perflog.PERFLOG_FIELDS)
     assert header[n] == 'reframe version' and header[n + 1].endswith('_var=write_gbs_value')
-    assert not set(history.SHELL_FIELDS) & set(header)
+    assert not set(perflog.SHELL_FIELDS) & set(header)
     assert 'iozone_stonewalled' in header       # the check's own variables stay, at the end
     assert '|| exit 2' not in (DATA / 'after' / LOG).read_text()
 
@@ -67,7 +67,7 @@ def test_the_site_configuration_logs_in_this_format(tmp_path, monkeypatch):
     spec.loader.exec_module(mod)
     for entry in mod.site_configuration['logging']:
         [filelog] = [h for h in entry['handlers_perflog'] if h['type'] == 'filelog']
-        assert filelog['format'] == history.perflog_format()['format']
+        assert filelog['format'] == perflog.perflog_format()['format']
         assert 'check_prerun_cmds' in filelog['ignore_keys']
 
 
@@ -80,7 +80,7 @@ def test_a_bar_outside_the_shell_fields_is_still_refused(tmp_path):
     path.write_text('\n'.join([lines[0], '|'.join(bad)]) + '\n')
     with pytest.raises(ClusterproofError, match=r'IOzoneSequential.log:2: 115 fields, '
                                                 r'the header has 107'):
-        history.read_perflog(path)
+        perflog.read_perflog(path)
 
 
 def test_a_perflog_moved_aside_by_a_new_header_is_read_too(tmp_path):
@@ -91,9 +91,9 @@ def test_a_perflog_moved_aside_by_a_new_header_is_read_too(tmp_path):
     shutil.copy(DATA / 'before' / LOG, where / 'IOzoneSequential.log.h0')
     shutil.copy(DATA / 'after' / LOG, where / 'IOzoneSequential.log')
     (where / 'IOzoneSequential.log.hx').write_text('not a perflog')
-    files = history.perflog_files(tmp_path / 'perflogs')
+    files = perflog.perflog_files(tmp_path / 'perflogs')
     assert [f.name for f in files] == ['IOzoneSequential.log', 'IOzoneSequential.log.h0']
-    [hist] = [h for h in history.from_perflogs([tmp_path / 'perflogs'])
+    [hist] = [h for h in sources.load([tmp_path / 'perflogs'])
               if h.figure == 'write_gbs' and '%threads=1' in h.test]
     assert len(hist.points) == 2
 
@@ -104,7 +104,7 @@ def test_a_real_iozone_run_logs_lines_that_read_as_its_database(tmp_path):
     site configuration: every perflog line has the header's fields, and the
     figures read from it are those of the results database."""
     from conftest import run_reframe
-    from clusterproof.results.database import load_sessions, records
+    from clusterproof.store.sessions import load_sessions, records
     results = tmp_path / 'results'
     out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'local', '-r',
                        '-n', 'IOzoneSequential%threads=1'], results, mode='smoke')
@@ -112,7 +112,7 @@ def test_a_real_iozone_run_logs_lines_that_read_as_its_database(tmp_path):
     [log] = (results / 'perflogs').rglob('IOzoneSequential.log')
     header, rows = _lines(log)
     assert rows and all(len(r) == len(header) for r in rows)
-    from_log = {(r[2], r[3]): r[6].value for r in history.read_perflog(log)}
+    from_log = {(r[2], r[3]): r[6].value for r in perflog.read_perflog(log)}
     from_db = {(f'{r.test} +{r.environ}', r.figure): r.value
                for r in records(load_sessions(results / 'results.db')) if r.figure}
     assert from_log and from_log == pytest.approx(from_db)

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.site import hostlist
+from clusterproof import hostlist
 from clusterproof.methods.placement import place, render
 
 from conftest import REPO, VENV_BIN
@@ -132,6 +132,7 @@ def test_refuses_duplicate_and_bad_nodes():
         render(place('n1', 1), 'yaml')
 
 
+@pytest.mark.slow
 def test_command_line():
     out = subprocess.run(
         [str(VENV_BIN / 'clusterproof'), 'placement', '--nodes', 'n[1-4]', '--threads', '6',
@@ -148,3 +149,42 @@ def test_command_line():
         [str(VENV_BIN / 'clusterproof'), 'placement', '--nodes', 'n[2-1]', '--threads', '2'],
         capture_output=True, text=True, cwd=REPO)
     assert bad.returncode == 2 and 'backwards' in bad.stderr
+
+
+# ------------------------------------------- the storage benchmarks, declared
+
+def test_storage_benchmarks_are_what_the_checks_declare():
+    from clusterproof.methods import declared
+    from clusterproof.methods import placement
+    checks = {c.name: c for c in declared.storage_checks()}
+    assert checks['IOzoneRandom'].benchmark == 'iozone'       # inherited from IOzoneBase
+    assert not checks['IOzoneRandom'].mpi and checks['Mdtest'].mpi
+    assert set(declared.storage_benchmarks()) >= {'iozone', 'ior', 'mdtest'}
+    plan = declared.plan_names(declared.published_plan())
+    assert list(plan) == ['iozone-sequential', 'iozone-random', 'ior', 'mdtest']
+    # placement's thread limits accept exactly the declared benchmarks
+    for bench in declared.storage_benchmarks():
+        assert placement.declared_limit({'max_threads': {bench: 8}}, bench) == \
+            (8, f"extras['storage']['max_threads'][{bench!r}]")
+    with pytest.raises(ClusterproofError, match="'fio': not a storage benchmark"):
+        placement.declared_limit({'max_threads': {'fio': 4}}, 'ior')
+
+
+def test_a_new_storage_check_joins_the_lists(tmp_path):
+    from clusterproof.methods import declared
+    (tmp_path / 'mine.py').write_text(
+        'class Base(rfm.RunOnlyRegressionTest, StorageScale, RoundRobinRanks):\n'
+        "    benchmark = 'mine'\n\n"
+        '@rfm.simple_test\nclass MineA(Base):\n    published_plan = 2\n\n'
+        '@rfm.simple_test\nclass MineB(Base):\n    pass\n\n'
+        '@rfm.simple_test\nclass NotStorage(rfm.RunOnlyRegressionTest):\n'
+        "    benchmark = 'other'\n")
+    assert declared.storage_benchmarks(tmp_path) == ('mine',)
+    assert [c.name for c in declared.published_plan(tmp_path)] == ['MineA']
+    assert declared.plan_names(declared.storage_checks(tmp_path)) == \
+        {'mine-a': 'MineA', 'mine-b': 'MineB'}
+    (tmp_path / 'bad').mkdir()
+    (tmp_path / 'bad' / 'bad.py').write_text('@rfm.simple_test\nclass Bad(StorageScale):\n'
+                                             '    pass\n')
+    with pytest.raises(ClusterproofError, match=r'bad\.py: storage check Bad sets no benchmark'):
+        declared.storage_checks(tmp_path / 'bad')

@@ -1,13 +1,12 @@
 """References files: parsing, and refusal of bad input with a precise message."""
 
-import subprocess
 
 import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof.references import judge as references
 from clusterproof.paths import REFERENCES_DIR
-from conftest import REPO, VENV_BIN, WAIT_S, reframe_env
+from conftest import REPO, run_reframe
 
 
 def write(tmp_path, text, name='sys.yaml'):
@@ -112,10 +111,8 @@ def run_probe(tmp_path, refs, mode, text=CHECK):
     assert not ref.exists(), 'local has no references in the repository'
     ref.write_text(refs)
     try:
-        return subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(check), '-r',
-                               '--system', 'local'],
-                              cwd=REPO, env=reframe_env(tmp_path / 'results', mode),
-                              capture_output=True, text=True, timeout=WAIT_S)
+        return run_reframe(['-c', str(check), '-r', '--system', 'local'],
+                           tmp_path / 'results', mode)
     finally:
         ref.unlink()
 
@@ -176,11 +173,33 @@ def test_xfail_and_xpass_verdicts():
     assert 'xpass' in references.FAILING and 'xfail' not in references.FAILING
 
 
+def test_one_verdict_vocabulary():
+    """Every judge's verdicts are members of one enum, each with one
+    spelling; spellings written before it read as the verdict they meant;
+    the report's counts are named in one place."""
+    from clusterproof.results import report
+    Verdict = references.Verdict
+    assert all(Verdict.read(v.value) is v for v in Verdict)
+    assert [Verdict.read(old) for old in ('ok', 'failed', 'not-judged')] == \
+        [Verdict.PASS, Verdict.FAILED, Verdict.NOT_JUDGED]
+    with pytest.raises(ValueError, match=r"'okay' is not a verdict \(known: pass, REGRESSION"):
+        Verdict.read('okay')
+    # screening, contract and comparison states: which fail
+    failing = {v for v in Verdict if v.failing}
+    assert {Verdict.SLOW, Verdict.FAIL, Verdict.NOT_MEASURED, Verdict.INVALID,
+            Verdict.FAILED, Verdict.REGRESSION} <= failing
+    assert not failing & {Verdict.PASS, Verdict.REPORTED, Verdict.MISSING, Verdict.SKIPPED,
+                          Verdict.NO_REF, Verdict.NOT_JUDGED, Verdict.XFAIL}
+    # the report's counts: the buckets of references.judge, and the changes
+    assert set(report.BUCKETS) - {report.CHANGE} <= set(references.Bucket)
+    assert Verdict.NOT_JUDGED.bucket == Verdict.NO_REF.bucket == Verdict.NOT_JUDGED.value
+
+
 def test_xfail_verdicts_agree_with_reframe(tmp_path):
     """A real run with $xfail references: ReFrame's verdict of each figure
     (recorded in its perfvalues) is the judge's verdict of the record."""
-    from clusterproof.results import compare
-    from clusterproof.results.database import load_sessions, records
+    from clusterproof.analysis import compare
+    from clusterproof.store.sessions import load_sessions, records
     proc = run_probe(tmp_path, XFAIL_REFS, 'nightly')
     assert proc.returncode != 0                      # an xpass fails, as in ReFrame
     assert '1 expected failure(s)' in proc.stdout, proc.stdout
@@ -199,8 +218,8 @@ def test_above_the_upper_bound_of_a_throughput_fails_as_in_reframe(tmp_path):
     """A throughput above an upper bound written by hand: ReFrame fails the
     figure, and the judge agrees (OUT-OF-BOUNDS, failing, with the reason);
     the other figure passes in both."""
-    from clusterproof.results import compare
-    from clusterproof.results.database import load_sessions, records
+    from clusterproof.analysis import compare
+    from clusterproof.store.sessions import load_sessions, records
     text = ('ReferenceProbe:\n  $index: [num_threads]\n'
             '  1:\n    bw: [5, -0.1, 0.2, "MB/s"]\n'       # measures 10: above 6
             '  2:\n    bw: [20, -0.1, 0.1, "MB/s"]\n')     # measures 20
@@ -220,7 +239,7 @@ def test_direction_is_the_one_the_check_declared(tmp_path):
     (reframe_io.figures.performance_figure), recorded with the test case by ReFrame, and
     what the judge uses; the unit no longer decides it."""
     import dataclasses
-    from clusterproof.results.database import load_sessions, records
+    from clusterproof.store.sessions import load_sessions, records
     proc = run_probe(tmp_path, 'ReferenceProbe: {}\n', 'nightly')
     assert proc.returncode == 0, proc.stdout
     recs = [r for r in records(load_sessions(tmp_path / 'results' / 'results.db')) if r.figure]
@@ -282,9 +301,9 @@ def test_ms_per_op_is_lower_is_better_everywhere(tmp_path):
     """ms/op (mdtest-style latencies) is a time: every place that needs the
     direction says so, because every place asks judge.lower_is_better."""
     import dataclasses
-    from clusterproof.references import bless
-    from clusterproof.results import compare, history
-    from clusterproof.results.database import load_sessions, records
+    from clusterproof.analysis import bless, compare
+    from clusterproof.store import history
+    from clusterproof.store.sessions import load_sessions, records
     from results_helpers import recorded_results
     assert references.lower_is_better('ms/op')
     assert references.judge(1.2, 1.0, None, 0.1, references.lower_is_better('ms/op')).verdict \

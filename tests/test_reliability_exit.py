@@ -3,16 +3,18 @@ it exited non-zero or was killed by a signal (the job script records the
 status, clusterproof.checks.base.ClusterproofCheck), or Slurm ended the job
 (a dead node: named from Slurm's own account of the job's nodes whatever
 state the job got). The product check STREAM is run into a time limit and
-onto a node that dies, on the local cluster.
+onto a node that dies, on the local cluster; beside them, a benchmark that
+hangs (ReliabilityHang) is ended by the time limit of the mode.
 """
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from clusterproof.checks import reliability
 from clusterproof.cluster import faults
-from conftest import (REPO, WAIT_S, need_netns, report_cases, restore_emu_cluster, run_reframe,
+from conftest import (AT_LEAST_ONE, REPO, WAIT_S, assert_cases, need_netns, report_cases, restore_emu_cluster, run_reframe,
                       wait_for)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
@@ -137,30 +139,43 @@ def _stream_case(results):
 
 @pytest.fixture(scope='module')
 def stream_faults(emu_cluster, tmp_path_factory):
-    """The two STREAM faults at once, each in a ReFrame session of its own:
-    STREAM on n2, whose processes are all killed while it runs, and STREAM on
-    n3 with a 20 s time limit. What ends each is a Slurm timer (the dead-node
-    detection, SlurmdTimeout; the time limit, checked every 30 s), so running
-    them side by side costs the longer of the two waits, not their sum.
-    Starts from a known state and restores it (n2 included) at the end."""
-    from test_reliability_faults import _spec
+    """The two STREAM faults and a hang at once, each in a ReFrame session of
+    its own: STREAM on n2, whose processes are all killed while it runs,
+    STREAM on n3 with a 20 s time limit, and ReliabilityHang (``sleep``
+    with the smoke mode's 10 s time limit) on n1 or n4. What ends each is a
+    Slurm timer (the dead-node detection, SlurmdTimeout; a time limit, which
+    Slurm keeps in whole minutes and checks every 30 s: 60-90 s for both
+    limits), so running them side by side costs the longest wait, not their
+    sum. Starts from a known state and restores it (n2 included) at the
+    end."""
+    from test_reliability_faults import _emu_env, _spec, _start_reframe
     restore_emu_cluster()
     spec = _spec()
     dies, late = tmp_path_factory.mktemp('stream-dies'), tmp_path_factory.mktemp('stream-late')
+    hang = tmp_path_factory.mktemp('hang')
+    hang_env = _emu_env(emu_cluster, hang, hang / 'scratch')
     runs = {}
     try:
         runs['late'] = _start_stream(late, emu_cluster, '-J', 'nodelist=n3',
                                      '-S', 'Stream.time_limit=20s')[1]
         runs['dies'] = _start_stream(dies, emu_cluster, '-J', 'nodelist=n2')[1]
+        # neither on the node that dies nor on the one the late STREAM holds
+        runs['hang'] = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                                       '-n', 'ReliabilityHang',
+                                       '-S', 'ReliabilityHang.avoid_nodes=n2,n3'], hang_env)
         wait_for('STREAM running on n2', lambda: _stream_on(spec, 'n2'), proc=runs['dies'])
         killed = faults.kill_node(spec, 'n2')
         out = {name: proc.communicate(timeout=WAIT_S)[0] for name, proc in runs.items()}
+        for name, proc in runs.items():
+            assert_cases(*proc.selection, proc.returncode, out[name],
+                         1 if name == 'hang' else AT_LEAST_ONE)
     finally:
         for proc in runs.values():
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    yield {'dies': (dies, out['dies']), 'late': (late, out['late']), 'killed': killed}
+    yield {'dies': (dies, out['dies']), 'late': (late, out['late']), 'killed': killed,
+           'hang': (hang, out['hang'], hang_env)}
     restore_emu_cluster()
 
 
@@ -195,3 +210,24 @@ def test_stream_past_its_time_limit_fails_naming_it(stream_faults, record_proper
     assert case['result'] == 'fail', out[-3000:]
     assert 'timeout: the job reached its time limit of 20 s' in case['fail_reason'], \
         case['fail_reason']
+
+
+@need_netns
+@pytest.mark.emu_shared_state
+def test_hang_is_ended_by_the_time_limit_of_the_mode(stream_faults, record_property):
+    """ReliabilityHang runs ``sleep`` far past the smoke mode's 10 s time
+    limit: Slurm ends the job (TIMEOUT), the check fails naming the limit,
+    and nothing of it is recorded as a pass."""
+    from test_reliability_faults import _cases, _perflog_results
+    record_property('reliability', 'fault')
+    results, out, env = stream_faults['hang']
+    hang = _cases(results)['ReliabilityHang']
+    record_property('results_lost', 0)
+    assert hang['result'] == 'fail', out[-3000:]
+    assert 'timeout' in hang['fail_reason'] and 'time limit of 10 s' in hang['fail_reason'], \
+        hang['fail_reason']
+    assert hang['jobid'], hang
+    acct = subprocess.run(['sacct', '-X', '-n', '-P', '-o', 'jobname,state', '-j',
+                           str(hang['jobid'])], env=env, capture_output=True, text=True).stdout
+    assert 'rfm_ReliabilityHang|TIMEOUT' in acct, acct
+    assert all(r != 'pass' for c, r, _ in _perflog_results(results) if c == 'ReliabilityHang')

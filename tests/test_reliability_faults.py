@@ -1,6 +1,7 @@
 """Faults during a run, on the local cluster (``emu_cluster``) and on
-``local``: a node dies mid-benchmark, a benchmark hangs, the run is
-interrupted (SIGINT, SIGTERM), the scratch file system fills up.
+``local``: a node dies mid-benchmark, the run is interrupted (SIGINT,
+SIGTERM), the scratch file system fills up. (A benchmark that hangs is in
+tests/test_reliability_exit.py, beside the STREAM faults.)
 
 Each test asserts the outcome a user sees (the failure message names the
 node, the time limit, the "no space" cause), and that nothing was lost:
@@ -22,8 +23,8 @@ import pytest
 from clusterproof import cluster as lc
 from clusterproof.cluster import faults
 from clusterproof.checks import reliability
-from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, need_netns, reframe_env, report_cases,
-                      restore_emu_cluster, wait_for)
+from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
+                      reframe_env, report_cases, restore_emu_cluster, wait_for, with_report_file)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 CHECKS = REPO / 'reframe_checks'
@@ -97,9 +98,12 @@ def _sigint_default():
 
 
 def _start_reframe(args, env):
-    return subprocess.Popen([str(VENV_BIN / 'reframe')] + args, cwd=REPO, env=env,
+    args, report = with_report_file(args, env['CLUSTERPROOF_RESULTS'])
+    proc = subprocess.Popen([str(VENV_BIN / 'reframe')] + args, cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=_sigint_default)
+    proc.selection = (args, report)     # for assert_cases
+    return proc
 
 
 def _text(path):
@@ -133,11 +137,15 @@ def _spec():
 
 @pytest.fixture(scope='module')
 def node_death_session(emu_cluster, tmp_path_factory):
-    """One ReFrame session on emu with three checks: ReliabilityQuick
-    (completes), ReliabilityHold on all four nodes (node n2 is killed while it
-    runs) and ReliabilityHang (never ends; the smoke time limit ends it).
-    Starts from a known state (no job, every node idle) and restores it at
-    the end, n2 included, whatever the tests did."""
+    """One ReFrame session on emu with the checks of FAULTS but
+    ReliabilityHang: ReliabilityQuick (completes), ReliabilityHold on all
+    four nodes (node n2 is killed while it runs), ReliabilityExit. (Slurm
+    ends a hang at a whole minute of time limit, checked every 30 s:
+    ReliabilityHang runs beside the STREAM faults of
+    tests/test_reliability_exit.py, whose time limit takes as long, instead
+    of making this session wait for it.) Starts from a known state (no job,
+    every node idle) and restores it at the end, n2 included, whatever the
+    tests did."""
     restore_emu_cluster()
     results = tmp_path_factory.mktemp('node-death')
     scratch_dir = results / 'scratch'
@@ -146,7 +154,7 @@ def node_death_session(emu_cluster, tmp_path_factory):
     proc = _start_reframe(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
                            *_HOLD_UNTIL_THE_FAULT,
                            '-S', 'ReliabilityQuick.avoid_nodes=n2',
-                           '-S', 'ReliabilityHang.avoid_nodes=n2'], env)
+                           '-x', 'ReliabilityHang'], env)
     try:
         # The Hold job's step is fully launched: its task on every node wrote
         # its file. (Waiting for any process of the step on n2 could kill n2
@@ -163,6 +171,7 @@ def node_death_session(emu_cluster, tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert_cases(*proc.selection, proc.returncode, out, 3)     # faults.py's four checks on emu, less ReliabilityHang
     yield {'results': results, 'scratch': scratch_dir, 'out': out, 'rc': proc.returncode,
            'killed': killed, 'env': env, 'spec': spec, 'cases': _cases(results)}
     restore_emu_cluster()
@@ -184,12 +193,12 @@ def test_node_death_fails_naming_the_node_and_the_session_goes_on(node_death_ses
     assert 'Slurm says n2: Not responding' in hold['fail_reason'], hold['fail_reason']
     # the other tests of the session went on
     assert cases['ReliabilityQuick']['result'] == 'pass', s['out'][-3000:]
-    assert 'ReliabilityHang' in cases
+    assert 'ReliabilityHang' not in cases      # it runs beside the STREAM faults
     # every completed result is in the database and the perflog; nothing failed is a pass
     assert lost == []
     perf = _perflog_results(s['results'])
     assert ('ReliabilityQuick', 'pass') in {(c, r) for c, r, _ in perf}
-    assert all(r != 'pass' for c, r, _ in perf if c in ('ReliabilityHold', 'ReliabilityHang'))
+    assert all(r != 'pass' for c, r, _ in perf if c == 'ReliabilityHold')
     # Slurm does not run the failed job again later (--no-requeue)
     wait_for('the failed job to leave the queue', lambda: not _squeue(s['env'], 'Hold'))
     # the test directory of the failed check is gone
@@ -203,10 +212,13 @@ def test_resumed_node_passes_a_rerun(node_death_session, record_property):
     s = node_death_session
     state = faults.restart_node(s['spec'], 'n2')
     assert state.startswith('idle')
-    proc = subprocess.run([str(VENV_BIN / 'reframe'), '-c', str(FAULTS), '-r', '--system', 'emu:srun',
-                           '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
+    args, report = with_report_file(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                                     '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
+                                    s['results'])
+    proc = subprocess.run([str(VENV_BIN / 'reframe'), *args],
                           cwd=REPO, env=s['env'], capture_output=True, text=True, timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert_cases(args, report, proc.returncode, proc.stdout, 1)
     assert _cases(s['results'])['ReliabilityHold']['result'] == 'pass'
     out = s['results'] / 'output' / 'emu' / 'srun' / 'gnu' / 'ReliabilityHold' / 'rfm_job.out'
     assert sorted(ln.split()[1] for ln in out.read_text().splitlines()
@@ -215,20 +227,6 @@ def test_resumed_node_passes_a_rerun(node_death_session, record_property):
     record_property('results_lost', 0 if len(sessions) == 2 else 1)
     assert len(sessions) == 2          # the first session is still there
     assert any(c.get('ReliabilityQuick') == 'pass' for c in sessions.values())
-
-
-@need_netns
-@pytest.mark.emu_shared_state
-def test_hang_is_ended_by_the_time_limit_of_the_mode(node_death_session, record_property):
-    record_property('reliability', 'fault')
-    s = node_death_session
-    hang = s['cases']['ReliabilityHang']
-    record_property('results_lost', 0)
-    assert hang['result'] == 'fail'
-    assert 'timeout' in hang['fail_reason'] and 'time limit of 10 s' in hang['fail_reason'], hang['fail_reason']
-    acct = subprocess.run(['sacct', '-X', '-n', '-P', '-o', 'jobname,state'], env=s['env'],
-                          capture_output=True, text=True).stdout
-    assert 'rfm_ReliabilityHang|TIMEOUT' in acct, acct
 
 
 @need_netns
@@ -251,6 +249,7 @@ def test_job_cancelled_before_it_ran_fails_naming_state_and_cause(emu_cluster, t
             proc.kill()
             proc.wait()
     assert proc.returncode != 0, out[-3000:]
+    assert_cases(*proc.selection, proc.returncode, out, 1)
     quick = _cases(tmp_path)['ReliabilityQuick']
     record_property('results_lost', 0)
     assert quick['result'] == 'fail' and quick['fail_phase'] == 'sanity', quick
@@ -296,6 +295,7 @@ def test_interrupted_run_cancels_jobs_removes_files_keeps_results(emu_cluster, t
             if job_ids:
                 subprocess.run(['scancel'] + job_ids, env=env)
     assert proc.returncode != 0, out[-3000:]
+    assert_cases(*proc.selection, proc.returncode, out, 2)
     # no Slurm job left; accounting says cancelled
     wait_for('the cancelled job to leave the queue', lambda: not _squeue(env, 'Hold'))
     acct = subprocess.run(['sacct', '-X', '-n', '-P', '-j', ','.join(job_ids), '-o', 'jobid,state'],

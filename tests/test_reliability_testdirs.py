@@ -6,6 +6,8 @@ nothing anywhere."""
 import json
 from pathlib import Path
 
+import pytest
+
 from clusterproof.checks import scratch
 from conftest import REPO, run_reframe
 
@@ -17,6 +19,7 @@ def _entries(path):
     return sorted(p.name for p in Path(path).iterdir()) if Path(path).exists() else []
 
 
+@pytest.mark.slow
 def test_dry_run_creates_no_test_directory(tmp_path):
     scratch_dir = tmp_path / 'scratch'
     shm = Path('/dev/shm') / f'clusterproof-dry-{tmp_path.name}'
@@ -42,6 +45,7 @@ def test_dry_run_creates_no_test_directory(tmp_path):
     assert _entries(shm) == []
 
 
+@pytest.mark.slow
 def test_job_creates_and_removes_the_test_directory(tmp_path):
     """fio on the scratch directory through the whole lifecycle: the job
     made the directory (its marker names the job script's process), fio

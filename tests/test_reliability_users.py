@@ -16,8 +16,9 @@ import pytest
 
 from clusterproof import cluster as lc
 from clusterproof.checks import reliability
-from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, need_netns, need_repo_open_to_others,
-                      need_root, reframe_env, report_cases, wait_for)
+from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
+                      need_repo_open_to_others, need_root, reframe_env, report_cases, wait_for,
+                      with_report_file)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
 
@@ -112,10 +113,13 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     assert _reachable_by_others(os.path.realpath(VENV_BIN / 'python')), \
         f'{os.path.realpath(VENV_BIN / "python")} is not reachable by ordinary users'
     argv = ['runuser', '-u', name, '--', 'env', '-i'] + [f'{k}={env[k]}' for k in keep if k in env]
-    argv += reframe + ['-c', str(FAULTS), '-r', '--system', 'emu:srun',
-             '-n', 'ReliabilityQuick|ReliabilityHold', '-S', 'ReliabilityHold.hold=1']
-    proc = subprocess.run(argv, cwd='/', capture_output=True, text=True, timeout=WAIT_S)
+    args, report = with_report_file(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
+                                     '-n', 'ReliabilityQuick|ReliabilityHold',
+                                     '-S', 'ReliabilityHold.hold=1'], results)
+    proc = subprocess.run(argv + reframe + args, cwd='/', capture_output=True, text=True,
+                          timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+    assert_cases(args, report, proc.returncode, proc.stdout, 2)
     # the user's results are the user's own
     uid = pwd.getpwnam(name).pw_uid
     for path in [results, results / 'results.db', *results.glob('perflogs/**/*.log')]:
@@ -140,9 +144,10 @@ SHARED_MACHINE_ARGS = ['-c', str(REPO / 'reframe_checks' / 'pmem.py'),
                        '-S', 'StorageFioBaseline.filesize=1048576']
 
 
-def _suite_passed(proc, results):
+def _suite_passed(proc, results, run):
     out = proc.stdout[-4000:] + proc.stderr[-1000:]
     assert proc.returncode == 0, out
+    assert_cases(*run, proc.returncode, out)
     cases = report_cases(results)
     ran = {tc['name'].split()[0] for tc in cases if tc['result'] == 'pass'}
     assert {'PmemFioEmulated', 'StorageFioBaseline', 'MmapSweep',
@@ -158,11 +163,12 @@ def test_the_suite_as_root_then_as_an_ordinary_user(tmp_path, ordinary_user, rec
     uid = pwd.getpwnam(name).pw_uid
     # root first: it makes its own tmpfs directory, and the IOzone lock if none is there
     root_results = tmp_path / 'root'
-    proc = subprocess.run([str(VENV_BIN / 'reframe'), *SHARED_MACHINE_ARGS], cwd=REPO,
+    run = with_report_file(SHARED_MACHINE_ARGS, root_results)
+    proc = subprocess.run([str(VENV_BIN / 'reframe'), *run[0]], cwd=REPO,
                           env=reframe_env(root_results, extra={
                               'CLUSTERPROOF_SCRATCH': str(tmp_path / 'root-scratch')}),
                           capture_output=True, text=True, timeout=WAIT_S)
-    _suite_passed(proc, root_results)
+    _suite_passed(proc, root_results, run)
     # then the user, on the same machine
     results = home / 'results'
     env = reframe_env(results)
@@ -172,10 +178,11 @@ def test_the_suite_as_root_then_as_an_ordinary_user(tmp_path, ordinary_user, rec
             'PATH', 'HOME', 'USER', 'LOGNAME']
     argv = ['runuser', '-u', name, '--', 'env', '-i'] + [f'{k}={env[k]}' for k in keep]
     mine = Path(f'/dev/shm/clusterproof-{uid}')
+    run = with_report_file(SHARED_MACHINE_ARGS, results)
     try:
-        proc = subprocess.run(argv + [str(VENV_BIN / 'reframe'), *SHARED_MACHINE_ARGS], cwd='/',
+        proc = subprocess.run(argv + [str(VENV_BIN / 'reframe'), *run[0]], cwd='/',
                               capture_output=True, text=True, timeout=WAIT_S)
-        _suite_passed(proc, results)
+        _suite_passed(proc, results, run)
         record_property('results_lost', 0)
         # each user's tmpfs directory is their own and closed to the other
         for path, owner in ((mine, uid), (Path('/dev/shm/clusterproof-0'), 0)):

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.results import history
+from clusterproof.analysis import compare
+from clusterproof.store import history, sources
 from clusterproof.references.judge import Judgement, Verdict
 from clusterproof.results.acceptance import Item
 from clusterproof.results.report import build, bucket
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import REPO, clusterproof, recorded_results
 
@@ -100,11 +101,57 @@ def test_report_of_failed_test(tmp_path):
     page = build(sessions[:1], recs, {'local': _ref(100000.0)})
     rows = table_rows(page, 'failures-table')[1:]
     # The failed test first, then the regressions, the largest miss first.
-    assert 'data-verdict="FAILED"' in rows[0] and 'fail in sanity' in rows[0]
+    assert 'data-verdict="FAILED"' in rows[0] and 'failed in sanity' in rows[0]
     misses = [float(m) for m in re.findall(r'\((-[\d.]+)%; tolerance', ''.join(rows[1:]))]
     assert len(misses) == 2 and misses == sorted(misses)
     assert re.search(r'data-bucket="failed"><span class="n">1<', page)
     assert re.search(r'data-bucket="regression"><span class="n">2<', page)
+
+
+def test_build_without_figures_is_not_a_failure(tmp_path):
+    """The recorded STREAM sessions (tests/data/history) hold the StreamBuild
+    test case, which passed and has no figures: the morning page listed it
+    as FAILED with the reason 'pass in None', and compare failed on it."""
+    shutil.copy(REPO / 'tests' / 'data' / 'history' / 'results.db', tmp_path / 'results.db')
+    sessions = load_sessions(tmp_path / 'results.db')
+    recs = records(sessions[:1])
+    build_recs = [r for r in recs if r.test.startswith('StreamBuild')]
+    assert [(r.result, r.figure, r.fail_phase) for r in build_recs] == [('pass', '', None)]
+    page = build(sessions[:1], recs, {})
+    assert 'in None' not in page and 'StreamBuild' in page
+    assert 'id="failures-table"' not in page            # nothing failed
+    assert re.search(r'data-bucket="failed"><span class="n">0<', page)
+    rows = [row for row in compare.against_references(recs, {}) if row.figure == '(test)']
+    assert [(row.test, row.verdict, row.reason) for row in rows] == \
+        [(build_recs[0].test, Verdict.PASS, compare.NO_FIGURES)]
+
+
+def test_failure_reason_names_phase_and_cause_or_says_unknown(tmp_path):
+    """One reason for a test case that measured nothing, on the page and in
+    compare: the phase and the cause, each said unknown when the run report
+    records none (a recorded build case turned failed, phase and reason unset)."""
+    shutil.copy(REPO / 'tests' / 'data' / 'history' / 'results.db', tmp_path / 'results.db')
+    sessions = load_sessions(tmp_path / 'results.db')
+    recs = records(sessions[:1])
+    built = next(r for r in recs if r.test.startswith('StreamBuild'))
+    cases = {
+        'failed in an unknown phase: cause unknown (the run report records none)':
+            dataclasses.replace(built, result='fail', fail_phase=None, reason=''),
+        'failed in compile: make: *** [Makefile:4: stream] Error 1':
+            dataclasses.replace(built, result='fail', fail_phase='compile',
+                                reason='make: *** [Makefile:4: stream] Error 1'),
+        'aborted in run: KeyboardInterrupt':
+            dataclasses.replace(built, result='abort', fail_phase='run', reason='KeyboardInterrupt'),
+        'skipped: no reason recorded': dataclasses.replace(built, result='skip', reason=''),
+    }
+    for want, rec in cases.items():
+        assert rec.why == want
+        row, = compare.against_references([rec], {})
+        assert row.reason == want and row.verdict in (Verdict.FAILED, Verdict.SKIPPED)
+        page = build(sessions[:1], [rec], {})
+        if rec.result != 'skip':
+            failure, = table_rows(page, 'failures-table')[1:]
+            assert 'None' not in failure and want.replace("'", '&#39;') in failure
 
 
 def test_acceptance_verdicts_and_unknown_verdicts(tmp_path):
@@ -166,7 +213,7 @@ def stepped_history(tmp_path, sessions, recs, nights=40, step_at=30, drop=0.3):
         lines.append(f'{t.isoformat()},{rec.system},{rec.partition},{rec.test} +{rec.environ},'
                      f'{rec.figure},{value},{rec.unit},{"2.0" if i >= step_at else "1.9"}')
     path.write_text('\n'.join(lines) + '\n')
-    stepped = history.from_csv([path])
+    stepped = sources.load([path])
     keys = {h.key for h in stepped}
     return stepped + [h for h in history.from_records(sessions, recs) if h.key not in keys]
 
@@ -199,7 +246,7 @@ def test_page_and_changes_command_agree_on_an_older_step(tmp_path):
     lists it, and the page built from the same histories has it on the first
     screen and counts it (the pre-screen once looked only at the newest two
     values against the median, which a step 8 sessions old has moved)."""
-    from clusterproof.results.changes import detect
+    from clusterproof.analysis.findings import detect
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]   # no smoke
     recs = records(sessions)
     hists = stepped_history(tmp_path, sessions, recs, nights=16, step_at=8, drop=0.5)

@@ -8,8 +8,10 @@ import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof.references.judge import lower_is_better
-from clusterproof.results.database import load_sessions, parse_since, percentile, records
-from clusterproof.results.database import test_params as params_of
+from clusterproof.commands.selection import parse_since
+from clusterproof.store.sessions import load_sessions, records
+from clusterproof.store.sessions import test_params as params_of
+from clusterproof.store.statistics import percentile
 from conftest import REPO, reframe_env, run_reframe
 from results_helpers import RECORDED_DB, recorded_results, without_binary
 
@@ -76,13 +78,14 @@ def test_helpers():
         parse_since('thirty days')
 
 
+@pytest.mark.slow
 def test_a_skipped_test_case_is_a_record_with_its_reason(tmp_path):
     """A real skip (IOR without an ior binary): one record without a figure,
     the reason the check gave; compare shows it ``skipped`` (not a
     regression), bless blesses nothing for it and refuses nothing, the
     histories leave it out."""
-    from clusterproof.references import bless
-    from clusterproof.results import compare, history
+    from clusterproof.analysis import bless, compare
+    from clusterproof.store import history
     results = tmp_path / 'results'
     env = without_binary(reframe_env(results, 'acceptance'), 'ior', tmp_path / 'view')
     proc = run_reframe(['-c', str(REPO / 'reframe_checks'), '-r', '--system', 'local',

@@ -8,8 +8,8 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.reframe_io import runner
-from clusterproof.results.database import load_sessions
-from conftest import WAIT_S, reframe_env
+from clusterproof.store.sessions import load_sessions
+from conftest import REPO, VENV_BIN, WAIT_S, reframe_env
 from results_helpers import SELFTEST_CHECKS, recorded_report
 
 ARGS = ['-c', str(SELFTEST_CHECKS), '-r', '--system', 'local', '-S', 'copy_mib=16']
@@ -28,11 +28,46 @@ def test_session_comes_from_the_run_report(tmp_path):
     assert [s.uuid for s in load_sessions(results / 'results.db')] == [done.uuid]
 
 
-def test_a_run_of_no_test_case_is_an_error_with_its_output(tmp_path):
-    with pytest.raises(ClusterproofError, match=r'ReFrame wrote no run report .*exit status'):
+def test_a_selection_of_no_test_case_is_an_error_naming_it(tmp_path):
+    """ReFrame itself says ``Ran 0/0 test case(s)``, exits 0 and writes no
+    report; the runner refuses it, naming the selection."""
+    with pytest.raises(runner.NoTestCase) as err:
         runner.run(ARGS + ['-n', 'NoSuchCheck'], env=reframe_env(tmp_path / 'results'),
                    report_file=tmp_path / 'r.json', timeout=WAIT_S)
+    assert str(err.value) == (
+        f'ReFrame selected no test case: nothing matches -c {SELFTEST_CHECKS} --system local '
+        f'-n NoSuchCheck; list what it does match with: reframe -c {SELFTEST_CHECKS} '
+        f'--system local -n NoSuchCheck -l')
     assert runner.session_of(tmp_path / 'r.json') is None
+
+
+def test_a_run_that_fails_before_any_test_case_is_an_error_with_its_output(tmp_path):
+    with pytest.raises(ClusterproofError, match=r'(?s)ReFrame wrote no run report .*exit status 1'
+                                                r'.*nosuch') as err:
+        runner.run(['-c', str(SELFTEST_CHECKS), '-r', '--system', 'nosuch'],
+                   env=reframe_env(tmp_path / 'results'), report_file=tmp_path / 'r.json',
+                   timeout=WAIT_S)
+    assert not isinstance(err.value, runner.NoTestCase)
+
+
+def test_the_selection_named_is_only_what_selects():
+    assert runner.selection(['-c', 'x', '-r', '-n', 'A B', '--system=local', '-S', 'a=b',
+                             '-R', '--report-file', 'r.json', '-P', 'threads=2']) == \
+        "-c x -n 'A B' --system=local -R -P threads=2"
+
+
+def test_scripts_apply_the_same_rule(tmp_path):
+    """``python -m clusterproof.reframe_io.runner REPORT STATUS -- ARGS``
+    (scripts/nightly): exit 2 and the line when no report and status 0."""
+    import subprocess
+    import sys
+    cmd = [sys.executable, '-m', 'clusterproof.reframe_io.runner', str(tmp_path / 'none.json')]
+    zero = subprocess.run(cmd + ['0', '--', '-c', 'x', '-n', 'Nope'], capture_output=True,
+                          text=True)
+    assert zero.returncode == 2 and zero.stderr.startswith(
+        'ReFrame selected no test case: nothing matches -c x -n Nope;'), zero.stderr
+    failed = subprocess.run(cmd + ['1', '--', '-c', 'x'], capture_output=True, text=True)
+    assert failed.returncode == 0 and not failed.stderr
 
 
 def test_report_of_another_format_is_refused(tmp_path):
@@ -71,3 +106,38 @@ def test_the_results_reader_checks_the_format_too(tmp_path):
 def test_mode_option_of_the_reframe_command_line():
     assert runner.reframe_mode(['/v/bin/reframe', '-r', '--mode', 'nightly']) == 'nightly'
     assert runner.reframe_mode(['/v/bin/pytest', '--mode', 'nightly']) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('command', ['acceptance', 'nightly'])
+def test_the_commands_refuse_a_selection_of_no_test_case(tmp_path, command):
+    """``clusterproof acceptance --system`` and ``scripts/nightly`` on a
+    selection that matches nothing: exit 2, one line naming the selection,
+    never a green night (ReFrame itself exits 0)."""
+    import subprocess
+    env = reframe_env(tmp_path / 'results')
+    del env['CLUSTERPROOF_MODE']
+    cmd = {'acceptance': [str(VENV_BIN / 'clusterproof'), 'acceptance', '--system', 'local',
+                          '--repetitions', '1', '--', '-n', 'NoSuchCheck'],
+           'nightly': [str(REPO / 'scripts' / 'nightly'), '--system', 'local', '--',
+                       '-n', 'NoSuchCheck']}[command]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=WAIT_S)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert 'ReFrame selected no test case: nothing matches -c ' in line, proc.stderr
+    assert '--system local -n NoSuchCheck; list what it does match with: reframe ' in line
+    assert not (tmp_path / 'results' / 'reports' / 'nightly-latest.html').exists()
+
+
+def test_screening_refuses_a_selection_of_no_test_case(tmp_path):
+    """``clusterproof screen`` starts ReFrame itself (its output to a log
+    file) and applies the same rule to each invocation."""
+    from clusterproof.screen.run import Screening
+    screening = Screening('local', 'default', ['stream'], workdir=tmp_path / 'screen',
+                          env=reframe_env(tmp_path / 'results'))
+    with pytest.raises(runner.NoTestCase, match=r'^ReFrame selected no test case: nothing '
+                                                r'matches -c \S+ -n NoSuchCheck --system local;'):
+        screening._invoke(lambda report: [runner.reframe_command(), '-c', str(SELFTEST_CHECKS),
+                                           '-n', 'NoSuchCheck', '--system', 'local',
+                                           *runner.report_option(report), '-r'])

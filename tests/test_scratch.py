@@ -140,6 +140,7 @@ def test_leftovers_of_dead_processes_are_removed(root):
     assert lines == [str(alive)]
 
 
+@pytest.mark.slow
 def test_directory_created_for_a_job_script_is_owned_by_it(root):
     # `python -m clusterproof.cli scratch create` exits at once; the shell that
     # called it owns the directory, so a concurrent sweep must leave it alone.

@@ -47,6 +47,7 @@ def test_refused_scratch_fails_and_undeclared_hardware_skips(tmp_path):
 
 
 @need_iozone_fio
+@pytest.mark.slow
 def test_unmet_size_rule_and_full_file_system_fail(tmp_path):
     proc = run_reframe(['-c', str(CHECKS / 'iozone.py'),
                         '-n', 'IOzoneSequential%threads=1', '-n', 'IOzoneRandom%threads=16',

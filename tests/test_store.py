@@ -17,7 +17,8 @@ from conftest import WAIT_S
 
 from clusterproof import ClusterproofError, store
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store import sources
+from clusterproof.store.sessions import load_sessions, records
 
 
 def _rows(path):
@@ -147,6 +148,7 @@ def test_a_damaged_database_loses_no_night(tmp_path):
     assert list(manifest['reports']) == ['run-report-0.json']
 
 
+@pytest.mark.slow
 def test_a_fleet_is_a_directory_of_stores(tmp_path):
     fleet = tmp_path / 'fleet'
     store.ingest(recorded_results(tmp_path) / 'results.db', fleet / 'sys-a')
@@ -184,6 +186,7 @@ def test_a_fleet_is_a_directory_of_stores(tmp_path):
         store.stores_in(tmp_path / 'other')
 
 
+@pytest.mark.slow
 def test_a_night_with_an_empty_database_is_judged(tmp_path):
     """scripts/nightly with an empty results.db: ReFrame runs, cannot store
     the session, writes its run report; the night is still reported and
@@ -208,11 +211,12 @@ def test_a_night_with_an_empty_database_is_judged(tmp_path):
     assert list((results / 'reports').glob('nightly-*.html'))
 
 
+@pytest.mark.slow
 def test_history_from_elsewhere_is_imported_once(tmp_path):
     """Perflogs recorded from real STREAM runs, imported into a store: the
     commands' histories are those of the perflogs; a second import adds
     nothing."""
-    from clusterproof.results import history
+    from clusterproof.store import history
     data = REPO / 'tests' / 'data' / 'history'
     results = tmp_path / 'results'
     results.mkdir()
@@ -223,7 +227,7 @@ def test_history_from_elsewhere_is_imported_once(tmp_path):
     assert proc.returncode == 0 and 'imported ' in proc.stdout, proc.stderr
     again = clusterproof(['store', 'import', str(data / 'perflogs')], results, refs)
     assert 'imported 0 figure(s) of 0 session(s)' in again.stdout, again.stderr
-    direct = {(h.test, h.figure): h.values for h in history.load([data / 'perflogs'])}
+    direct = {(h.test, h.figure): h.values for h in sources.load([data / 'perflogs'])}
     stored = {(h.test, h.figure): list(h.values)
               for h in history.from_database(results / 'results.db')
               if h.system == 'local' and h.test.startswith('Stream')}
@@ -237,6 +241,7 @@ def test_history_from_elsewhere_is_imported_once(tmp_path):
     assert rebuilt == direct
 
 
+@pytest.mark.slow
 def test_history_imported_before_the_first_run_is_read_by_every_command(tmp_path):
     """A site imports its history on day one, before ReFrame ever ran here
     (no results.db yet): the commands read the store, not refuse."""
@@ -273,7 +278,7 @@ def test_the_declared_direction_is_stored_and_decides(tmp_path):
     history) are null and the unit decides, as judge.lower_is_better says. Here
     the newest session declares copy_time higher-is-better, against its unit
     (s): the declaration wins."""
-    from clusterproof.results import history
+    from clusterproof.store import history
     db, where, rep = _declaring(tmp_path, {'copy_bw': False, 'copy_time': False})
     assert store.ingest(db, where) == 6
     df = _rows(where)
@@ -308,7 +313,7 @@ def test_a_store_of_format_1_is_read_and_rebuilt_by_ingest(tmp_path):
     (where / store.MANIFEST).write_text(json.dumps(m))
     old = _rows(where)
     assert old.height == before and old['declared_lower_is_better'].null_count() == before
-    store.import_history([REPO / 'tests' / 'data' / 'history' / 'perflogs'], where)
+    sources.import_history([REPO / 'tests' / 'data' / 'history' / 'perflogs'], where)
     imported = _rows(where).height - before
     assert imported > 0
     assert store.ingest(db, where) == 0                     # no new session, but rebuilt
@@ -329,7 +334,9 @@ def test_a_figure_is_one_figure_in_every_command(tmp_path):
     the report's multiples) and as changes found (the report's first
     screen); smoke-size figures have a history of their own."""
     from clusterproof.references.judge import Verdict
-    from clusterproof.results import compare, history, report
+    from clusterproof.analysis import compare
+    from clusterproof.results import report
+    from clusterproof.store import history
     db = recorded_results(tmp_path) / 'results.db'
     sessions = load_sessions(db)
     recs = [r for r in records(sessions) if r.figure and r.sanity_ok]

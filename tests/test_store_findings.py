@@ -9,14 +9,16 @@ import subprocess
 import sys
 
 import polars as pl
+import pytest
+
 from results_helpers import REPO, clusterproof, recorded_results, reframe_store
 from test_store import _new_report
 
 from conftest import WAIT_S
 
 from clusterproof import store
-from clusterproof.results import history
-from clusterproof.store import findings
+from clusterproof.analysis import findings
+from clusterproof.store import history
 
 
 def _stepped(tmp_path):
@@ -30,6 +32,7 @@ def _stepped(tmp_path):
     return results, refs
 
 
+@pytest.mark.slow
 def test_kept_findings_list_what_the_live_detector_lists(tmp_path):
     results, refs = _stepped(tmp_path)
     proc = clusterproof(['store', 'ingest'], results, refs)
@@ -51,6 +54,7 @@ def test_kept_findings_list_what_the_live_detector_lists(tmp_path):
         assert a.returncode == b.returncode == 0 and a.stdout == b.stdout, extra
 
 
+@pytest.mark.slow
 def test_without_kept_findings_changes_says_it_derived_them(tmp_path):
     results, refs = _stepped(tmp_path)
     assert clusterproof(['store', 'ingest', '--no-findings'], results,
@@ -63,6 +67,7 @@ def test_without_kept_findings_changes_says_it_derived_them(tmp_path):
     assert proc.stdout == live.stdout
 
 
+@pytest.mark.slow
 def test_a_new_session_restales_only_the_figures_it_touched(tmp_path):
     results, _ = _stepped(tmp_path)
     db, where = results / 'results.db', results / 'store'
@@ -89,7 +94,7 @@ def test_a_new_session_restales_only_the_figures_it_touched(tmp_path):
 _KILLED = '''
 import os, sys
 import polars as pl
-from clusterproof.store import findings
+from clusterproof.analysis import findings
 real = pl.DataFrame.write_parquet
 def half(self, path, **kw):
     real(self, path, **kw)
@@ -102,6 +107,7 @@ findings.derive(sys.argv[1], processes=1)
 '''
 
 
+@pytest.mark.slow
 def test_a_findings_file_written_half_is_never_read(tmp_path):
     results, refs = _stepped(tmp_path)
     db, where = results / 'results.db', results / 'store'
@@ -128,6 +134,7 @@ def test_a_findings_file_written_half_is_never_read(tmp_path):
     assert kept.stdout == live.stdout and 'derived now' in kept.stderr
 
 
+@pytest.mark.slow
 def test_the_morning_page_takes_the_kept_findings(tmp_path):
     """The page's ranked changes are the same with kept findings as judged
     live, and it lists the step `clusterproof changes` lists."""
@@ -144,13 +151,14 @@ def test_the_morning_page_takes_the_kept_findings(tmp_path):
     assert pages[0] == pages[1] and any('-50.' in r for r in pages[1])
 
 
+@pytest.mark.slow
 def test_two_derivations_at_once_judge_each_figure_once(tmp_path):
     """Two ingests deriving at once: the store's lock puts one after the
     other, and the second finds the findings current."""
     results, _ = _stepped(tmp_path)
     db, where = results / 'results.db', results / 'store'
     store.ingest(db, where)
-    code = ('import sys; from clusterproof.store import findings; '
+    code = ('import sys; from clusterproof.analysis import findings; '
             'print(findings.derive(sys.argv[1])[0])')
     procs = [subprocess.Popen([sys.executable, '-c', code, str(where)], cwd=REPO,
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]

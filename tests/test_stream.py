@@ -128,3 +128,22 @@ def test_stream_on_local_built_from_source(tmp_path):
 def case_llc_mib():
     from clusterproof.site.topology import llc_mib
     return llc_mib()
+
+
+# ------------------------------------------------- several runs in one output
+
+def test_two_runs_of_one_kind_yield_the_last():
+    """STREAM run twice at 2 threads into one file (recorded): the last
+    run's rates (Triad 41806.8), never the first's (19608.8)."""
+    out = stream_parser.parse((DATA / 'stream' / 'stream-5.10-17M-2threads-twice-local.txt')
+                              .read_text(), 'twice.txt')
+    assert out['rates']['Triad'] == 41806.8 and out['threads'] == 2
+    assert (out['runs'], out['note']) == (2, 'twice.txt holds 2 STREAM runs; the last is read')
+
+
+def test_sweep_over_threads_is_refused():
+    """1 then 2 threads into one log (recorded): no run of it is the result."""
+    with pytest.raises(ParseError, match=r'^sweep\.txt holds 2 STREAM runs that differ '
+                                         r'\(threads: 1 \(run 1\), 2 \(run 2\)\)'):
+        stream_parser.parse((DATA / 'stream' / 'stream-5.10-17M-1-then-2threads-local.txt')
+                            .read_text(), 'sweep.txt')

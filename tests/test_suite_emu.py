@@ -7,18 +7,26 @@ two allowed reasons (its binary is missing: the message gives the build
 command; or the system does not declare the hardware). No list of checks is
 kept here: a new check in reframe_checks/ is covered as it is. Every result
 is marked emulated and none is compared with a reference.
+
+IOzone on the local cluster is asserted here too, on this run (its stage
+files kept): every thread count of both IOzone checks on ``emu:srun``,
+round-robin threadlists over the nodes of the job, clients started through
+Slurm, nothing left in the scratch directory. A run of IOzone alone would
+repeat what this run already does.
 """
 
 import glob
 import json
 import re
+from pathlib import Path
 
 from conftest import REPO, need_netns, run_reframe
 
 @need_netns
 def test_whole_suite_on_the_local_cluster(emu_cluster, tmp_path):
     results = tmp_path / 'results'
-    proc = run_reframe(['-c', str(REPO / 'reframe_checks'), '-r', '--system', 'emu'],
+    proc = run_reframe(['-c', str(REPO / 'reframe_checks'), '-r', '--system', 'emu',
+                        '--keep-stage-files'],
                        results, mode='smoke', extra_env=emu_cluster)
     assert proc.returncode == 0, proc.stdout[-4000:]
     report = sorted(glob.glob(str(results / 'reports' / 'run-report-*.json')))[-1]
@@ -59,3 +67,34 @@ def test_whole_suite_on_the_local_cluster(emu_cluster, tmp_path):
     triad = [tc['perfvalues']['emu:srun:triad'][0] for tc in by_check['Stream']
              if tc['partition'] == 'srun' and 'emu:srun:triad' in tc['perfvalues']]
     assert triad and min(triad) > 0
+
+    _iozone_on_the_local_cluster(proc, results, cases)
+
+
+def _iozone_on_the_local_cluster(proc, results, cases):
+    """IOzone of the whole-suite run on ``emu:srun``: the 8 cases ran (1, 2,
+    4 and 8 threads, sequential and random), each threadlist round-robin
+    over the job's nodes, clients started through Slurm (``-+h``), and
+    the scratch directory holds nothing but the registry."""
+    iozone = sorted(tc['name'] for tc in cases
+                    if tc['name'].startswith('IOzone') and tc['partition'] == 'srun'
+                    and tc['result'] == 'pass')
+    assert len(iozone) == 8, iozone
+    for t in (1, 2, 4, 8):
+        assert f'IOzoneSequential %threads={t}' in proc.stdout
+        assert f'IOzoneRandom %threads={t}' in proc.stdout
+    tl = [p for p in (results / 'stage' / 'emu' / 'srun').rglob('threadlist')
+          if p.parent.name.startswith('IOzone')]
+    assert len(tl) == 8, tl
+    for path in tl:
+        rows = [line.split()[0] for line in path.read_text().splitlines()]
+        n = len(rows)
+        used = list(dict.fromkeys(rows))                 # client nodes of the job, in order
+        assert len(used) == min(n, 4) and set(used) <= {'n1', 'n2', 'n3', 'n4'}
+        assert rows == [used[i % len(used)] for i in range(n)]
+        job_out = (path.parent / 'rfm_job.out').read_text()
+        assert re.search(r'Command line used: .* -\+h n[1-4]$', job_out, re.M)
+    assert 'P: write_gbs' in proc.stdout and 'P: random_read' in proc.stdout
+    scratch_dir = results / 'scratch'
+    left = [p.name for p in Path(scratch_dir).iterdir()] if Path(scratch_dir).exists() else []
+    assert set(left) <= {'.clusterproof-registry'}, left

@@ -3,12 +3,17 @@
 docs/acceptance.md, "The contract file").
 
 :func:`load` reads and validates a contract file; every error names the
-file, the key (a path such as ``items[3].tolerance``) and the value. The
+file, the key (a path such as ``items[3].tolerance``) and the value.
+:func:`check_names` refuses an item naming a check, a parameter value or a
+figure that the checks do not have, with the nearest real names; the
+checks say what they have (:func:`clusterproof.acceptance.run.load`
+reads it from ReFrame's loader). The
 result is a :class:`Contract` of :class:`Item` objects; nothing else reads
 the YAML. An item's committed value and tolerance are a
 :class:`clusterproof.references.judge.Reference`, judged by that module.
 """
 
+import difflib
 import hashlib
 import math
 import re
@@ -393,6 +398,51 @@ def check_site(c, config=None):
             find_partition(system, c.partition)
         except ClusterproofError as err:
             raise ClusterproofError(f'{c.file}: partition: {err}') from None
+    return c
+
+
+def _nearest(name, known):
+    """`` (nearest: 'Stream'; known: Hpl, Stream)``: the names of ``known``
+    nearest to ``name`` (difflib), then all of them."""
+    known = sorted(set(known))
+    near = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
+    return (f' (nearest: {", ".join(repr(n) for n in near)}; ' if near else ' (') + \
+        f'known: {", ".join(known) or "none"})'
+
+
+def check_names(c, cases, where=''):
+    """Refuse ``c`` when an item names a check, a parameter, a parameter
+    value or a figure that none of ``cases`` has (the test cases ReFrame
+    loads for the contract's system and mode:
+    :class:`clusterproof.reframe_io.runner.Case`). The error names the file,
+    the item, the key and the nearest real names; ``where`` (``emu:srun in
+    mode smoke``) says where the checks were loaded. A check that makes its
+    figures at run time (none declared) takes any figure name."""
+    at_where = f' on {where}' if where else ''
+    for i, item in enumerate(c.items):
+        at = f'{c.file}: items[{i}] ({item.id})'
+        mine = [x for x in cases if x.check == item.check]
+        if not mine:
+            raise ClusterproofError(f'{at}: check: no check {item.check!r}{at_where}'
+                                    + _nearest(item.check, (x.check for x in cases)))
+        for name, value in item.parameters.items():
+            values = {x.parameters[name] for x in mine if name in x.parameters}
+            if not values:
+                raise ClusterproofError(
+                    f'{at}: parameters.{name}: check {item.check} has no parameter {name!r}'
+                    + _nearest(name, (k for x in mine for k in x.parameters)))
+            mine = [x for x in mine if x.parameters.get(name) == value]
+            if not mine:
+                raise ClusterproofError(
+                    f'{at}: parameters.{name}: check {item.check} has no test case with '
+                    f'{name}={value}{at_where}' + _nearest(value, values))
+        figures = {f for x in mine for f in x.figures}
+        if figures and item.figure not in figures:
+            params = ' '.join(f'{k}={v}' for k, v in item.parameters.items())
+            raise ClusterproofError(f'{at}: figure: check {item.check}'
+                                    + (f' ({params})' if params else '')
+                                    + f' has no figure {item.figure!r}'
+                                    + _nearest(item.figure, figures))
     return c
 
 

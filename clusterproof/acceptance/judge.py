@@ -8,8 +8,8 @@ checked on what the test case recorded) and why not, and what it used. The
 newest ``repetitions`` valid runs give the statistic, judged against the
 committed value and tolerance by :func:`clusterproof.references.judge.judge_reference`
 (the one verdict vocabulary: a :class:`~clusterproof.references.judge.Judgement`).
-An item without enough valid runs is ``FAILED`` with the reason ``not
-measured validly`` (runs there were, none or too few counted) or ``not
+An item without enough valid runs is ``invalid`` with the reason ``not
+measured validly`` (runs there were, none or too few counted), or ``not
 measured`` (no run).
 
 What a run recorded comes from the store (the test's attributes and
@@ -30,7 +30,7 @@ from clusterproof.checks import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.results.database import check_name, load_sessions, records, store_paths
+from clusterproof.store.sessions import check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
 
@@ -218,14 +218,15 @@ def judge_item(item, contract, recs, runtimes, results=None):
     counted = [x for x in runs if x.valid][:item.repetitions]
     if len(counted) < item.repetitions:
         if not runs:
-            why = 'not measured: no run of this item'
+            verdict, why = Verdict.NOT_MEASURED, 'not measured: no run of this item'
         else:
+            verdict = Verdict.INVALID
             bad = [x for x in runs if not x.valid]
             why = (f'not measured validly: {len(counted)} valid run(s) of '
                    f'{item.repetitions} required' +
                    (f'; not counted: {bad[0].invalid_why}' if bad else '') +
                    (f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''))
-        return Result(item, runs, counted, None, Judgement(Verdict.FAILED, why), lower)
+        return Result(item, runs, counted, None, Judgement(verdict, why), lower)
     value = statistic(item.statistic, [x.value for x in counted], lower)
     judged = judge_reference(value, item.reference, lower)
     flags = sorted({f for x in counted for f in x.flags} - set(contract.allow))

@@ -13,20 +13,22 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError, __version__
 from clusterproof.paths import results_dir, write_atomic
+from clusterproof.references.judge import Verdict
 
 #: the format of the record; a reader refuses another one
 FORMAT = 1
 
 
 def item_verdict(result):
-    """The verdict of an item as the record names it: ``reported`` for an
-    informative item, ``not measured`` (no run), ``invalid`` (runs, too few
-    of them valid), ``fail`` or ``pass``, from the item's Judgement."""
+    """The :class:`~clusterproof.references.judge.Verdict` of an item as the
+    record names it: ``reported`` for an informative item, ``not measured``
+    (no run), ``invalid`` (runs, too few of them valid), ``fail`` or
+    ``pass``, from the item's Judgement (which says why)."""
     if not result.item.is_committed:
-        return 'reported'
-    if result.measured is None:
-        return 'invalid' if result.runs else 'not measured'
-    return 'fail' if result.judgement.failing else 'pass'
+        return Verdict.REPORTED
+    if result.judgement.verdict in (Verdict.NOT_MEASURED, Verdict.INVALID):
+        return result.judgement.verdict
+    return Verdict.FAIL if result.judgement.failing else Verdict.PASS
 
 
 def _iso(t):
@@ -48,7 +50,7 @@ def item_record(result):
         'statistic': item.statistic, 'repetitions_required': item.repetitions,
         'validity': dict(item.validity),
         'measured': result.measured, 'spread': result.spread,
-        'verdict': item_verdict(result),
+        'verdict': str(item_verdict(result)),
         'judgement': str(result.judgement.verdict),
         'why': result.judgement.reason,
         'runs': [{'session': r.session, 'test': r.test, 'time': _iso(r.time),

@@ -26,6 +26,7 @@ from markupsafe import Markup
 
 from clusterproof import ClusterproofError
 from clusterproof.acceptance import record as acceptance_record
+from clusterproof.references.judge import Verdict
 from clusterproof.results.report import TEMPLATES as RESULTS_TEMPLATES, bucket
 
 TEMPLATES = Path(__file__).with_name('templates')
@@ -35,7 +36,8 @@ CHROMIUM_TIMEOUT_S = 180
 
 #: item verdicts that decide an acceptance, in the order the table's
 #: summary counts them
-ITEM_VERDICTS = ('pass', 'fail', 'not measured', 'invalid', 'reported')
+ITEM_VERDICTS = (Verdict.PASS, Verdict.FAIL, Verdict.NOT_MEASURED, Verdict.INVALID,
+                 Verdict.REPORTED)
 
 
 def read_record(path):
@@ -59,10 +61,20 @@ class _Fields:
                 raise ClusterproofError(f'{self.source}: key {where}.{key} is missing')
             return default
         value = obj[key]
+        if kind is Verdict:
+            return value if value is None else self.verdict(value, f'{where}.{key}')
         if kind is not None and value is not None and not isinstance(value, kind):
             names = ' or '.join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
             raise ClusterproofError(f'{self.source}: {where}.{key} is {value!r}, not a {names}')
         return value
+
+    def verdict(self, value, where):
+        """The :class:`Verdict` the record spelled ``value`` (old spellings
+        too); an error naming the record and ``where`` when it is none."""
+        try:
+            return Verdict.read(value)
+        except ValueError as err:
+            raise ClusterproofError(f'{self.source}: {where}: {err}') from None
 
 
 def num(x):
@@ -131,7 +143,7 @@ def _item(f, it, i):
         'repetitions_required': f.get(it, 'repetitions_required', where, int, default=None),
         'measured': f.get(it, 'measured', where, (int, float), default=None),
         'spread': {'min': spread.get('min'), 'max': spread.get('max'), 'n': spread.get('n')},
-        'verdict': f.get(it, 'verdict', where, str),
+        'verdict': f.get(it, 'verdict', where, Verdict),
         'why': f.get(it, 'why', where, str, default='') or '',
         'runs': runs, 'n_valid': len(valid), 'n_invalid': len(runs) - len(valid),
         'setting': setting,
@@ -149,8 +161,8 @@ def _screening(f, sc):
     outliers = []
     for i, node in enumerate(nodes):
         name = f.get(node, 'node', f'screening.nodes[{i}]', str)
-        verdict = f.get(node, 'verdict', f'screening.nodes[{i}]', str, default='')
-        if name not in named and verdict in ('ok', ''):
+        verdict = f.get(node, 'verdict', f'screening.nodes[{i}]', Verdict, default='')
+        if name not in named and verdict in (Verdict.PASS, ''):
             continue
         worst = node.get('worst') or {}
         outliers.append({'node': name, 'verdict': verdict, 'reason': node.get('reason') or '',
@@ -162,8 +174,9 @@ def _screening(f, sc):
                                       f'(expected {m.get("expected")})'
                                       for m in node.get('inventory_mismatch') or ()]})
     verdicts = {}
-    for node in nodes:
-        verdicts[node.get('verdict', '')] = verdicts.get(node.get('verdict', ''), 0) + 1
+    for i, node in enumerate(nodes):
+        verdict = f.get(node, 'verdict', f'screening.nodes[{i}]', Verdict, default='')
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
     return {'n_nodes': len(nodes), 'outliers': outliers, 'verdicts': sorted(verdicts.items()),
             'note': sc.get('note') or '', 'thresholds': sc.get('thresholds_pct') or {}}
 

@@ -11,9 +11,11 @@ from clusterproof import ClusterproofError
 from clusterproof.modes import ENV_VAR
 from clusterproof.paths import CHECKS_DIR, REPO, SETTINGS_FILE
 from clusterproof.acceptance import judge
+from clusterproof.acceptance.contract import check_names, check_site
+from clusterproof.acceptance.contract import load as load_contract
 from clusterproof.reframe_io import runner
 from clusterproof.results.acceptance import reframe_status
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 
 
 def name_pattern(item):
@@ -54,12 +56,34 @@ def _checks_dir(contract):
     return (REPO / contract.checks) if not os.path.isabs(contract.checks) else contract.checks
 
 
+def _env():
+    """The environment of ReFrame for a contract: its mode is ReFrame's
+    ``--mode``, never a ``CLUSTERPROOF_MODE`` left in the shell."""
+    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    env['RFM_CONFIG_FILES'] = os.environ.get('RFM_CONFIG_FILES', str(SETTINGS_FILE))
+    return env
+
+
+def load(path, checks=None):
+    """The contract of the file ``path`` (:func:`load_contract`), refused
+    when the site configuration lacks its system or partition
+    (:func:`check_site`) or when an item names a check, a parameter
+    value or a figure that the checks (``checks``, default the contract's)
+    do not have on that system in that mode: what ReFrame's loader makes of
+    them (:func:`clusterproof.reframe_io.runner.describe`), never a list
+    kept by hand."""
+    c = check_site(load_contract(path))
+    target = c.system + (f':{c.partition}' if c.partition else '')
+    cases = runner.describe(['-c', str(checks or _checks_dir(c)), '--system', target,
+                             '--mode', c.mode], env=_env())
+    return check_names(c, cases, f'{target} in mode {c.mode}')
+
+
 def run(contract, needed, checks=None, echo=True):
     """Run each item of ``needed`` (``{item: runs still needed}``) that many
     times (repetition i runs the items that need i runs or more); returns
     ``[(uuid, exit status)]`` of the sessions."""
-    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
-    env['RFM_CONFIG_FILES'] = os.environ.get('RFM_CONFIG_FILES', str(SETTINGS_FILE))
+    env = _env()
     done = []
     total = max(needed.values(), default=0)
     for i in range(1, total + 1):

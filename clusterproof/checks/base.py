@@ -265,11 +265,15 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         limit, a cancellation, out of memory) fails naming the cause
         (:func:`clusterproof.checks.reliability.failure_cause`): the job's
         output, its exit statuses, Slurm's state of the job and of its nodes.
+        A job that ended well fails too when its output holds an error line
+        of the MPI library, UCX or Slurm (:mod:`clusterproof.parsers.runtime_errors`),
+        quoting it.
         A job that never wrote its output fails naming its state and nodes,
         not a missing file.'''
         import os
 
         from clusterproof.checks import reliability
+        from clusterproof.parsers import runtime_errors
 
         if self.is_dry_run():           # --dry-run: nothing ran, nothing to read
             return
@@ -281,12 +285,20 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         wrote = os.path.exists(os.path.join(self.stagedir, str(job.stdout)))
         statuses = reliability.read_exit_status(os.path.join(self.stagedir,
                                                              reliability.EXIT_STATUS_FILE))
-        if wrote and not reliability.job_failed(state, statuses, job.exitcode):
-            return
+        failed = reliability.job_failed(state, statuses, job.exitcode)
         text = ''
         if wrote and job is self.job:
             stdout, stderr, _, _ = self.read_job_output()
-            text = stdout + stderr
+            text = stdout + '\n' + stderr
+        if wrote and not failed:
+            # ended well, but the MPI library, UCX or Slurm reported an error
+            found = runtime_errors.first_error(text)
+            if found:
+                raise SanityError(f'{found[0]} reported an error, although the job ended '
+                                  f'well: {found[1][:200]} (job {job.jobid} on '
+                                  f'{self.current_partition.fullname}, node(s) '
+                                  f'{", ".join(nodes) or "unknown"})')
+            return
         down = []
         if self.current_partition.scheduler.registered_name == 'slurm':
             down = reliability.slurm_down_nodes(nodes)

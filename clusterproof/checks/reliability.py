@@ -3,7 +3,8 @@
 :func:`failure_cause` reads the output of a job (the program's, srun's and
 slurmstepd's messages) and names the cause a user needs first: a node that
 failed (by name), the job's time limit, a full file system, an MPI start
-that failed, a cancellation.
+that failed, any other error line of the MPI library, UCX or Slurm (the one
+table of them is :mod:`clusterproof.parsers.runtime_errors`), a cancellation.
 Every clusterproof check calls it before its sanity function
 (``ClusterproofCheck``) when the job did not end well: its program exited
 non-zero or was killed by a signal (the job script records both statuses in
@@ -25,6 +26,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+from clusterproof.parsers import runtime_errors
+
 #: lines that name a failed node (``*** JOB 5 ON n1 CANCELLED ... DUE TO NODE
 #: FAILURE`` names the node that printed it, not the failed one)
 _NODE_FAIL = [
@@ -36,21 +39,34 @@ _NODE_FAIL = [
 class Cause:
     """One cause of failure: ``name`` (the first word of the message), the
     Slurm job states that mean it, the pattern that shows it in the job's
-    output, and the message; ``{line}`` in it is the line that matched (at
+    output (or ``find``, a function from the output to the line that shows
+    it), and the message; ``{line}`` in it is the line that matched (at
     most 200 characters)."""
 
-    def __init__(self, name, states, pattern, message):
+    def __init__(self, name, states, pattern, message, find=None):
         self.name = name
         self.states = frozenset(states)
         self.pattern = re.compile(pattern, re.I) if pattern else None
         self.message = message
+        self.find = find
 
     def line(self, text):
         """The first line of ``text`` that shows this cause, or None."""
+        if self.find is not None:
+            found = self.find(text)
+            return found[:200] if found else None
         if self.pattern is None:
             return None
         return next((ln.strip()[:200] for ln in text.splitlines() if self.pattern.search(ln)),
                     None)
+
+
+def runtime_error(text):
+    """``<runtime>: <line>``: the first error line of an MPI library, UCX or
+    Slurm in ``text`` (:mod:`clusterproof.parsers.runtime_errors`), Slurm's
+    cancellation lines passed over; None when there is none."""
+    found = runtime_errors.first_error(text, cancellations=False)
+    return f'{found[0]}: {found[1]}' if found else None
 
 
 #: Causes in the order they are recognised: the first whose state or pattern
@@ -79,9 +95,16 @@ CAUSES = [
           r'Open MPI failed to TCP connect|An error occurred in MPI_Init\b|'
           r'MPI_INIT has failed|It looks like MPI_INIT failed|'
           r'ompi_rte_init failed|orte_ess_init failed|PMIx_Init failed|'
-          r'PMIX ERROR|ORTE_ERROR_LOG',
+          r'PMIX ERROR',
           '{line}'),
-    Cause('cancelled', ['CANCELLED'], r'\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ \*\*\*',
+    # a job Slurm says was cancelled (scancel): the tasks it ended print
+    # 'srun: error: n1: task 0: Terminated', a consequence
+    Cause('cancelled', ['CANCELLED'], None, 'the job was cancelled before it finished'),
+    # any other error line of the MPI library, UCX or Slurm (ORTE_ERROR_LOG,
+    # MPI_ABORT, a rank that died, srun: error: ...): before Slurm's line of a
+    # cancelled step, which --kill-on-bad-exit prints after a rank's error
+    Cause('runtime error', [], None, '{line}', find=runtime_error),
+    Cause('cancelled', [], runtime_errors.CANCELLED.pattern,
           'the job was cancelled before it finished'),
 ]
 
@@ -138,13 +161,19 @@ def job_failed(job_state, statuses=None, exitcode=None):
     return bool(states & FAILED_STATES or any((statuses or {}).values()) or exitcode)
 
 
-_ERROR_LINE = re.compile(r'\b(error|fatal|abort(ed)?|killed|segmentation fault|'
-                         r'core dumped|exception)\b', re.I)
+#: a word that says error, bounded by anything but a letter: ``_`` is a
+#: word character, and ``\berror\b`` misses ``ORTE_ERROR_LOG``
+_ERROR_LINE = re.compile(r'(?<![a-z])(error|fatal|abort(ed)?|killed|segmentation fault|'
+                         r'core dumped|exception)(?![a-z])', re.I)
 
 
 def first_error_line(text):
-    """The first line of ``text`` that says error, fatal, aborted, killed...;
-    else its last non-empty line (at most 200 characters); '' for no text."""
+    """The first error line of a runtime (:func:`runtime_error`), else the
+    first line of ``text`` that says error, fatal, aborted, killed..., else
+    its last non-empty line (at most 200 characters); '' for no text."""
+    found = runtime_errors.first_error(text)
+    if found:
+        return found[1][:200]
     lines = [ln.strip() for ln in (text or '').splitlines() if ln.strip()]
     line = next((ln for ln in lines if _ERROR_LINE.search(ln)), lines[-1] if lines else '')
     return line[:200]

@@ -21,7 +21,7 @@ from ClusterShell.NodeSet import NodeSet, NodeSetException
 from clusterproof import ClusterproofError
 from clusterproof.cluster.network import MAX_NODES, Instance, Network
 from clusterproof.paths import REPO
-from clusterproof.site.hostlist import compress
+from clusterproof.hostlist import compress
 
 TEMPLATES = REPO / 'slurm' / 'local-cluster'
 DEFAULT_NODES, DEFAULT_CPUS, DEFAULT_MEM_MIB = 4, 2, 2048

@@ -10,7 +10,7 @@ import shlex
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.acceptance import contract, record
+from clusterproof.acceptance import record
 from clusterproof.acceptance import run as contract_run
 from clusterproof.modes import ENV_VAR
 from clusterproof.paths import CHECKS_DIR, SETTINGS_FILE, results_dir, write_atomic
@@ -18,7 +18,7 @@ from clusterproof.references.judge import Verdict, load_references, reference_fi
 from clusterproof.reframe_io import runner
 from clusterproof.results import report
 from clusterproof.results.acceptance import reframe_status, verdict_table
-from clusterproof.results.database import load_sessions, records
+from clusterproof.store.sessions import load_sessions, records
 from clusterproof.site.validate import find_system, load_site_configuration
 
 
@@ -46,7 +46,8 @@ def register(subparsers):
                            'unless the store holds enough valid recent runs, print the '
                            'table, write the acceptance record <results>/acceptance/'
                            '<name>-<time>.json; exit 1 when a committed item fails or was '
-                           'not measured validly')
+                           'not measured validly; a contract naming a check, parameter value '
+                           'or figure that the checks do not have is refused before anything runs')
     p.add_argument('--from-store', action='store_true',
                    help='with --contract: judge on the sessions in the store only, run nothing')
     p.add_argument('--session', action='append', metavar='ID',
@@ -125,12 +126,13 @@ def run_contract(args):
     """``acceptance --contract FILE``: judge the contract's items on the
     stored sessions it may reuse, run what still lacks valid runs (unless
     ``--from-store``), judge again, print, write the record."""
-    c = contract.check_site(contract.load(args.contract))
     if args.reframe_args:
         raise ClusterproofError('with --contract, the contract says what ReFrame runs '
                                 '(its items\' check, parameters and set options)')
+    checks = None if args.checks == str(CHECKS_DIR) else args.checks
+    c = contract_run.load(args.contract, checks=checks)
     done = contract_run.accept(c, ids=args.session or (), run_missing=not args.from_store,
-                               checks=None if args.checks == str(CHECKS_DIR) else args.checks)
+                               checks=checks)
     results, reused, ran = done.results, done.reused, done.ran
     rec = record.build(c, results, reused=reused, run=ran,
                        screening=record.read_screening(args.screening) if args.screening

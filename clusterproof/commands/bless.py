@@ -5,8 +5,9 @@ import re
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.references import bless
-from clusterproof.results.database import add_selection_args, records, select_sessions
+from clusterproof.analysis import bless
+from clusterproof.commands.selection import add_selection_args, select_sessions
+from clusterproof.store.sessions import records
 
 
 def register(subparsers):

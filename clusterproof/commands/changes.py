@@ -6,9 +6,9 @@ import json
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.results import changes, history
-from clusterproof.results.database import add_selection_args, parse_since
-from clusterproof.store import findings
+from clusterproof.analysis import detector, findings
+from clusterproof.commands.selection import add_selection_args, parse_since
+from clusterproof.store import history, sources
 
 
 def register(subparsers):
@@ -40,14 +40,14 @@ def register(subparsers):
     p.add_argument('--all', action='store_true',
                    help='also list the noise of figures without a change')
     p.add_argument('--max-detectable', type=float,
-                   default=changes.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
+                   default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
                    help='a figure whose minimum detectable change is larger is too noisy '
                         'to judge (default %(default)g)')
     p.set_defaults(func=run)
 
 
 def run(args):
-    settings = changes.Settings(max_detectable=args.max_detectable / 100)
+    settings = detector.Settings(max_detectable=args.max_detectable / 100)
 
     def wanted(h):
         return (not args.test or args.test in h.test) and (not args.figure
@@ -55,7 +55,7 @@ def run(args):
     if _kept_apply(args, settings):
         # the whole history of the store's figures, default settings: the
         # findings `clusterproof store ingest` keeps, where current
-        (found, quiet, noisy, skipped), total, now = findings.detect(
+        (found, quiet, noisy, skipped), total, now = findings.detect_kept(
             findings.stores_read(), settings, system=args.system, want=wanted)
         if not total:
             raise ClusterproofError('no figures in the history selected')
@@ -63,7 +63,7 @@ def run(args):
     else:
         hists = [h for h in _load(args) if wanted(h)]
         total = len(hists)
-        found, quiet, noisy, skipped = changes.detect(hists, settings)
+        found, quiet, noisy, skipped = findings.detect(hists, settings)
     if args.format == 'json':
         print(json.dumps(found, indent=1))
         return 0
@@ -83,7 +83,7 @@ def _load(args):
         if args.session or args.last or args.since or args.mode:
             raise ClusterproofError('--session, --last, --since and --mode select sessions of '
                                     'the results database; not with PATH arguments')
-        hists = history.load(args.sources)
+        hists = sources.load(args.sources)
         if args.system:
             hists = [h for h in hists if h.system == args.system]
     else:

@@ -4,9 +4,11 @@ session, and slow drift over the history; exit status 1 on a regression."""
 import polars as pl
 
 from clusterproof import ClusterproofError
-from clusterproof.results import compare, history
+from clusterproof.analysis import compare
+from clusterproof.commands.selection import add_store_arg
 from clusterproof.references.judge import reference_file
-from clusterproof.results.database import add_store_arg, load_sessions, records, select
+from clusterproof.store import history
+from clusterproof.store.sessions import load_sessions, records, select
 
 
 def register(subparsers):
@@ -60,7 +62,7 @@ def run(args):
         new = load_sessions(ids=[args.sessions[-1]], system=args.system)
     else:
         new = load_sessions(last=1, system=args.system)
-    if not new or not new[0].cases:
+    if not new or not new[0].recs:
         raise ClusterproofError('no session to compare'
                                 + (f' on system {args.system}' if args.system else ''))
     session = new[0]

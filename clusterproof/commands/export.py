@@ -3,8 +3,8 @@
 import sys
 
 from clusterproof import ClusterproofError
-from clusterproof.results.database import (add_selection_args, none_selected, select,
-                                           selection)
+from clusterproof.commands.selection import add_selection_args, none_selected, selection
+from clusterproof.store.sessions import select
 from clusterproof.store import export
 
 

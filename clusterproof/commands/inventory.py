@@ -12,7 +12,9 @@ def register(subparsers):
     p = subparsers.add_parser(
         'inventory', help="this node's hardware, as the inventory checks read it",
         description='Print what this node has (sockets, cores, threads per core, NUMA nodes, '
-                    f'memory) as one line tagged {REPORT_TAG}, for the SystemInventory check.')
+                    'memory, GPUs from nvidia-smi -L, rocm-smi or /sys/class/drm, or why none '
+                    "was found, and the node's Slurm record) as one line tagged "
+                    f'{REPORT_TAG}, for the SystemInventory check.')
     p.add_argument('--report', action='store_true', required=True,
                    help="print this node's report")
     p.add_argument('--pmem', action='store_true',

@@ -2,11 +2,12 @@
 
 from pathlib import Path
 
-from clusterproof.results import history, report
-from clusterproof.store import findings
+from clusterproof.analysis import findings
+from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import results_dir, write_atomic
-from clusterproof.results.database import (add_selection_args, load_sessions, none_selected,
-                                           records, select, selection)
+from clusterproof.results import report
+from clusterproof.store import history
+from clusterproof.store.sessions import load_sessions, records, select
 
 
 def register(subparsers):

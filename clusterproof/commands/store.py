@@ -4,7 +4,8 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError, store
 from clusterproof.paths import results_db
-from clusterproof.store import findings
+from clusterproof.analysis import findings
+from clusterproof.store import sources
 
 
 def register(subparsers):
@@ -38,7 +39,7 @@ def run(args):
     if args.action == 'import':
         if not args.paths:
             raise ClusterproofError('import: give the CSV files or perflogs to import')
-        sessions, rows = store.import_history(args.paths, where)
+        sessions, rows = sources.import_history(args.paths, where)
         print(f'imported {rows} figure(s) of {sessions} session(s) into {where}')
     elif args.action == 'rebuild':
         n = store.rebuild(db, where)

@@ -175,24 +175,3 @@ def worst_case_job(engine, target, mode=None, **overrides):
         blocksize = -(-blocksize // align) * align
         params['filesize'] = max(-(-params['filesize'] // align) * align, align)
     return FioJob(engine=engine, target=target, blocksize=blocksize, **params)
-
-
-def parse_engines(enghelp_text):
-    """Engine names from ``fio --enghelp``."""
-    lines = enghelp_text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('Available IO engines')),
-                 None)
-    if start is None:
-        raise ValueError('fio --enghelp: no "Available IO engines:" line in '
-                         f'{enghelp_text.strip()[:200]!r}')
-    return [ln.strip() for ln in lines[start + 1:] if ln.strip()]
-
-
-def devdax_alignment(device, sysfs='/sys/bus/dax/devices'):
-    """Alignment (bytes) of ``/dev/daxX.Y`` from sysfs, or None."""
-    name = device.rsplit('/', 1)[-1]
-    try:
-        with open(f'{sysfs}/{name}/align') as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None

@@ -31,8 +31,8 @@ second (list repetition, no per-thread Python loop).
 import shlex
 from dataclasses import dataclass
 
-from clusterproof import ClusterproofError
-from clusterproof.site import hostlist
+from clusterproof import ClusterproofError, hostlist
+from clusterproof.methods import declared
 
 FORMATS = ('hostfile', 'slots', 'threadlist', 'srun', 'mpirun')
 #: srun's option that ends a step when one of its tasks dies: an MPI rank that
@@ -167,29 +167,28 @@ def place(nodes, threads):
     return Placement(tuple(names[:threads]), threads)
 
 
-#: the storage benchmarks ``extras['storage']['max_threads']`` may name
-BENCHMARKS = ('iozone', 'ior', 'mdtest')
-
-
 def declared_limit(storage, benchmark):
     """``(limit, key)`` of the most threads the system declares it holds for
-    ``benchmark`` (``key`` names where it is declared), or ``(None, None)``."""
-    if benchmark not in BENCHMARKS:
+    ``benchmark`` (``key`` names where it is declared), or ``(None, None)``.
+    The benchmarks are those the storage checks declare
+    (:func:`clusterproof.methods.declared.storage_benchmarks`)."""
+    benchmarks = declared.storage_benchmarks()
+    if benchmark not in benchmarks:
         raise ClusterproofError(f'placement: no thread limit for benchmark {benchmark!r} '
-                                f'(one of {", ".join(BENCHMARKS)})')
+                                f'(one of {", ".join(benchmarks)})')
     key = "extras['storage']['max_threads']"
     value = (storage or {}).get('max_threads')
     if isinstance(value, dict):
-        unknown = sorted(set(value) - set(BENCHMARKS))
+        unknown = sorted(set(value) - set(benchmarks))
         if unknown:
             raise ClusterproofError(f'{key} names {", ".join(map(repr, unknown))}: not a '
-                                    f'storage benchmark (one of {", ".join(BENCHMARKS)})')
+                                    f'storage benchmark (one of {", ".join(benchmarks)})')
         key, value = f'{key}[{benchmark!r}]', value.get(benchmark)
     if value is None:
         return None, None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ClusterproofError(f'{key} = {value!r}: want a whole number >= 1, or a dict of '
-                                f'them per benchmark ({", ".join(BENCHMARKS)})')
+                                f'them per benchmark ({", ".join(benchmarks)})')
     return value, key
 
 

@@ -2,7 +2,12 @@
 
 Error text can precede the JSON in the same stream (``fio: pid=..., err=95
 ...``, ``fio: terminating on signal 2``): parsing starts at the first ``{``;
-the text around the JSON is kept and read for signs of failure.
+the text around the JSON is kept and read for signs of failure. An output
+of several fio runs (appended: one JSON document after another) is read by
+the rule of every parser (:mod:`clusterproof.parsers.runs`): the last
+document, with the text between it and the one before, when all ran the
+same jobs (names, engine, pattern, block size); refused, naming what
+differs, when they did not. ``doc['_runs']`` and ``doc['_note']`` say so.
 
 Per job (a section, with ``group_reporting=1``) and direction: IOPS,
 bandwidth (MiB/s, from ``bw_bytes``; ``bw`` KiB/s before fio 3.3), mean
@@ -34,6 +39,7 @@ import json
 import re
 
 from clusterproof.parsers import ParseError
+from clusterproof.parsers import runs
 
 DIRECTIONS = ('read', 'write', 'trim')
 
@@ -56,16 +62,41 @@ def load(text, source='fio output'):
     if start < 0:
         raise ParseError(f'{source}: no JSON in the output (fio printed: '
                          f'{text.strip()[:300]!r}); run fio with --output-format=json')
-    try:
-        doc, end = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as err:
-        raise ParseError(f'{source}: fio JSON is cut or invalid at line {err.lineno}, column '
-                         f'{err.colno}: {err.msg} (was fio killed while writing it?)') from None
-    if not isinstance(doc, dict) or not isinstance(doc.get('jobs'), list):
-        raise ParseError(f'{source}: fio JSON has no "jobs" list')
-    doc['_preamble'] = text[:start].strip()
-    doc['_text'] = text[:start] + '\n' + text[start + end:]
+    docs = []               # (start, end, document) of each fio JSON document
+    while start >= 0:
+        try:
+            doc, length = json.JSONDecoder().raw_decode(text[start:])
+        except json.JSONDecodeError as err:
+            raise ParseError(f'{source}: fio JSON is cut or invalid at line {err.lineno}, '
+                             f'column {err.colno}: {err.msg} (was fio killed while writing '
+                             f'it?)') from None
+        if not isinstance(doc, dict) or not isinstance(doc.get('jobs'), list):
+            raise ParseError(f'{source}: fio JSON has no "jobs" list')
+        docs.append((start, start + length, doc))
+        start = _NEXT_DOC.search(text, start + length)
+        start = start.start() if start else -1
+    previous = docs[-2][1] if len(docs) > 1 else 0
+    begin, end, doc = docs[-1]
+    _where, note = runs.last_of(len(docs), source, 'fio', [_kind(d) for _, _, d in docs])
+    doc['_preamble'] = text[previous:begin].strip()
+    doc['_text'] = text[previous:begin] + '\n' + text[end:]
+    doc['_runs'], doc['_note'] = len(docs), note
     return doc
+
+
+#: the start of another fio JSON document after one (an appended output)
+_NEXT_DOC = re.compile(r'^\{\s*"fio version"', re.M)
+
+
+def _kind(doc):
+    """What the runs of one output must share: the jobs and their engine,
+    pattern and block size."""
+    jobs = doc.get('jobs') or []
+    opts = [options(doc, job) for job in jobs]
+    return {'jobs': ','.join(str(job.get('jobname', '?')) for job in jobs) or '?',
+            'ioengine': ','.join(str(o.get('ioengine', '?')) for o in opts) or '?',
+            'rw': ','.join(str(o.get('rw', o.get('readwrite', '?'))) for o in opts) or '?',
+            'bs': ','.join(str(o.get('bs', o.get('blocksize', '?'))) for o in opts) or '?'}
 
 
 #: lines fio prints when it stops early or an I/O fails
@@ -245,3 +276,13 @@ def section_figures(text, section, source='fio output', exit_status=None):
                          'want exactly one direction')
     return next(iter(dirs.values()))
 
+
+def parse_engines(enghelp_text):
+    """Engine names from ``fio --enghelp``."""
+    lines = enghelp_text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('Available IO engines')),
+                 None)
+    if start is None:
+        raise ValueError('fio --enghelp: no "Available IO engines:" line in '
+                         f'{enghelp_text.strip()[:200]!r}')
+    return [ln.strip() for ln in lines[start + 1:] if ln.strip()]

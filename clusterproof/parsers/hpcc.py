@@ -6,9 +6,10 @@ section's residual lines (same format as HPL, see :mod:`clusterproof.parsers.hpl
 
 HPCC appends to ``hpccoutf.txt``: a file from a directory where it ran
 before holds several runs, each from its banner (``This is the DARPA/DOE HPC
-Challenge Benchmark ...``). The newest run is read, and the result says how
-many runs the file holds and when the newest started; when the newest run
-has no complete summary (it was killed) the file is refused, naming the
+Challenge Benchmark ...``). They are read by the rule of every parser
+(:mod:`clusterproof.parsers.runs`): the last run is read, and the result
+says how many runs the file holds and when the last started; when the last
+run has no complete summary (it was killed) the file is refused, naming the
 count, never read from an older run.
 """
 
@@ -16,9 +17,11 @@ import re
 
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpl as hpl_parser
+from clusterproof.parsers import runs as run_parts
 
 BEGIN, END = 'Begin of Summary section.', 'End of Summary section.'
 BANNER = 'This is the DARPA/DOE HPC Challenge Benchmark'
+_BANNER = re.compile(r'^' + re.escape(BANNER), re.M)
 _STARTED = re.compile(r'^Current time \(\d+\) is (.*?)\s*$', re.M)
 
 #: the figures the HPCC check reports, with their units
@@ -47,30 +50,22 @@ def _value(text):
         return text
 
 
+def _started(text):
+    m = _STARTED.search(text)
+    return m.group(1) if m else ''
+
+
 def runs(text):
     """The runs a ``hpccoutf.txt`` holds, oldest first: ``[(started, text)]``
     (``started`` is the run's first ``Current time`` date, '' if none)."""
-    starts = [m.start() for m in re.finditer(r'^' + re.escape(BANNER), text, re.M)]
-    if not starts:
-        return [('', text)]
-    bounds = [0] + starts[1:] + [len(text)]
-    found = []
-    for begin, end in zip(bounds, bounds[1:]):
-        part = text[begin:end]
-        m = _STARTED.search(part)
-        found.append((m.group(1) if m else '', part))
-    return found
+    return [(_started(part), part) for part in run_parts.split(text, _BANNER)]
 
 
 def newest_run(text, source='hpccoutf.txt'):
-    """``(text of the newest run, where)``: ``where`` names the file and, when
-    it holds several runs, their count and the newest's start."""
-    found = runs(text)
-    started, part = found[-1]
-    if len(found) == 1:
-        return part, source
-    return part, (f'{source} holds {len(found)} runs (HPCC appends to it); the newest '
-                  f'(started {started or "at an unknown time"})')
+    """The last run (:func:`clusterproof.parsers.runs.one_run`): its
+    ``text``, ``source`` (the file and, when it holds several runs, which
+    run), ``runs`` and ``note``."""
+    return run_parts.one_run(text, _BANNER, source, 'HPCC', started=_started)
 
 
 def _stopped_in(text):
@@ -84,7 +79,8 @@ def _stopped_in(text):
 
 def summary(text, source='hpccoutf.txt'):
     """The summary section of the newest run as a dict (numbers converted)."""
-    text, where = newest_run(text, source)
+    run = newest_run(text, source)
+    text, where = run.text, run.source
     start = text.find(BEGIN)
     end = text.find(END, start)
     if start < 0 or end < 0:
@@ -103,13 +99,12 @@ def parse(text, source='hpccoutf.txt'):
     'note': ...}`` of the newest run; ``note`` says which run was read when
     the file holds several ('' when it holds one)."""
     figures = summary(text, source)
-    count = len(runs(text))
-    text, where = newest_run(text, source)
-    m = re.search(r'Begin of HPL section\.(.*?)End of HPL section\.', text, re.S)
+    run = newest_run(text, source)
+    m = re.search(r'Begin of HPL section\.(.*?)End of HPL section\.', run.text, re.S)
     if not m:
-        raise ParseError(f'{where}: no complete HPL section ("Begin of HPL section." ... '
+        raise ParseError(f'{run.source}: no complete HPL section ("Begin of HPL section." ... '
                          f'"End of HPL section.")')
-    return {'summary': figures, 'runs': count, 'note': f'{where} is read' if count > 1 else '',
+    return {'summary': figures, 'runs': run.runs, 'note': run.note,
             'hpl': hpl_parser.parse(m.group(1), f'{source} (HPL section)')}
 
 

@@ -10,11 +10,18 @@
 A run is a result only if every residual line says PASSED, at least one
 passed, none failed, and the passed count equals the number of result rows:
 :func:`verdict` says why not.
+
+An output of several runs (each from its ``HPLinpack 2.x`` banner: a job
+script run twice into one file) is read by the rule of every parser
+(:mod:`clusterproof.parsers.runs`): the last run, of whatever sizes (HPL.dat
+may change between runs; the check writes one run per job); the counts and
+rows of older runs are never added to it.
 """
 
 import re
 
 from clusterproof.parsers import ParseError
+from clusterproof.parsers import runs
 
 _RESULT = re.compile(
     r'^(W[RC]\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)\s*$', re.M)
@@ -24,11 +31,16 @@ _PASSED = re.compile(r'^\s*(\d+) tests completed and passed residual checks', re
 _FAILED = re.compile(r'^\s*(\d+) tests completed and failed residual checks', re.M)
 _SKIPPED = re.compile(r'^\s*(\d+) tests skipped because of illegal input values', re.M)
 _VERSION = re.compile(r'HPLinpack (\d+\.\d+\S*)')
+_BANNER = re.compile(r'^HPLinpack \d+\.\d+\S*\s+--', re.M)
 
 
 def parse(text, source='HPL output'):
     """``{'results': [...], 'residuals': [(value, status)], 'passed', 'failed',
-    'skipped', 'version'}``; counts are None when the closing lines are missing."""
+    'skipped', 'version', 'runs', 'note'}``; counts are None when the closing
+    lines are missing; ``runs`` and ``note`` say how many runs the output
+    holds and which was read."""
+    run = runs.one_run(text, _BANNER, source, 'HPL')
+    text, source = run.text, run.source
     results = [{'variant': m.group(1), 'n': int(m.group(2)), 'nb': int(m.group(3)),
                 'p': int(m.group(4)), 'q': int(m.group(5)), 'time': float(m.group(6)),
                 'gflops': float(m.group(7))} for m in _RESULT.finditer(text)]
@@ -41,7 +53,8 @@ def parse(text, source='HPL output'):
     version = _VERSION.search(text)
     return {'results': results, 'residuals': residuals, 'passed': count(_PASSED),
             'failed': count(_FAILED), 'skipped': count(_SKIPPED),
-            'version': version.group(1) if version else None, 'source': source}
+            'version': version.group(1) if version else None, 'source': source,
+            'runs': run.runs, 'note': run.note}
 
 
 def verdict(parsed):

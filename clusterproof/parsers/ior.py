@@ -20,6 +20,16 @@ Two sources, one result (:class:`IorRun`):
   the ``Summary of all tests:`` table. IOR 3.0 prints its options as
   ``key = value`` and ``Command line used:``.
 
+A text output of several runs (each from its ``IOR-x.y: MPI Coordinated
+Test of Parallel I/O`` banner: IOR's own test scripts, an administrator's
+loop over APIs and task counts, a job script run twice into one file) is
+read by the rule of every parser (:mod:`clusterproof.parsers.runs`): the
+last run when all have the same API, access, operations, tasks, transfer
+and block size; refused, naming the count and what differs run by run,
+when they do not (POSIX then MPIIO, 4 then 32 tasks). :func:`split_runs`
+gives each run's text, for a caller that runs IOR several times on purpose
+(the IOR check: a write run, then a read run).
+
 A text output without the summary table is refused, naming what it shows:
 every iteration's row but no table and no ``Finished`` line is IOR run as a
 library (IO500 calls ``ior_run()`` without ``-v``, which prints neither);
@@ -38,7 +48,9 @@ Facts the text parser relies on (tests/data/ior/ has real recordings):
 - ``remove`` rows (no ``-k``) hold ``-`` placeholders and are not results;
 - ``WARNING:`` lines (for instance the expected aggregate size differs from
   the bytes moved, after a stonewall deadline) and ``ERROR`` lines (failed
-  open, MPI_ABORT) are collected so a check can fail its sanity and quote them.
+  open, MPI_ABORT), with the error lines of the MPI library, UCX and Slurm
+  (:mod:`clusterproof.parsers.runtime_errors`), are collected so a check can
+  fail its sanity and quote them.
 
 Bandwidth is MiB/s (2^20 bytes/s) as IOR prints it; :func:`gb_per_s` gives
 the GB/s (10^9 bytes/s) the published figures use.
@@ -48,7 +60,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, runs, runtime_errors
 
 MIB = 1024 ** 2
 
@@ -78,8 +90,8 @@ _SUMMARY_HEAD = re.compile(r'^Operation\s+Max\(MiB\).*$', re.M)
 _REORDER_LINE = "Using reorderTasks '-C'"
 _WARNING = re.compile(r'^.*\bWARNING:.*$', re.M)
 #: error lines: ``ERROR`` (IOR, mdtest 3.x/4.x), ``Process N(...): FAILED in <function>,``
-#: (LLNL mdtest 1.9.x), Open MPI's abort notice
-_ERROR = re.compile(r'^.*(?:\bERROR\b|: FAILED in \w+,|MPI_ABORT was invoked).*$', re.M)
+#: (LLNL mdtest 1.9.x); the MPI library's are :mod:`clusterproof.parsers.runtime_errors`'
+_ERROR = re.compile(r'^.*(?:\bERROR\b|: FAILED in \w+,).*$', re.M)
 
 #: summary-table columns kept, and their names in the result
 _SUMMARY_COLS = {
@@ -117,6 +129,8 @@ class IorRun:
     iterations: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     errors: list = field(default_factory=list)
+    runs: int = 1                     # runs the output holds (the last is read)
+    note: str = ''                    # which run was read, when there are several
 
     @property
     def stonewalled(self):
@@ -149,12 +163,17 @@ def _number(text, what, source):
 
 
 def problem_lines(*texts):
-    """``(errors, warnings)``: the ERROR and WARNING: lines of the texts, in order."""
+    """``(errors, warnings)``: the ERROR and WARNING: lines of the texts, in
+    order; the error lines of the MPI library, UCX and Slurm
+    (:mod:`clusterproof.parsers.runtime_errors`: ``ORTE_ERROR_LOG``,
+    ``srun: error:`` ...) are errors too."""
     errors, warnings = [], []
     for text in texts:
-        if text:
-            errors += [m.group(0).strip() for m in _ERROR.finditer(text)]
-            warnings += [m.group(0).strip() for m in _WARNING.finditer(text)]
+        for line in (text or '').splitlines():
+            if _ERROR.match(line) or runtime_errors.error_lines(line):
+                errors.append(line.strip())
+            if _WARNING.match(line):
+                warnings.append(line.strip())
     return errors, warnings
 
 
@@ -219,12 +238,34 @@ def _why_no_summary(run, text, repetitions):
     return f'iteration rows: {done or "none"}: IOR did not finish'
 
 
+def split_runs(text):
+    """The text of each IOR run of a text output, oldest first."""
+    return runs.split(text, _VERSION)
+
+
+def _kind(text):
+    """What the runs of one output must share (:mod:`clusterproof.parsers.runs`)."""
+    options = {k: v for k, v in _OPTION.findall(text)}
+    summary_at = text.find('Summary of all tests:')
+    ops = dict.fromkeys(m.group(1) for m in _ITER.finditer(text[:summary_at]
+                                                            if summary_at >= 0 else text))
+    return {'API': options.get('api', '?'), 'access': options.get('access', '?'),
+            'operations': '+'.join(ops) or '?',
+            'tasks': options.get('tasks') or options.get('clients') or '?',
+            'transfer': options.get('xfersize', '?'), 'block': options.get('blocksize', '?')}
+
+
 def parse_text(text, source='IOR output', stderr=''):
     """:class:`IorRun` from IOR's text output (stdout; ``stderr`` adds its
     ERROR/WARNING lines). A run without a summary table is an error naming
-    ``source`` and quoting the first ERROR line if there is one."""
+    ``source`` and quoting the first ERROR line if there is one. An output
+    of several runs gives the last, or is refused when they differ in kind
+    (the module's documentation)."""
+    chosen = runs.one_run(text, _VERSION, source, 'IOR', kind=_kind)
+    text, source = chosen.text, chosen.source
     errors, warnings = problem_lines(text, stderr)
-    run = IorRun(source, 'text', errors=errors, warnings=warnings)
+    run = IorRun(source, 'text', errors=errors, warnings=warnings, runs=chosen.runs,
+                 note=chosen.note)
     m = _VERSION.search(text)
     run.version = m.group(1) if m else ''
     m = _CMD.search(text)

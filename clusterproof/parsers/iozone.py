@@ -1,7 +1,11 @@
 """IOzone 3.4xx throughput-mode output (``-t N``, with or without ``-+m``).
 
 One output may hold several IOzone runs (the job runs the write pass, then
-the read pass); :func:`parse` returns one record per run, in order.
+the read pass); :func:`parse` returns one record per run, in order. A test
+found in several runs (an output appended to: write, read, write, read) is
+read by the rule of every parser (:mod:`clusterproof.parsers.runs`) in
+:func:`find_test`: from the last of them when they ran the same threads,
+file and record sizes, mode; refused, naming what differs, when they did not.
 
 Per test (``initial writers``, ``rewriters``, ``readers``, ``re-readers``,
 ``random readers``, ``random writers``, ...):
@@ -22,6 +26,7 @@ Per test (``initial writers``, ``rewriters``, ``readers``, ``re-readers``,
 import re
 
 from clusterproof.parsers import ParseError
+from clusterproof.parsers import runs as run_rule
 
 KIB = 1024
 
@@ -117,16 +122,26 @@ def parse(text, source='IOzone output'):
             raise ParseError(f'{source} (IOzone run {n}): no "{_COMPLETE}" line; the run was '
                              f'cut short')
         runs.append(run)
-    return {'version': version.group(1) if version else '', 'runs': runs}
+    return {'version': version.group(1) if version else '', 'runs': runs, 'source': source}
+
+
+def _kind(run):
+    return {'threads': run['threads'], 'file kB': run['file_kb'], 'record kB': run['record_kb'],
+            'cluster mode': run['cluster_mode'], 'O_DIRECT': run['direct_io']}
 
 
 def find_test(parsed, name):
-    """The last run's entry for test ``name`` (e.g. ``'initial writers'``)."""
-    for run in reversed(parsed['runs']):
-        if name in run['tests']:
-            return run['tests'][name]
-    have = sorted({t for r in parsed['runs'] for t in r['tests']})
-    raise ParseError(f'IOzone output has no {name!r} result (have: {", ".join(have)})')
+    """The entry for test ``name`` (e.g. ``'initial writers'``): of the
+    only run that has it, or the last of several of one kind
+    (:func:`clusterproof.parsers.runs.last_of`: runs that differ are refused)."""
+    having = [run for run in parsed['runs'] if name in run['tests']]
+    if not having:
+        have = sorted({t for r in parsed['runs'] for t in r['tests']})
+        raise ParseError(f'{parsed.get("source", "IOzone output")} has no {name!r} result '
+                         f'(have: {", ".join(have)})')
+    run_rule.last_of(len(having), f'{parsed.get("source", "IOzone output")} ({name!r})',
+                     'IOzone', [_kind(run) for run in having])
+    return having[-1]['tests'][name]
 
 
 def to_gbps(kb_per_s):

@@ -16,12 +16,19 @@ directory rows.
 ``WARNING:`` and ``ERROR`` lines (1.9.x: ``Process N(): FAILED in ...``) are
 collected (an mdtest run without ``-w``/``-e`` warns that the read test only
 opens and closes).
+
+An output of several runs (each from its ``-- started at ... --`` line: a
+loop of mdtest runs into one log, IO500's easy and hard phases) is read by
+the rule of every parser (:mod:`clusterproof.parsers.runs`): the last run
+when all ran the same tasks, nodes, files and options (paths aside);
+refused, naming what differs, when they did not.
 """
 
 import re
 from dataclasses import dataclass, field
 
 from clusterproof.parsers import ParseError
+from clusterproof.parsers import runs
 from clusterproof.parsers.ior import problem_lines
 
 #: the rows a metadata check reports, in mdtest's order
@@ -40,6 +47,19 @@ _CMD = re.compile(r'^Command line used: (.*)$', re.M)
 _ITEMS = re.compile(r'^(\d+) tasks, (\d+) files(/directories)?\s*$', re.M)
 _FINISHED = re.compile(r'^-- finished at .* --\s*$', re.M)
 _SHIFT = re.compile(r'Shifting ranks by (\d+) for each phase')
+_BANNER = re.compile(r'^-- started at .* --\s*$', re.M)
+
+
+def _kind(text):
+    """What the runs of one output must share: tasks, nodes, files and the
+    options of the command line without their paths."""
+    m = _VERSION.search(text)
+    cmd = _CMD.search(text)
+    items = _ITEMS.search(text)
+    options = [t.strip('\'"') for t in (cmd.group(1).split()[1:] if cmd else [])]
+    return {'tasks': m.group(2) if m else '?', 'nodes': m.group(3) if m else '?',
+            'files': items.group(2) if items else '?',
+            'options': ' '.join(t for t in options if '/' not in t) or '?'}
 
 
 @dataclass
@@ -56,6 +76,8 @@ class MdtestRun:
     rates: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     errors: list = field(default_factory=list)
+    runs: int = 1                # runs the output holds (the last is read)
+    note: str = ''               # which run was read, when there are several
 
     def problems(self):
         return self.errors + self.warnings
@@ -71,8 +93,11 @@ class MdtestRun:
 def parse(text, source='mdtest output', stderr=''):
     """:class:`MdtestRun` from mdtest's stdout (``stderr`` adds its ERROR and
     WARNING lines). No rate table is an error naming ``source``."""
+    chosen = runs.one_run(text, _BANNER, source, 'mdtest', kind=_kind)
+    text, source = chosen.text, chosen.source
     errors, warnings = problem_lines(text, stderr)
-    run = MdtestRun(source, errors=errors, warnings=warnings)
+    run = MdtestRun(source, errors=errors, warnings=warnings, runs=chosen.runs,
+                    note=chosen.note)
     m = _VERSION.search(text)
     if m:
         run.version, run.tasks, run.nodes = m.group(1), int(m.group(2)), int(m.group(3))

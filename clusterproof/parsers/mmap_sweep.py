@@ -5,11 +5,18 @@ Figures: wall_s, cpu_s (user+sys of all threads), io_idle_s (wall -
 cpu/threads), throughput_mib_s, bytes_touched. :func:`problems` is the
 sanity rule: status ok, the checksum verified where it can be, the bytes
 touched as the arguments say, CPU time within wall time x threads.
+
+An output of several runs (each from its ``mmap_sweep_version=`` line) is
+read by the rule of every parser (:mod:`clusterproof.parsers.runs`): the
+last run when all swept the same target, mode, size, chunk, stride and
+threads; refused, naming what differs, when they did not (a sweep over
+parameters into one log); keys of older runs never fill a cut last run.
 """
 
 import re
 
 from clusterproof.parsers import ParseError
+from clusterproof.parsers import runs
 
 INT_KEYS = ('size', 'a', 'b', 'threads', 'steps', 'bytes_touched', 'checksum')
 FLOAT_KEYS = ('wall_s', 'user_s', 'sys_s', 'cpu_s', 'io_idle_s', 'throughput_mib_s')
@@ -17,6 +24,23 @@ STR_KEYS = ('mmap_sweep_version', 'target', 'path', 'mode', 'verified', 'status'
 REQUIRED = INT_KEYS + FLOAT_KEYS + STR_KEYS
 
 _LINE = re.compile(r'^([a-z_]+)=(.*)$')
+_BANNER = re.compile(r'^mmap_sweep_version=', re.M)
+#: what the runs of one output must share
+KIND_KEYS = ('target', 'mode', 'size', 'a', 'b', 'threads')
+
+
+def _values(text):
+    values = {}
+    for line in text.splitlines():
+        m = _LINE.match(line.strip())
+        if m:
+            values[m.group(1)] = m.group(2)
+    return values
+
+
+def _kind(text):
+    values = _values(text)
+    return {k: values.get(k, '?') for k in KIND_KEYS}
 
 #: slack on "cpu_s <= wall_s x threads": getrusage ticks vs. the monotonic clock
 CPU_SLACK_S = 0.02
@@ -24,12 +48,11 @@ CPU_SLACK_S = 0.02
 
 def parse(text, source='mmap_sweep output'):
     """The key/value lines as a dict with numbers converted; a missing key
-    is an error naming ``source`` and the key."""
-    values = {}
-    for line in text.splitlines():
-        m = _LINE.match(line.strip())
-        if m:
-            values[m.group(1)] = m.group(2)
+    is an error naming ``source`` and the key. ``runs`` and ``note`` say how
+    many runs the output holds and which was read."""
+    run = runs.one_run(text, _BANNER, source, 'mmap_sweep', kind=_kind)
+    source = run.source
+    values = _values(run.text)
     missing = [k for k in REQUIRED if k not in values]
     if missing:
         status = values.get('status')
@@ -44,6 +67,7 @@ def parse(text, source='mmap_sweep output'):
             out[k] = float(values[k])
     except ValueError as err:
         raise ParseError(f'{source}: unreadable value: {err}') from None
+    out['runs'], out['note'] = run.runs, run.note
     return out
 
 

@@ -3,15 +3,27 @@
 ``# OSU MPI Bandwidth Test v7.4`` then a column header such as
 ``# Size      Bandwidth (MB/s)`` or ``# Size                  MB/s        Messages/s``
 and one row per message size (bytes). MB/s is 10^6 bytes/s.
+
+An output of several runs (each from its ``# OSU ...`` title) is read by
+the rule of every parser (:mod:`clusterproof.parsers.runs`): the last run
+when all are the same benchmark; refused, naming the benchmarks, when they
+are not (osu_bw then osu_latency into one log).
 """
 
 import re
 
 from clusterproof.parsers import ParseError
+from clusterproof.parsers import runs
 
 _TITLE = re.compile(r'^# (OSU .*?) v(\d+\.\d+(?:\.\d+)?)\s*$', re.M)
 _HEADER = re.compile(r'^#\s*Size\s+(.*)$', re.M)
 _ROW = re.compile(r'^(\d+)[ \t]+([0-9.eE+-]+(?:[ \t]+[0-9.eE+-]+)*)[ \t]*$', re.M)
+
+
+def _kind(text):
+    """What the runs of one output must share: the benchmark."""
+    m = _TITLE.search(text)
+    return {'benchmark': f'{m.group(1)} v{m.group(2)}' if m else '?'}
 
 
 def _columns(header):
@@ -21,7 +33,11 @@ def _columns(header):
 
 
 def parse(text, source='OSU output'):
-    """``{'title', 'version', 'columns': [...], 'rows': {size: [values]}}``."""
+    """``{'title', 'version', 'columns': [...], 'rows': {size: [values]},
+    'runs', 'note'}`` (``runs``, ``note``: how many runs the output holds,
+    which was read)."""
+    run = runs.one_run(text, _TITLE, source, 'OSU', kind=_kind)
+    text, source = run.text, run.source
     title = _TITLE.search(text)
     header = _HEADER.search(text)
     if not title or not header:
@@ -37,7 +53,8 @@ def parse(text, source='OSU output'):
         rows[int(m.group(1))] = values
     if not rows:
         raise ParseError(f'{source}: header but no result rows (the run was cut short?)')
-    return {'title': title.group(1), 'version': title.group(2), 'columns': columns, 'rows': rows}
+    return {'title': title.group(1), 'version': title.group(2), 'columns': columns, 'rows': rows,
+            'runs': run.runs, 'note': run.note}
 
 
 def column(parsed, name):

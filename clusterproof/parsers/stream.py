@@ -1,9 +1,17 @@
 """STREAM 5.10 output: the Copy/Scale/Add/Triad best rates (MB/s, 10^6 B/s),
-the array size and thread count, and whether the solution validates."""
+the array size and thread count, and whether the solution validates.
+
+An output of several runs (``STREAM version $Revision: 5.10 $`` each) is
+read by the rule of every parser (:mod:`clusterproof.parsers.runs`): the
+last run when all have the same array size, thread count and repetitions;
+refused, naming what differs, when they do not (a sweep over thread counts
+into one log).
+"""
 
 import re
 
 from clusterproof.parsers import ParseError
+from clusterproof.parsers import runs
 
 KERNELS = ('Copy', 'Scale', 'Add', 'Triad')
 
@@ -13,13 +21,24 @@ _ARRAY = re.compile(r'^Array size = (\d+) \(elements\)', re.M)
 _THREADS = re.compile(r'^Number of Threads counted = (\d+)', re.M)
 _NTIMES = re.compile(r'^Each kernel will be executed (\d+) times', re.M)
 VALIDATES = 'Solution Validates'
+_BANNER = re.compile(r'^STREAM version \$Revision', re.M)
+
+
+def _kind(text):
+    """What the runs of one output must share."""
+    return {what: (m.group(1) if m else '?') for what, m in (
+        ('array size', _ARRAY.search(text)), ('threads', _THREADS.search(text)),
+        ('times', _NTIMES.search(text)))}
 
 
 def parse(text, source='STREAM output'):
     """``{'rates': {kernel: MB/s}, 'array_size', 'threads', 'ntimes', 'validates'}``.
 
     Every kernel row must be present: a missing one is an error naming
-    ``source`` (a truncated run is not a result)."""
+    ``source`` (a truncated run is not a result). ``runs`` and ``note``
+    say how many runs the output holds and which was read."""
+    run = runs.one_run(text, _BANNER, source, 'STREAM', kind=_kind)
+    text, source = run.text, run.source
     rates = {m.group(1): float(m.group(2)) for m in _ROW.finditer(text)}
     missing = [k for k in KERNELS if k not in rates]
     if missing:
@@ -34,4 +53,6 @@ def parse(text, source='STREAM output'):
         'threads': int(threads.group(1)) if threads else None,
         'ntimes': int(ntimes.group(1)) if ntimes else None,
         'validates': VALIDATES in text,
+        'runs': run.runs,
+        'note': run.note,
     }

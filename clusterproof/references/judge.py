@@ -516,42 +516,83 @@ def bounds(ref, lower, upper):
 # -- judging ------------------------------------------------------------------
 
 class Verdict(enum.StrEnum):
-    """The one verdict of a figure, a test case or an acceptance item, from
-    :func:`judge` through ``compare``, ``acceptance`` and the report. Its
-    value is the text every output shows; :attr:`failing` and
-    :attr:`bucket` say what it counts as (nothing parses the text back)."""
-    PASS = 'pass'                   # inside the bounds
+    """The one verdict vocabulary: of a figure, a test case, an acceptance
+    item (of the declared references or of a contract), a screened node and
+    a node probed for persistent memory. :func:`judge` and every judge
+    (``analysis.compare``, ``acceptance``, ``results.acceptance``,
+    ``screen.judge``, ``site.pmem``) give one, with its reason in a
+    :class:`Judgement`. Its value is the one text every output and every
+    record shows; :attr:`failing` and :attr:`bucket` say what it counts as
+    (nothing parses the text back; :meth:`read` reads a recorded one)."""
+    PASS = 'pass'                   # inside the bounds; a node like its peers; a fit node
     REGRESSION = 'REGRESSION'       # beyond the bound on the worse side
     OUT_OF_BOUNDS = 'OUT-OF-BOUNDS'  # beyond a bound on the better side (ReFrame fails it too)
     XFAIL = 'xfail'                 # beyond a bound of a $xfail reference: failed as expected
     XPASS = 'xpass'                 # met a $xfail reference: a stale mark, a failure
-    FAILED = 'FAILED'               # nothing measured (the reason says why)
+    FAILED = 'FAILED'               # nothing measured, the check failed, the node unfit (reason)
     SKIPPED = 'skipped'             # the test case was skipped
     NO_REF = 'no-ref'               # nothing to judge against
-    NOT_JUDGED = 'not-judged'       # a smoke or emulated figure shown beside a real reference
-    MISSING = 'missing'             # in the base session, not in the new one
+    NOT_JUDGED = 'not judged'       # a smoke or emulated figure shown beside a real reference
+    MISSING = 'missing'             # in the base session, not in the new one; a node without result
     NOT_ACCEPTED = 'not accepted'   # acceptance: smoke or emulated figures are never accepted
+    SLOW = 'slow'                   # screening: a node worse than its peers or its reference
+    FAIL = 'fail'                   # a contract's committed item that missed its commitment
+    NOT_MEASURED = 'not measured'   # a contract's item without any run
+    INVALID = 'invalid'             # a contract's item with runs, too few of them valid
+    REPORTED = 'reported'           # a contract's informative item: reported, never judged
 
     @property
     def failing(self):
-        """True for a verdict that fails a comparison or an acceptance
-        (``xpass`` as ReFrame counts it: an expected failure that did not
-        happen)."""
+        """True for a verdict that fails a comparison, an acceptance or a
+        screening (``xpass`` as ReFrame counts it: an expected failure that
+        did not happen)."""
         return self in _FAILING
 
     @property
     def bucket(self):
-        """The count of the report this verdict goes to (see
-        ``results.report.BUCKETS``), else its own text."""
+        """The :class:`Bucket` this verdict is counted in (the report's
+        counts, ``results.report.BUCKETS``), else its own text."""
         return _BUCKETS.get(self, self.value)
+
+    @classmethod
+    def read(cls, text):
+        """The verdict a record or an output spelled ``text``, old spellings
+        included (a screening before the one vocabulary wrote ``ok`` and
+        ``failed``, a comparison ``not-judged``); a ValueError naming the
+        text when it is none."""
+        if isinstance(text, cls):
+            return text
+        text = str(text)
+        found = _OLD_SPELLINGS.get(text, text)
+        try:
+            return cls(found)
+        except ValueError:
+            raise ValueError(f'{text!r} is not a verdict (known: '
+                             f'{", ".join(v.value for v in cls)})') from None
+
+
+class Bucket(enum.StrEnum):
+    """What a verdict is counted as on the report's first screen: the name
+    of the verdict it counts with, in lower case and words (``REGRESSION``
+    is counted as ``regression``, ``OUT-OF-BOUNDS`` as ``out of bounds``,
+    ``no-ref`` with ``not judged``)."""
+    PASS = Verdict.PASS.value
+    REGRESSION = Verdict.REGRESSION.lower()
+    FAILED = Verdict.FAILED.lower()
+    SKIPPED = Verdict.SKIPPED.value
+    NOT_JUDGED = Verdict.NOT_JUDGED.value
+    OUT_OF_BOUNDS = Verdict.OUT_OF_BOUNDS.lower().replace('-', ' ')
 
 
 _FAILING = frozenset({Verdict.REGRESSION, Verdict.OUT_OF_BOUNDS, Verdict.XPASS,
-                      Verdict.FAILED, Verdict.NOT_ACCEPTED})
-_BUCKETS = {Verdict.PASS: 'pass', Verdict.REGRESSION: 'regression', Verdict.FAILED: 'failed',
-            Verdict.SKIPPED: 'skipped', Verdict.NO_REF: 'not judged',
-            Verdict.NOT_JUDGED: 'not judged', Verdict.OUT_OF_BOUNDS: 'out of bounds'}
-#: verdicts that fail a comparison or an acceptance
+                      Verdict.FAILED, Verdict.NOT_ACCEPTED, Verdict.SLOW, Verdict.FAIL, Verdict.NOT_MEASURED, Verdict.INVALID})
+_BUCKETS = {Verdict.PASS: Bucket.PASS, Verdict.REGRESSION: Bucket.REGRESSION,
+            Verdict.FAILED: Bucket.FAILED, Verdict.SKIPPED: Bucket.SKIPPED,
+            Verdict.NO_REF: Bucket.NOT_JUDGED, Verdict.NOT_JUDGED: Bucket.NOT_JUDGED,
+            Verdict.OUT_OF_BOUNDS: Bucket.OUT_OF_BOUNDS}
+#: spellings written before the one vocabulary, read as the verdict they meant
+_OLD_SPELLINGS = {'ok': 'pass', 'failed': 'FAILED', 'not-judged': 'not judged'}
+#: verdicts that fail a comparison, an acceptance or a screening
 FAILING = tuple(v for v in Verdict if v.failing)
 
 

@@ -191,10 +191,10 @@ def case_rows(uuid, start, end, report, source):
     of every test case of one session's run report."""
     info = report.get('session_info', {})
     return [row for run in report.get('runs', []) for tc in run.get('testcases', [])
-            for row in testcase_rows(tc, uuid, start, end, info, source)]
+            for row in _testcase_rows(tc, uuid, start, end, info, source)]
 
 
-def testcase_rows(tc, uuid, start, end, info, source):
+def _testcase_rows(tc, uuid, start, end, info, source):
     """Figure rows of one test case ``tc`` of session ``uuid``."""
     name = tc.get('name', '')
     result = tc.get('result', '') or ''

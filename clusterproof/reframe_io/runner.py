@@ -3,9 +3,14 @@
 The one module that starts ``reframe`` for clusterproof (``acceptance``, the
 tests, the scripts) and reads back what it did: every run is given
 ``--report-file`` and the session (its UUID, its test cases) is read from
-that JSON run report, never from ReFrame's console text. It also parses
+that JSON run report, never from ReFrame's console text. A run whose
+selection matched no test case is an error naming the selection
+(:class:`NoTestCase`, :func:`require_cases`): ReFrame itself reports
+``Ran 0/0 test case(s)``, exits 0 and writes no report. It also parses
 ReFrame's ``--mode`` option (:func:`reframe_mode`, what
-:func:`clusterproof.modes.current_mode` decides the mode with).
+:func:`clusterproof.modes.current_mode` decides the mode with), and reads
+what the checks are (:func:`describe`: each test case's check, parameters
+and figures, from ``reframe --describe``).
 
 Written against ReFrame 4.10.4 (``requirements.lock``), whose run report has
 ``session_info.data_version`` :data:`DATA_VERSION`; a report of another
@@ -19,6 +24,7 @@ This module imports nothing from ReFrame: check files import
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -36,6 +42,13 @@ class NotARunReport(ClusterproofError):
     """The file is absent, unreadable or no run report (not JSON, no
     ``session_info.uuid``): what a run interrupted before writing its report
     leaves. A report of another format version is not this: it is an error."""
+
+
+class NoTestCase(ClusterproofError):
+    """A ReFrame run whose selection (``-c``, ``-n``, ``-x``, ``-t``,
+    ``--system``, ``--mode``...) matched no test case: ReFrame prints ``Ran
+    0/0 test case(s)``, exits 0 and writes no run report; clusterproof
+    takes it for an error, never for a run that passed."""
 
 
 def reframe_command():
@@ -107,13 +120,63 @@ def session_of(report_file):
     return read_report(path)['session_info']['uuid'] if path.is_file() else None
 
 
+#: ReFrame's options that decide which test cases a run selects, with a value
+_SELECTING = {'-c', '--checkpath', '-n', '--name', '-x', '--exclude', '-t', '--tag', '-T',
+              '--exclude-tag', '-p', '--prgenv', '-E', '--filter-expr', '--maintainer', '-P',
+              '--parameterize', '--system', '--mode', '--restore-session'}
+#: ... and without one
+_SELECTING_FLAGS = {'-R', '--recursive', '--cpu-only', '--gpu-only', '--failed'}
+
+
+def selection(args):
+    """The options of the ``reframe`` arguments ``args`` that select its test
+    cases, as one shell-quoted string (what an empty selection names)."""
+    args = [str(a) for a in args]
+    out = []
+    for i, arg in enumerate(args):
+        opt = arg.split('=', 1)[0] if arg.startswith('--') else arg
+        if opt in _SELECTING_FLAGS or (opt in _SELECTING and opt != arg):
+            out.append(arg)
+        elif arg in _SELECTING and i + 1 < len(args):
+            out += [arg, args[i + 1]]
+    return shlex.join(out)
+
+
+def cases_selected(report_file, status):
+    """How many test cases the finished ``reframe`` run selected: the count
+    of its run report ``report_file``; 0 when ReFrame ended with status 0
+    without writing it (it writes none of a session without test cases);
+    None when it failed before (no report, non-zero status)."""
+    path = Path(report_file)
+    if path.is_file():
+        report = read_report(path)
+        return int(report['session_info'].get('num_cases', len(testcases(report))))
+    return 0 if status == 0 else None
+
+
+def no_case_message(args):
+    """The one line that says the run ``reframe ARGS`` selected nothing."""
+    sel = selection(args)
+    return (f'ReFrame selected no test case: nothing matches {sel or "(no selection)"}; '
+            f'list what it does match with: reframe {sel} -l')
+
+
+def require_cases(args, report_file, status):
+    """Raise :class:`NoTestCase` when the finished run ``reframe ARGS``
+    (exit ``status``, run report ``report_file``) selected no test case:
+    the one rule every command that runs ReFrame applies."""
+    if cases_selected(report_file, status) == 0:
+        raise NoTestCase(no_case_message(args))
+
+
 def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None):
     """Run ``reframe ARGS --report-file FILE`` (``report_file``, default
     :func:`default_report_file` of ``env``) and return its :class:`Run`. With ``echo``
     the console output is copied to stdout as it comes (and ``timeout``, in
-    seconds, is not applied). A run that wrote no
-    report (ReFrame failed before any test case, or ran none) is an error
-    naming the exit status and the last lines of its output."""
+    seconds, is not applied). A selection of no test case is
+    :class:`NoTestCase` (:func:`require_cases`); a run that wrote no report
+    otherwise (ReFrame failed before any test case) is an error naming the
+    exit status and the last lines of its output."""
     report_file = Path(report_file or default_report_file(env)).resolve()
     report_file.parent.mkdir(parents=True, exist_ok=True)
     report_file.unlink(missing_ok=True)
@@ -132,10 +195,11 @@ def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None)
         proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=timeout)
         status, output = proc.returncode, proc.stdout
+    require_cases(args, report_file, status)
     if not report_file.is_file():
         tail = '\n'.join(output.rstrip().splitlines()[-15:]) or '(no output)'
         raise ClusterproofError(f'ReFrame wrote no run report {report_file} (exit status '
-                                f'{status}): it ran no test case or failed before; its '
+                                f'{status}): it failed before running any test case; its '
                                 f'output ends:\n{tail}')
     return Run(status, output, report_file, read_report(report_file))
 
@@ -159,3 +223,62 @@ def read_report(path):
         raise ClusterproofError(f'{path}: run report format {version}; clusterproof reads '
                                 f'format {DATA_VERSION} (ReFrame 4.10)')
     return data
+
+
+@dataclass(frozen=True)
+class Case:
+    """A test case as ReFrame loads it (``reframe --describe``): its check
+    (the test class), its parameter values (``{name: value}``, as text) and
+    the names of its figures (empty: the check makes its figures at run time)."""
+    check: str
+    parameters: dict
+    figures: tuple
+
+
+def _parameters(display_name):
+    """``{name: value}`` of a display name ``Stream %placement=cores %membind=local``."""
+    out = {}
+    for part in display_name.split(' %')[1:]:
+        name, _, value = part.partition('=')
+        out[name.strip()] = value.strip()
+    return out
+
+
+def describe(args, *, env=None, cwd=REPO):
+    """The test cases (:class:`Case`) that ``reframe ARGS`` selects, as
+    ReFrame's loader makes them (``reframe ARGS --describe``, JSON). A
+    failure of ReFrame is an error naming the command and its last lines."""
+    cmd = [reframe_command(), *map(str, args), '--describe']
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    try:
+        data = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        data = None
+    if not isinstance(data, list):
+        tail = '\n'.join((proc.stderr + proc.stdout).rstrip().splitlines()[-10:]) or '(no output)'
+        raise ClusterproofError(f'{shlex.join(["reframe", *map(str, args), "--describe"])} '
+                                f'failed (exit status {proc.returncode}); its output ends:\n{tail}')
+    return [Case(d['@class'], _parameters(d.get('display_name', '')),
+                 tuple(d.get('perf_variables') or ())) for d in data if '@class' in d]
+
+
+def main(argv=None):
+    """``python -m clusterproof.reframe_io.runner REPORT STATUS -- REFRAME_ARGS``:
+    for a script that ran ``reframe REFRAME_ARGS --report-file REPORT`` itself
+    (exit ``STATUS``): exit 2 with one line on stderr when the run selected no
+    test case (:func:`require_cases`), else 0."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 3 or argv[2] != '--':
+        print('usage: python -m clusterproof.reframe_io.runner REPORT STATUS -- REFRAME_ARGS',
+              file=sys.stderr)
+        return 2
+    try:
+        require_cases(argv[3:], argv[0], int(argv[1]))
+    except ClusterproofError as err:
+        print(err, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,1 +1,2 @@
-"""Results: the results database, comparisons, acceptance and the HTML report."""
+"""Results presented: the HTML report, the acceptance table, and figures sent
+to a time-series database."""

@@ -41,7 +41,7 @@ def reframe_status(recs, uuids, statuses):
     for i, (uuid, status) in enumerate(zip(uuids, statuses), 1):
         if status and not any(r.session == uuid and r.result in ('fail', 'abort', 'xpass')
                               for r in recs):
-            out.append(f'FAILED: repetition {i}: ReFrame exited with status {status} and no '
+            out.append(f'{Verdict.FAILED}: repetition {i}: ReFrame exited with status {status} and no '
                        f'test case of its session {uuid[:8]} failed; see its output above')
     return out
 

@@ -9,7 +9,7 @@ First screen (what a reader needs at 8 in the morning):
    counted under its own name: ``judge.Verdict.bucket``);
 2. the changes the change-point detector found in the last
    :data:`RECENT_NIGHTS` sessions, ranked by size x confidence, with what
-   changed in the provenance (:func:`clusterproof.results.changes.detect`,
+   changed in the provenance (:func:`clusterproof.analysis.findings.detect`,
    as ``clusterproof changes`` finds them);
 3. the failures and regressions with their reason.
 
@@ -21,7 +21,7 @@ system ``pixstor`` where it has one, never judged against), latency
 percentiles; then the mmap memory/device ratios and the provenance.
 
 One judge: every verdict, and every reference or band drawn, comes from the
-rows of :func:`clusterproof.results.compare.against_references` (an emulated
+rows of :func:`clusterproof.analysis.compare.against_references` (an emulated
 figure's band is the one of ``<system>.emulated.yaml`` it was judged
 against). Smoke and emulated results are labelled on every row and figure.
 
@@ -45,12 +45,12 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError, store
-from clusterproof.references.judge import Verdict, bounds, references_for
+from clusterproof.analysis import detector, findings
+from clusterproof.analysis.compare import against_references
+from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.results import changes, history
-from clusterproof.results.compare import against_references
-from clusterproof.results.database import THREAD_ATTRS, check_name
-from clusterproof.site.hardware import is_emulated
+from clusterproof.store import history
+from clusterproof.store.sessions import THREAD_ATTRS, check_name, records
 
 TEMPLATES = Path(__file__).with_name('templates')
 #: the system whose references are the published figures (scaling curves)
@@ -82,8 +82,12 @@ MAX_BARS = 4
 BAR_FIGURES = 40
 #: points of one small multiple's history
 MAX_POINTS = 120
-#: the count buckets, in order
-BUCKETS = ('pass', 'regression', 'change', 'failed', 'skipped', 'not judged')
+#: the count of the changes found (not a verdict: see :func:`recent_changes`)
+CHANGE = 'change'
+#: the counts of the first screen, in order: the verdicts' buckets
+#: (``references.judge.Bucket``, where their names are decided) and the changes
+BUCKETS = (Bucket.PASS, Bucket.REGRESSION, CHANGE, Bucket.FAILED, Bucket.SKIPPED,
+           Bucket.NOT_JUDGED)
 PERCENTILE_RE = re.compile(r'^c?lat\w*?_p(\d+(?:[._]\d+)?)$', re.I)
 WALL_RE = re.compile(r'^(\w+)_wall$')
 _PLOT_CONFIG = {'displaylogo': False, 'responsive': True}
@@ -93,7 +97,7 @@ _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 def bucket(verdict):
     """The count a :class:`~clusterproof.references.judge.Verdict` goes to:
     one of :data:`BUCKETS`, else its own name (``xfail``...)."""
-    return Verdict(verdict).bucket
+    return Verdict.read(verdict).bucket
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
@@ -103,7 +107,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     :func:`overview`) the provenance of every session, when ``sessions``
     holds only the newest; ``verdicts`` (optional) is an acceptance verdict table
     (``[results.acceptance.Item]``); ``histories`` (optional,
-    :class:`clusterproof.results.history.History`) replaces the histories
+    :class:`clusterproof.store.history.History`) replaces the histories
     made from ``recs``; ``kept``: see :func:`recent_changes`."""
     refs = dict(refs_by_system or {})
     if view is None:
@@ -124,7 +128,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     page = _env().get_template('report.html.j2').render(
         title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
-        counts=counts, changes=found, first=FIRST_SCREEN_ROWS,
+        counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
         failures=_failures(judged), verdicts=[_verdict_row(v) for v in verdicts or ()],
         families=families, mmap=_mmap_rows(latest_recs),
         provenance=view['sessions'], recent=RECENT_NIGHTS,
@@ -152,12 +156,18 @@ def _fkey(f):
     return history.key(f['system'], f['partition'], f['test'], f['figure'], f['flags'])
 
 
+#: the buckets that need no attention
+_QUIET = (Bucket.PASS, Bucket.NOT_JUDGED)
+#: the section a count links to (else the families)
+_COUNT_SECTIONS = {CHANGE: 'changes', Bucket.FAILED: 'failures', Bucket.REGRESSION: 'failures'}
+
+
 def _counts(rows, n_changes):
     counts = dict.fromkeys(BUCKETS, 0)
     for r in rows:
         b = bucket(r.verdict)
         counts[b] = counts.get(b, 0) + 1
-    counts['change'] = n_changes
+    counts[CHANGE] = n_changes
     return counts
 
 
@@ -167,7 +177,7 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     """The changes found in the newest ``nights`` sessions of each history,
     ranked by size x confidence: what ``clusterproof changes`` lists for
     them (the same :func:`detect`; nightly alarms since withdrawn left out).
-    ``kept`` (``{key: changes}``, :func:`clusterproof.store.findings.current`)
+    ``kept`` (``{key: changes}``, :func:`clusterproof.analysis.findings.current`)
     gives the changes of the whole history of some figures, as ``clusterproof
     changes`` lists them: those are taken, not judged again.
     Only the figures that :func:`moved` in those sessions are scanned (the
@@ -177,12 +187,12 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     suspects = []
     for h in histories:
         if (h.key in kept
-                or len(h.points) < changes.DEFAULT_MIN_BEFORE + changes.DEFAULT_MIN_AFTER):
+                or len(h.points) < detector.DEFAULT_MIN_BEFORE + detector.DEFAULT_MIN_AFTER):
             continue
         vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
         if (vals > 0).all() and moved(np.log(vals)):
             suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
-    found, _quiet, _noisy, _skipped = changes.detect(suspects)
+    found, _quiet, _noisy, _skipped = findings.detect(suspects)
     cut = {h.key: h.points[-min(nights, len(h.points))].time
            for h in suspects + [h for h in histories if h.key in kept and len(h.points)]}
     keep = []
@@ -198,7 +208,7 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
 
 def moved(y, nights=RECENT_NIGHTS):
     """True when a level shift may start in the newest ``nights`` log values
-    of ``y`` (at least ``changes.DEFAULT_MIN_AFTER`` sessions after it): for
+    of ``y`` (at least ``detector.DEFAULT_MIN_AFTER`` sessions after it): for
     some split, the median of the sessions after it (of two middle values,
     the one nearer the level before) is :data:`SCAN_Z` standard errors or
     more from the mean of the sessions before it, those values clipped to 3
@@ -208,10 +218,10 @@ def moved(y, nights=RECENT_NIGHTS):
     detector itself decides; this only spares it the figures that cannot
     have changed."""
     n = len(y)
-    need = changes.DEFAULT_MIN_AFTER
+    need = detector.DEFAULT_MIN_AFTER
     if n < need + 2:
         return False
-    sigma = changes.diff_scale(y)
+    sigma = detector.diff_scale(y)
     mid = float(np.median(y))
     cs = np.cumsum(np.clip(y, mid - 3 * sigma, mid + 3 * sigma))
     for k in range(need, min(nights, n - 2) + 1):
@@ -288,13 +298,13 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
     wanted = sorted(
         ((rec, row) for rec, row in judged if rec.figure),
         key=lambda rr: (rr[0].key not in changed,
-                        bucket(rr[1].verdict) == 'pass' or bucket(rr[1].verdict) == 'not judged'))
+                        bucket(rr[1].verdict) in _QUIET))
     chosen = set()
     extra = 0
     for rec, row in wanted:
         if len(chosen) >= MAX_MULTIPLES_TOTAL:
             break
-        notable = rec.key in changed or bucket(row.verdict) not in ('pass', 'not judged')
+        notable = rec.key in changed or bucket(row.verdict) not in _QUIET
         if not notable:
             if extra >= MAX_MULTIPLES:
                 break
@@ -335,7 +345,7 @@ def _chosen(groups, limit):
 
 def _attention(rows):
     """0 when one of ``rows`` did not pass (or has no verdict), else 1."""
-    return 0 if any(bucket(r.verdict) not in ('pass', 'not judged') for r in rows) else 1
+    return 0 if any(bucket(r.verdict) not in _QUIET for r in rows) else 1
 
 
 def _row_key(rec):
@@ -379,7 +389,7 @@ def _band(row):
 def _ref_name(row):
     if 'emulated-ref' in row.flags:
         return 'reference (emulated)'
-    if bucket(row.verdict) == 'not judged':
+    if bucket(row.verdict) == Bucket.NOT_JUDGED:
         return 'reference (not judged)'
     return 'reference'
 
@@ -659,10 +669,11 @@ def overview(lf):
 
 def _frame_of(sessions):
     """The rows :func:`overview` reads, of sessions in memory."""
-    rows = [(s.uuid, s.start, s.info.get('time_start') or '', s.info.get('cmdline') or '',
-             c.get('system') or '', c.get('cp_mode') or '', bool(c.get('cp_smoke')),
-             is_emulated(c), c.get('name') or '',
-             *(rfdb.provenance_text(c.get(k)) for k in _PROV_COLS))
-            for s in sessions for c in s.cases]
+    info = {s.uuid: s.info for s in sessions}
+    cases = {(r.session, id(r.case)): r for r in records(sessions)}   # one row a test case
+    rows = [(r.session, r.start, info[r.session].get('time_start') or '',
+             info[r.session].get('cmdline') or '', r.system, r.mode, r.smoke, r.emulated,
+             r.test, *(rfdb.provenance_text(r.case.get(k)) for k in _PROV_COLS))
+            for r in cases.values()]
     return pl.DataFrame(rows, schema=[(c, store.SCHEMA[c]) for c in _OVERVIEW_COLS],
                         orient='row').lazy()

@@ -14,13 +14,13 @@ and figure. For each (partition, check, figure):
   (the direction of a figure is the one its check declared,
   ``references.judge.lower_is_better``):
   :func:`distance`;
-- the verdict: ``slow`` when the node is worse than the median by more
+- the verdict (``references.judge.Verdict``, the one vocabulary): ``slow`` when the node is worse than the median by more
   than the guidance percent of its check (:data:`GUIDANCE_PCT`) **and** by
   more than :data:`MIN_NOISE_UNITS` noise units (both: a spread-out
   partition does not name half its nodes, a tight one does not name a node
   for 1 %), or worse than its reference where the system has one;
-  ``failed`` when the check failed on the node or its inventory differs
-  from its peers; ``missing`` when the node gave no result; else ``ok``.
+  ``FAILED`` when the check failed on the node or its inventory differs
+  from its peers; ``missing`` when the node gave no result; else ``pass``.
 
 :func:`screen` returns one :class:`NodeVerdict` per node, ranked worst
 first (:func:`rank`).
@@ -32,6 +32,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from clusterproof.references import judge as refjudge
+from clusterproof.references.judge import Verdict
 from clusterproof.screen import pairs as nodepairs
 from clusterproof.site import inventory as inv
 
@@ -58,10 +59,10 @@ MIN_NOISE_UNITS = 3.0
 #: units of the inventory figures
 INVENTORY_UNITS = {'memory_gib': 'GiB', 'slurm_memory_mib': 'MiB'}
 
-#: verdicts, worst first (the order of the ranking)
-VERDICTS = ('failed', 'missing', 'slow', 'ok')
+#: the verdicts of a node or a figure, worst first (the order of the ranking)
+VERDICTS = (Verdict.FAILED, Verdict.MISSING, Verdict.SLOW, Verdict.PASS)
 #: verdicts that name a node (exit status 1, a drain line)
-OUTLIER = ('failed', 'missing', 'slow')
+OUTLIER = (Verdict.FAILED, Verdict.MISSING, Verdict.SLOW)
 
 #: inventory figures compared between peers (names as ``extras['hardware']``)
 INVENTORY_FIGURES = inv.EXACT_FIELDS + ('memory_gib',) + inv.SLURM_FIELDS
@@ -108,7 +109,7 @@ class PeerStats:
 class FigureVerdict:
     """One figure of one node against its peers."""
     sample: Sample
-    verdict: str
+    verdict: Verdict
     peers: PeerStats = None
     noise_units: float = None       # signed, negative = worse than the peers
     percent: float = None           # signed, negative = worse than the peers
@@ -122,7 +123,7 @@ class NodeVerdict:
     figure, and the inventory mismatches with its peers."""
     node: str
     partition: str
-    verdict: str
+    verdict: Verdict
     worst: FigureVerdict = None
     figures: list = field(default_factory=list)
     mismatches: list = field(default_factory=list)
@@ -132,7 +133,7 @@ class NodeVerdict:
     def reason(self):
         """One line: why the node has its verdict."""
         parts = [self.note]
-        if self.worst is not None and self.worst.verdict != 'ok' and not (
+        if self.worst is not None and self.worst.verdict != Verdict.PASS and not (
                 self.worst.sample.check == 'inventory'
                 and self.worst.sample.figure in {m.field for m in self.mismatches}):
             parts.append(self.worst.why)
@@ -200,11 +201,6 @@ def _scope(figure):
     return figure.rsplit(' ', 1)[0] if ' ' in figure else ''
 
 
-def guidance_pct(check):
-    """The guidance threshold (percent) of a screening check name."""
-    return GUIDANCE_PCT.get(check, DEFAULT_PCT)
-
-
 def peer_stats(values):
     """Median and MAD (scaled by :data:`MAD_TO_SIGMA`) of finite ``values``,
     and the MAD of their logarithms around the median's when all are
@@ -248,7 +244,7 @@ def distance(value, peers, lower_is_better):
 def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
     """The :class:`FigureVerdict` of one sample against its peers."""
     if sample.value is None or not math.isfinite(sample.value):
-        return FigureVerdict(sample, 'failed', peers,
+        return FigureVerdict(sample, Verdict.FAILED, peers,
                              why=f'{sample.check}: {sample.reason or "no value"}')
     lib = sample.lower_is_better
     units, pct = distance(sample.value, peers, lib)
@@ -256,15 +252,15 @@ def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
     if sample.pair:
         what += f' between {nodepairs.pair_label(sample.pair)}'
     if pct is not None and pct < -threshold_pct and units < -min_units:
-        return FigureVerdict(sample, 'slow', peers, units, pct,
+        return FigureVerdict(sample, Verdict.SLOW, peers, units, pct,
                              f'{what}: {pct:+.1f} % from the peers\' median '
                              f'{peers.median:g} (limit -{threshold_pct:g} %)')
     ref = sample.reference
     if ref is not None and refjudge.judge_reference(sample.value, ref, lib).verdict \
-            is refjudge.Verdict.REGRESSION:
-        return FigureVerdict(sample, 'slow', peers, units, pct,
+            is Verdict.REGRESSION:
+        return FigureVerdict(sample, Verdict.SLOW, peers, units, pct,
                              f'{what}: worse than the reference {ref}')
-    return FigureVerdict(sample, 'ok', peers, units, pct, what)
+    return FigureVerdict(sample, Verdict.PASS, peers, units, pct, what)
 
 
 def inventory_mismatches(node, found, typical):
@@ -358,7 +354,7 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
     for (part, check), have in reported.items():
         for node in sorted(n for n, p in wanted.items() if p == part and n not in have):
             per_node[(part, node)].append(FigureVerdict(
-                Sample(node, part, check, 'result'), 'missing',
+                Sample(node, part, check, 'result'), Verdict.MISSING,
                 why=f'{check}: no result from this node'))
 
     by_part = defaultdict(dict)
@@ -383,7 +379,7 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
                 if sample.value is not None:
                     units, pct = distance(sample.value, stats[m.field], False)
                 per_node[(part, node)].append(FigureVerdict(
-                    sample, 'failed', stats[m.field], units, pct, mismatch_text(m)))
+                    sample, Verdict.FAILED, stats[m.field], units, pct, mismatch_text(m)))
 
     keys = set(per_node) | set(mismatches) | {(p, n) for p, n in inventory}
     keys |= {(p, n) for n, p in wanted.items()}
@@ -394,11 +390,11 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
         worst = min(figs, key=_figure_rank) if figs else None
         note = ''
         if not figs and (part, node) not in inventory and not mm:
-            verdict, note = 'missing', 'no result from any check'
-        elif mm or (worst is not None and worst.verdict == 'failed'):
-            verdict = 'failed'
+            verdict, note = Verdict.MISSING, 'no result from any check'
+        elif mm or (worst is not None and worst.verdict == Verdict.FAILED):
+            verdict = Verdict.FAILED
         else:
-            verdict = worst.verdict if worst is not None else 'ok'
+            verdict = worst.verdict if worst is not None else Verdict.PASS
         verdicts.append(NodeVerdict(node, part, verdict, worst, figs, mm, note))
     return rank(verdicts)
 
@@ -410,7 +406,7 @@ def _figure_rank(fv):
 
 
 def rank(verdicts):
-    """Worst first: by verdict (failed, missing, slow, ok), then by the
+    """Worst first: by verdict (:data:`VERDICTS`), then by the
     percent distance of the worst figure (most negative first), then name."""
     def key(nv):
         pct = nv.worst.percent if nv.worst is not None and nv.worst.percent is not None else 0.0
@@ -439,7 +435,7 @@ def as_row(nv):
     units = _fmt(w.noise_units, '{:+.1f}') if w else ''
     pct = _fmt(w.percent, '{:+.1f} %') if w else ''
     mismatched = {m.field for m in nv.mismatches}
-    perf = [f for f in nv.figures if f.verdict != 'ok' and not
+    perf = [f for f in nv.figures if f.verdict != Verdict.PASS and not
             (f.sample.check == 'inventory' and f.sample.figure in mismatched)]
     why = min(perf, key=_figure_rank).why if perf else nv.note
     return [nv.node, nv.partition, fig, value, units, pct, nv.verdict,

@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from clusterproof import ClusterproofError
+from clusterproof.references.judge import Verdict
 
 SEP = '+'
 
@@ -83,7 +84,7 @@ def attribute(pair_verdicts):
     node): [FigureVerdict]}``."""
     bad = defaultdict(list)             # (partition, check, figure, node) -> bad pair verdicts
     for fv in pair_verdicts:
-        if fv.verdict != 'ok':
+        if fv.verdict != Verdict.PASS:
             s = fv.sample
             for node in s.pair:
                 bad[(s.partition, s.check, s.figure, node)].append(fv)
@@ -95,7 +96,7 @@ def attribute(pair_verdicts):
             mine = (s.partition, s.check, s.figure, node)
             other = next(n for n in s.pair if n != node)
             theirs = (s.partition, s.check, s.figure, other)
-            if fv.verdict == 'ok':
+            if fv.verdict == Verdict.PASS:
                 out[(s.partition, node)].append(fv)
             elif mine in culprits:
                 out[(s.partition, node)].append(replace(
@@ -103,7 +104,7 @@ def attribute(pair_verdicts):
                             f'({", ".join(pair_label(b.sample.pair) for b in bad[mine])})'))
             elif theirs in culprits:
                 out[(s.partition, node)].append(replace(
-                    fv, verdict='ok', why=f'{fv.why}; {other} is in {len(bad[theirs])} bad '
+                    fv, verdict=Verdict.PASS, why=f'{fv.why}; {other} is in {len(bad[theirs])} bad '
                                           f'pairs, {node} in one'))
             else:
                 out[(s.partition, node)].append(replace(

@@ -32,11 +32,12 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import REPO, SETTINGS_FILE
+from clusterproof.references.judge import Verdict
 from clusterproof.reframe_io import runner
 from clusterproof.screen import judge, pairs, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
-from clusterproof.site.hostlist import compress
+from clusterproof.hostlist import compress
 
 #: nodes per ReFrame invocation when Slurm declares no MaxSubmitJobs
 DEFAULT_BATCH = 256
@@ -227,6 +228,7 @@ class Screening:
         with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
             proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
                                   stderr=subprocess.STDOUT)
+        runner.require_cases(cmd[1:], report, proc.returncode)
         if not report.is_file():
             raise ClusterproofError(
                 f'reframe wrote no run report (exit status {proc.returncode}); its output: '
@@ -275,7 +277,7 @@ def repeat_groups(verdicts, nodes, checks):
     for v in verdicts:
         if v.node not in nodes:
             continue
-        bad = {f.sample.check for f in v.figures if f.verdict != 'ok'} & set(checks)
+        bad = {f.sample.check for f in v.figures if f.verdict != Verdict.PASS} & set(checks)
         key = tuple(c for c in checks if c in bad) or tuple(checks)
         groups.setdefault(key, []).append(v.node)
     return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
@@ -310,7 +312,7 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
             runs[n] += 1
         verdicts = judge.screen(samples, expected)
         called &= {v.node for v in judge.outliers(verdicts)}
-    verdicts += [judge.NodeVerdict(n, part, 'missing', note=f'Slurm state {state}: not run')
+    verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=f'Slurm state {state}: not run')
                  for n, state in sorted(unavailable.items())]
     return judge.rank(verdicts), runs
 

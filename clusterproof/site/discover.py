@@ -1,23 +1,29 @@
 """Discover a Slurm cluster: what ``clusterproof init`` writes into a new
 system file.
 
-1. Slurm's view, from the login node: every node's CPUs, sockets, cores,
-   threads, memory and partitions (``sinfo --json`` where this Slurm
-   version prints JSON, else ``scontrol -o show node``), and the partitions
-   (``scontrol -o show partition``). :func:`parse_scontrol`,
-   :func:`nodes_from_scontrol` and :func:`nodes_from_json` read them.
-2. Node groups: nodes of a partition with identical Slurm hardware
-   (:func:`group_nodes`); a partition with two kinds of node gives two.
-3. One node of each group is probed through ``srun``
-   (``python -m clusterproof.site.discover --probe``, :func:`probe_node`):
-   ``lscpu`` (sockets, cores, threads, NUMA nodes, model), the last-level
-   cache from sysfs, ``/proc/meminfo``, ``dmidecode -t memory`` (DIMMs, speed)
-   where installed and readable, ``ndctl``/``ipmctl`` where present, and the
-   scratch directory's file system, free space and mount options.
+1. Slurm's view, from the login node (:func:`read_slurm`): every node's
+   CPUs (CPUTot), declared sockets, cores, threads, memory, GPUs and other
+   generic resources, features, state and partitions (``sinfo --json``,
+   else ``scontrol -o show node``), and the partitions with their node
+   lists, limits and state (``scontrol -o show partition``). The parsing
+   of every Slurm version's output is :mod:`clusterproof.parsers.slurm`.
+2. Node groups: nodes of a partition that Slurm describes alike, GPUs
+   included (:func:`group_nodes`); a partition with two kinds of node
+   gives two.
+3. One node of each group that Slurm can run a job on (idle first, never a
+   drained, down or powered-down one: :meth:`NodeGroup.probe_candidates`)
+   is probed through ``srun`` (``python -m clusterproof.site.discover
+   --probe``, :func:`probe_node`): ``lscpu`` (sockets, cores, threads, NUMA
+   nodes, model), the last-level cache from sysfs, ``/proc/meminfo``,
+   ``dmidecode -t memory`` (DIMMs, speed) where installed and readable,
+   ``ndctl``/``ipmctl`` where present, and the scratch directory's file
+   system, free space and mount options.
 4. :func:`declare_group` turns Slurm's view and the probe into a partition's
-   ``extras``; every value it could not discover is listed in
-   ``undiscovered`` with the reason, and :func:`render_system` writes it as a
-   commented-out line, never as a guessed value.
+   ``processor``, ``devices`` (the GPUs) and ``extras``; a group that could
+   not be probed is declared from Slurm's view alone. Every value it could
+   not discover is listed in ``undiscovered`` with the reason, and
+   :func:`render_system` writes it as a commented-out line, never as a
+   guessed value.
 """
 
 import argparse
@@ -30,175 +36,175 @@ from dataclasses import dataclass, field
 
 from clusterproof import ClusterproofError
 from clusterproof.parsers import lscpu as lscpu_parser
+from clusterproof.parsers import slurm
+from clusterproof.parsers.slurm import SlurmNode
 from clusterproof.site import topology
-from clusterproof.site.hostlist import compress
-from clusterproof.site.inventory import _run
+from clusterproof.site.hardware import processor_from_hardware
+from clusterproof.hostlist import compress
+from clusterproof.site.inventory import run_tool
 
 PROBE_TAG = 'CLUSTERPROOF-PROBE'
 
 
 # ---------------------------------------------------------------- Slurm's view
 
-@dataclass(frozen=True)
-class SlurmNode:
-    """One node as Slurm has it configured."""
-    name: str
-    partitions: tuple
-    cpus: int
-    sockets: int
-    cores_per_socket: int
-    threads_per_core: int
-    real_memory_mib: int
-    state: str = ''
+#: what init asks Slurm, in this order (``--all``: hidden partitions too)
+PARTITION_COMMAND = ['scontrol', '--all', '-o', 'show', 'partition']
+SINFO_COMMAND = ['sinfo', '--all', '--json']
+NODE_COMMAND = ['scontrol', '--all', '-o', 'show', 'node']
 
-    def shape(self):
-        """What makes two nodes the same kind of node for Slurm."""
-        return (self.cpus, self.sockets, self.cores_per_socket, self.threads_per_core,
-                self.real_memory_mib)
+#: the files ``clusterproof init --slurm-output DIR`` reads instead of each command
+RECORDED_FILES = {
+    ' '.join(PARTITION_COMMAND): ('scontrol-show-partition.txt', 'scontrol-show-partition.json'),
+    ' '.join(SINFO_COMMAND): ('sinfo.json',),
+    ' '.join(NODE_COMMAND): ('scontrol-show-node.txt', 'scontrol-show-node.json'),
+}
 
 
-_KEY = re.compile(r'(?:^|\s)([A-Za-z][A-Za-z0-9_:]*)=')
+def recorded_runner(directory):
+    """A stand-in for running Slurm's commands: the answer of each command
+    of :data:`RECORDED_FILES` is the first of its files in ``directory``
+    (``clusterproof init --slurm-output DIR``)."""
+    def run(argv):
+        names = RECORDED_FILES.get(' '.join(argv), ())
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path):
+                with open(path, encoding='utf-8', errors='replace') as fh:
+                    return {'argv': argv, 'rc': 0, 'stdout': fh.read(), 'stderr': ''}
+        return {'argv': argv, 'rc': None, 'stdout': '', 'stderr': '',
+                'missing': f'no {" or ".join(names) or "file"} in {directory}'}
+    return run
 
 
-def parse_scontrol_record(text):
-    """``{key: value}`` of one ``scontrol show`` record (one line with ``-o``,
-    or the indented multi-line form). Values may contain spaces
-    (``OS=Linux 6.1 #1 SMP``): a value runs up to the next `` Key=``."""
-    flat = ' '.join(text.split('\n'))
-    keys = list(_KEY.finditer(flat))
-    rec = {}
-    for i, m in enumerate(keys):
-        end = keys[i + 1].start() if i + 1 < len(keys) else len(flat)
-        rec[m.group(1)] = flat[m.end():end].strip()
-    return rec
+def _failure(out):
+    """Why a command gave nothing: its last line on stderr, or why it did not run."""
+    if out.get('missing'):
+        return out['missing']
+    lines = (out.get('stderr') or '').strip().splitlines()
+    return lines[-1] if lines else f'exit {out.get("rc")}'
 
 
-def parse_scontrol(text, kind, source='scontrol'):
-    """The records of ``scontrol show node|partition`` output; ``kind`` is
-    ``NodeName`` or ``PartitionName``, the key that starts each record."""
-    records, current = [], []
-    for line in text.splitlines():
-        if line.startswith(f'{kind}='):
-            if current:
-                records.append(parse_scontrol_record('\n'.join(current)))
-            current = [line]
-        elif line.strip() and current:
-            current.append(line)
-        elif line.strip():
-            raise ClusterproofError(f'{source}: line before the first {kind}=: {line[:80]!r}')
-    if current:
-        records.append(parse_scontrol_record('\n'.join(current)))
-    return records
+def _warn(text):
+    print(f'init: {text}', file=sys.stderr, flush=True)
 
 
-def _int(rec, key, where):
-    val = rec.get(key)
-    if val is None or not str(val).isdigit():
-        raise ClusterproofError(f'{where}: {key}={val!r} is not a whole number')
-    return int(val)
+def _without_all_where_refused(run):
+    """``run``, which asks again without ``--all`` where a command with it
+    fails or prints nothing (a Slurm or wrapper that does not take it)."""
+    def again(argv):
+        out = run(argv)
+        if '--all' in argv and (out['rc'] != 0 or not out['stdout'].strip()):
+            retry = run([a for a in argv if a != '--all'])
+            if retry['rc'] == 0 and retry['stdout'].strip():
+                return retry
+        return out
+    return again
 
 
-def nodes_from_scontrol(text, source='scontrol -o show node'):
-    """:class:`SlurmNode` list from ``scontrol show node`` text."""
-    nodes = []
-    for rec in parse_scontrol(text, 'NodeName', source):
-        where = f'{source}: node {rec.get("NodeName")}'
-        parts = rec.get('Partitions', '')
-        nodes.append(SlurmNode(
-            name=rec['NodeName'], partitions=tuple(p for p in parts.split(',') if p),
-            cpus=_int(rec, 'CPUTot', where), sockets=_int(rec, 'Sockets', where),
-            cores_per_socket=_int(rec, 'CoresPerSocket', where),
-            threads_per_core=_int(rec, 'ThreadsPerCore', where),
-            real_memory_mib=_int(rec, 'RealMemory', where), state=rec.get('State', '')))
-    return nodes
-
-
-def nodes_from_json(text, source='sinfo --json'):
-    """:class:`SlurmNode` list from the ``nodes`` list of Slurm's JSON output."""
-    try:
-        data = json.loads(text)
-        rows = data['nodes']
-    except (ValueError, KeyError, TypeError) as err:
-        raise ClusterproofError(f'{source}: no "nodes" list in the JSON ({err})') from None
-    nodes = []
-    for row in rows:
-        where = f'{source}: node {row.get("name")}'
-        state = row.get('state', '')
-        nodes.append(SlurmNode(
-            name=row['name'], partitions=tuple(row.get('partitions') or ()),
-            cpus=_int(row, 'cpus', where), sockets=_int(row, 'sockets', where),
-            cores_per_socket=_int(row, 'cores', where), threads_per_core=_int(row, 'threads', where),
-            real_memory_mib=_int(row, 'real_memory', where),
-            state=(' '.join(state) if isinstance(state, list) else str(state)).upper()))
-    return nodes
-
-
-def partitions_from_scontrol(text, source='scontrol -o show partition'):
-    """``{partition: record}`` from ``scontrol show partition`` text."""
-    return {rec['PartitionName']: rec for rec in parse_scontrol(text, 'PartitionName', source)}
-
-
-def read_slurm(run=_run):
+def read_slurm(run=run_tool, warn=_warn):
     """Slurm's view of this cluster: ``(nodes, partitions, how)``, where
-    ``how`` names the commands that answered."""
-    parts_out = run(['scontrol', '-o', 'show', 'partition'])
-    if parts_out['rc'] != 0:
-        raise ClusterproofError('scontrol -o show partition failed: '
-                                f'{parts_out.get("missing") or parts_out["stderr"].strip()}; '
-                                'run clusterproof init on a login node of the cluster '
-                                '(SLURM_CONF set if Slurm needs it)')
-    partitions = partitions_from_scontrol(parts_out['stdout'])
-    js = run(['sinfo', '--json'])
+    ``partitions`` is ``{name: SlurmPartition}`` and ``how`` names the
+    commands that answered. ``sinfo --json`` first; a Slurm without it
+    (before 21.08) or JSON in a form not understood falls back to
+    ``scontrol -o show node``, and ``warn`` says why."""
+    how = []
+    run = _without_all_where_refused(run)
+    parts_out = run(PARTITION_COMMAND)
+    partitions = {}
+    if parts_out['rc'] == 0:
+        text = parts_out['stdout']
+        partitions = (slurm.partitions_from_json(text, 'scontrol show partition --json')
+                      if text.lstrip().startswith('{') else slurm.partitions_from_scontrol(text))
+        how.append('scontrol -o show partition')
+    else:
+        warn(f'scontrol -o show partition failed ({_failure(parts_out)}); the partitions '
+             "are taken from sinfo --json's records where it has them, else from the nodes' "
+             'records (no MaxNodes, MaxTime or state)')
+    nodes = None
+    js = run(SINFO_COMMAND)
     if js['rc'] == 0 and js['stdout'].lstrip().startswith('{'):
-        return nodes_from_json(js['stdout']), partitions, 'sinfo --json'
-    text = run(['scontrol', '-o', 'show', 'node'])
-    if text['rc'] != 0:
-        raise ClusterproofError(f'scontrol -o show node failed: '
-                                f'{text.get("missing") or text["stderr"].strip()}')
-    return nodes_from_scontrol(text['stdout']), partitions, 'scontrol -o show node'
-
-
-def slurm_record(environ=None, run=_run):
-    """Inside a job step: what Slurm has configured for this node
-    (``slurm_cpus``, ``slurm_memory_mib``), from ``scontrol -o show node
-    $SLURMD_NODENAME``; ``{}`` outside Slurm or where scontrol does not answer."""
-    environ = os.environ if environ is None else environ
-    node = environ.get('SLURMD_NODENAME')
-    if not node:
-        return {}
-    out = run(['scontrol', '-o', 'show', 'node', node])
-    if out['rc'] != 0:
-        return {}
-    try:
-        recs = nodes_from_scontrol(out['stdout'], source=f'scontrol -o show node {node}')
-    except ClusterproofError:
-        return {}
-    for rec in recs:
-        if rec.name == node:
-            return {'slurm_cpus': rec.cpus, 'slurm_memory_mib': rec.real_memory_mib}
-    return {}
+        try:
+            nodes = slurm.nodes_from_json(js['stdout'], 'sinfo --json')
+            how.insert(0, 'sinfo --json')
+            if not partitions and '"sinfo"' in js['stdout']:
+                # 23.02+ records carry their partition: its node list, limits and state
+                partitions = slurm.partitions_from_json(js['stdout'], 'sinfo --json')
+        except ClusterproofError as err:
+            warn(f'{err}; reading scontrol -o show node instead')
+        except (KeyError, TypeError, AttributeError, ValueError) as err:
+            warn(f'sinfo --json: a form init does not read ({type(err).__name__}: {err}); '
+                 'reading scontrol -o show node instead')
+    elif js['rc'] == 0:
+        warn('sinfo --json printed no JSON object; reading scontrol -o show node instead')
+    else:
+        warn(f'sinfo --json failed ({_failure(js)}; Slurm prints JSON from 21.08 on); '
+             'reading scontrol -o show node instead')
+    if nodes is None:
+        text = run(NODE_COMMAND)
+        if text['rc'] != 0:
+            raise ClusterproofError(f'scontrol -o show node failed: {_failure(text)}; run '
+                                    'clusterproof init on a login node of the cluster '
+                                    '(SLURM_CONF set if Slurm needs it)')
+        out, skipped = text['stdout'], []
+        try:
+            nodes = (slurm.nodes_from_json(out, 'scontrol show node --json')
+                     if out.lstrip().startswith('{')
+                     else slurm.nodes_from_scontrol(out, skipped=skipped))
+        except (KeyError, TypeError, AttributeError, ValueError) as err:
+            raise ClusterproofError(f'scontrol show node: a form init does not read '
+                                    f'({type(err).__name__}: {err})') from None
+        for msg in skipped:
+            warn(f'{msg}: node left out')
+        how.insert(0, 'scontrol -o show node')
+    if not nodes:
+        raise ClusterproofError('Slurm lists no nodes (' + ', '.join(how) + ')')
+    return slurm.membership(nodes, partitions), partitions, ', '.join(how)
 
 
 @dataclass
 class NodeGroup:
-    """Nodes of one partition that Slurm describes alike."""
+    """Nodes of one partition that Slurm describes alike (CPUs, topology,
+    memory, GPUs)."""
     partition: str
     nodes: list
     slurm: SlurmNode          # the first node: its shape is every node's
+    partition_info: object = None   # the SlurmPartition, where Slurm listed it
 
     @property
     def nodelist(self):
         return compress([n.name for n in self.nodes])
+
+    def probe_candidates(self):
+        """``(nodes a job step can start on, best first; why none can)``."""
+        info = self.partition_info
+        if info is not None and info.state != 'UP':
+            return [], (f'partition {self.partition} is {info.state}: Slurm starts no job '
+                        'there')
+        ok, why = [], []
+        for node in self.nodes:
+            can, reason = slurm.runnable(node.state)
+            if can:
+                ok.append(node)
+            else:
+                why.append(f'{node.name} {reason}' + (f' ({node.reason})' if node.reason else ''))
+        ok.sort(key=lambda n: slurm.run_rank(n.state))
+        if ok:
+            return ok, ''
+        shown = '; '.join(why[:4]) + (f'; and {len(why) - 4} more' if len(why) > 4 else '')
+        return [], f'no node of {self.nodelist} can run a job: {shown}'
 
 
 def _node_key(name):
     return [int(t) if t.isdigit() else t for t in re.split(r'(\d+)', name)]
 
 
-def group_nodes(nodes, partitions=None):
+def group_nodes(nodes, partitions=None, slurm_partitions=None):
     """:class:`NodeGroup` per partition and node shape, in partition order,
-    then by first node. ``partitions``: only these (an unknown one is an error)."""
-    known = []
+    then by first node. ``partitions``: only these (an unknown one is an
+    error); ``slurm_partitions``: ``{name: SlurmPartition}`` from Slurm."""
+    slurm_partitions = slurm_partitions or {}
+    known = [p for p in slurm_partitions if any(p in n.partitions for n in nodes)]
     for node in nodes:
         for part in node.partitions:
             if part not in known:
@@ -214,7 +220,7 @@ def group_nodes(nodes, partitions=None):
         for node in sorted((n for n in nodes if part in n.partitions), key=lambda n: _node_key(n.name)):
             shapes.setdefault(node.shape(), []).append(node)
         for members in shapes.values():
-            groups.append(NodeGroup(part, members, members[0]))
+            groups.append(NodeGroup(part, members, members[0], slurm_partitions.get(part)))
     return groups
 
 
@@ -255,8 +261,8 @@ def probe_node(scratch=None):
     """This node's facts: the raw output of the tools (parsed on the login
     node) and what sysfs and statvfs say."""
     rep = {'node': socket.gethostname().split('.')[0], 'boot_id': _boot_id(),
-           'lscpu': _run(['lscpu']), 'dmidecode': _run(['dmidecode', '-t', 'memory']),
-           'ndctl': _run(['ndctl', 'list', '-N']), 'ipmctl': _run(['ipmctl', 'show', '-topology'])}
+           'lscpu': run_tool(['lscpu']), 'dmidecode': run_tool(['dmidecode', '-t', 'memory']),
+           'ndctl': run_tool(['ndctl', 'list', '-N']), 'ipmctl': run_tool(['ipmctl', 'show', '-topology'])}
     try:
         rep['meminfo'] = open('/proc/meminfo').read()
     except OSError as err:
@@ -284,10 +290,22 @@ def parse_probe(text, source='probe output'):
     raise ClusterproofError(f'{source}: no {PROBE_TAG} line; the node printed: {text.strip()[-300:]!r}')
 
 
-def probe_command(group, scratch=None, python=sys.executable, time_limit='5'):
-    """``srun`` command line that probes the first node of ``group``."""
-    cmd = ['srun', f'--partition={group.partition}', f'--nodelist={group.nodes[0].name}',
+#: srun gives up when the node is not allocated within this many seconds
+PROBE_IMMEDIATE_S = 120
+
+
+def probe_command(group, node=None, scratch=None, python=sys.executable, time_limit='5'):
+    """``srun`` command line that probes ``node`` (default: the first node
+    of ``group`` Slurm can run a job on). ``--immediate``: a node that Slurm
+    cannot give at once fails the probe rather than waiting."""
+    if node is None:
+        ready, why = group.probe_candidates()
+        if not ready:
+            raise ClusterproofError(why)
+        node = ready[0].name
+    cmd = ['srun', f'--partition={group.partition}', f'--nodelist={node}',
            '--nodes=1', '--ntasks=1', f'--time={time_limit}',
+           f'--immediate={PROBE_IMMEDIATE_S}',
            python, '-m', 'clusterproof.site.discover', '--probe']
     return cmd + (['--scratch', scratch] if scratch else [])
 
@@ -321,8 +339,8 @@ def parse_dmidecode_memory(text):
 
 @dataclass
 class Declaration:
-    """A partition's ``extras`` and ``processor`` as discovered, with the
-    values that could not be discovered and why."""
+    """A partition's ``extras``, ``processor`` and ``devices`` as
+    discovered, with the values that could not be discovered and why."""
     name: str
     group: NodeGroup
     access: list
@@ -332,6 +350,9 @@ class Declaration:
     emulated: bool = False
     notes: list = field(default_factory=list)
     undiscovered: dict = field(default_factory=dict)    # 'section.key' -> reason
+    devices: list = field(default_factory=list)
+    slurm: dict = field(default_factory=dict)           # extras['slurm']
+    probed: str = ''                                    # the node probed, or ''
 
 
 def _tool_output(rep, key):
@@ -345,102 +366,196 @@ def _tool_output(rep, key):
     return out.get('stdout', ''), None
 
 
-def declare_group(name, group, rep, all_nodes, scratch=None, login_boot_id=None):
+def gpu_devices(node):
+    """ReFrame ``devices`` entries of a node's GPUs (one per GPU type in its
+    Gres): ``{'type': 'gpu', 'arch': <Gres type>, 'num_devices': N}``,
+    without ``arch`` where the Gres names no type (``gpu:2``)."""
+    out = []
+    for gtype, count in slurm.gpus(node.gres):
+        dev = {'type': 'gpu'}
+        if gtype:
+            dev['arch'] = gtype
+        dev['num_devices'] = count
+        out.append(dev)
+    return out
+
+
+def slurm_extras(group):
+    """``extras['slurm']``: what Slurm says of the group that is no hardware
+    a node reports: its partition's limits and state, the node features, the
+    generic resources that are no GPU, and the nodes Slurm cannot run on."""
+    info = group.partition_info
+    out = {'partition': group.partition}
+    if info is not None:
+        out.update(partition_state=info.state, max_nodes=info.max_nodes,
+                   max_time=info.max_time)
+        if info.hidden:
+            out['hidden'] = True
+    features = sorted(set.intersection(*(set(n.features) for n in group.nodes)))
+    if features:
+        out['features'] = features
+    other = [str(g) for g in group.slurm.gres if g.name != 'gpu']
+    if other:
+        out['gres'] = other
+    down = {n.name: n.state for n in group.nodes if not slurm.runnable(n.state)[0]}
+    if down:
+        out['unavailable'] = down
+    return out
+
+
+#: the keys of extras['hardware'] only a probe of a node gives
+PROBED_KEYS = ('numa_nodes', 'memory_gib', 'cpu_model', 'llc_mib', 'memory_mts', 'dimms')
+
+
+def declare_group(name, group, rep, all_nodes, scratch=None, login_boot_id=None,
+                  unprobed=None):
     """:class:`Declaration` of one node group from Slurm's view of it and
-    the probe report ``rep`` of one of its nodes."""
-    node, slurm = rep.get('node', group.nodes[0].name), group.slurm
-    where = f'node {node} (probed for {group.partition} {group.nodelist})'
-    und = {}
-    lscpu, why = _tool_output(rep, 'lscpu')
-    if lscpu is None:
-        raise ClusterproofError(f'{where}: lscpu gave nothing ({why}); cannot declare its CPUs')
-    try:
-        hw = lscpu_parser.parse(lscpu, source=f'lscpu on {node}')
-        mem_total = topology.parse_meminfo(rep.get('meminfo', ''), source=f'/proc/meminfo on {node}')
-    except ValueError as err:
-        raise ClusterproofError(str(err)) from None
-    if rep.get('llc_mib'):
-        hw['llc_mib'] = rep['llc_mib']
+    the probe report ``rep`` of one of its nodes; ``rep`` None (with the
+    reason in ``unprobed``) declares it from Slurm's view alone, every value
+    only a probe gives listed as undiscovered with that reason."""
+    node_rec = group.slurm
+    und, notes = {}, []
+    if rep is None:
+        reason = f'not probed: {unprobed or "no probe"}'
+        node = ''
+        # Slurm's declared topology, and CPUTot as what Slurm may schedule
+        hw = {}
+        for key in ('sockets', 'cores_per_socket', 'threads_per_core'):
+            if getattr(node_rec, key) >= 1:
+                hw[key] = getattr(node_rec, key)
+            else:
+                und[f'hardware.{key}'] = f'{reason}; Slurm declares {getattr(node_rec, key)}'
+        notes.append(f'{reason}; sockets, cores_per_socket and threads_per_core are '
+                     "Slurm's declaration")
+        for key in PROBED_KEYS:
+            und[f'hardware.{key}'] = reason
+        emulated = False
     else:
-        und['hardware.llc_mib'] = rep.get('llc_error', 'no cache in sysfs')
-    dmi, why = _tool_output(rep, 'dmidecode')
-    dimms = parse_dmidecode_memory(dmi) if dmi is not None else None
-    if dimms:
-        hw['memory_gib'] = dimms['memory_gib']
-        hw['dimms'] = dimms['dimms']
-        if dimms['memory_mts']:
-            hw['memory_mts'] = dimms['memory_mts']
+        node = rep.get('node', group.nodes[0].name)
+        where = f'node {node} (probed for {group.partition} {group.nodelist})'
+        lscpu, why = _tool_output(rep, 'lscpu')
+        if lscpu is None:
+            raise ClusterproofError(f'{where}: lscpu gave nothing ({why}); cannot declare '
+                                    'its CPUs')
+        try:
+            hw = lscpu_parser.parse(lscpu, source=f'lscpu on {node}')
+            mem_total = topology.parse_meminfo(rep.get('meminfo', ''),
+                                               source=f'/proc/meminfo on {node}')
+        except ValueError as err:
+            raise ClusterproofError(str(err)) from None
+        if rep.get('llc_mib'):
+            hw['llc_mib'] = rep['llc_mib']
         else:
-            und['hardware.memory_mts'] = 'dmidecode gives no memory speed'
-    else:
-        hw['memory_gib'] = mem_total
-        reason = why or 'dmidecode lists no memory device'
-        und['hardware.memory_mts'] = reason
-        und['hardware.dimms'] = reason
+            und['hardware.llc_mib'] = rep.get('llc_error', 'no cache in sysfs')
+        dmi, why = _tool_output(rep, 'dmidecode')
+        dimms = parse_dmidecode_memory(dmi) if dmi is not None else None
+        if dimms:
+            hw['memory_gib'] = dimms['memory_gib']
+            hw['dimms'] = dimms['dimms']
+            if dimms['memory_mts']:
+                hw['memory_mts'] = dimms['memory_mts']
+            else:
+                und['hardware.memory_mts'] = 'dmidecode gives no memory speed'
+        else:
+            hw['memory_gib'] = mem_total
+            reason = why or 'dmidecode lists no memory device'
+            und['hardware.memory_mts'] = reason
+            und['hardware.dimms'] = reason
+        if hw['cpus'] != node_rec.cpus:
+            notes.append(f'Slurm gives {group.nodelist} {node_rec.cpus} CPUs; {node} has '
+                         f'{hw["cpus"]}')
+        declared = (node_rec.sockets, node_rec.cores_per_socket, node_rec.threads_per_core)
+        if declared != (hw['sockets'], hw['cores_per_socket'], hw['threads_per_core']):
+            notes.append('Slurm declares {} sockets x {} cores x {} threads; '.format(*declared)
+                         + f'lscpu on {node} reports {hw["sockets"]} x '
+                         f'{hw["cores_per_socket"]} x {hw["threads_per_core"]}')
+        emulated = bool(login_boot_id) and rep.get('boot_id') == login_boot_id
+        if emulated:
+            notes.append(f'{node} shares this login node\'s kernel (same boot_id): the nodes '
+                         'are namespaces or containers on one machine; figures are for '
+                         'function, not speed')
+        ndctl, nwhy = _tool_output(rep, 'ndctl')
+        if ndctl is None:
+            notes.append(f'persistent memory not probed: {nwhy}')
+        elif ndctl.strip() in ('', '[]'):
+            notes.append('no persistent memory namespaces (ndctl list -N lists none)')
+        else:
+            notes.append('persistent memory namespaces found (ndctl list -N): declare '
+                         "extras['pmem'] as in site_config/systems/pmserver.py")
     und['hardware.memory_channels_per_socket'] = (
         'no tool reports populated channels; count them from the board manual and '
         'dmidecode\'s locators')
     und['hardware.clock_ghz'] = 'lscpu gives the current, not the nominal clock'
     und['hardware.dp_flops_per_cycle'] = 'depends on the vector units: see the CPU vendor'
     # What Slurm gives jobs on each node: the inventory compares it too.
-    hw['slurm_cpus'] = slurm.cpus
-    hw['slurm_memory_mib'] = slurm.real_memory_mib
-    notes = []
-    if hw['cpus'] != slurm.cpus:
-        notes.append(f'Slurm gives {group.nodelist} {slurm.cpus} CPUs; {node} has {hw["cpus"]}')
-    emulated = bool(login_boot_id) and rep.get('boot_id') == login_boot_id
-    if emulated:
-        notes.append(f'{node} shares this login node\'s kernel (same boot_id): the nodes are '
-                     'namespaces or containers on one machine; figures are for function, '
-                     'not speed')
-    ndctl, nwhy = _tool_output(rep, 'ndctl')
-    if ndctl is None:
-        notes.append(f'persistent memory not probed: {nwhy}')
-    elif ndctl.strip() in ('', '[]'):
-        notes.append('no persistent memory namespaces (ndctl list -N lists none)')
-    else:
-        notes.append('persistent memory namespaces found (ndctl list -N): declare '
-                     "extras['pmem'] as in site_config/systems/pmserver.py")
+    hw['slurm_cpus'] = node_rec.cpus
+    hw['slurm_memory_mib'] = node_rec.real_memory_mib
+    devices = gpu_devices(node_rec)
     others = [n.name for n in all_nodes
               if group.partition in n.partitions and n not in group.nodes]
     access = [f'--partition={group.partition}']
     if others:
         access.append(f'--exclude={compress(others)}')
     access += ['--exclusive', '--no-requeue']
-    processor = {'num_cpus': slurm.cpus, 'num_cpus_per_core': slurm.threads_per_core,
-                 'num_sockets': slurm.sockets,
-                 'num_cpus_per_socket': slurm.cpus // slurm.sockets}
-    storage = {'client_nodes': len(group.nodes), 'client_ram_gib': hw['memory_gib']}
+    # the nodes a job of this partition can have now (never one Slurm cannot run on)
+    ready = [n for n in group.nodes if slurm.runnable(n.state)[0]]
+    storage = {'client_nodes': len(ready) or len(group.nodes)}
+    if ready and len(ready) < len(group.nodes):
+        notes.append(f'client_nodes counts the {len(ready)} of {len(group.nodes)} nodes Slurm '
+                     "can run on now (extras['slurm']['unavailable'] lists the others): "
+                     'raise it when they return')
+    if 'memory_gib' in hw:
+        storage['client_ram_gib'] = hw['memory_gib']
+    else:
+        und['storage.client_ram_gib'] = und['hardware.memory_gib']
     und['storage.server_ram_gib'] = ('the file servers are not Slurm nodes: add their RAM '
                                      '(the cache rule counts it)')
     if scratch:
-        facts = rep.get('scratch') or {}
         storage['scratch'] = scratch
+        facts = (rep or {}).get('scratch') or {}
         if facts.get('error'):
-            raise ClusterproofError(f'{where}: scratch {scratch}: {facts["error"]}')
+            raise ClusterproofError(f'node {node} (probed for {group.partition} '
+                                    f'{group.nodelist}): scratch {scratch}: {facts["error"]}')
         if facts.get('fstype'):
             storage['filesystem'] = facts['fstype']
             notes.append(f'scratch {scratch} on {node}: {facts["fstype"]} mounted at '
                          f'{facts["mount"]} ({facts["options"]}), {facts["free_gib"]:g} GiB free '
                          f'of {facts["size_gib"]:g} GiB' +
                          ('' if facts.get('exists') else '; the directory does not exist yet'))
+        elif rep is None:
+            und['storage.filesystem'] = f'not probed: {unprobed or "no probe"}'
     else:
         und['storage.scratch'] = 'not given: clusterproof init --scratch PATH'
-    return Declaration(name=name, group=group, access=access, processor=processor,
-                       hardware=hw, storage=storage, emulated=emulated, notes=notes,
-                       undiscovered=und)
+    topology_known = all(k in hw for k in ('sockets', 'cores_per_socket', 'threads_per_core'))
+    return Declaration(name=name, group=group, access=access,
+                       processor=processor_from_hardware(hw) if topology_known else {},
+                       hardware=hw, storage=storage,
+                       emulated=emulated, notes=notes, undiscovered=und, devices=devices,
+                       slurm=slurm_extras(group), probed=node)
+
+
+def _reframe_name(partition):
+    """A ReFrame partition name for a Slurm partition: ReFrame takes letters,
+    digits, ``_`` and ``-``, not starting with a digit or ``-``."""
+    name = re.sub(r'[^A-Za-z0-9_-]', '_', partition)
+    return name if re.match(r'[A-Za-z_]', name) else f'p{name}'
 
 
 def partition_names(groups):
-    """ReFrame partition names: the Slurm partition, with ``-g<i>`` when it
-    has more than one node group."""
+    """ReFrame partition names: the Slurm partition (see
+    :func:`_reframe_name`), with ``-g<i>`` when it has more than one node
+    group."""
     counts = {}
     for g in groups:
         counts[g.partition] = counts.get(g.partition, 0) + 1
     seen, names = {}, []
     for g in groups:
         seen[g.partition] = seen.get(g.partition, 0) + 1
-        names.append(g.partition if counts[g.partition] == 1 else f'{g.partition}-g{seen[g.partition]}')
+        base = _reframe_name(g.partition)
+        name = base if counts[g.partition] == 1 else f'{base}-g{seen[g.partition]}'
+        while name in names:
+            name += '_'
+        names.append(name)
     return names
 
 
@@ -450,6 +565,10 @@ def _py(value):
     return repr(value)
 
 
+def _comment(text):
+    return ' '.join(str(text).split())
+
+
 def _section(lines, indent, key, values, undiscovered, prefix):
     pad = ' ' * indent
     lines.append(f"{pad}'{key}': {{")
@@ -457,7 +576,8 @@ def _section(lines, indent, key, values, undiscovered, prefix):
         lines.append(f"{pad}    '{k}': {_py(v)},")
     for k, reason in undiscovered.items():
         if k.startswith(prefix + '.'):
-            lines.append(f"{pad}    # '{k.split('.', 1)[1]}': ...,   # not discovered: {reason}")
+            lines.append(f"{pad}    # '{k.split('.', 1)[1]}': ...,   # not discovered: "
+                         f'{_comment(reason)}')
     lines.append(f'{pad}}},')
 
 
@@ -465,15 +585,18 @@ def render_system(name, decls, hostnames, how, when, host):
     """The text of ``site_config/systems/<name>.py``."""
     lines = [
         f'"""``{name}``: discovered by ``clusterproof init`` on {host} at {when}',
-        f'from Slurm ({how}, scontrol -o show partition) and one node of each node group',
+        f'from Slurm ({how}) and one node of each node group Slurm can run on,',
         'probed through srun (lscpu, /proc/meminfo, sysfs caches, dmidecode, ndctl, ipmctl,',
-        'the scratch file system).',
+        'the scratch file system). A group with no such node, or whose probe failed,',
+        'is declared from Slurm\'s view alone; its comments say why.',
         '',
         'Lines commented out with "not discovered" are values no tool here reports:',
         'fill them in from the vendor\'s documentation before a check needs them',
         '(a check that needs a missing one fails naming it). The hardware keys',
-        'slurm_cpus and slurm_memory_mib are what Slurm gives jobs on each node;',
-        'SystemInventory compares them with every node\'s Slurm record.',
+        'slurm_cpus and slurm_memory_mib are what Slurm gives jobs on each node,',
+        '"devices" the GPUs of its Gres; SystemInventory compares them with every',
+        'node\'s Slurm record and the GPUs the node reports. extras[\'slurm\'] keeps',
+        'the partition\'s limits and state, node features and other generic resources.',
         '"""',
         '',
         'system = {',
@@ -494,12 +617,17 @@ def render_system(name, decls, hostnames, how, when, host):
                   f"            'access': {d.access!r},",
                   "            'environs': ['gnu'],",
                   "            'max_jobs': 1,",
-                  f"            'processor': {d.processor!r},",
-                  "            'extras': {"]
+                  f"            'processor': {d.processor!r},"]
+        if d.devices:
+            lines.append(f"            'devices': {d.devices!r},")
+        lines.append("            'extras': {")
+        if d.probed:
+            lines.append(f'                # probed: {d.probed}')
         for note in d.notes:
-            lines.append(f'                # {note}')
+            lines.append(f'                # {_comment(note)}')
         _section(lines, 16, 'hardware', d.hardware, d.undiscovered, 'hardware')
         _section(lines, 16, 'storage', d.storage, d.undiscovered, 'storage')
+        lines.append(f"                'slurm': {d.slurm!r},")
         if d.emulated:
             lines.append("                'emulated': True,")
         lines += ['            },', '        },']

@@ -15,7 +15,12 @@ Compared fields: ``sockets``, ``cores_per_socket``, ``threads_per_core`` and
 ``numa_nodes`` must be equal; ``memory_gib`` is compared with MemTotal
 within a tolerance (see :func:`memory_bounds`). Where the declaration has
 ``slurm_cpus`` and ``slurm_memory_mib`` (``clusterproof init`` writes them),
-the node's own Slurm record (CPUTot, RealMemory) must equal them too.
+the node's own Slurm record (CPUTot, RealMemory) must equal them too. Where
+the partition declares GPUs (ReFrame ``devices`` of type ``gpu``,
+:func:`declared_gpus`), the GPUs the node reports (:func:`gpu_report`:
+``nvidia-smi -L``, else ``rocm-smi``, else ``/sys/class/drm``) and the GPUs
+of its Slurm record must number as many; a node where no tool can tell is a
+mismatch that says why.
 """
 
 import json
@@ -26,13 +31,16 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
+from clusterproof import ClusterproofError
+from clusterproof.parsers import gpu as gpu_parser
 from clusterproof.parsers import lscpu
+from clusterproof.parsers import slurm
 from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
 EXACT_FIELDS = ('sockets', 'cores_per_socket', 'threads_per_core', 'numa_nodes')
 #: what Slurm gives jobs on the node, compared when declared
-SLURM_FIELDS = ('slurm_cpus', 'slurm_memory_mib')
+SLURM_FIELDS = ('slurm_cpus', 'slurm_memory_mib', 'slurm_gpus')
 
 #: MemTotal may be this much below the declared size (percent) ...
 MEMORY_TOLERANCE_PCT = 4.0
@@ -81,6 +89,13 @@ def compare_hardware(node, declared, found, tolerance_pct=MEMORY_TOLERANCE_PCT):
         elif int(found[key]) != int(declared[key]):
             note = 'an NPS or sub-NUMA clustering change shows here' if key == 'numa_nodes' else ''
             problems.append(Mismatch(node, key, declared[key], found[key], note))
+    if 'gpus' in declared:
+        if 'gpus' not in found:
+            why = found.get('gpus_undiscovered', 'not reported')
+            problems.append(Mismatch(node, 'gpus', declared['gpus'], f'undiscovered ({why})'))
+        elif int(found['gpus']) != int(declared['gpus']):
+            problems.append(Mismatch(node, 'gpus', declared['gpus'], found['gpus'],
+                                     f'counted by {found.get("gpu_source", "?")}'))
     if 'memory_gib' in declared:
         want = float(declared['memory_gib'])
         low, high = memory_bounds(want, tolerance_pct)
@@ -160,7 +175,7 @@ def parse_reports(text, source='job output'):
     return reports
 
 
-def _run(argv, timeout=60):
+def run_tool(argv, timeout=60):
     """Run a reporting tool; returns {argv, rc, stdout, stderr} or the reason
     it could not run."""
     exe = shutil.which(argv[0])
@@ -173,6 +188,61 @@ def _run(argv, timeout=60):
         return {'argv': argv, 'rc': None, 'stdout': '', 'stderr': '',
                 'missing': f'{" ".join(argv)} did not finish in {timeout} s'}
     return {'argv': argv, 'rc': proc.returncode, 'stdout': proc.stdout, 'stderr': proc.stderr}
+
+
+def declared_gpus(devices):
+    """GPUs per node a partition declares: the ``num_devices`` of its
+    ReFrame ``devices`` of type ``gpu`` (dicts or ReFrame's DeviceInfo);
+    None when it declares none."""
+    counts = []
+    for dev in devices or ():
+        kind = dev.get('type') if isinstance(dev, dict) else dev.device_type
+        if kind == 'gpu':
+            counts.append(dev.get('num_devices', 1) if isinstance(dev, dict) else dev.num_devices)
+    return sum(counts) if counts else None
+
+
+def _failed(out):
+    """Why a tool run by :func:`run_tool` gave nothing."""
+    if out.get('missing'):
+        return out['missing']
+    text = (out['stderr'] or out['stdout']).strip().splitlines()
+    return f'{" ".join(out["argv"])} failed: {text[-1] if text else "exit " + str(out["rc"])}'
+
+
+def gpu_report(run=None, drm_root='/sys/class/drm'):
+    """This node's GPUs: ``{'gpus': N, 'gpu_source': tool, 'gpu_models':
+    [...]}`` from the first of ``nvidia-smi -L``, ``rocm-smi`` and
+    ``/sys/class/drm`` that answers, else ``{'gpus_undiscovered': why}``
+    naming what each gave."""
+    run = run or run_tool
+    why = []
+    out = run(['nvidia-smi', '-L'])
+    if out['rc'] == 0:
+        try:
+            found = gpu_parser.parse_nvidia_smi_list(out['stdout'])
+            return {'gpus': len(found), 'gpu_source': 'nvidia-smi -L',
+                    'gpu_models': sorted({g['model'] for g in found})}
+        except ValueError as err:
+            why.append(str(err))
+    else:
+        why.append(_failed(out))
+    out = run(['rocm-smi'])
+    if out['rc'] == 0:
+        try:
+            found = gpu_parser.parse_rocm_smi(out['stdout'])
+            return {'gpus': len(found), 'gpu_source': 'rocm-smi'}
+        except ValueError as err:
+            why.append(str(err))
+    else:
+        why.append(_failed(out))
+    cards = gpu_parser.drm_gpus(drm_root)
+    if cards:
+        return {'gpus': len(cards), 'gpu_source': drm_root,
+                'gpu_models': sorted({vendor for _, vendor in cards})}
+    why.append(f'{drm_root} does not exist' if cards is None
+               else f'{drm_root} has no NVIDIA or AMD card')
+    return {'gpus_undiscovered': '; '.join(why)}
 
 
 PMEM_COMMANDS = {
@@ -194,7 +264,7 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             hw['numa_nodes'] = topology.numa_node_count(sys_node)
             hw['source'] = 'sysfs'
         else:
-            out = _run(['lscpu'])
+            out = run_tool(['lscpu'])
             if out['rc'] != 0:
                 raise ValueError(f'no {sys_cpu}/online and lscpu failed: '
                                  f'{out.get("missing") or out["stderr"].strip()}')
@@ -202,13 +272,13 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             hw['source'] = 'lscpu'
         hw['memory_gib'] = topology.memory_gib(meminfo)
         hw['cpu_model'] = topology.cpu_model()
-        from clusterproof.site.discover import slurm_record
         hw.update(slurm_record())
+        hw.update(gpu_report())
         rep['hardware'] = hw
     except (OSError, ValueError) as err:
         rep['error'] = str(err)
     if pmem:
-        rep['pmem'] = {name: _run(argv) for name, argv in PMEM_COMMANDS.items()}
+        rep['pmem'] = {name: run_tool(argv) for name, argv in PMEM_COMMANDS.items()}
         try:
             with open('/proc/mounts') as fh:
                 rep['pmem']['mounts'] = fh.read()
@@ -216,3 +286,25 @@ def node_report(sys_cpu=topology.SYS_CPU, sys_node=topology.SYS_NODE,
             rep['pmem']['mounts_error'] = str(err)
     return rep
 
+
+def slurm_record(environ=None, run=None):
+    """Inside a job step: what Slurm has configured for this node
+    (``slurm_cpus``, ``slurm_memory_mib``, ``slurm_gpus``), from ``scontrol
+    -o show node $SLURMD_NODENAME``; ``{}`` outside Slurm or where scontrol
+    does not answer."""
+    environ = os.environ if environ is None else environ
+    node = environ.get('SLURMD_NODENAME')
+    if not node:
+        return {}
+    out = (run or run_tool)(['scontrol', '-o', 'show', 'node', node])
+    if out['rc'] != 0:
+        return {}
+    try:
+        recs = slurm.nodes_from_scontrol(out['stdout'], source=f'scontrol -o show node {node}')
+    except ClusterproofError:
+        return {}
+    for rec in recs:
+        if rec.name == node:
+            return {'slurm_cpus': rec.cpus, 'slurm_memory_mib': rec.real_memory_mib,
+                    'slurm_gpus': slurm.gpu_count(rec.gres)}
+    return {}

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from clusterproof.parsers import ipmctl_memoryresources, ipmctl_topology, ndctl
 from clusterproof.parsers import mounts as mounts_parser
 from clusterproof.parsers.mounts import Mount
+from clusterproof.references.judge import Judgement, Verdict
 from clusterproof.site.inventory import Mismatch
 
 PMEM_MEMORY_TYPE = 'Logical Non-Volatile Device'
@@ -66,14 +67,27 @@ def mount_of(path, mounts):
 
 
 @dataclass(frozen=True)
-class DaxVerdict:
-    ok: bool
-    reason: str
+class DaxVerdict(Judgement):
+    """A :class:`~clusterproof.references.judge.Judgement` of a path or a
+    node: ``pass`` (true) or ``FAILED`` (false) with the precise reason,
+    and the ``mount`` and ``namespace`` found on the way."""
     mount: Mount = None
     namespace: dict = None
 
+    @property
+    def ok(self):
+        return self.verdict == Verdict.PASS
+
     def __bool__(self):
         return self.ok
+
+
+def _fit(reason, mount=None, namespace=None):
+    return DaxVerdict(Verdict.PASS, reason, mount=mount, namespace=namespace)
+
+
+def _unfit(reason, mount=None, namespace=None):
+    return DaxVerdict(Verdict.FAILED, reason, mount=mount, namespace=namespace)
 
 
 def verify_dax_target(path, mounts_text, ndctl_json):
@@ -86,25 +100,25 @@ def verify_dax_target(path, mounts_text, ndctl_json):
     """
     mnt = mount_of(path, mounts_parser.parse(mounts_text))
     if mnt is None:
-        return DaxVerdict(False, f'{path}: no mount in /proc/mounts holds this path')
+        return _unfit(f'{path}: no mount in /proc/mounts holds this path')
     where = f'{path} is on {mnt.path} ({mnt.device}, {mnt.fstype})'
     if not is_dax_mount(mnt):
-        return DaxVerdict(False, f'{where}, not a DAX mount: options {",".join(mnt.options)} '
-                                 'have no dax or dax=always (mount -o dax /dev/pmemN ...)', mnt)
+        return _unfit(f'{where}, not a DAX mount: options {",".join(mnt.options)} '
+                      'have no dax or dax=always (mount -o dax /dev/pmemN ...)', mnt)
     blockdev = pmem_blockdev(mnt.device)
     if blockdev is None:
-        return DaxVerdict(False, f'{where}: mounted with dax but not on a pmem block device '
-                                 '(want /dev/pmemN)', mnt)
+        return _unfit(f'{where}: mounted with dax but not on a pmem block device '
+                      '(want /dev/pmemN)', mnt)
     namespaces = ndctl.parse(ndctl_json or '')
     ns = next((n for n in namespaces if n['blockdev'] == blockdev), None)
     if ns is None:
         listed = ', '.join(f'{n["dev"]}->{n["blockdev"]}' for n in namespaces) or 'none'
-        return DaxVerdict(False, f'{where}: no namespace in ndctl list -N has blockdev '
-                                 f'{blockdev} (namespaces: {listed})', mnt)
+        return _unfit(f'{where}: no namespace in ndctl list -N has blockdev '
+                      f'{blockdev} (namespaces: {listed})', mnt)
     if ns['mode'] != 'fsdax':
-        return DaxVerdict(False, f'{where}: namespace {ns["dev"]} (blockdev {blockdev}) is in '
-                                 f'mode {ns["mode_reported"]}, not fsdax', mnt, ns)
-    return DaxVerdict(True, f'{where}: DAX mount on namespace {ns["dev"]} (fsdax)', mnt, ns)
+        return _unfit(f'{where}: namespace {ns["dev"]} (blockdev {blockdev}) is in '
+                      f'mode {ns["mode_reported"]}, not fsdax', mnt, ns)
+    return _fit(f'{where}: DAX mount on namespace {ns["dev"]} (fsdax)', mnt, ns)
 
 
 def provisioning_of(resources):
@@ -311,7 +325,7 @@ def _probe_text(directory, name):
         with open(os.path.join(directory, name)) as f:
             return f.read()
     except OSError as err:
-        return DaxVerdict(False, f'the probe on the node wrote no {name}: {err.strerror}')
+        return _unfit(f'the probe on the node wrote no {name}: {err.strerror}')
 
 
 def node_verdict(directory, fio, engine, dax=None, devdax=None, align=None, tmpfs=None):
@@ -321,7 +335,7 @@ def node_verdict(directory, fio, engine, dax=None, devdax=None, align=None, tmpf
     with the alignment ``align`` (bytes) when its sysfs entry gives one;
     ``tmpfs``: that path must be on tmpfs. A :class:`DaxVerdict`, false with
     the reason."""
-    from clusterproof.methods.fiojob import parse_engines
+    from clusterproof.parsers.fio import parse_engines
     texts = {}
     for name in [PROBE_ENGINES, PROBE_MOUNTS] + ([PROBE_NDCTL] if dax else []) + \
             ([PROBE_DEVDAX] if devdax else []):
@@ -331,32 +345,32 @@ def node_verdict(directory, fio, engine, dax=None, devdax=None, align=None, tmpf
     try:
         engines = parse_engines(texts[PROBE_ENGINES])
     except ValueError as err:
-        return DaxVerdict(False, f'{fio}: {err}')
+        return _unfit(f'{fio}: {err}')
     if engine not in engines:
-        return DaxVerdict(False, f'{fio} has no {engine} engine on this node (fio --enghelp)')
+        return _unfit(f'{fio} has no {engine} engine on this node (fio --enghelp)')
     if dax:
         if texts[PROBE_NDCTL].strip() == NO_NDCTL:
-            return DaxVerdict(False, f'ndctl not installed on the node: cannot verify that '
-                                     f'{dax} is on an fsdax namespace')
+            return _unfit(f'ndctl not installed on the node: cannot verify that '
+                          f'{dax} is on an fsdax namespace')
         verdict = verify_dax_target(dax, texts[PROBE_MOUNTS], texts[PROBE_NDCTL])
         if not verdict:
-            return DaxVerdict(False, f'not persistent memory: {verdict.reason}')
+            return _unfit(f'not persistent memory: {verdict.reason}')
     if devdax:
         lines = texts[PROBE_DEVDAX].split()
         if 'present' not in lines:
-            return DaxVerdict(False, f'{devdax} does not exist on the node (ndctl list -N)')
+            return _unfit(f'{devdax} does not exist on the node (ndctl list -N)')
         found = next((int(w) for w in lines if w.isdigit()), None)
         if align and found and found != align:
-            return DaxVerdict(False, f'{devdax} has alignment {found} bytes on the node, the '
-                                     f"job was written for {align}: declare 'align': {found} "
-                                     "in extras['pmem']['devdax']")
+            return _unfit(f'{devdax} has alignment {found} bytes on the node, the '
+                          f"job was written for {align}: declare 'align': {found} "
+                          "in extras['pmem']['devdax']")
     if tmpfs:
         mnt = mount_of(tmpfs, mounts_parser.parse(texts[PROBE_MOUNTS]))
         if mnt is None or mnt.fstype != 'tmpfs':
-            return DaxVerdict(False, f'{tmpfs} is not on tmpfs on the node (it is on '
-                                     f'{mnt.fstype if mnt else "no mount"}); '
-                                     'set -S tmpfs_dir=<dir on tmpfs>')
-    return DaxVerdict(True, 'the node has what the check needs')
+            return _unfit(f'{tmpfs} is not on tmpfs on the node (it is on '
+                          f'{mnt.fstype if mnt else "no mount"}); '
+                          'set -S tmpfs_dir=<dir on tmpfs>')
+    return _fit('the node has what the check needs')
 
 
 def guard_command(fio, engine, dax=None, devdax=None, align=None, tmpfs=None):

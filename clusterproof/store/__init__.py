@@ -81,6 +81,9 @@ def identity(system, partition, environ, test, figure, smoke=False, emulated=Fal
 
 
 MANIFEST = 'manifest.json'
+#: the findings of the change detector kept beside the parts
+#: (:mod:`clusterproof.analysis.findings`): derived from the store's rows
+FINDINGS = 'findings.parquet'
 #: the store's format: 2 added ``declared_lower_is_better``
 FORMAT = 2
 #: formats read: a format-1 store reads with that column null (the unit
@@ -219,7 +222,7 @@ def _merge_months(store, m):
 
 def _clean(store, m):
     """Remove files a crash left: temporaries and parts no manifest lists
-    (the other files are not parts: the kept findings, :mod:`.findings`)."""
+    (the other files are not parts: the kept findings, :data:`FINDINGS`)."""
     listed = set(m['files'])
     for p in Path(store).iterdir():
         if ((p.name.startswith('.') and p.name.endswith('.tmp'))
@@ -318,13 +321,19 @@ def rebuild(db, store=None):
             fresh['sessions'].update({u: name for u in chunk})
         fresh['files'] = names
         _save_manifest(store, fresh)
-        from clusterproof.store import findings
-        findings.forget(store)      # derived anew from the rebuilt store
+        forget_findings(store)      # derived anew from the rebuilt store
         for f in old['files']:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(store / f)
         _merge_months(store, fresh)
     return len(index)
+
+
+def forget_findings(store):
+    """Remove the kept findings of ``store`` (:data:`FINDINGS`; a rebuild
+    derives them anew)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(Path(store) / FINDINGS)
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -358,45 +367,11 @@ def scan(paths):
     return pl.scan_parquet(files, schema=SCHEMA, missing_columns='insert')
 
 
-def sessions(lf):
+def held(store):
+    """The ids of the sessions ``store`` holds."""
+    return set(_manifest(store)['sessions'])
+
+
+def session_starts(lf):
     """``(session, start)`` of the rows of ``lf``, oldest first."""
     return (lf.select('session', 'start').unique().sort('start').collect().rows())
-
-
-# -- history from elsewhere -------------------------------------------------------------
-
-def import_history(paths, store):
-    """Add the history of CSV files and perflogs at ``paths`` (see
-    :mod:`clusterproof.results.history`) to ``store``, once: a point is a
-    session ``<its session or file>@<time>``; what the store holds already
-    is skipped. Returns (sessions added, rows added)."""
-    from clusterproof.results import history
-    rows = []
-    for p in paths:
-        p = Path(p)
-        if p.suffix == '.csv':
-            rows += history.read_csv(p)
-        else:
-            for f in history.perflog_files(p):
-                rows += history.read_perflog(f)
-    out = []
-    for system, part, test, figure, unit, flags, pt in rows:
-        name, _, environ = test.partition(' +')
-        where = pt.where.rsplit(':', 1)[0]
-        prov = {k: pt.provenance.get(k, '') for k in rfdb.PROVENANCE}
-        out.append(dict(
-            session=pt.session or f'{where}@{pt.time:.0f}', start=pt.time, end=pt.time,
-            time=pt.time, system=system, partition=part, environ=environ, test=name,
-            figure=figure, value=pt.value, unit=unit, ref=None, lower=None, upper=None,
-            perf_result='', declared_lower_is_better=None, result='pass', fail_phase='',
-            reason='', mode='',
-            smoke='smoke' in flags, emulated='emulated' in flags, attrs='{}',
-            reframe_version=pt.provenance.get('reframe_version', ''), cmdline='',
-            time_start='', source=pt.where, **prov))
-    with locked(store):
-        m = _manifest(store)
-        new = [r for r in out if r['session'] not in m['sessions']]
-        sessions = sorted({r['session'] for r in new})
-        if new:
-            add(store, frame(new), sessions)
-    return len(sessions), len(new)

@@ -1,7 +1,7 @@
 """Figures of the figure store in the formats other tools read.
 
 - ``csv``: one row per figure, in the CSV history format that ``clusterproof
-  store import`` reads back (:func:`clusterproof.results.history.read_csv`):
+  store import`` reads back (:func:`clusterproof.store.csvhistory.read_csv`):
   ``timestamp`` (the session's start), ``system``, ``partition``, ``test``
   (name, parameters and `` +environ``), ``figure``, ``value``, ``unit``,
   ``session``, ``flags``, then the columns the import keeps as provenance and

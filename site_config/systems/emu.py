@@ -12,19 +12,23 @@ Two partitions: ``srun`` (launcher ``srun --mpi=pmix``) and ``mpirun``
 
 import os
 
+from clusterproof.methods.declared import storage_checks
 from clusterproof.paths import local_scratch
 from clusterproof.site.topology import detect_hardware
 
 #: the most threads of each storage benchmark this machine holds over the
 #: emulated nodes (docs/storage.md, "At the published shape"); the checks
-#: skip higher counts, naming this limit. IOzone: 1,024 clients (each an
-#: srun step) take ~18 GiB of this machine's 24 (one run finished in 650 s,
-#: one was stopped when memory ran low); 512 take ~9. IOR, mdtest: 64 ranks
-#: (4 per node) passed 3 of 3 runs of the check once every PMIx fence was a
-#: ring (slurm/local-cluster/mpi.conf.in); at 128, IOR passed once in 450 s
-#: of its 600 s time limit and mdtest lost a node to the load of 128
-#: starting ranks on the shared 2 cores: not declared.
-MAX_THREADS = {'iozone': 512, 'ior': 64, 'mdtest': 64}
+#: skip higher counts, naming this limit. The limit is the launch's, not the
+#: benchmark's. IOzone clients: 1,024 (each an srun step) take ~18 GiB of
+#: this machine's 24 (one run finished in 650 s, one was stopped when memory
+#: ran low); 512 take ~9. MPI ranks: 64 (4 per node) passed 3 of 3 runs of
+#: the IOR and mdtest checks once every PMIx fence was a ring
+#: (slurm/local-cluster/mpi.conf.in); at 128, IOR passed once in 450 s of its
+#: 600 s time limit and mdtest lost a node to the load of 128 starting ranks
+#: on the shared 2 cores: not declared.
+THREAD_CLIENTS, MPI_RANKS = 512, 64
+#: per benchmark, from what its check declares (clusterproof/methods/declared.py)
+MAX_THREADS = {c.benchmark: MPI_RANKS if c.mpi else THREAD_CLIENTS for c in storage_checks()}
 
 _scratch = local_scratch()
 _hw = detect_hardware()

@@ -1,8 +1,11 @@
-"""The findings of the change detector, kept in the figure store.
+"""The findings of the change detector: what it finds in each figure's history
+(:func:`judge_figure`, :func:`detect`), and the findings kept in the figure
+store.
 
-A figure's findings (its changes, or that it is quiet, too noisy or not
-judged: :func:`clusterproof.results.changes.judge_figure`) depend only on
-its history and the detector's settings. ``clusterproof store ingest``
+A figure's findings (its changes, each with its summary and attribution
+(:mod:`.attribution`), or that it is quiet, too noisy or not judged) depend
+only on its history and the detector's settings
+(:mod:`clusterproof.analysis.detector`). ``clusterproof store ingest``
 derives them for every figure whose history changed since they were last
 derived (:func:`derive`) and keeps them in ``<store>/findings.parquet``, one
 row per figure: its identity (:data:`clusterproof.store.IDENTITY`), the
@@ -19,23 +22,35 @@ under the name that is read, and two ingests derive one after the other.
 """
 
 import dataclasses
+import datetime
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from clusterproof import store as st
-from clusterproof.results import changes, history
+from clusterproof.analysis import detector
+from clusterproof.analysis.attribution import attribution
+from clusterproof.paths import results_db
+from clusterproof.store import history, sessions
 
-FILE = 'findings.parquet'
-#: the detector's version: findings derived by another are stale (raise it
-#: when a change to :mod:`clusterproof.results.changes` changes findings)
+#: the detector's version: findings derived by another are stale. Raise it
+#: when a change to :mod:`.detector`, :mod:`.attribution` or the functions
+#: of a figure's findings below changes what they find, and write the new
+#: :data:`GOLDEN` (tests/test_findings_version.py fails, saying so, while
+#: the findings of its fixed history differ from :data:`GOLDEN`)
 VERSION = 1
+#: ``{version: digest}``: the digest of the findings of the recorded history
+#: tests/data/history-real/local-smoke.csv under each :data:`VERSION`, as
+#: tests/test_findings_version.py computes it; a new version adds its own
+GOLDEN = {1: '60137dccb58d0936'}
 #: figures judged per task of a worker process
 CHUNK = 64
 
@@ -57,14 +72,14 @@ SCHEMA = {
 
 def settings_digest(settings=None):
     """What findings were derived with: the detector's settings and :data:`VERSION`."""
-    s = dataclasses.asdict(settings or changes.Settings())
+    s = dataclasses.asdict(settings or detector.Settings())
     text = json.dumps({'version': VERSION, **s}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def digests(lf):
     """``{figure key: digest of its history}`` of the store rows ``lf``: the
-    rows :func:`clusterproof.results.history.from_frame` makes its history
+    rows :func:`clusterproof.store.history.from_frame` makes its history
     of, counted and hashed (sessions, times, values), in the engine."""
     df = (lf.filter(history.measured())
           .group_by(list(st.IDENTITY))
@@ -75,7 +90,7 @@ def digests(lf):
 
 
 def path_of(store):
-    return Path(store) / FILE
+    return Path(store) / st.FINDINGS
 
 
 def read(store):
@@ -95,7 +110,7 @@ def read(store):
 
 def _row(h, digest, sd, status, what, found):
     k = h.key
-    fn = what if isinstance(what, changes.FigureNoise) else None
+    fn = what if isinstance(what, detector.FigureNoise) else None
     return {**dict(zip(st.IDENTITY, k)), 'unit': h.unit, 'digest': digest, 'settings': sd,
             'status': status, 'noise': fn and fn.noise, 'detectable': fn and fn.detectable,
             'n': fn and fn.n, 'too_noisy': fn and fn.too_noisy,
@@ -108,11 +123,11 @@ _WORK = {}      # what forked workers read: the histories and the settings
 
 def _judge(idx):
     hists, settings = _WORK['hists'], _WORK['settings']
-    return [changes.judge_figure(hists[i], settings) for i in idx]
+    return [judge_figure(hists[i], settings) for i in idx]
 
 
 def _judge_all(hists, settings, processes=None):
-    """:func:`~clusterproof.results.changes.judge_figure` of each of
+    """:func:`judge_figure` of each of
     ``hists``, in worker processes (forked: they read the histories this
     process holds; they run the detector's numpy code only) when there are
     enough of them."""
@@ -137,7 +152,7 @@ def derive(store, settings=None, processes=None):
     store dropped). Under the store's lock; returns (figures judged, seconds)."""
     t0 = time.perf_counter()
     store = Path(store)
-    settings = settings or changes.Settings()
+    settings = settings or detector.Settings()
     sd = settings_digest(settings)
     with st.locked(store):
         lf = st.scan([store])
@@ -157,18 +172,10 @@ def derive(store, settings=None, processes=None):
     return len(hists), time.perf_counter() - t0
 
 
-def forget(store):
-    """Remove the findings of ``store`` (a rebuild derives them anew)."""
-    try:
-        os.unlink(path_of(store))
-    except FileNotFoundError:
-        pass
-
-
 # -- reading: the findings of the figures shown -----------------------------------------
 
 def _history_of(key, unit):
-    """A :class:`~clusterproof.results.history.History` without points: what
+    """A :class:`~clusterproof.store.history.History` without points: what
     the listing of a figure needs."""
     system, part, environ, test, figure, smoke, emulated = key
     flags = tuple(f for f, on in (('smoke', smoke), ('emulated', emulated)) if on)
@@ -185,7 +192,7 @@ def _what(row):
         return row['why']
     if row['noise'] is None:
         return None
-    return changes.FigureNoise(row['noise'], row['detectable'], row['n'],
+    return detector.FigureNoise(row['noise'], row['detectable'], row['n'],
                                row['too_noisy'], row['heavy_tailed'])
 
 
@@ -193,11 +200,11 @@ def judged(stores, settings=None, system=None, want=None):
     """``[(history, status, what, found)]`` of every figure of ``stores``
     (paths of single stores; ``system``: only its figures; ``want(history)``:
     only the figures it keeps), in the order of
-    :func:`~clusterproof.results.history.from_frame`; and how many were
+    :func:`~clusterproof.store.history.from_frame`; and how many were
     judged now (their findings missing or stale). The histories of the kept
     ones have no points. A figure in more than one store (a store per
     month) is judged over all of them, now."""
-    settings = settings or changes.Settings()
+    settings = settings or detector.Settings()
     sd = settings_digest(settings)
     per_store = []
     seen = {}
@@ -234,8 +241,8 @@ def judged(stores, settings=None, system=None, want=None):
     return out, now
 
 
-def detect(stores, settings=None, system=None, want=None):
-    """What :func:`clusterproof.results.changes.detect` returns for the
+def detect_kept(stores, settings=None, system=None, want=None):
+    """What :func:`detect` returns for the
     histories of ``stores`` (see :func:`judged`), from the kept findings
     where they are current; and the number of figures judged now."""
     rows, now = judged(stores, settings, system, want)
@@ -243,7 +250,7 @@ def detect(stores, settings=None, system=None, want=None):
     for h, status, what, figure_found in rows:
         {'quiet': quiet, 'noisy': noisy, 'skipped': skipped}.get(status, []).append((h, what))
         found += figure_found
-    return (changes.rank(found), quiet, noisy, skipped), len(rows), now
+    return (rank(found), quiet, noisy, skipped), len(rows), now
 
 
 def current(stores, keys):
@@ -268,10 +275,8 @@ def current(stores, keys):
 def stores_read():
     """The single stores the commands read (``--store``,
     ``CLUSTERPROOF_STORE``, else the results database's, ingested first)."""
-    from clusterproof.paths import results_db
-    from clusterproof.results import database
-    database.figures()
-    paths = database.store_paths() or [st.default_path(results_db())]
+    sessions.figures()
+    paths = sessions.store_paths() or [st.default_path(results_db())]
     return [s for p in paths for s in st.stores_in(p)]
 
 
@@ -280,3 +285,109 @@ def note(now, what='findings of {} figure(s) derived now'):
     findings not kept."""
     if now:
         print(f'{what.format(now)}; `clusterproof store ingest` keeps them', file=sys.stderr)
+
+
+# -- a figure's findings: what `clusterproof changes` and the morning page list ----------
+
+def detect(hists, settings=None):
+    """``(found, quiet, noisy, skipped)`` of ``hists``: the changes (dicts
+    with their summary, largest first; a nightly alarm that later sessions
+    disproved has ``withdrawn`` true), the figures without a change, those
+    too noisy to judge and those not judged (with the reason). A figure too
+    noisy to judge still lists the changes larger than it can detect."""
+    settings = settings or detector.Settings()
+    found, quiet, noisy, skipped = [], [], [], []
+    for h in hists:
+        status, what, figure_found = judge_figure(h, settings)
+        {'quiet': quiet, 'noisy': noisy, 'skipped': skipped}.get(status, []).append((h, what))
+        found += figure_found
+    return rank(found), quiet, noisy, skipped
+
+
+def judge_figure(h, settings):
+    """``(status, what, found)`` of one history: ``status`` is ``changed``,
+    ``quiet``, ``noisy`` or ``skipped``; ``what`` its
+    :class:`~clusterproof.analysis.detector.FigureNoise`
+    (None for a history of one session) or, skipped, the reason; ``found``
+    its changes (see :func:`detect`), each with its summary. A figure's
+    findings depend on its history and ``settings`` alone
+    (:func:`derive` keeps them)."""
+    if np.any(np.asarray(h.values, dtype=float) <= 0):
+        return 'skipped', 'values <= 0', []
+    if len(h.points) < 2:
+        return 'quiet', None, []
+    groups = node_groups(h.points)
+    cps, withdrawn = detector.find(h.values, settings, groups)
+    fn = detector.figure_noise(h.values, cps, settings, groups)
+    status = 'changed'
+    if fn.too_noisy:
+        cps = [c for c in cps if abs(c.change) >= fn.detectable]
+        withdrawn = []
+        if not cps:
+            status = 'noisy'
+    elif not cps:
+        status = 'quiet'
+    found = ([_finding(h, c, fn) for c in cps]
+             + [_finding(h, c, fn, withdrawn=True) for c in withdrawn])
+    for f in found:
+        f['summary'] = summary(f)
+    return status, fn, found
+
+
+def rank(found):
+    """``found`` (changes of figures in key order) as :func:`detect` lists
+    them: standing changes first, largest first."""
+    return sorted(found, key=lambda f: (f['withdrawn'], -abs(f['change']), f['system'],
+                                        f['test'], f['figure']))
+
+
+def node_groups(points):
+    """The node list of each session, or None when the record has none."""
+    groups = [p.provenance.get('job_nodelist', '') for p in points]
+    return groups if any(groups) else None
+
+
+def _finding(h, c, fn, withdrawn=False):
+    first = h.points[c.at]
+    return {
+        'system': h.system, 'partition': h.partition, 'test': h.test, 'figure': h.figure,
+        'unit': h.unit, 'flags': list(h.flags),
+        'at': _iso(first.time), 'session': first.session, 'where': first.where,
+        'change': round(c.change, 4), 'uncertainty': round(c.uncertainty, 4),
+        'confidence': round(c.confidence, 4),
+        'direction': _direction(h, c),
+        'found': None if c.found is None else _iso(h.points[c.found].time),
+        'view': c.view, 'kind': c.kind, 'withdrawn': withdrawn,
+        'end': (None if c.end is None or c.end >= len(h.points)
+                else _iso(h.points[c.end].time)),
+        'rate': round(math.expm1(c.rate), 5) if c.kind == 'drift' else None,
+        'sessions_before': c.n_before, 'sessions_after': c.n_after,
+        'noise': None if fn is None else round(fn.noise, 4),
+        'detectable': None if fn is None else round(fn.detectable, 4),
+        'attribution': attribution(h.points, c),
+    }
+
+
+def summary(f):
+    """One sentence: 'Stream triad -7.9 % since 2026-11-20 (session 3f2a1b2c):
+    spack_lock_hash: a1b2 -> c3d4; nothing else changed'."""
+    since = f['at'][:10] + (f' (session {f["session"][:8]})' if f['session'] else '')
+    what = '; '.join(f['attribution'])
+    what = (what + '; nothing else changed') if what else 'no recorded provenance changed'
+    if f.get('withdrawn'):
+        return (f'{f["test"]} {f["figure"]}: the alarm of {f["found"][:10]} '
+                f'({f["change"] * 100:+.1f}% since {since}) was withdrawn: later sessions '
+                f'do not confirm it')
+    if f.get('kind') == 'drift':
+        return (f'{f["test"]} {f["figure"]} drifted {f["change"] * 100:+.1f}% '
+                f'({f["rate"] * 100:+.2f}% per session) since {since}: {what}')
+    return (f'{f["test"]} {f["figure"]} {f["change"] * 100:+.1f}% since {since}: {what}')
+
+
+def _direction(h, c):
+    up = c.shift > 0
+    return 'better' if up != h.lower_is_better else 'worse'
+
+
+def _iso(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat()

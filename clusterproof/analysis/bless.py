@@ -38,7 +38,7 @@ from clusterproof.paths import write_atomic
 from clusterproof.references.judge import (default_index, entry_reference, index_of,
                                            index_value, load_references, parse,
                                            record_lower_is_better, reference_file)
-from clusterproof.results.database import percentile
+from clusterproof.store.statistics import percentile
 
 DEFAULT_NSIGMA = 3.0
 DEFAULT_MIN_TOLERANCE = 0.02
@@ -110,8 +110,7 @@ def refusals(recs, allow_smoke=False, allow_emulated=False):
         if not r.sanity_ok and not r.skipped and case_key not in seen:
             seen.add(case_key)
             out.append(Refusal(r.session, r.test, '',
-                               f'result {r.result} in phase {r.fail_phase}: a failed test is '
-                               f'never a reference'))
+                               f'{r.why}: a failed test is never a reference'))
         if not r.figure:
             continue
         if r.smoke and not allow_smoke:

@@ -1,5 +1,5 @@
-"""Measured results as sessions and :class:`Record` rows, read from the figure
-store (:mod:`clusterproof.store`), which is derived from ReFrame's results
+"""Sessions and their :class:`Record` rows, read from the figure store
+(:mod:`clusterproof.store`), which is derived from ReFrame's results
 database (``<results>/results.db``, read through
 :mod:`clusterproof.reframe_io.database`, never written): each read first
 ingests the sessions the store lacks. One row per test case and figure, and
@@ -10,29 +10,26 @@ none), or passed without measuring any (a session of such checks is still a
 session).
 """
 
-import argparse
 import json
 import os
 import re
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterproof import ClusterproofError
+import polars as pl
+
+from clusterproof import store
 from clusterproof.paths import results_db
 from clusterproof.references import judge
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.site.hardware import is_emulated
 from clusterproof.store import identity
 
 #: test attributes that count threads (the x axis of scaling plots)
 THREAD_ATTRS = ('num_threads', 'threads', 'num_tasks', 'nthreads', 'num_procs')
 
 _PARAM_RE = re.compile(r'\s%(\w+)=(\S+)')
-_SINCE_RE = re.compile(r'^(\d+(?:\.\d+)?)\s*([smhdw])$')
-_SINCE_UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 7 * 86400}
 
 
 @dataclass(slots=True)
@@ -42,24 +39,23 @@ class Session:
     end: float
     info: dict
     report_file: str = ''
-    cases: list = field(default_factory=list)
-    recs: list = None           # its records, when read from the figure store
+    recs: list = field(default_factory=list)    # its records, test cases without figures too
 
     @property
     def systems(self):
-        return sorted({c.get('system') for c in self.cases if c.get('system')})
+        return sorted({r.system for r in self.recs if r.system})
 
     @property
     def smoke(self):
-        return any(c.get('cp_smoke') for c in self.cases)
+        return any(r.smoke for r in self.recs)
 
     @property
     def emulated(self):
-        return any(is_emulated(c) for c in self.cases)
+        return any(r.emulated for r in self.recs)
 
     @property
     def modes(self):
-        return sorted({c.get('cp_mode') for c in self.cases if c.get('cp_mode')})
+        return sorted({r.mode for r in self.recs if r.mode})
 
     def label(self):
         return f'{self.uuid[:8]} {time.strftime("%Y-%m-%d %H:%M", time.localtime(self.start))}'
@@ -113,7 +109,7 @@ class Record:
     def sanity_ok(self):
         """The test case ran and measured: it passed, or only its
         performance check failed (also as an expected failure, xfail/xpass)."""
-        return self.result in ('pass', 'xfail', 'xpass') or self.fail_phase == 'performance'
+        return self.result in PASSED or self.fail_phase == 'performance'
 
     @property
     def skipped(self):
@@ -121,18 +117,37 @@ class Record:
 
     @property
     def why(self):
-        """``skipped: <reason>`` or ``failed in <phase>: <reason>`` for a test
-        case that measured nothing; '' for one that ran."""
-        if self.skipped:
-            return f'skipped: {self.reason or "(no reason recorded)"}'
+        """Why the test case measured nothing (:func:`case_reason`); '' for
+        one that ran."""
         if self.sanity_ok:
             return ''
-        what = 'aborted' if self.result == 'abort' else 'failed'
-        return f'{what} in {self.fail_phase or "?"}' + (f': {self.reason}' if self.reason else '')
+        return case_reason(self.result, self.fail_phase, self.reason)
 
     @property
     def lower_is_better(self):
         return judge.record_lower_is_better(self)
+
+
+#: ReFrame's results of a test case that passed (an expected failure too)
+PASSED = ('pass', 'xfail', 'xpass')
+#: what a ReFrame result says of a test case that measured nothing
+_ENDED = {'fail': 'failed', 'abort': 'aborted', 'skip': 'skipped'}
+
+
+def case_reason(result, fail_phase, reason):
+    """The one text of why a test case measured nothing, everywhere it is
+    shown (compare, the report, acceptance, bless): ``skipped: <reason>``,
+    or ``failed in <phase>: <cause>`` (``aborted`` for an abort), each part
+    that the run report does not record said to be unknown, never a bare
+    ``None``. '' for a test case that passed (``pass``, ``xfail``, ``xpass``)."""
+    if result == 'skip':
+        return f'skipped: {reason or "no reason recorded"}'
+    if result in PASSED:
+        return ''
+    what = _ENDED.get(result) or (f'ended with result {result!r}' if result
+                                  else 'ended with no result recorded')
+    where = f' in {fail_phase}' if fail_phase else ' in an unknown phase'
+    return f'{what}{where}: {reason or "cause unknown (the run report records none)"}'
 
 
 def test_params(name):
@@ -144,57 +159,39 @@ def check_name(name):
     return name.split(' ', 1)[0]
 
 
-def parse_since(text, now=None):
-    """``30d``, ``12h``, ``2w`` -> unix time that long before ``now``."""
-    m = _SINCE_RE.match(text.strip())
-    if not m:
-        raise ClusterproofError(
-            f'--since {text!r}: give a number and a unit s, m, h, d or w (e.g. 30d)')
-    return (now or time.time()) - float(m.group(1)) * _SINCE_UNITS[m.group(2)]
-
-
-#: the columns of the store a :class:`Record` is made of
+#: the columns of the store a :class:`Record` is made of (its fields of the same names)
 _REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figure', 'value',
              'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
              'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better')
+#: the columns of its test case (:func:`_case`)
 _CASE_COLS = ('attrs',) + rfdb.PROVENANCE
 _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
 
 
 def _record(row, case):
-    (session, start, system, part, environ, test, figure, value, unit, ref, lower, upper,
-     perf_result, result, fail_phase, mode, smoke, emulated, binary_version, t, reason,
-     declared) = row
-    return Record(session, start, system, part, environ, check_name(test), test, figure,
-                  value, unit, ref, lower, upper, perf_result, result, fail_phase or None,
-                  mode, smoke, emulated, binary_version, t, case, reason, declared)
+    """The :class:`Record` of the store row ``row`` (a dict of :data:`_REC_COLS`)."""
+    return Record(**dict(row, fail_phase=row['fail_phase'] or None),
+                  check=check_name(row['test']), case=case)
 
 
-#: stores given with --store on the command line
+#: stores given with --store on the command line (:func:`read_store`)
 _STORES = []
 
 
+def read_store(path):
+    """Read the store ``path`` (or every store in it, a fleet) instead of
+    the results database's, as ``--store`` asks; returns the stores read."""
+    _STORES.append(Path(path))
+    return list(_STORES)
+
+
 def store_paths():
-    """Stores read instead of the results database: ``--store`` options,
-    else ``CLUSTERPROOF_STORE`` (paths separated by ``:``); a directory of
-    stores is a fleet. [] for the results database's own store."""
+    """Stores read instead of the results database: ``--store`` options
+    (:func:`read_store`), else ``CLUSTERPROOF_STORE`` (paths separated by
+    ``:``); a directory of stores is a fleet. [] for the results database's
+    own store."""
     return list(_STORES) or [Path(p) for p in os.environ.get('CLUSTERPROOF_STORE', '')
                              .split(':') if p]
-
-
-class _StoreAction(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None):
-        _STORES.append(Path(values))
-        setattr(namespace, self.dest, list(_STORES))
-
-
-def add_store_arg(parser):
-    """``--store DIR`` (repeatable): read these figure stores (a directory of
-    stores is a fleet) instead of the results database."""
-    parser.add_argument('--store', action=_StoreAction, metavar='DIR',
-                        help='read this figure store, or every store in this directory (a '
-                             'fleet), instead of the results database (repeatable; default: '
-                             '$CLUSTERPROOF_STORE, else <results>/store, ingested first)')
 
 
 def figures(db=None):
@@ -205,7 +202,6 @@ def figures(db=None):
     history was imported into it (``clusterproof store import``).
     A damaged database does not lose a night: the sessions of the run
     reports the store lacks are ingested, and a warning names the file."""
-    from clusterproof import store
     paths = store_paths() if db is None else []
     if paths:
         return store.scan(paths), ', '.join(map(str, paths))
@@ -249,7 +245,7 @@ def select(db=None, ids=(), last=None, since=None, system=None, mode=None, until
     lf, where = figures(db)
     if ids:
         from clusterproof import store
-        known = [u for u, _ in store.sessions(lf)]
+        known = [u for u, _ in store.session_starts(lf)]
         lf = lf.filter(pl.col('session').is_in([rfdb.resolve_id(where, i, known)
                                                  for i in ids]))
     if since is not None:
@@ -271,44 +267,34 @@ def select(db=None, ids=(), last=None, since=None, system=None, mode=None, until
 
 
 def _sessions_of(df):
-    """:class:`Session` objects, with their records and test cases, of the
-    store rows ``df`` (sorted by session start). A test case that looks the
+    """:class:`Session` objects, with their records, of the store rows
+    ``df`` (sorted by session start). A test case that looks the
     same night after night (attributes, provenance, result) is one dict,
     and the columns that say so are read once per distinct look."""
-    import polars as pl
     looks_cols = ['system', 'partition', 'environ', 'test', 'result', 'fail_phase', 'mode',
                   'smoke', 'emulated', *_CASE_COLS]
     df = df.with_columns(pl.struct(looks_cols).hash().alias('_looks'),
                          pl.struct('session').hash().alias('_sess'))
     shared = {}
-    for row in df.unique('_looks').rows(named=True):
-        shared[row['_looks']] = _case(tuple(row[c] for c in _REC_COLS),
-                                      tuple(row[c] for c in _CASE_COLS))
+    for row in df.unique('_looks').select('_looks', *_CASE_COLS).rows(named=True):
+        shared[row['_looks']] = _case(row)
     out = {}
     for row in df.unique('_sess').select('session', 'start', *_SESSION_COLS).rows():
         uuid, start, end, version, cmdline, tstart, source = row
         out[uuid] = Session(uuid, start, end, {
             'uuid': uuid, 'version': version, 'cmdline': cmdline, 'time_start': tstart,
-            'time_start_unix': start, 'time_end_unix': end}, source, [], [])
-    seen = set()
-    for looks, row in zip(df['_looks'].to_list(), df.select(_REC_COLS).rows()):
-        sess, case = out[row[0]], shared[looks]
-        ck = (row[0], looks)
-        if ck not in seen:
-            seen.add(ck)
-            sess.cases.append(case)
-        sess.recs.append(_record(row, case))
+            'time_start_unix': start, 'time_end_unix': end}, source, [])
+    for looks, row in zip(df['_looks'].to_list(), df.select(_REC_COLS).rows(named=True)):
+        out[row['session']].recs.append(_record(row, shared[looks]))
     return sorted(out.values(), key=lambda s: (s.start, s.uuid))
 
 
-def _case(row, ex):
-    """The test case of a store row, as far as the store keeps it."""
-    case = json.loads(ex[0] or '{}')
-    for k, v in zip(rfdb.PROVENANCE, ex[1:len(_CASE_COLS)]):
-        case[k] = v.split(',') if k == 'job_nodelist' and v else v
-    case.update(name=row[5], system=row[2], partition=row[3], environ=row[4],
-                result=row[13], fail_phase=row[14] or None, cp_mode=row[15],
-                cp_smoke=row[16], cp_emulated=row[17])
+def _case(row):
+    """The test case of a store row (a dict of :data:`_CASE_COLS`) beyond the
+    columns of its :class:`Record`: the test's attributes and its provenance."""
+    case = json.loads(row['attrs'] or '{}')
+    for k in rfdb.PROVENANCE:
+        case[k] = row[k].split(',') if k == 'job_nodelist' and row[k] else row[k]
     return case
 
 
@@ -317,91 +303,4 @@ def records(sessions):
     performance values still give one row with figure ``''``, so a failed
     sanity, a skip or a session of checks without figures is never lost;
     readers of figures skip the rows without one)."""
-    out = []
-    for sess in sessions:
-        if sess.recs is not None:
-            out += sess.recs
-            continue
-        for tc in sess.cases:       # a session built in memory
-            for row in rfdb.testcase_rows(tc, sess.uuid, sess.start, sess.end, sess.info,
-                                          sess.report_file):
-                out.append(_record(tuple(row[c] for c in _REC_COLS), tc))
-    return out
-
-
-def by_key(recs):
-    """``{record.key: [records oldest first]}``."""
-    out = {}
-    for r in recs:
-        out.setdefault(r.key, []).append(r)
-    for v in out.values():
-        v.sort(key=lambda r: r.start)
-    return out
-
-
-def median(values):
-    return statistics.median(values)
-
-
-def percentile(values, p):
-    """Linear-interpolated percentile ``p`` (0..100) of ``values``."""
-    vals = sorted(values)
-    if not vals:
-        raise ValueError('percentile of no values')
-    if not 0 <= p <= 100:
-        raise ClusterproofError(f'--percentile {p}: give a number from 0 to 100')
-    pos = (len(vals) - 1) * p / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(vals) - 1)
-    return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
-
-
-def select_sessions(args, system=None, mode=None):
-    """Sessions chosen on a command line: ``--session ID`` (repeatable),
-    ``--last N``, ``--since 30d``; the newest session when none is given."""
-    sessions = load_sessions(**selection(args, system, mode))
-    if not sessions:
-        none_selected(args, system, mode)
-    return sessions
-
-
-def selection(args, system=None, mode=None):
-    """The arguments of :func:`load_sessions` (and :func:`select`) that a
-    command line chooses (see :func:`select_sessions`)."""
-    ids = getattr(args, 'session', None) or []
-    since = parse_since(args.since) if getattr(args, 'since', None) else None
-    last = getattr(args, 'last', None)
-    if not ids and since is None and last is None:
-        last = 1
-    return dict(ids=ids, last=last, since=since, system=system, mode=mode)
-
-
-def none_selected(args, system=None, mode=None):
-    """Raise the error of a selection (see :func:`select_sessions`) that
-    matched no session."""
-    what = []
-    if getattr(args, 'session', None):
-        what.append('ids ' + ', '.join(args.session))
-    if getattr(args, 'since', None):
-        what.append(f'since {args.since}')
-    if system:
-        what.append(f'system {system}')
-    if mode:
-        what.append(f'mode {mode}')
-    raise ClusterproofError(f'no sessions in {results_db()} match '
-                            f'({"; ".join(what) or "any"})')
-
-
-def add_selection_args(parser, default_help='the newest session'):
-    g = parser.add_argument_group('session selection (ReFrame results database)')
-    g.add_argument('--session', action='append', metavar='ID',
-                   help='a session uuid or unique prefix (repeatable)')
-    g.add_argument('--last', type=int, metavar='N', help='the newest N sessions')
-    g.add_argument('--since', metavar='AGE', help='sessions started within AGE, e.g. 30d, 12h')
-    g.add_argument('--system', help='only test cases that ran on this system')
-    g.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
-                   help='only test cases run in this mode')
-    add_store_arg(g)
-    parser.epilog = ((parser.epilog or '') +
-                     f' Without a selection: {default_help}. The database is '
-                     f'$CLUSTERPROOF_RESULTS/results.db.')
+    return [r for sess in sessions for r in sess.recs]

@@ -50,14 +50,11 @@ recall, delay and false alarm rate per noise model.
 """
 
 import dataclasses
-import datetime
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from clusterproof.checks import fingerprint
 
 #: standard errors of the shift a change must reach
 DEFAULT_Z = 4.2
@@ -357,7 +354,7 @@ def binseg(x, min_size, pen):
     return bkps[:-1]
 
 
-def screen(y, start, settings, floor=1e-6):
+def moved_enough(y, start, settings, floor=1e-6):
     """The cheap part of one night's decision: ``(seg, offset, sigma, need)``
     when the newest sessions of ``y[start:]`` (log values up to tonight)
     moved enough to look closer, else None. ``need`` is the number of
@@ -385,7 +382,7 @@ def judge_night(y, start, settings, floor=1e-6):
     ``y``) if the newest sessions of ``y[start:]`` moved, else None.
     ``y`` holds log values up to and including tonight."""
     s = settings
-    screened = screen(y, start, s, floor)
+    screened = moved_enough(y, start, s, floor)
     if screened is None:
         return None
     seg, offset, sigma, need = screened
@@ -432,10 +429,10 @@ def scan(values, settings=None):
 def _nightly(y, s, floor):
     """Every night's :func:`judge_night`, oldest first, each reported change
     starting a new segment; a night is judged only when
-    :func:`_may_screen` says its screen can pass."""
+    :func:`_may_move_enough` says its screen can pass."""
     found = []
     start = 0
-    may = _may_screen(y, s, floor, 0)
+    may = _may_move_enough(y, s, floor, 0)
     for t in range(s.min_before + s.min_after - 1, len(y)):
         if not may[t]:
             continue
@@ -446,11 +443,11 @@ def _nightly(y, s, floor):
             # the nights whose window reaches back before the new segment
             if t + 1 < start + s.window:
                 span = slice(t + 1, start + s.window)
-                may[span] = _may_screen(y, s, floor, start)[span]
+                may[span] = _may_move_enough(y, s, floor, start)[span]
     return found
 
 
-#: relative slack of :func:`_may_screen`'s threshold: far more than the
+#: relative slack of :func:`_may_move_enough`'s threshold: far more than the
 #: rounding of its sums, far less than any difference a screen could notice
 _SLACK = 1e-6
 
@@ -476,9 +473,9 @@ def _row_quantile(rows, m, q):
     return a + (b - a) * (pos - k)
 
 
-def _may_screen(y, s, floor, start):
+def _may_move_enough(y, s, floor, start):
     """For each night ``t`` (with the last change at ``start``), False when
-    :func:`screen` of ``y[:t + 1]`` certainly does not pass; computed for
+    :func:`moved_enough` of ``y[:t + 1]`` certainly does not pass; computed for
     every night at once (with ``start`` > 0, for the nights whose window
     reaches back before ``start`` only: the others are as for 0).
 
@@ -911,197 +908,3 @@ def figure_noise(values, changes=(), settings=None, groups=None):
     det = minimum_detectable(rel, s)
     return FigureNoise(rel, det, len(res), too_noisy=det > s.max_detectable,
                        heavy_tailed=has_outliers(res, _floor(sigma), s.outlier_z))
-
-
-# -- findings: what `clusterproof changes` and the morning page list -----------------
-
-def detect(hists, settings=None):
-    """``(found, quiet, noisy, skipped)`` of ``hists``: the changes (dicts
-    with their summary, largest first; a nightly alarm that later sessions
-    disproved has ``withdrawn`` true), the figures without a change, those
-    too noisy to judge and those not judged (with the reason). A figure too
-    noisy to judge still lists the changes larger than it can detect."""
-    settings = settings or Settings()
-    found, quiet, noisy, skipped = [], [], [], []
-    for h in hists:
-        status, what, figure_found = judge_figure(h, settings)
-        {'quiet': quiet, 'noisy': noisy, 'skipped': skipped}.get(status, []).append((h, what))
-        found += figure_found
-    return rank(found), quiet, noisy, skipped
-
-
-def judge_figure(h, settings):
-    """``(status, what, found)`` of one history: ``status`` is ``changed``,
-    ``quiet``, ``noisy`` or ``skipped``; ``what`` its :class:`FigureNoise`
-    (None for a history of one session) or, skipped, the reason; ``found``
-    its changes (see :func:`detect`), each with its summary. A figure's
-    findings depend on its history and ``settings`` alone
-    (:mod:`clusterproof.store.findings` keeps them)."""
-    if np.any(np.asarray(h.values, dtype=float) <= 0):
-        return 'skipped', 'values <= 0', []
-    if len(h.points) < 2:
-        return 'quiet', None, []
-    groups = node_groups(h.points)
-    cps, withdrawn = find(h.values, settings, groups)
-    fn = figure_noise(h.values, cps, settings, groups)
-    status = 'changed'
-    if fn.too_noisy:
-        cps = [c for c in cps if abs(c.change) >= fn.detectable]
-        withdrawn = []
-        if not cps:
-            status = 'noisy'
-    elif not cps:
-        status = 'quiet'
-    found = ([_finding(h, c, fn) for c in cps]
-             + [_finding(h, c, fn, withdrawn=True) for c in withdrawn])
-    for f in found:
-        f['summary'] = summary(f)
-    return status, fn, found
-
-
-def rank(found):
-    """``found`` (changes of figures in key order) as :func:`detect` lists
-    them: standing changes first, largest first."""
-    return sorted(found, key=lambda f: (f['withdrawn'], -abs(f['change']), f['system'],
-                                        f['test'], f['figure']))
-
-
-def node_groups(points):
-    """The node list of each session, or None when the record has none."""
-    groups = [p.provenance.get('job_nodelist', '') for p in points]
-    return groups if any(groups) else None
-
-
-def _finding(h, c, fn, withdrawn=False):
-    first = h.points[c.at]
-    return {
-        'system': h.system, 'partition': h.partition, 'test': h.test, 'figure': h.figure,
-        'unit': h.unit, 'flags': list(h.flags),
-        'at': _iso(first.time), 'session': first.session, 'where': first.where,
-        'change': round(c.change, 4), 'uncertainty': round(c.uncertainty, 4),
-        'confidence': round(c.confidence, 4),
-        'direction': _direction(h, c),
-        'found': None if c.found is None else _iso(h.points[c.found].time),
-        'view': c.view, 'kind': c.kind, 'withdrawn': withdrawn,
-        'end': (None if c.end is None or c.end >= len(h.points)
-                else _iso(h.points[c.end].time)),
-        'rate': round(math.expm1(c.rate), 5) if c.kind == 'drift' else None,
-        'sessions_before': c.n_before, 'sessions_after': c.n_after,
-        'noise': None if fn is None else round(fn.noise, 4),
-        'detectable': None if fn is None else round(fn.detectable, 4),
-        'attribution': attribution(h.points, c),
-    }
-
-
-def summary(f):
-    """One sentence: 'Stream triad -7.9 % since 2026-11-20 (session 3f2a1b2c):
-    spack_lock_hash: a1b2 -> c3d4; nothing else changed'."""
-    since = f['at'][:10] + (f' (session {f["session"][:8]})' if f['session'] else '')
-    what = '; '.join(f['attribution'])
-    what = (what + '; nothing else changed') if what else 'no recorded provenance changed'
-    if f.get('withdrawn'):
-        return (f'{f["test"]} {f["figure"]}: the alarm of {f["found"][:10]} '
-                f'({f["change"] * 100:+.1f}% since {since}) was withdrawn: later sessions '
-                f'do not confirm it')
-    if f.get('kind') == 'drift':
-        return (f'{f["test"]} {f["figure"]} drifted {f["change"] * 100:+.1f}% '
-                f'({f["rate"] * 100:+.2f}% per session) since {since}: {what}')
-    return (f'{f["test"]} {f["figure"]} {f["change"] * 100:+.1f}% since {since}: {what}')
-
-
-def _direction(h, c):
-    up = c.shift > 0
-    return 'better' if up != h.lower_is_better else 'worse'
-
-
-def _iso(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat()
-
-
-def attribution(points, c):
-    """What changed at the change point: provenance fields whose value in
-    the sessions after it differs from every session before it (within the
-    same segment), and for node lists the nodes common to the sessions after
-    the change that no session before it used."""
-    before = points[max(0, c.at - c.n_before):c.at]
-    after = points[c.at:c.at + c.n_after]
-    out = []
-    keys = sorted({k for p in before + after for k in p.provenance})
-    for k in keys:
-        old = {p.provenance.get(k, '') for p in before}
-        new = {p.provenance.get(k, '') for p in after}
-        if k == 'cp_fingerprint':
-            out += fingerprint.changes([p.provenance.get(k, '') for p in before],
-                                       [p.provenance.get(k, '') for p in after])
-            continue
-        if k == 'cp_binary_sha256' and new and not (new & old):
-            out.append(_binary_change(before, after, old, new))
-            continue
-        if k == 'cp_mpi_library' and new and not (new & old):
-            out += _library_changes(old, new)
-            continue
-        if k == 'job_nodelist':
-            common = _common_nodes(after) - _common_nodes(before)
-            if common and old != new:
-                out.append(f'nodes: {", ".join(sorted(common))} in every session after, '
-                           f'not in every one before')
-            continue
-        if new and not (new & old):
-            out.append(f'{k}: {_short(old)} -> {_short(new)}')
-    return out
-
-
-def _binary_change(before, after, old, new):
-    '''``stream_c.exe sha256 3fa1.. -> 9c0e.. (same path)``.'''
-    paths = {p.provenance.get('binary_path', '') for p in before + after}
-    name = os.path.basename(next(iter(paths))) if len(paths) == 1 else 'binary'
-    same = ' (same path)' if len(paths) == 1 and paths != {''} else ''
-    return f'{name or "binary"} sha256 {_short(old)} -> {_short(new)}{same}'
-
-
-def _library_changes(old, new):
-    """``MPI library /a/libmpi.so.40 sha256 3fa1.. -> /b/libmpi.so.40 sha256
-    9c0e..``, or ``MPI library libmpi.so.40 sha256 3fa1.. -> 9c0e.. (same
-    path)``; one line per group of nodes that changed alike, ``on n3`` when
-    not every node did (the nodes disagree: ``n[1-2]=<path> <sha>;n3=...``)."""
-    def by_node(values):
-        out = {}
-        for t in values:
-            for node, v in fingerprint.per_node(t).items():
-                out.setdefault(node, set()).add(v)
-        return out
-    o, n = by_node(old), by_node(new)
-    nodes = (set(o) | set(n)) - {''} or {''}
-    groups = {}
-    for node in nodes:
-        ov = o.get(node, set()) | o.get('', set())
-        nv = n.get(node, set()) | n.get('', set())
-        if nv and not (ov & nv):
-            groups.setdefault((tuple(sorted(ov)), tuple(sorted(nv))), []).append(node)
-    lines = []
-    for (ov, nv), changed in sorted(groups.items()):
-        where = '' if set(changed) == nodes or changed == [''] else \
-            f' on {fingerprint.node_set(changed)}'
-        po, _, so = ov[0].partition(' ') if len(ov) == 1 else ('', '', '')
-        pn, _, sn = nv[0].partition(' ') if len(nv) == 1 else ('', '', '')
-        if not (so and sn):
-            lines.append(f'MPI library {_short(set(ov))} -> {_short(set(nv))}{where}')
-        elif po == pn:
-            lines.append(f'MPI library {os.path.basename(po)} sha256 {_short({so})} -> '
-                         f'{_short({sn})} (same path){where}')
-        else:
-            lines.append(f'MPI library {po} sha256 {_short({so})} -> {pn} sha256 '
-                         f'{_short({sn})}{where}')
-    return lines
-
-
-def _common_nodes(points):
-    sets = [set(filter(None, (p.provenance.get('job_nodelist') or '').split(',')))
-            for p in points]
-    return set.intersection(*sets) if sets else set()
-
-
-def _short(values):
-    vals = sorted(values)
-    text = ', '.join((v[:12] + '...' if len(v) > 15 else v) or '(none)' for v in vals[:3])
-    return text + (f' (+{len(vals) - 3})' if len(vals) > 3 else '')

@@ -8,7 +8,7 @@ Verdicts of one figure:
                 upper bound): ReFrame fails such a figure, and so does compare;
                 re-bless or widen the bound
 ``no-ref``      nothing to compare with
-``not-judged``  a smoke figure, or an emulated figure with no reference
+``not judged``  a smoke figure, or an emulated figure with no reference
                 blessed from emulated runs: never judged against a real
                 system's references
 ``xfail``       worse than the tolerance, and the reference says ``$xfail``
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
+from clusterproof.store.sessions import case_reason
 from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
                                            record_lower_is_better, reference_of_record,
                                            references_for, tolerance_text)
@@ -85,15 +86,22 @@ class Row:
         return self.verdict.failing
 
 
-def _failed_row(r):
-    """The row of a test case that measured nothing: ``skipped`` with the
-    skip reason, else ``FAILED`` with the phase and the reason."""
-    if r.skipped:
+#: the reason of a test case that passed without figures (a build, a check that measures nothing)
+NO_FIGURES = 'passed; it has no figures (a build, or a check that measures nothing)'
+
+
+def _case_row(r):
+    """The row of a test case without figures: ``skipped`` with the skip
+    reason, ``FAILED`` with the phase and the cause,
+    or ``pass`` for one that passed without measuring (a build); the reason
+    is :func:`clusterproof.store.sessions.case_reason`."""
+    why = case_reason(r.result, r.fail_phase, r.reason)
+    if not why:
         return Row(r.system, r.partition, r.test, '(test)', '', None, None,
-                   verdict=Verdict.SKIPPED, reason=r.why, flags=r.flags + [r.why])
-    why = f'{r.result} in {r.fail_phase}' + (f': {r.reason}' if r.reason else '')
+                   verdict=Verdict.PASS, reason=NO_FIGURES, flags=r.flags)
+    verdict = Verdict.SKIPPED if r.skipped else Verdict.FAILED
     return Row(r.system, r.partition, r.test, '(test)', '', None, None,
-               verdict=Verdict.FAILED, reason=why, flags=r.flags + [why])
+               verdict=verdict, reason=why, flags=r.flags + [why])
 
 
 def _judged(row, r, found):
@@ -117,7 +125,7 @@ def against_references(recs, refs_by_system=None):
     rows = []
     for r in recs:
         if not r.figure:
-            rows.append(_failed_row(r))
+            rows.append(_case_row(r))
             continue
         found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
@@ -153,7 +161,7 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
     seen = set()
     for r in new_recs:
         if not r.figure:
-            rows.append(_failed_row(r))
+            rows.append(_case_row(r))
             continue
         seen.add(r.key)
         row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
