@@ -23,7 +23,7 @@ from ClusterShell.NodeSet import NodeSet
 
 from clusterproof import ClusterproofError
 from clusterproof.cluster.config import Layout, describe, env_lines, render_all
-from clusterproof.cluster.like import gpu_files
+from clusterproof.cluster.like import DOWN, gpu_files
 from clusterproof.cluster.limits import prepare_host
 from clusterproof.hostlist import compress
 from clusterproof.cluster.network import (in_node, make_network, netns_list, network_leftovers,
@@ -486,9 +486,14 @@ class Cluster:
 
     def _recorded_states(self):
         """Nodes the description records DOWN or DRAIN made so, with the
-        recorded reason."""
+        recorded reason. A DOWN node's slurmd is stopped first: with
+        ReturnToService=2 a DOWN node that answers a ping is back in service
+        within seconds; it stays DOWN* (not responding), as a dead node is."""
         like = self.spec.like
         marked = [n for n in like.nodes if n.state] if like is not None else []
+        down = [f'slurmd {n.name}' for n in marked if n.state == DOWN]
+        if down:
+            self._stop([(name, self._pid_of(name)) for name in down], lambda text: None)
         for node in marked:
             proc = self._run(['scontrol', 'update', f'nodename={node.name}', f'state={node.state}',
                               f'reason={node.reason}'], check=False, timeout=START_WAIT_S)
