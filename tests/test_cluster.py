@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import ClusterproofError
+from clusterproof import cli
 from clusterproof import cluster as lc
 from clusterproof.parsers.slurm import parse_scontrol_record
 from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns,
@@ -790,6 +791,25 @@ def test_like_23_11_json_keeps_gpus_features_drained_nodes_and_partition_limits(
     assert parts['gpu'].nodes == ('n0160', 'n0162', 'n0163', 'n0164')
     assert parts['kerngpu'].nodes == ('n1000',) and parts['kerngpu'].max_time is None
     assert lc.Spec(instance=2, like=like).min_cpus == 28
+
+
+def test_like_25_05_json_keeps_a_down_node_and_two_partitions():
+    like = lc.read_like(SLURM_DATA / 'scontrol-show-node-25.05.4.json',
+                        SLURM_DATA / 'scontrol-show-partition-25.05.4.json')
+    states = {n.name: (n.state, n.reason) for n in like.nodes if n.state}
+    assert states == {'cn3': ('DRAIN', 'ECC memory error'), 'cn4': ('DOWN', 'CPU dead')}
+    assert [(p.name, len(p.nodes), p.max_time) for p in like.partitions] == [('normal', 4, '02:00:00'),
+                                                                             ('gpu', 2, '02:00:00')]
+
+
+@pytest.mark.parametrize('args, words', [
+    (['--like', str(CUT6), '--nodes', '3'], 'leave out --nodes'),
+    (['--like', '/nonexistent/site.json'], '--like /nonexistent/site.json: cannot be read'),
+    (['--like-partitions', str(TALAPAS_PARTITIONS)], '--like-partitions needs --like'),
+])
+def test_up_like_refuses_options_that_declare_nodes_and_a_missing_file(capsys, args, words):
+    assert cli.main(['cluster', 'up', '--instance', '2', *args]) == 2
+    assert words in capsys.readouterr().err
 
 
 @pytest.mark.parametrize('text, words', [
