@@ -758,6 +758,11 @@ def test_like_a_slurm_conf_keeps_names_topology_and_partitions(tmp_path):
     assert texts['hosts'].splitlines()[2:] == ['198.18.0.66 gpu001', '198.18.0.67 gpu002', '198.18.0.68 cn-a12']
     argv = lc.Cluster(spec).slurmd_argv(3)
     assert 'hostname cn-a12 &&' in argv[-1]
+    assert re.search(r'^DefMemPerCPU=2000$', slurm_conf, re.M)
+    # a node declared without RealMemory (Slurm's 1 MiB) must not make DefMemPerCPU 0 (the whole node)
+    conf.write_text('NodeName=c1 CPUs=4\nPartitionName=p Nodes=ALL\n')
+    small = lc.Spec(instance=2, like=lc.read_like(conf), run_dir=tmp_path / 'rd')
+    assert re.search(r'^DefMemPerCPU=1$', lc.render_all(small, 'ctl', 'pw')['slurm.conf'], re.M)
     # what up stores in cluster.json reads back the same
     lay = lc.Layout(spec.run_dir)
     lay.root.mkdir()

@@ -332,7 +332,8 @@ def template_values(spec, controller_host, db_pass='@DB_PASS@'):
     return {
         'cluster': inst.cluster, 'nodes': spec.nodes, 'cpus': spec.cpus, 'mem': spec.mem,
         # small enough that a job's default memory fits on every node
-        'def_mem_per_cpu': min(m // c for c, m in hardware),
+        # (at least 1: 0 would mean the whole node; a described node may declare RealMemory=1)
+        'def_mem_per_cpu': max(1, min(m // c for c, m in hardware)),
         'run_dir': str(spec.run_dir), 'controller_host': controller_host,
         'bridge_addr': net.bridge_addr, 'munge_socket': str(lay.munge_socket),
         'slurmctld_port': inst.port('slurmctld'), 'slurmd_port': inst.port('slurmd'),
