@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from clusterproof import ClusterproofError
+from clusterproof import cli
 from clusterproof import cluster as lc
+from clusterproof.parsers.slurm import parse_scontrol_record
 from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns,
                       need_repo_open_to_others, run_reframe, wait_for)
 
@@ -712,3 +714,162 @@ def _life_cycle(emu_cluster):
     assert status['nodes'] == {f'n{i}': 'idle' for i in range(1, 5)}
     srun = _run(['srun', '-N4', 'hostname'], _env(emu_cluster))
     assert sorted(srun.stdout.split()) == ['n1', 'n2', 'n3', 'n4'], srun.stderr
+
+
+# ------------------------------------------- up --like: a real cluster's description
+
+SLURM_DATA = Path(__file__).resolve().parent / 'data' / 'slurm'
+CUT6 = SLURM_DATA / 'scontrol-show-node-23.11.1-cut6.json'
+TALAPAS_PARTITIONS = SLURM_DATA / 'scontrol-show-partition-23.11.1.json'
+
+
+def test_like_a_slurm_conf_keeps_names_topology_and_partitions(tmp_path):
+    like = lc.read_like(SLURM_DATA / 'slurm.conf-22.05.8-local')
+    assert like.names == ['n1', 'n2', 'n3', 'n4'] and like.left_out == ()
+    assert {(n.cpus, n.sockets, n.cores, n.threads, n.mem, n.state) for n in like.nodes} == {(2, 2, 1, 1, 2048, '')}
+    assert [(p.name, p.nodes, p.default, p.max_time) for p in like.partitions] == \
+        [('emu', ('n1', 'n2', 'n3', 'n4'), True, 'INFINITE')]
+    conf = tmp_path / 'slurm.conf'
+    conf.write_text('NodeName=gpu[001-002] Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 RealMemory=96000 '
+                    'Gres=gpu:a100:4 Feature=a100,ib State=UNKNOWN\n'
+                    'NodeName=cn-a12 CPUs=4 RealMemory=8000 State=DRAIN\n'
+                    'PartitionName=gpu Nodes=gpu[001-002] MaxNodes=2 MaxTime=2-00:00:00 Default=YES\n'
+                    'PartitionName=all Nodes=ALL State=DOWN\n')
+    like = lc.read_like(conf)
+    gpu1, _, cn = like.nodes
+    assert (gpu1.name, gpu1.cpus, gpu1.sockets, gpu1.cores, gpu1.threads, gpu1.gres, gpu1.features) == \
+        ('gpu001', 32, 2, 8, 2, ('gpu:a100:4',), ('a100', 'ib'))
+    assert (cn.name, cn.state, cn.reason) == ('cn-a12', 'DRAIN', 'recorded DRAIN in slurm.conf')
+    assert [(p.name, p.nodes, p.max_nodes, p.max_time, p.state, p.default) for p in like.partitions] == [
+        ('gpu', ('gpu001', 'gpu002'), 2, '2-00:00:00', 'UP', True),
+        ('all', ('gpu001', 'gpu002', 'cn-a12'), None, 'UNLIMITED', 'DOWN', False)]
+    spec = lc.Spec(instance=2, like=like, max_submit_jobs=5, max_array_size=100, run_dir=tmp_path / 'rd')
+    assert spec.nodes == 3 and spec.names == ['gpu001', 'gpu002', 'cn-a12']
+    texts = lc.render_all(spec, 'ctl', 'pw')
+    slurm_conf = texts['slurm.conf']
+    assert ('NodeName=gpu001 NodeAddr=198.18.0.66 CPUs=32 Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 '
+            'RealMemory=96000 Gres=gpu:a100:4 Features=a100,ib') in slurm_conf
+    assert 'PartitionName=gpu Nodes=gpu[001-002] Default=YES MaxTime=2-00:00:00 State=UP MaxNodes=2' in slurm_conf
+    assert 'PartitionName=all Nodes=gpu[001-002],cn-a12 Default=NO MaxTime=UNLIMITED State=DOWN' in slurm_conf
+    assert 'PartitionName=emu' not in slurm_conf
+    for line in ('GresTypes=gpu', 'MaxArraySize=100', 'AccountingStorageEnforce=associations,limits'):
+        assert re.search(rf'^{re.escape(line)}$', slurm_conf, re.M), line
+    assert f'NodeName=gpu001 Name=gpu Type=a100 File={tmp_path}/rd/gpu/gpu[0-3]' in texts['gres.conf']
+    assert texts['hosts'].splitlines()[2:] == ['198.18.0.66 gpu001', '198.18.0.67 gpu002', '198.18.0.68 cn-a12']
+    argv = lc.Cluster(spec).slurmd_argv(3)
+    assert 'hostname cn-a12 &&' in argv[-1]
+    assert re.search(r'^DefMemPerCPU=2000$', slurm_conf, re.M)
+    # a node declared without RealMemory (Slurm's 1 MiB) must not make DefMemPerCPU 0 (the whole node)
+    conf.write_text('NodeName=c1 CPUs=4\nPartitionName=p Nodes=ALL\n')
+    small = lc.Spec(instance=2, like=lc.read_like(conf), run_dir=tmp_path / 'rd')
+    assert re.search(r'^DefMemPerCPU=1$', lc.render_all(small, 'ctl', 'pw')['slurm.conf'], re.M)
+    # what up stores in cluster.json reads back the same
+    lay = lc.Layout(spec.run_dir)
+    lay.root.mkdir()
+    lay.marker.write_text(json.dumps(spec.to_dict()))
+    assert lc.load_spec(2, spec.run_dir) == spec
+
+
+def test_like_scontrol_text_of_slurm_17_11_keeps_the_drained_gpu_node():
+    like = lc.read_like(SLURM_DATA / 'scontrol-show-node-17.11-twcc.txt')
+    (node,) = like.nodes
+    assert (node.name, node.cpus, node.sockets, node.cores, node.threads, node.mem, node.gres) == \
+        ('gn0101.twcc.ai', 36, 2, 18, 1, 772437, ('gpu:8',))
+    # the recorded reason, without the [user@time] scontrol appends
+    assert (node.state, node.reason) == ('DRAIN', 'node-switch')
+
+
+def test_like_23_11_json_keeps_gpus_features_drained_nodes_and_partition_limits():
+    like = lc.read_like(SLURM_DATA / 'scontrol-show-node-23.11.1.json', TALAPAS_PARTITIONS)
+    # dtn1 and dtn2 (DOWN) are in no partition: sinfo shows them nowhere, no job runs there
+    assert like.left_out == ('dtn1', 'dtn2')
+    nodes = {n.name: n for n in like.nodes}
+    assert len(nodes) == 10
+    assert {n for n, v in nodes.items() if v.state} == {'n0164', 'n0999'}
+    assert (nodes['n0164'].state, nodes['n0164'].reason) == ('DRAIN', 'Kill task failed')
+    n1000 = nodes['n1000']
+    assert (n1000.cpus, n1000.sockets, n1000.cores, n1000.threads, n1000.mem) == (112, 2, 56, 1, 2052811)
+    assert n1000.gres == ('gpu:nvidia_h100_80gb_hbm3:8',) and 'sapphirerapids' in n1000.features
+    assert nodes['n0162'].gres == ('gpu:1g.10gb:21',)
+    parts = {p.name: p for p in like.partitions}
+    assert (parts['preempt'].max_nodes, parts['preempt'].max_time) == (48, '7-00:00:00')
+    assert parts['gpu'].nodes == ('n0160', 'n0162', 'n0163', 'n0164')
+    assert parts['kerngpu'].nodes == ('n1000',) and parts['kerngpu'].max_time is None
+    assert lc.Spec(instance=2, like=like).min_cpus == 28
+
+
+def test_like_25_05_json_keeps_a_down_node_and_two_partitions():
+    like = lc.read_like(SLURM_DATA / 'scontrol-show-node-25.05.4.json',
+                        SLURM_DATA / 'scontrol-show-partition-25.05.4.json')
+    states = {n.name: (n.state, n.reason) for n in like.nodes if n.state}
+    assert states == {'cn3': ('DRAIN', 'ECC memory error'), 'cn4': ('DOWN', 'CPU dead')}
+    assert [(p.name, len(p.nodes), p.max_time) for p in like.partitions] == [('normal', 4, '02:00:00'),
+                                                                             ('gpu', 2, '02:00:00')]
+
+
+@pytest.mark.parametrize('args, words', [
+    (['--like', str(CUT6), '--nodes', '3'], 'leave out --nodes'),
+    (['--like', '/nonexistent/site.json'], '--like /nonexistent/site.json: cannot be read'),
+    (['--like-partitions', str(TALAPAS_PARTITIONS)], '--like-partitions needs --like'),
+])
+def test_up_like_refuses_options_that_declare_nodes_and_a_missing_file(capsys, args, words):
+    assert cli.main(['cluster', 'up', '--instance', '2', *args]) == 2
+    assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('text, words', [
+    ('NodeName=c[1-1025] CPUs=1\nPartitionName=p Nodes=ALL\n', ['1025 nodes', 'at most 1024', 'node c1025']),
+    ('NodeName=c1 CPUs=1\nNodeName=c1 CPUs=2\nPartitionName=p Nodes=ALL\n', ['node c1', 'declared twice']),
+    ('NodeName=c1 CPUs=70000\nPartitionName=p Nodes=ALL\n', ['node c1', 'CPUs=70000', '65535']),
+    ('NodeName=c1 CPUs=x\n', ['NodeName=c1', 'CPUs']),
+    ('hello\n', ['neither Slurm JSON']),
+    ('{"nodes": []}', ['describes no node']),
+])
+def test_a_description_the_local_cluster_cannot_hold_is_refused_naming_file_and_node(tmp_path, text, words):
+    path = tmp_path / 'site.conf'
+    path.write_text(text)
+    with pytest.raises(ClusterproofError) as err:
+        lc.read_like(path)
+    for word in [str(path)] + words:
+        assert word in str(err.value)
+
+
+@need_netns
+def test_up_like_a_real_cluster_cut_to_six_nodes(emu_cluster):
+    """Up from six nodes of a recorded 23.11 description: Slurm has the
+    declared names, partitions, topology, memory, GPUs, features and drained
+    nodes; a job runs on a named node; MaxSubmitJobs and MaxArraySize are
+    enforced; down leaves nothing. The session's cluster is brought back."""
+    with _session_cluster_replaced() as rd:
+        proc = _clusterproof('up', *rd, '--like', str(CUT6), '--like-partitions', str(TALAPAS_PARTITIONS),
+                             '--max-submit-jobs', '2', '--max-array-size', '10')
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert 'DRAIN as recorded: n[0164,0999]' in proc.stdout
+        env = _env(emu_cluster)
+        show = _run(['scontrol', '-o', 'show', 'node'], env)
+        found = {}
+        for line in show.stdout.splitlines():
+            f = parse_scontrol_record(line)
+            found[f['NodeName']] = (f['CPUTot'], f['Sockets'], f['CoresPerSocket'], f['ThreadsPerCore'],
+                                    f['RealMemory'], f['Gres'], f['AvailableFeatures'], f['State'],
+                                    f.get('Reason', '').split(' [')[0], f['NodeHostName'])
+        want = {}
+        for node in lc.read_like(CUT6).nodes:
+            want[node.name] = (str(node.cpus), str(node.sockets), str(node.cores), str(node.threads),
+                               str(node.mem), ','.join(node.gres) or '(null)', ','.join(node.features),
+                               'IDLE+DRAIN' if node.state else 'IDLE', node.reason, node.name)
+        assert found == want
+        sinfo = _run(['sinfo', '-h', '-o', '%R %N %l %s'], env).stdout.split('\n')
+        assert 'preempt n[0160,0162,0164,0397-0398,0999] 7-00:00:00 1-48' in sinfo
+        assert 'gpu n[0160,0162,0164] 1-00:00:00 1-infinite' in sinfo
+        srun = _run(['srun', '-p', 'gpu', '-w', 'n0162', '--gres=gpu:1g.10gb:2', 'hostname'], env)
+        assert srun.stdout.split() == ['n0162'], srun.stdout + srun.stderr
+        array = _run(['sbatch', '-p', 'preempt', '--array=0-10', '--wrap', 'true'], env)
+        assert array.returncode != 0 and 'Invalid job array' in array.stderr
+        held = [_run(['sbatch', '-p', 'amt', '-H', '--wrap', 'true'], env) for _ in range(2)]
+        assert all(p.returncode == 0 for p in held), [p.stderr for p in held]
+        third = _run(['sbatch', '-p', 'amt', '-H', '--wrap', 'true'], env)
+        assert third.returncode != 0 and 'AssocMaxSubmitJobLimit' in third.stderr, third.stderr
+        _run(['scancel', '-u', 'root'], env)
+        assert _clusterproof('down', '--force', *rd).returncode == 0
+        assert _leftovers(EMU_INSTANCE) == []

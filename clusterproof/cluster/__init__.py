@@ -26,6 +26,9 @@ One module per concern:
   and the configuration files rendered from ``slurm/local-cluster/``;
 - :mod:`~clusterproof.cluster.daemons`: starting and stopping the daemons
   (:class:`Cluster`), the locks that keep ``up``/``down`` and users apart;
+- :mod:`~clusterproof.cluster.like`: a cluster shaped like a real one's
+  description (``up --like FILE``): its node names, hardware, GRES,
+  features, partitions and drained nodes;
 - :mod:`~clusterproof.cluster.faults`: a node dies, a node comes back;
 - :mod:`~clusterproof.cluster.procs`: running programs, pid files, /proc.
 
@@ -39,6 +42,7 @@ from clusterproof.cluster.config import (DB_NAME, DB_USER, DEFAULT_CPUS, DEFAULT
                                          template_values)
 from clusterproof.cluster.daemons import (DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster, by_state, in_use,
                                           operation_lock, summary, users_lock_path)
+from clusterproof.cluster.like import Like, read_like
 from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, NODES_PER_BRIDGE, PORT_OFFSETS,
                                           SMALL_MAX_NODES, Instance, Network, links, netns_list,
                                           netns_pids)
@@ -51,6 +55,7 @@ __all__ = [
     'render_all', 'render_hosts', 'run_dir_for', 'template_values',
     'DAEMONS', 'NEEDS_ROOT', 'PROGRAMS', 'Cluster', 'by_state', 'in_use', 'operation_lock', 'summary',
     'users_lock_path',
+    'Like', 'read_like',
     'INSTANCES', 'MAX_NODES', 'NETWORK', 'NODES_PER_BRIDGE', 'PORT_OFFSETS', 'SMALL_MAX_NODES',
     'Instance', 'Network', 'links', 'netns_list', 'netns_pids', 'alive', 'pid_from',
 ]

@@ -19,6 +19,7 @@ from pathlib import Path
 from ClusterShell.NodeSet import NodeSet, NodeSetException
 
 from clusterproof import ClusterproofError
+from clusterproof.cluster.like import Like, describe_like, gres_conf_lines, node_line, partition_line
 from clusterproof.cluster.network import MAX_NODES, Instance, Network
 from clusterproof.paths import REPO
 from clusterproof.hostlist import compress
@@ -117,14 +118,20 @@ def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """What ``up`` builds. ``cpus`` and ``mem`` are each node's, unless
-    ``node_spec`` (see :func:`parse_node_spec`) gives nodes their own; then
-    ``nodes`` is the number of nodes it names."""
+    ``node_spec`` (see :func:`parse_node_spec`) gives nodes their own, or
+    ``like`` (a :class:`~clusterproof.cluster.like.Like`) the nodes and
+    partitions of a real cluster's description; then ``nodes`` is the
+    number of nodes they name. ``max_submit_jobs`` (an association limit in
+    slurmdbd) and ``max_array_size`` (slurm.conf), 0 for Slurm's default."""
     instance: int = 0
     nodes: int = DEFAULT_NODES
     cpus: int = DEFAULT_CPUS
     mem: int = DEFAULT_MEM_MIB      # MiB per node
     run_dir: Path = None
     node_spec: str = ''
+    like: Like = None
+    max_submit_jobs: int = 0
+    max_array_size: int = 0
 
     def __post_init__(self):
         inst = Instance(self.instance)
@@ -133,7 +140,12 @@ class Spec:
         if self.mem < MIN_MEM_PER_CPU * self.cpus:
             raise ClusterproofError(f'--mem-per-node {self.mem} MiB: use at least {MIN_MEM_PER_CPU} MiB per CPU '
                                     f'({MIN_MEM_PER_CPU * self.cpus} MiB for {self.cpus} CPUs)')
-        if self.node_spec:
+        for key, value in (('--max-submit-jobs', self.max_submit_jobs), ('--max-array-size', self.max_array_size)):
+            if value < 0:
+                raise ClusterproofError(f'{key} {value}: use 1 or more (0: Slurm\'s default)')
+        if self.like is not None:
+            object.__setattr__(self, 'nodes', len(self.like.nodes))
+        elif self.node_spec:
             hardware = parse_node_spec(self.node_spec, self.cpus, self.mem)
             object.__setattr__(self, 'nodes', len(hardware))
         elif not 1 <= self.nodes <= MAX_NODES:
@@ -167,9 +179,25 @@ class Spec:
     @property
     def hardware(self):
         """``[(cpus, mem)]`` of nodes n1..nN."""
+        if self.like is not None:
+            return [(n.cpus, n.mem) for n in self.like.nodes]
         if self.node_spec:
             return parse_node_spec(self.node_spec, self.cpus, self.mem)
         return [(self.cpus, self.mem)] * self.nodes
+
+    @property
+    def names(self):
+        """Slurm's names of nodes 1..N: as the description declares them,
+        else n1..nN. Namespaces and addresses are indexed 1..N in this order."""
+        return self.like.names if self.like is not None else node_names(self.nodes)
+
+    @property
+    def hostlist(self):
+        """Slurm host list of every node."""
+        return compress(self.names)
+
+    def name_of(self, i):
+        return self.names[i - 1]
 
     @property
     def min_cpus(self):
@@ -178,7 +206,9 @@ class Spec:
 
     def to_dict(self):
         return {'instance': self.instance, 'nodes': self.nodes, 'cpus': self.cpus,
-                'mem': self.mem, 'run_dir': str(self.run_dir), 'node_spec': self.node_spec}
+                'mem': self.mem, 'run_dir': str(self.run_dir), 'node_spec': self.node_spec,
+                'like': self.like.to_dict() if self.like is not None else None,
+                'max_submit_jobs': self.max_submit_jobs, 'max_array_size': self.max_array_size}
 
 
 def describe(spec):
@@ -186,6 +216,8 @@ def describe(spec):
     identical nodes: ``n[1-8] x 2 CPUs, 2048 MiB; n[9-16] x 1 CPU, 1024 MiB``."""
     def hw(c, m):
         return f'{c} CPU{"s" if c > 1 else ""}, {m} MiB'
+    if spec.like is not None:
+        return describe_like(spec.like)
     if not spec.node_spec:
         return f'{spec.nodes} nodes x {hw(spec.cpus, spec.mem)} each'
     groups = {}
@@ -216,6 +248,7 @@ class Layout:
         self.tmp = self.root / 'tmp'
         self.db = self.root / 'db'
         self.marker = self.root / 'cluster.json'
+        self.gpu_dir = self.root / 'gpu'       # empty files standing for GPUs (gres.conf File=)
 
     def munge_group_dir(self, j):
         """Socket directory of the munged of node group ``j``; bind-mounted
@@ -239,8 +272,11 @@ def node_lines(spec):
     same hardware and addresses in the same /24, names and addresses as
     ranges (``NodeName=n[1-254] NodeAddr=198.19.0.[2-255]``). Every Slurm
     command and daemon parses slurm.conf: with one line per node, 1,024
-    nodes cost each of them about 30 ms of CPU; with ranges, nothing."""
+    nodes cost each of them about 30 ms of CPU; with ranges, nothing.
+    A cluster built ``like`` a description: one line per node, as declared."""
     net, runs = spec.net, []
+    if spec.like is not None:
+        return '\n'.join(node_line(node, net.node_addr(i)) for i, node in enumerate(spec.like.nodes, 1))
     for i, hw in enumerate(spec.hardware, 1):
         head, _, last = net.node_addr(i).rpartition('.')
         if runs and runs[-1][2:4] == [hw, head] and runs[-1][1] == i - 1:
@@ -262,19 +298,49 @@ LARGE_SETTINGS = {'slurmd_timeout': 300, 'message_timeout': 60,
                   'proctrack': 'proctrack/pgid', 'jobacct_gather': 'jobacct_gather/none'}
 
 
+def partition_lines(spec):
+    """slurm.conf's ``PartitionName`` lines: the description's, else one
+    default partition ``emu`` of every node."""
+    if spec.like is None:
+        return f'PartitionName=emu Nodes={spec.hostlist} Default=YES MaxTime=INFINITE State=UP'
+    return '\n'.join(partition_line(p, compress(list(p.nodes))) for p in spec.like.partitions)
+
+
+def site_settings(spec):
+    """slurm.conf lines of the site's limits and generic resources."""
+    lines = []
+    if spec.like is not None and spec.like.gres_types:
+        lines.append(f'GresTypes={",".join(spec.like.gres_types)}')
+    if spec.max_array_size:
+        lines.append(f'MaxArraySize={spec.max_array_size}')
+    if spec.max_submit_jobs:
+        # association limits (MaxSubmitJobs...) are enforced only with this; a
+        # user without an association in slurmdbd (only root has one) is refused
+        lines.append('AccountingStorageEnforce=associations,limits')
+    return '\n'.join(lines)
+
+
+def gres_conf(spec):
+    lines = gres_conf_lines(spec.like, Layout(spec.run_dir).gpu_dir) if spec.like is not None else ['AutoDetect=off']
+    return '# gres.conf of the local cluster (generated by `clusterproof cluster up`): no devices\n' \
+        + '\n'.join(lines) + '\n'
+
+
 def template_values(spec, controller_host, db_pass='@DB_PASS@'):
     inst, net, lay = spec.inst, spec.net, Layout(spec.run_dir)
     hardware = spec.hardware
     return {
         'cluster': inst.cluster, 'nodes': spec.nodes, 'cpus': spec.cpus, 'mem': spec.mem,
         # small enough that a job's default memory fits on every node
-        'def_mem_per_cpu': min(m // c for c, m in hardware),
+        # (at least 1: 0 would mean the whole node; a described node may declare RealMemory=1)
+        'def_mem_per_cpu': max(1, min(m // c for c, m in hardware)),
         'run_dir': str(spec.run_dir), 'controller_host': controller_host,
         'bridge_addr': net.bridge_addr, 'munge_socket': str(lay.munge_socket),
         'slurmctld_port': inst.port('slurmctld'), 'slurmd_port': inst.port('slurmd'),
         'slurmdbd_port': inst.port('slurmdbd'), 'mariadb_port': inst.port('mariadb'),
         'db_user': DB_USER, 'db_pass': db_pass, 'db_name': DB_NAME,
-        'node_lines': node_lines(spec), 'hostlist': hostlist(spec.nodes),
+        'node_lines': node_lines(spec), 'hostlist': spec.hostlist,
+        'partition_lines': partition_lines(spec), 'site_settings': site_settings(spec),
         'slurm_conf': str(lay.slurm_conf),
         **(LARGE_SETTINGS if net.large else SMALL_SETTINGS),
     }
@@ -294,7 +360,7 @@ def render(template_name, values, templates=TEMPLATES):
 def render_hosts(spec, controller_host):
     net = spec.net
     lines = ['127.0.0.1 localhost', f'{net.bridge_addr} {controller_host}']
-    lines += [f'{net.node_addr(i)} n{i}' for i in range(1, spec.nodes + 1)]
+    lines += [f'{net.node_addr(i)} {name}' for i, name in enumerate(spec.names, 1)]
     return '\n'.join(lines) + '\n'
 
 
@@ -309,6 +375,7 @@ def render_all(spec, controller_host, db_pass):
         'mariadb-init.sql': render('mariadb-init.sql.in', values),
         'prolog-slurmctld.sh': render('prolog-slurmctld.sh.in', values),
         'hosts': render_hosts(spec, controller_host),
+        'gres.conf': gres_conf(spec),
     }
 
 
@@ -338,8 +405,11 @@ def load_spec(instance, run_dir=None):
             if data['instance'] != instance:
                 raise ClusterproofError(f'{rd} holds instance {data["instance"]}, not {instance}: '
                                         f'use --instance {data["instance"]} or another --run-dir')
+            like = data.get('like')
             return Spec(instance=instance, nodes=data['nodes'], cpus=data['cpus'], mem=data['mem'], run_dir=rd,
-                        node_spec=data.get('node_spec', ''))
-        except (ValueError, KeyError) as err:
+                        node_spec=data.get('node_spec', ''), like=Like.from_dict(like) if like else None,
+                        max_submit_jobs=data.get('max_submit_jobs', 0),
+                        max_array_size=data.get('max_array_size', 0))
+        except (ValueError, KeyError, TypeError) as err:
             raise ClusterproofError(f'{marker}: unreadable ({err}); run clusterproof cluster down --instance {instance}') from None
     return Spec(instance=instance, run_dir=rd)

@@ -22,8 +22,10 @@ from pathlib import Path
 from ClusterShell.NodeSet import NodeSet
 
 from clusterproof import ClusterproofError
-from clusterproof.cluster.config import Layout, describe, env_lines, hostlist, node_names, render_all
+from clusterproof.cluster.config import Layout, describe, env_lines, render_all
+from clusterproof.cluster.like import DOWN, gpu_files
 from clusterproof.cluster.limits import prepare_host
+from clusterproof.hostlist import compress
 from clusterproof.cluster.network import (in_node, make_network, netns_list, network_leftovers,
                                           pids_by_netns, port_free, port_open, remove_network)
 from clusterproof.cluster.procs import (alive, is_ours, pid_from, proc_text, run, slurm_job_of,
@@ -168,7 +170,7 @@ class Cluster:
         pids = {d: pid_from(self.lay.pid_file(d)) for d in DAEMONS}
         for name in self._node_munged():
             pids[name] = pid_from(self.lay.pid_file(name))
-        for node in node_names(self.spec.nodes):
+        for node in self.spec.names:
             pids[f'slurmd {node}'] = pid_from(self.lay.slurmd_pid_file(node))
         return pids
 
@@ -287,6 +289,7 @@ class Cluster:
             self._start_slurmctld()
             self._start_slurmds()
             self._wait_nodes_idle()
+            self._recorded_states()
         except BaseException:
             self.log('  start failed: stopping what was started')
             self._down(quiet=True)
@@ -314,11 +317,15 @@ class Cluster:
                         *[(lay.munge_group_dir(j), 0o711) for j, _, _ in self.spec.munge_groups]]:
             d.mkdir(exist_ok=True)
             d.chmod(mode)
-        for node in node_names(self.spec.nodes):
+        for node in self.spec.names:
             (lay.spool / node).mkdir(exist_ok=True)
             tmp = lay.tmp / node
             tmp.mkdir(exist_ok=True)
             tmp.chmod(0o1777)
+        if self.spec.like is not None:
+            lay.gpu_dir.mkdir(exist_ok=True)
+            for j in range(gpu_files(self.spec.like)):
+                (lay.gpu_dir / f'gpu{j}').touch()
         # stale pid files of an earlier run would confuse the waits below
         for f in lay.run.glob('*.pid'):
             f.unlink()
@@ -410,6 +417,17 @@ class Cluster:
         if proc.returncode != 0 and 'already exist' not in out.lower():
             raise ClusterproofError(f'sacctmgr add cluster {self.inst.cluster} failed: {out.splitlines()[-1] if out else proc.returncode}')
         self._step(f'cluster {self.inst.cluster} registered in the accounting database')
+        if self.spec.max_submit_jobs:
+            # on the cluster's root account: the limit counts the jobs of every
+            # association below it (slurm.conf enforces it: AccountingStorageEnforce)
+            limit = f'MaxSubmitJobs={self.spec.max_submit_jobs}'
+            proc = self._run(['sacctmgr', '-i', 'modify', 'account', 'where', 'name=root',
+                              f'cluster={self.inst.cluster}', 'set', limit], check=False)
+            if proc.returncode != 0:
+                out = (proc.stdout + proc.stderr).strip()
+                raise ClusterproofError(f'sacctmgr could not set {limit} on account root of cluster '
+                                        f'{self.inst.cluster}: {out.splitlines()[-1] if out else proc.returncode}')
+            self._step(f'{limit} on account root of cluster {self.inst.cluster}')
 
     def _start_slurmctld(self):
         lay = self.lay
@@ -438,7 +456,8 @@ class Cluster:
         group = self.spec.munge_group_of(i)
         mounts = [(self.lay.munge_group_dir(group), self.lay.munge_dir)] if group else []
         return in_node(self.inst, i, self.lay.hosts,
-                       f'exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}', mounts)
+                       f'exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}', mounts,
+                       name=self.spec.name_of(i))
 
     def _start_slurmds(self):
         """Start every slurmd, START_PARALLEL at a time; then wait for their
@@ -450,8 +469,9 @@ class Cluster:
                                   capture_output=True, text=True, timeout=START_WAIT_S)
             if proc.returncode != 0:
                 out = (proc.stdout + proc.stderr).strip()
-                raise ClusterproofError(f'slurmd of n{i} failed to start (exit {proc.returncode}): '
-                                        f'{out.splitlines()[-1] if out else "see " + str(lay.log / f"slurmd-n{i}.log")}')
+                node = self.spec.name_of(i)
+                raise ClusterproofError(f'slurmd of {node} failed to start (exit {proc.returncode}): '
+                                        f'{out.splitlines()[-1] if out else "see " + str(lay.log / f"slurmd-{node}.log")}')
         pool = ThreadPoolExecutor(min(START_PARALLEL, n))
         try:
             for done, fut in enumerate(as_completed([pool.submit(start, i) for i in range(1, n + 1)]), 1):
@@ -459,10 +479,31 @@ class Cluster:
                 self._progress(f'slurmd started {done}/{n}')
         finally:
             pool.shutdown(cancel_futures=True)
-        for node in node_names(n):
+        for node in self.spec.names:
             pf = lay.slurmd_pid_file(node)
             self._wait(f'slurmd of {node}', pf.exists, START_WAIT_S, lay.log / f'slurmd-{node}.log')
-        self._step(f'{n} slurmd running ({hostlist(n)})')
+        self._step(f'{n} slurmd running ({self.spec.hostlist})')
+
+    def _recorded_states(self):
+        """Nodes the description records DOWN or DRAIN made so, with the
+        recorded reason. A DOWN node's slurmd is stopped first: with
+        ReturnToService=2 a DOWN node that answers a ping is back in service
+        within seconds; it stays DOWN* (not responding), as a dead node is."""
+        like = self.spec.like
+        marked = [n for n in like.nodes if n.state] if like is not None else []
+        down = [f'slurmd {n.name}' for n in marked if n.state == DOWN]
+        if down:
+            self._stop([(name, self._pid_of(name)) for name in down], lambda text: None)
+        for node in marked:
+            proc = self._run(['scontrol', 'update', f'nodename={node.name}', f'state={node.state}',
+                              f'reason={node.reason}'], check=False, timeout=START_WAIT_S)
+            if proc.returncode != 0:
+                out = (proc.stdout + proc.stderr).strip()
+                raise ClusterproofError(f'scontrol could not make node {node.name} {node.state} '
+                                        f'as {like.source} records: {out or proc.returncode}')
+        for state in sorted({n.state for n in marked}):
+            names = [n.name for n in marked if n.state == state]
+            self._step(f'{state} as recorded: {compress(names)}')
 
     def node_states(self):
         """{node: Slurm state} from sinfo, or {} when slurmctld does not answer."""
@@ -500,7 +541,7 @@ class Cluster:
             return []
         found = []
         inside = pids_by_netns([self.inst.netns(i) for i in range(1, self.spec.nodes + 1)])
-        for i, node in enumerate(node_names(self.spec.nodes), 1):
+        for i, node in enumerate(self.spec.names, 1):
             slurmd = pid_from(self.lay.slurmd_pid_file(node))
             for pid in inside[self.inst.netns(i)]:
                 if pid == slurmd or not alive(pid):
@@ -532,7 +573,7 @@ class Cluster:
                    lambda text: None, check=False, timeout=timeout)
 
     def _wait_nodes_idle(self):
-        want = set(node_names(self.spec.nodes))
+        want = set(self.spec.names)
         last = {}
 
         def ready():
@@ -555,7 +596,7 @@ class Cluster:
         except ClusterproofError:
             raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s ({summary(last) or "sinfo gave nothing"}); '
                                     f'see {self.lay.log}') from None
-        self._step(f'nodes idle: {hostlist(self.spec.nodes)}')
+        self._step(f'nodes idle: {self.spec.hostlist}')
 
     # ---- down
     def down(self, quiet=False):
@@ -612,7 +653,7 @@ class Cluster:
         return sorted(names, key=lambda n: int(n.split()[1][1:]))
 
     def _known_nodes(self):
-        nodes = set(node_names(self.spec.nodes))
+        nodes = set(self.spec.names)
         if self.lay.run.exists():
             nodes |= {p.stem[len('slurmd-'):] for p in self.lay.run.glob('slurmd-*.pid')}
         return sorted(nodes, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)

@@ -9,24 +9,22 @@ job, every node idle), which the tests use between scenarios.
 """
 
 import os
-import re
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.cluster.config import Layout, node_names
+from clusterproof.cluster.config import Layout
 from clusterproof.cluster.daemons import START_WAIT_S, Cluster
 from clusterproof.cluster.network import netns_pids
 from clusterproof.cluster.procs import pid_from, run
 
 
 def _node_index(spec, node):
-    m = re.fullmatch(r'n(\d+)', node)
-    if not m or not 1 <= int(m.group(1)) <= spec.nodes:
-        raise ClusterproofError(f'node {node!r}: the cluster has nodes n1..n{spec.nodes}')
-    return int(m.group(1))
+    if node not in spec.names:
+        raise ClusterproofError(f'node {node!r}: the cluster has nodes {spec.hostlist}')
+    return spec.names.index(node) + 1
 
 
 def node_pids(spec, node):
@@ -95,7 +93,7 @@ def recover(spec, timeout=START_WAIT_S):
     lay = Layout(spec.run_dir)
     c = Cluster(spec, log=lambda text: None)
     done = []
-    for node in node_names(spec.nodes):
+    for node in spec.names:
         if not c.our_pid(f'slurmd {node}', pid_from(lay.slurmd_pid_file(node))):
             kill_node(spec, node)           # what is left in its namespace
             restart_node(spec, node, timeout)
@@ -115,7 +113,7 @@ def recover(spec, timeout=START_WAIT_S):
             resumed.add(node)
         jobs = _queue(c)
         idle = {n for n, s in states.items() if s == 'idle'}
-        if not jobs and idle >= set(node_names(spec.nodes)):
+        if not jobs and idle >= set(spec.names):
             break
         if time.monotonic() > end:
             listed = ', '.join(f'{n}={s}' for n, s in sorted(states.items())) or 'sinfo gave nothing'

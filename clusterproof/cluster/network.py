@@ -342,11 +342,12 @@ def network_leftovers(inst):
                   [ns for ns in netns_list() if inst.owns_netns(ns)])
 
 
-def in_node(inst, i, hosts, script, mounts=()):
-    """argv running the shell ``script`` as node ``n<i>``: in its network
-    namespace, with its own hostname (UTS) and mount namespace, the cluster's
-    hosts file bind-mounted over /etc/hosts, and each ``(source, target)``
-    of ``mounts`` too."""
+def in_node(inst, i, hosts, script, mounts=(), name=None):
+    """argv running the shell ``script`` as node ``i``: in its network
+    namespace, with its own hostname (UTS; ``name``, by default ``n<i>``:
+    slurmd takes its Slurm node name from it) and mount namespace, the
+    cluster's hosts file bind-mounted over /etc/hosts, and each ``(source,
+    target)`` of ``mounts`` too."""
     binds = ''.join(f'mount --bind {src} {dst} && ' for src, dst in [(hosts, '/etc/hosts'), *mounts])
     return ['nsenter', f'--net=/run/netns/{inst.netns(i)}', 'unshare', '--uts', '--mount',
-            'sh', '-c', f'{binds}hostname n{i} && {script}']
+            'sh', '-c', f'{binds}hostname {name or f"n{i}"} && {script}']

@@ -21,7 +21,7 @@ def register(subparsers):
     p = subparsers.add_parser(
         'cluster', help='the local Slurm cluster (nodes in network namespaces)',
         description='A real Slurm cluster on this machine: munged, MariaDB + slurmdbd, slurmctld '
-                    'and one slurmd per node, each node n1..nN in its own network, hostname and '
+                    'and one slurmd per node, each node (n1..nN, or named as in --like FILE) in its own network, hostname and '
                     'mount namespace, on bridges in 198.18.0.0/15 (the benchmarking range). Needs root. '
                     f'Up to {lc.MAX_NODES} nodes; a long start reports its progress on stderr.')
     sub = p.add_subparsers(dest='action', metavar='ACTION')
@@ -40,6 +40,24 @@ def register(subparsers):
                          'group of nodes its CPUs and memory (MiB); it names every node n1..nN once and '
                          'sets the node count (a key left out takes --cpus-per-node/--mem-per-node). '
                          "A node's slurmd and jobs are bound to that many of this machine's processors")
+    up.add_argument('--like', metavar='FILE',
+                    help="a real cluster's description to build the nodes and partitions from: slurm.conf "
+                         "(its NodeName/PartitionName lines), 'scontrol -o show node' output of any version, "
+                         "or Slurm's JSON ('sinfo --json', 'scontrol show node --json', slurmrestd's nodes). "
+                         'Node names, sockets/cores/threads, RealMemory, GRES (counts, no devices), features '
+                         'and partitions as declared; nodes recorded DOWN or DRAIN made so after up, with '
+                         f'the recorded reason. At most {lc.MAX_NODES} nodes; replaces --nodes, '
+                         '--cpus-per-node, --mem-per-node and --node-spec')
+    up.add_argument('--like-partitions', metavar='FILE',
+                    help="the partitions of --like's cluster ('scontrol -o show partition' output or JSON, "
+                         'or slurm.conf PartitionName lines): MaxNodes, MaxTime, State, Default; node records '
+                         'name only their partitions')
+    up.add_argument('--max-submit-jobs', type=int, default=0, metavar='N',
+                    help="the site's MaxSubmitJobs: jobs pending or running at once, set with sacctmgr on the "
+                         "cluster's root account and enforced (AccountingStorageEnforce=associations,limits: "
+                         'only users with an association, root, may then submit)')
+    up.add_argument('--max-array-size', type=int, default=0, metavar='N',
+                    help="the site's MaxArraySize (slurm.conf; array indices 0..N-1; Slurm's default 1001)")
     _add_common(up)
     up.set_defaults(func=cmd_up)
 
@@ -63,9 +81,21 @@ def cmd_up(args):
     if args.node_spec and args.nodes != lc.DEFAULT_NODES:
         raise ClusterproofError('--nodes and --node-spec disagree: --node-spec names the nodes, '
                                 'leave --nodes out')
+    like = None
+    if args.like_partitions and not args.like:
+        raise ClusterproofError('--like-partitions needs --like FILE: the nodes the partitions hold')
+    if args.like:
+        given = [opt for opt, value, default in (
+            ('--nodes', args.nodes, lc.DEFAULT_NODES), ('--cpus-per-node', args.cpus_per_node, lc.DEFAULT_CPUS),
+            ('--mem-per-node', args.mem_per_node, lc.DEFAULT_MEM_MIB), ('--node-spec', args.node_spec, ''))
+            if value != default]
+        if given:
+            raise ClusterproofError(f'--like {args.like} declares the nodes: leave out {", ".join(given)}')
+        like = lc.read_like(args.like, args.like_partitions)
     spec = lc.Spec(instance=args.instance, nodes=args.nodes, cpus=args.cpus_per_node,
                    mem=args.mem_per_node, run_dir=lc.run_dir_for(args.instance, args.run_dir),
-                   node_spec=args.node_spec)
+                   node_spec=args.node_spec, like=like, max_submit_jobs=args.max_submit_jobs,
+                   max_array_size=args.max_array_size)
     cluster = lc.Cluster(spec, log=lambda text: print(text, flush=True),
                          progress=lambda text: print(text, file=sys.stderr, flush=True))
     if not cluster.up():
