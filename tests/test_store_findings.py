@@ -165,3 +165,18 @@ def test_two_derivations_at_once_judge_each_figure_once(tmp_path):
     counts = sorted(int(p.communicate(timeout=WAIT_S)[0]) for p in procs)
     total = len(findings.digests(store.scan([where])))
     assert counts == [0, total] and len(findings.read(where)) == total
+
+
+def test_finding_ids_are_stable_and_distinct():
+    from clusterproof.analysis.findings import change_id, finding_id
+    a = finding_id('change', 'emu', 'compute', 'Stream', 'triad', 's1')
+    assert a == finding_id('change', 'emu', 'compute', 'Stream', 'triad', 's1')
+    assert a.startswith('c') and len(a) == 11
+    # the same figure moving again later is another finding; another kind too
+    assert a != finding_id('change', 'emu', 'compute', 'Stream', 'triad', 's2')
+    assert finding_id('regression', 'emu', 'compute', 'Stream', 'triad', 's1')[0] == 'r'
+    f = {'system': 'emu', 'partition': 'compute', 'test': 'Stream', 'figure': 'triad',
+         'session': 's1', 'at': '2026-11-20T00:00:00+00:00'}
+    assert change_id(f) == a
+    with pytest.raises(ValueError, match='unknown kind'):
+        finding_id('alarm', 'emu', 'compute', 'Stream', 'triad', 's1')

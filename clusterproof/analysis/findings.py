@@ -368,6 +368,29 @@ def _finding(h, c, fn, withdrawn=False):
     }
 
 
+#: the kinds of finding a person may be told of and give a verdict on, with
+#: the letter that starts their ids
+KINDS = {'change': 'c', 'regression': 'r', 'failure': 'x', 'outlier': 'o'}
+
+
+def finding_id(kind, system, partition, test, figure, since):
+    """A finding's stable id, the same each time it is derived again: its kind
+    (:data:`KINDS`), where it is (system, partition, test, figure; a
+    screening outlier's node stands in the figure's place) and since when (the
+    session, or the time, where it begins). A figure that moves again later is
+    a new finding with a new id. Eleven characters, e.g. ``c3f2a1b2c4d``."""
+    if kind not in KINDS:
+        raise ValueError(f'finding_id: unknown kind {kind!r}; known: {", ".join(KINDS)}')
+    key = '\x1f'.join(str(x) for x in (kind, system, partition, test, figure, since))
+    return KINDS[kind] + hashlib.sha256(key.encode()).hexdigest()[:10]
+
+
+def change_id(f):
+    """The id of a change found by the detector (a dict of :func:`_finding`)."""
+    return finding_id('change', f['system'], f['partition'], f['test'], f['figure'],
+                      f['session'] or f['at'])
+
+
 def summary(f):
     """One sentence: 'Stream triad -7.9 % since 2026-11-20 (session 3f2a1b2c):
     spack_lock_hash: a1b2 -> c3d4; nothing else changed'."""
