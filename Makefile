@@ -2,7 +2,6 @@
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
-export RFM_CONFIG_FILES := $(CURDIR)/site_config/settings.py
 
 .PHONY: setup run test test-fast spack acceptance published-shape cluster-up cluster-down clean help
 

@@ -46,16 +46,17 @@ sys.path.insert(0, str(REPO))
 
 from clusterproof import cluster as lc  # noqa: E402
 from clusterproof.cluster.network import pids_by_netns  # noqa: E402
+from clusterproof.paths import SETTINGS_FILE  # noqa: E402
+from clusterproof.reframe_io import runner  # noqa: E402
 
 CLUSTERPROOF = REPO / '.venv' / 'bin' / 'clusterproof'
-REFRAME = REPO / '.venv' / 'bin' / 'reframe'
 CHECK = REPO / 'tests' / 'checks' / 'node_hostnames.py'
 TARGET_UP_S = 10.0
 
 
-def timed(cmd, env=None, check=True):
+def timed(cmd, env=None, check=True, run=None):
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = (run or (lambda c: subprocess.run(c, env=env, capture_output=True, text=True)))(cmd)
     dt = time.monotonic() - t0
     if check and proc.returncode != 0:
         sys.exit(f'bench_cluster: {" ".join(map(str, cmd))} failed (exit {proc.returncode}):\n'
@@ -77,12 +78,11 @@ def bare_sbatch(env, work):
 
 
 def reframe_time(system, repeat, env, results):
-    args = [str(REFRAME), '-c', str(CHECK), '-r', '--system', system, '--exec-policy=serial']
+    args = ['-c', str(CHECK), '-r', '--system', system, '--exec-policy=serial']
     if repeat > 1:
         args.append(f'--repeat={repeat}')
-    renv = dict(env, RFM_CONFIG_FILES=str(REPO / 'site_config' / 'settings.py'),
-                CLUSTERPROOF_RESULTS=str(results))
-    return timed(args, env=renv)
+    renv = dict(runner.reframe_env(env, config=SETTINGS_FILE), CLUSTERPROOF_RESULTS=str(results))
+    return timed(runner.command(args), run=lambda _: runner.invoke(args, env=renv))
 
 
 def per_test(system, n, env, results):

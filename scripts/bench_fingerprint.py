@@ -40,6 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof.checks import fingerprint  # noqa: E402
+from clusterproof.paths import SETTINGS_FILE  # noqa: E402
+from clusterproof.reframe_io import runner  # noqa: E402
 
 FIELDS = ('cp_fingerprint', 'cp_binary_sha256', 'cp_mpi_library')
 
@@ -105,15 +107,13 @@ def in_allocation(binary, runs, tmp):
 
 def storage(figures, nights, records, mpi_library, tmp):
     results = Path(tmp) / 'results'
-    env = dict(os.environ, RFM_CONFIG_FILES=str(REPO / 'site_config' / 'settings.py'),
+    env = dict(runner.reframe_env(config=SETTINGS_FILE),
                CLUSTERPROOF_RESULTS=str(results), CLUSTERPROOF_MODE='nightly',
                CLUSTERPROOF_REFERENCES=str(Path(tmp) / 'refs'),
                PATH=f'{REPO / ".venv" / "bin"}:{os.environ.get("PATH", "")}')
-    proc = subprocess.run([str(REPO / '.venv' / 'bin' / 'reframe'), '-c',
-                           str(REPO / 'tests' / 'checks' / 'results'), '-r', '--system', 'local',
-                           '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=16',
-                           '-S', 'repeats=1'], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = runner.invoke(['-c', REPO / 'tests' / 'checks' / 'results', '-r', '--system', 'local',
+                          '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=16',
+                          '-S', 'repeats=1'], env=env, timeout=600)
     if proc.returncode != 0:
         sys.exit(f'reframe failed ({proc.returncode}): {proc.stdout[-2000:]}')
     with sqlite3.connect(results / 'results.db') as db:

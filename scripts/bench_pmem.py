@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof.methods import fiojob  # noqa: E402
+from clusterproof.paths import SETTINGS_FILE  # noqa: E402
+from clusterproof.reframe_io import runner  # noqa: E402
 from clusterproof.parsers import fio as fioparser  # noqa: E402
 from clusterproof.parsers import mmap_sweep as sweepparser  # noqa: E402
 
@@ -60,13 +62,12 @@ def fio_direct(tmpfs_dir, sizes):
 
 
 def fio_through_check(results, sizes):
-    env = dict(os.environ, RFM_CONFIG_FILES=str(REPO / 'site_config' / 'settings.py'),
+    env = dict(runner.reframe_env(config=SETTINGS_FILE),
                CLUSTERPROOF_RESULTS=str(results), CLUSTERPROOF_MODE='smoke')
-    res = subprocess.run([str(REPO / '.venv' / 'bin' / 'reframe'), '-c',
-                          str(REPO / 'reframe_checks' / 'pmem.py'), '-n',
-                          f'PmemFioEmulated%section={SECTION}', '-r', '--system', 'local',
-                          *[a for k, v in sizes.items() for a in ('-S', f'{k}={v}')]],
-                         capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    res = runner.invoke(['-c', REPO / 'reframe_checks' / 'pmem.py', '-n',
+                         f'PmemFioEmulated%section={SECTION}', '-r', '--system', 'local',
+                         *[a for k, v in sizes.items() for a in ('-S', f'{k}={v}')]],
+                        env=env, timeout=300)
     if res.returncode != 0:
         raise SystemExit(f'reframe failed:\n{res.stdout[-2000:]}')
     out = sorted(glob.glob(f'{results}/output/local/default/gnu/PmemFioEmulated_*/rfm_job.out'))

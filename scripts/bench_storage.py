@@ -32,6 +32,8 @@ sys.path.insert(0, str(REPO))
 
 from clusterproof.methods import placement  # noqa: E402
 from clusterproof import hostlist  # noqa: E402
+from clusterproof.paths import SETTINGS_FILE  # noqa: E402
+from clusterproof.reframe_io import runner  # noqa: E402
 from clusterproof.parsers import iozone as parser        # noqa: E402
 
 
@@ -90,12 +92,12 @@ def figures(text, source):
 
 def run_check(env, work, threads, total):
     results = work / f'check-{time.monotonic_ns()}'
-    cmd = [str(REPO / '.venv' / 'bin' / 'reframe'), '-c', 'reframe_checks/iozone.py',
-           '--system', 'emu:srun', '-r', '-n', f'IOzoneSequential%threads={threads}',
-           '-S', f'total={total}', '--keep-stage-files']
-    e = dict(os.environ, **env, CLUSTERPROOF_RESULTS=str(results), CLUSTERPROOF_MODE='smoke',
-             RFM_CONFIG_FILES=str(REPO / 'site_config' / 'settings.py'))
-    out = subprocess.run(cmd, cwd=REPO, env=e, capture_output=True, text=True)
+    args = ['-c', 'reframe_checks/iozone.py',
+            '--system', 'emu:srun', '-r', '-n', f'IOzoneSequential%threads={threads}',
+            '-S', f'total={total}', '--keep-stage-files']
+    e = dict(runner.reframe_env(config=SETTINGS_FILE), **env, CLUSTERPROOF_RESULTS=str(results),
+             CLUSTERPROOF_MODE='smoke')
+    out = runner.invoke(args, env=e)
     if out.returncode != 0:
         raise SystemExit(f'the check failed:\n{out.stdout[-3000:]}')
     stage = next((results / 'stage').rglob('rfm_job.sh')).parent

@@ -92,12 +92,14 @@ need_netns = _root_tier(pytest.mark.skipif(
 POLL_ENV = {'RFM_POLL_RATE_MIN': '1'}
 
 
-def reframe_env(results_dir, mode='smoke', extra=None):
-    """Environment for running ``reframe`` in a test: the site config, a
-    results directory of the test's own, the mode."""
-    env = dict(os.environ)
+def reframe_env(results_dir, mode='smoke', extra=None, config=None):
+    """Environment for running ``reframe`` in a test: the project's site
+    configuration (or ``config``, a test's own: :func:`site_config_overlay`),
+    a results directory of the test's own, the mode."""
+    from clusterproof.paths import SETTINGS_FILE
+    from clusterproof.reframe_io import runner
+    env = runner.reframe_env(config=config or SETTINGS_FILE)
     env.update({
-        'RFM_CONFIG_FILES': str(REPO / 'site_config' / 'settings.py'),
         'CLUSTERPROOF_RESULTS': str(results_dir),
         'CLUSTERPROOF_MODE': mode,
         'PATH': f'{VENV_BIN}:{env.get("PATH", "")}',
@@ -160,17 +162,18 @@ def assert_cases(args, report_file, status, output, expect=AT_LEAST_ONE):
 
 
 def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=WAIT_S,
-                expect_cases=AT_LEAST_ONE):
-    """Run ``reframe ARGS`` for real; returns the CompletedProcess. A run
+                expect_cases=AT_LEAST_ONE, config=None):
+    """Run ``reframe ARGS`` for real (:func:`clusterproof.reframe_io.runner.invoke`,
+    with :func:`reframe_env`); returns the CompletedProcess. A run
     (``-r``, ``--dry-run``) writes its run report under ``results_dir`` and
     must select ``expect_cases`` test cases (:func:`assert_cases`: at least
     one unless the test says how many); ``.cases`` is the count."""
+    from clusterproof.reframe_io import runner
     running = _is_run(args)
     if running:
         args, report_file = with_report_file(args, results_dir)
-    cmd = [str(VENV_BIN / 'reframe')] + [str(a) for a in args]
-    proc = subprocess.run(cmd, cwd=REPO, env=reframe_env(results_dir, mode, extra_env),
-                          capture_output=True, text=True, timeout=timeout)
+    proc = runner.invoke(args, env=reframe_env(results_dir, mode, extra_env, config),
+                         timeout=timeout)
     if running:
         proc.cases = assert_cases(args, report_file, proc.returncode,
                                   proc.stdout + proc.stderr, expect_cases)
@@ -367,7 +370,7 @@ def site_config_overlay(directory, code):
     """A ReFrame configuration file in ``directory``: the project's site
     configuration, then ``code`` run on its ``site_configuration`` (a test
     declares other hardware, a DAX mount, a scratch directory of its own).
-    Pass it as ``RFM_CONFIG_FILES``."""
+    Pass it as ``config`` to :func:`run_reframe` or :func:`reframe_env`."""
     import textwrap
     path = Path(directory) / 'site_config_overlay.py'
     path.write_text(

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from clusterproof.paths import SETTINGS_FILE
+from clusterproof.reframe_io import runner
 from conftest import WAIT_S
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,10 +25,8 @@ def recorded_results(tmp_path):
 
 
 def cp_env(results, refs):
-    env = dict(os.environ)
-    env.update({'CLUSTERPROOF_RESULTS': str(results), 'CLUSTERPROOF_REFERENCES': str(refs),
-                'RFM_CONFIG_FILES': str(REPO / 'site_config' / 'settings.py')})
-    return env
+    return dict(runner.reframe_env(config=SETTINGS_FILE), CLUSTERPROOF_RESULTS=str(results),
+                CLUSTERPROOF_REFERENCES=str(refs))
 
 
 def clusterproof(args, results, refs, timeout=WAIT_S):

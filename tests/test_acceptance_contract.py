@@ -22,6 +22,8 @@ import pytest
 from clusterproof.acceptance import contract as contract_mod
 from clusterproof.acceptance import record
 from clusterproof.acceptance.run import name_pattern
+from clusterproof.paths import SETTINGS_FILE
+from clusterproof.reframe_io import runner
 from conftest import REPO, WAIT_S, run_reframe
 
 ITEM = '''
@@ -62,8 +64,8 @@ TOO_SHORT = dict(id='add-too-short', figure='add', committed=100, kind='committe
 
 
 def acceptance(args, results, env_extra):
-    env = dict(__import__('os').environ, CLUSTERPROOF_RESULTS=str(results),
-               RFM_CONFIG_FILES=str(REPO / 'site_config' / 'settings.py'), **env_extra)
+    env = dict(runner.reframe_env(config=SETTINGS_FILE), CLUSTERPROOF_RESULTS=str(results),
+               **env_extra)
     env.pop('CLUSTERPROOF_STORE', None)
     return subprocess.run([str(REPO / '.venv' / 'bin' / 'clusterproof'), 'acceptance'] + args,
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=WAIT_S * 4)

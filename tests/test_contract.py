@@ -3,7 +3,6 @@ input is refused with an error naming the file, the key and the value; an
 item naming a check, a parameter or a figure the checks do not have (as
 ReFrame loads them) is refused with the nearest real names."""
 
-import os
 import re
 import subprocess
 
@@ -50,7 +49,7 @@ def test_every_shipped_contract_validates():
 def emu_cases():
     """The test cases ReFrame loads from reframe_checks on emu in mode
     acceptance (``reframe --describe``), as the contract ``GOOD`` is checked."""
-    env = dict(os.environ, RFM_CONFIG_FILES=str(SETTINGS_FILE))
+    env = runner.reframe_env(config=SETTINGS_FILE)
     env.pop('CLUSTERPROOF_MODE', None)
     cases = runner.describe(['-c', str(CHECKS_DIR), '--system', 'emu', '--mode', 'acceptance'],
                             env=env)
@@ -88,7 +87,7 @@ def test_the_commands_refuse_a_misspelt_contract_before_anything_runs(tmp_path, 
     path = write(tmp_path, GOOD.replace('check: Stream', 'check: Strem'))
     args = {'validate': ['validate', '--system', 'emu', '--contract', str(path)],
             'acceptance': ['acceptance', '--contract', str(path)]}[command]
-    env = dict(os.environ, RFM_CONFIG_FILES=str(SETTINGS_FILE),
+    env = dict(runner.reframe_env(config=SETTINGS_FILE),
                CLUSTERPROOF_RESULTS=str(tmp_path / 'results'))
     proc = subprocess.run([str(VENV_BIN / 'clusterproof'), *args], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=WAIT_S)

@@ -47,7 +47,7 @@ def dry_run(tmp_path, system, mode, *args, drop=()):
     config = site_config_overlay(tmp_path, CONFIG.format(scratch=str(scratch), drop=list(drop)))
     results = tmp_path / 'results'
     proc = run_reframe(CHECKS + ['--system', system, '--dry-run', *args], results, mode,
-                       extra_env={'RFM_CONFIG_FILES': str(config)})
+                       config=config)
     return proc, results
 
 

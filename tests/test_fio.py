@@ -18,8 +18,9 @@ from clusterproof.methods.fiojob import FioJob, fio_size, worst_case_job
 from clusterproof.parsers.fio import parse_engines
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import fio
+from clusterproof.reframe_io import runner
 
-from conftest import (DATA, REPO, VENV_BIN, assert_cases, reframe_env, report_cases, run_reframe,
+from conftest import (DATA, REPO, assert_cases, reframe_env, report_cases, run_reframe,
                       wait_for, with_report_file)
 
 FIO = DATA / 'fio'
@@ -352,8 +353,8 @@ def test_fio_interrupted_inside_the_check_fails_its_sanity(tmp_path):
          '-n', 'StorageFioBaseline%section=randwrite_8files',
          '-S', 'StorageFioBaseline.filesize=1048576', '-S', 'StorageFioBaseline.numjobs=1',
          '-S', 'StorageFioBaseline.loops=1000000'], tmp_path)
-    proc = subprocess.Popen([str(VENV_BIN / 'reframe'), *args], cwd=REPO, env=reframe_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = runner.start(args, env=reframe_env(tmp_path), stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
     try:
         # the 1 MiB file is laid out, then written over and over: 8 MiB
         # written by fio's processes means its job is doing I/O

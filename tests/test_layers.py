@@ -3,6 +3,7 @@
 up, even one inside a function, fails here naming the file and the line."""
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / 'clusterproof'
@@ -31,3 +32,87 @@ def test_no_import_runs_back_up():
                     above.add(f'{path.relative_to(PACKAGE.parent)}:{line}: imports '
                               f'clusterproof.{module.split(".")[1]}, a layer above {layer}/')
     assert not above, '\n'.join(sorted(above))
+
+
+ROOT = PACKAGE.parent
+#: the one module that starts ``reframe`` and decides its configuration, its
+#: test, and this test
+RUNNER = {'clusterproof/reframe_io/runner.py', 'tests/test_runner.py', 'tests/test_layers.py'}
+#: files being rewritten onto the runner in other work; each must leave this
+#: list as soon as it no longer starts reframe or sets RFM_CONFIG_FILES itself
+PENDING = {'clusterproof/screen/run.py', 'clusterproof/acceptance/run.py',
+           'clusterproof/commands/acceptance.py', 'scripts/run-tests'}
+_SHELL_LAUNCH = re.compile(r'bin/reframe\b|^\s*reframe\s')
+_SHELL_CONFIG = re.compile(
+    r'RFM_CONFIG_FILES\s*:?=(?!\\?\$\(.*clusterproof\.reframe_io\.runner config\))')
+
+
+def _sources():
+    """``(relative path, text, is_python)`` of the code that could start
+    reframe: the package, the scripts, the tests, the Makefile and CI."""
+    paths = [*PACKAGE.rglob('*.py'), *(ROOT / 'tests').glob('*.py'),
+             *(p for p in (ROOT / 'scripts').rglob('*') if p.is_file()),
+             ROOT / 'Makefile', *(ROOT / '.ci').glob('*')]
+    for path in sorted(paths):
+        text = path.read_text()
+        yield (str(path.relative_to(ROOT)), text,
+               path.suffix == '.py' or text.startswith('#!/usr/bin/env python'))
+
+
+def _docstrings(tree):
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _python_launches(name, text):
+    """Where the Python source ``text`` starts reframe (a path ``... / 'reframe'``,
+    a command list beginning ``'reframe'``, a call of ``runner.reframe_command``) or
+    names RFM_CONFIG_FILES (outside docstrings)."""
+    tree = ast.parse(text, name)
+    docs = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and \
+                isinstance(node.right, ast.Constant) and node.right.value == 'reframe':
+            yield node.lineno, "builds the path of reframe (... / 'reframe')"
+        elif isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant) \
+                and node.elts[0].value == 'reframe':
+            yield node.lineno, "makes a command line ['reframe', ...]"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == 'reframe_command' and \
+                getattr(node.func.value, 'id', None) == 'runner':
+            yield node.lineno, 'calls runner.reframe_command()'
+        elif isinstance(node, ast.Constant) and node.value == 'RFM_CONFIG_FILES' and \
+                id(node) not in docs:
+            yield node.lineno, 'names RFM_CONFIG_FILES'
+
+
+def _shell_launches(text):
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith('#'):
+            continue
+        if _SHELL_LAUNCH.search(line):
+            yield n, 'starts reframe'
+        if _SHELL_CONFIG.search(line):
+            yield n, 'sets RFM_CONFIG_FILES'
+
+
+def test_reframe_is_started_and_configured_in_one_module():
+    """Only clusterproof/reframe_io/runner.py starts ``reframe`` and decides
+    RFM_CONFIG_FILES; everything else calls it (``runner.run``, ``start``,
+    ``invoke``, ``reframe_env``; ``python -m clusterproof.reframe_io.runner
+    run|config`` from a shell)."""
+    found, pending_seen = [], set()
+    for name, text, is_python in _sources():
+        if name in RUNNER:
+            continue
+        hits = list(_python_launches(name, text) if is_python else _shell_launches(text))
+        if name in PENDING:
+            pending_seen.update([name] if hits else [])
+            continue
+        found += [f'{name}:{line}: {what}; use clusterproof.reframe_io.runner'
+                  for line, what in hits]
+    assert not found, '\n'.join(found)
+    assert pending_seen == PENDING, \
+        f'{sorted(PENDING - pending_seen)} now use(s) the runner: remove from PENDING'

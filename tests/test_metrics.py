@@ -16,8 +16,9 @@ import urllib.request
 import pytest
 
 from clusterproof import ClusterproofError
+from clusterproof.reframe_io import runner
 from clusterproof.results import metrics
-from conftest import REPO, VENV_BIN, reframe_env, run_reframe, wait_for
+from conftest import REPO, reframe_env, run_reframe, wait_for
 
 CHECK = ['-c', str(REPO / 'tests' / 'checks' / 'results' / 'devzero_copy.py'),
          '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=64', '--system', 'local', '-r']
@@ -118,9 +119,8 @@ def test_an_unreachable_server_loses_no_perflog(tmp_path):
 
 
 def show_logging(tmp_path, env):
-    proc = subprocess.run([str(VENV_BIN / 'reframe'), '--system', 'local', '--show-config=logging'],
-                          cwd=REPO, env=reframe_env(tmp_path, extra=env),
-                          capture_output=True, text=True, timeout=300)
+    proc = runner.invoke(['--system', 'local', '--show-config=logging'],
+                         env=reframe_env(tmp_path, extra=env), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -176,10 +176,9 @@ def test_reframe_gives_the_handler_to_the_system_with_a_url_only(tmp_path, monke
     config.write_text(f'PERFLOGS = {str(tmp_path / "perflogs")!r}\n' + SYSTEMS_CONFIG)
     shown = {}
     for system in ('sending', 'quiet'):
-        proc = subprocess.run([str(VENV_BIN / 'reframe'), '-C', str(config), '--system', system,
-                               '--show-config=logging/0/handlers_perflog'],
-                              cwd=REPO, env=reframe_env(tmp_path), capture_output=True, text=True,
-                              timeout=300)
+        proc = runner.invoke(['-C', config, '--system', system,
+                              '--show-config=logging/0/handlers_perflog'],
+                             env=reframe_env(tmp_path), timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         shown[system] = proc.stdout
     assert '"url": "http://127.0.0.1:9/api/v1/import"' in shown['sending']

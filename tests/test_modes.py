@@ -3,16 +3,14 @@ as ``CLUSTERPROOF_MODE``; the two can never disagree. Runs the real
 ``reframe`` (listing and describing, nothing is submitted)."""
 
 import json
-import subprocess
 
 import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof.modes import MODES, current_mode, reframe_modes
+from clusterproof.reframe_io import runner
 from clusterproof.reframe_io.runner import reframe_mode
-from conftest import REPO, VENV_BIN, reframe_env
-
-RFM = str(VENV_BIN / 'reframe')
+from conftest import reframe_env
 
 
 def _reframe(args, tmp_path, env_mode=None):
@@ -20,8 +18,7 @@ def _reframe(args, tmp_path, env_mode=None):
     env.pop('CLUSTERPROOF_MODE')
     if env_mode:
         env['CLUSTERPROOF_MODE'] = env_mode
-    return subprocess.run([RFM] + args, cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return runner.invoke(args, env=env, timeout=300)
 
 
 def _listed(out):

@@ -107,7 +107,7 @@ def test_not_a_dax_mount_on_the_node_skips_before_fio(tmp_path):
     res = run_reframe(['-c', 'reframe_checks/pmem.py', '-r', '--system', 'local',
                        '-n', 'PmemFio', '-x', 'PmemFioDevDax', '-x', 'PmemFioEmulated',
                        '--keep-stage-files'], results,
-                      extra_env={'RFM_CONFIG_FILES': str(config)})
+                      config=config)
     cases = _case(results, 'PmemFio %')
     assert cases and all(tc['result'] == 'skip' for tc in cases), res.stdout[-3000:]
     for tc in cases:

@@ -23,7 +23,8 @@ import pytest
 from clusterproof import cluster as lc
 from clusterproof.cluster import faults
 from clusterproof.checks import reliability
-from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
+from clusterproof.reframe_io import runner
+from conftest import (EMU_INSTANCE, REPO, WAIT_S, assert_cases, need_netns,
                       reframe_env, report_cases, restore_emu_cluster, wait_for, with_report_file)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
@@ -99,9 +100,8 @@ def _sigint_default():
 
 def _start_reframe(args, env):
     args, report = with_report_file(args, env['CLUSTERPROOF_RESULTS'])
-    proc = subprocess.Popen([str(VENV_BIN / 'reframe')] + args, cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=_sigint_default)
+    proc = runner.start(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        text=True, preexec_fn=_sigint_default)
     proc.selection = (args, report)     # for assert_cases
     return proc
 
@@ -215,8 +215,7 @@ def test_resumed_node_passes_a_rerun(node_death_session, record_property):
     args, report = with_report_file(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
                                      '-n', 'ReliabilityHold', '-S', 'ReliabilityHold.hold=1'],
                                     s['results'])
-    proc = subprocess.run([str(VENV_BIN / 'reframe'), *args],
-                          cwd=REPO, env=s['env'], capture_output=True, text=True, timeout=WAIT_S)
+    proc = runner.invoke(args, env=s['env'], timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert_cases(args, report, proc.returncode, proc.stdout, 1)
     assert _cases(s['results'])['ReliabilityHold']['result'] == 'pass'

@@ -165,7 +165,7 @@ def test_site_configuration_missing_the_scratch_directory(tmp_path):
     results = tmp_path / 'results'
     proc = run_reframe(['-c', str(CHECKS / 'pmem.py'), '-n', 'StorageFioBaseline', '-r',
                         '--system', 'local'], results,
-                       extra_env={'RFM_CONFIG_FILES': str(site)})
+                       config=site)
     # refused: the check does not run (skip) and says which key of which file to declare
     cases = [tc for run in json.loads(sorted((results / 'reports').glob('*.json'))[-1].read_text())
              ['runs'] for tc in run['testcases']]
@@ -268,7 +268,7 @@ def test_metacharacters_in_the_site_configuration(tmp_path, payload):
     results = tmp_path / 'results'
     proc = run_reframe(['-c', str(CHECKS / 'pmem.py'), '-n', 'StorageFioBaseline', '-r',
                         '--system', 'local'], results,
-                       extra_env={'RFM_CONFIG_FILES': str(site)})
+                       config=site)
     assert proc.returncode != 0 or all(r != 'pass' for r, _ in _fail_reasons(results))
     assert 'not allowed' in proc.stdout + '\n'.join(r for _, r in _fail_reasons(results))
     assert not pwned.exists()

@@ -16,6 +16,7 @@ import pytest
 
 from clusterproof import cluster as lc
 from clusterproof.checks import reliability
+from clusterproof.reframe_io import runner
 from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
                       need_repo_open_to_others, need_root, reframe_env, report_cases, wait_for,
                       with_report_file)
@@ -105,10 +106,9 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     env = reframe_env(results, extra=emu_cluster)
     env.update({'HOME': str(home), 'USER': name, 'LOGNAME': name,
                 'CLUSTERPROOF_SCRATCH': str(home / 'scratch')})
-    keep = ['RFM_CONFIG_FILES', 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
+    keep = [runner.CONFIG_VARIABLE, 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
             'PATH', 'HOME', 'USER', 'LOGNAME', 'SLURM_CONF', 'CLUSTERPROOF_EMU_NODES',
             'CLUSTERPROOF_EMU_CPUS']
-    reframe = [str(VENV_BIN / 'reframe')]
     # scripts/setup builds .venv from Debian's python3 so that every user can run it
     assert _reachable_by_others(os.path.realpath(VENV_BIN / 'python')), \
         f'{os.path.realpath(VENV_BIN / "python")} is not reachable by ordinary users'
@@ -116,8 +116,7 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     args, report = with_report_file(['-c', str(FAULTS), '-r', '--system', 'emu:srun',
                                      '-n', 'ReliabilityQuick|ReliabilityHold',
                                      '-S', 'ReliabilityHold.hold=1'], results)
-    proc = subprocess.run(argv + reframe + args, cwd='/', capture_output=True, text=True,
-                          timeout=WAIT_S)
+    proc = runner.invoke(args, prefix=argv, cwd='/', timeout=WAIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
     assert_cases(args, report, proc.returncode, proc.stdout, 2)
     # the user's results are the user's own
@@ -164,24 +163,22 @@ def test_the_suite_as_root_then_as_an_ordinary_user(tmp_path, ordinary_user, rec
     # root first: it makes its own tmpfs directory, and the IOzone lock if none is there
     root_results = tmp_path / 'root'
     run = with_report_file(SHARED_MACHINE_ARGS, root_results)
-    proc = subprocess.run([str(VENV_BIN / 'reframe'), *run[0]], cwd=REPO,
-                          env=reframe_env(root_results, extra={
-                              'CLUSTERPROOF_SCRATCH': str(tmp_path / 'root-scratch')}),
-                          capture_output=True, text=True, timeout=WAIT_S)
+    proc = runner.invoke(run[0], env=reframe_env(root_results, extra={
+                             'CLUSTERPROOF_SCRATCH': str(tmp_path / 'root-scratch')}),
+                         timeout=WAIT_S)
     _suite_passed(proc, root_results, run)
     # then the user, on the same machine
     results = home / 'results'
     env = reframe_env(results)
     env.update({'HOME': str(home), 'USER': name, 'LOGNAME': name,
                 'CLUSTERPROOF_SCRATCH': str(home / 'scratch')})
-    keep = ['RFM_CONFIG_FILES', 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
+    keep = [runner.CONFIG_VARIABLE, 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
             'PATH', 'HOME', 'USER', 'LOGNAME']
     argv = ['runuser', '-u', name, '--', 'env', '-i'] + [f'{k}={env[k]}' for k in keep]
     mine = Path(f'/dev/shm/clusterproof-{uid}')
     run = with_report_file(SHARED_MACHINE_ARGS, results)
     try:
-        proc = subprocess.run(argv + [str(VENV_BIN / 'reframe'), *run[0]], cwd='/',
-                              capture_output=True, text=True, timeout=WAIT_S)
+        proc = runner.invoke(run[0], prefix=argv, cwd='/', timeout=WAIT_S)
         _suite_passed(proc, results, run)
         record_property('results_lost', 0)
         # each user's tmpfs directory is their own and closed to the other

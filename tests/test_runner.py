@@ -57,17 +57,41 @@ def test_the_selection_named_is_only_what_selects():
 
 
 def test_scripts_apply_the_same_rule(tmp_path):
-    """``python -m clusterproof.reframe_io.runner REPORT STATUS -- ARGS``
-    (scripts/nightly): exit 2 and the line when no report and status 0."""
+    """``python -m clusterproof.reframe_io.runner run -- ARGS`` (scripts/nightly,
+    scripts/run-local): exit 2 and the line when nothing is selected."""
     import subprocess
     import sys
-    cmd = [sys.executable, '-m', 'clusterproof.reframe_io.runner', str(tmp_path / 'none.json')]
-    zero = subprocess.run(cmd + ['0', '--', '-c', 'x', '-n', 'Nope'], capture_output=True,
-                          text=True)
-    assert zero.returncode == 2 and zero.stderr.startswith(
-        'ReFrame selected no test case: nothing matches -c x -n Nope;'), zero.stderr
-    failed = subprocess.run(cmd + ['1', '--', '-c', 'x'], capture_output=True, text=True)
-    assert failed.returncode == 0 and not failed.stderr
+    cmd = [sys.executable, '-m', 'clusterproof.reframe_io.runner', 'run',
+           '--report-file', str(tmp_path / 'r.json'), '--', *ARGS, '-n', 'NoSuchCheck']
+    proc = subprocess.run(cmd, cwd=REPO, env=reframe_env(tmp_path / 'results'),
+                          capture_output=True, text=True, timeout=WAIT_S)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith('clusterproof: ReFrame selected no test case: nothing '
+                                  f'matches -c {SELFTEST_CHECKS} --system local -n NoSuchCheck;'), \
+        proc.stderr
+
+
+def test_one_place_decides_the_configuration(tmp_path):
+    import subprocess
+    import sys
+    from clusterproof.paths import SETTINGS_FILE
+    base = {'PATH': '/usr/bin'}
+    assert runner.reframe_env(base) == {'PATH': '/usr/bin', 'RFM_CONFIG_FILES': str(SETTINGS_FILE)}
+    mine = dict(base, RFM_CONFIG_FILES='/site/mine.py')
+    assert runner.reframe_env(mine)['RFM_CONFIG_FILES'] == '/site/mine.py'
+    assert runner.reframe_env(mine, config=tmp_path / 'c.py')['RFM_CONFIG_FILES'] == \
+        str(tmp_path / 'c.py')
+    assert base == {'PATH': '/usr/bin'}       # a copy: the caller's stays as it was
+    # what .venv/bin/activate and the shell scripts export
+    cmd = [sys.executable, '-m', 'clusterproof.reframe_io.runner', 'config']
+    shown = subprocess.run(cmd, env=base, capture_output=True, text=True)
+    assert shown.stdout == f'{SETTINGS_FILE}\n', shown.stderr
+    assert subprocess.run(cmd, env=mine, capture_output=True, text=True).stdout == \
+        '/site/mine.py\n'
+    for env in (base, mine):      # the checkout's own, even after another's
+        activated = subprocess.run(['bash', '-c', '. .venv/bin/activate && echo "$RFM_CONFIG_FILES"'],
+                                   cwd=REPO, env=env, capture_output=True, text=True)
+        assert activated.stdout == f'{SETTINGS_FILE}\n', activated.stderr
 
 
 def test_report_of_another_format_is_refused(tmp_path):

@@ -1,7 +1,16 @@
 """Running ReFrame, and what its command line and run report say.
 
 The one module that starts ``reframe`` for clusterproof (``acceptance``, the
-tests, the scripts) and reads back what it did: every run is given
+tests, the scripts) and reads back what it did, and the one that decides
+which configuration it reads (:func:`reframe_env`, ``RFM_CONFIG_FILES``:
+the one the environment names, else the project's
+``site_config/settings.py``). A caller runs a session with :func:`run`, or
+starts ``reframe`` with :func:`start` (to watch or interrupt it) or
+:func:`invoke` (to list, describe or show its configuration); a shell script
+uses ``python -m clusterproof.reframe_io.runner run -- ARGS`` (:func:`main`).
+Every run is given
+``--report-file`` and the session (its UUID, its test cases) is read from
+that JSON run report, never from ReFrame's console text. every run is given
 ``--report-file`` and the session (its UUID, its test cases) is read from
 that JSON run report, never from ReFrame's console text. A run whose
 selection matched no test case is an error naming the selection
@@ -32,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.paths import REPO, results_dir
+from clusterproof.paths import REPO, SETTINGS_FILE, results_dir
 
 #: the run-report format read here (``session_info.data_version`` of ReFrame 4.10.4)
 DATA_VERSION = '4.2'
@@ -51,9 +60,61 @@ class NoTestCase(ClusterproofError):
     takes it for an error, never for a run that passed."""
 
 
+#: the environment variable that names ReFrame's configuration file(s)
+CONFIG_VARIABLE = 'RFM_CONFIG_FILES'
+
+
+def config_files(env=None):
+    """The configuration a ``reframe`` started with the environment ``env``
+    (default this process's) reads: the file(s) ``env`` names, else the
+    project's ``site_config/settings.py``. The one place that decides it."""
+    env = os.environ if env is None else env
+    return env.get(CONFIG_VARIABLE) or str(SETTINGS_FILE)
+
+
+def reframe_env(base=None, *, config=None):
+    """A copy of the environment ``base`` (default this process's) in which
+    ``reframe`` reads ``config`` (a file, or files joined with ``:``), or
+    else :func:`config_files` of ``base``."""
+    env = dict(os.environ if base is None else base)
+    env[CONFIG_VARIABLE] = str(config) if config else config_files(env)
+    return env
+
+
 def reframe_command():
-    """The ``reframe`` of this Python environment."""
-    return str(Path(sys.executable).parent / 'reframe')
+    """The ``reframe`` of this Python environment, else of the checkout's
+    ``.venv`` (a script started with another Python)."""
+    here = Path(sys.executable).parent / 'reframe'
+    venv = REPO / '.venv' / 'bin' / 'reframe'
+    return str(venv if not here.exists() and venv.exists() else here)
+
+
+def installed():
+    """Whether :func:`reframe_command` is there (``make setup`` was run)."""
+    return Path(reframe_command()).exists()
+
+
+def command(args, prefix=()):
+    """The command line ``PREFIX reframe ARGS`` (``prefix``: ``nice -n 10``,
+    ``runuser -u U -- env -i ...``: what runs ``reframe``)."""
+    return [*map(str, prefix), reframe_command(), *map(str, args)]
+
+
+def start(args, *, env=None, cwd=REPO, prefix=(), **popen):
+    """Start ``PREFIX reframe ARGS`` in ``cwd`` with :func:`reframe_env` of
+    ``env`` and return its :class:`subprocess.Popen` (``popen``: its
+    keywords, e.g. ``stdout``), for a caller that watches or interrupts the
+    run; it gives ``--report-file`` (:func:`report_option`) and reads the
+    session with :func:`session_of`."""
+    return subprocess.Popen(command(args, prefix), cwd=cwd, env=reframe_env(env), **popen)
+
+
+def invoke(args, *, env=None, cwd=REPO, prefix=(), timeout=None):
+    """Run ``PREFIX reframe ARGS`` to its end (a listing, ``--show-config``,
+    or a run whose report the caller reads itself) and return the
+    :class:`subprocess.CompletedProcess`, its output captured as text."""
+    return subprocess.run(command(args, prefix), cwd=cwd, env=reframe_env(env),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def _is_reframe(argv0):
@@ -148,8 +209,12 @@ def cases_selected(report_file, status):
     without writing it (it writes none of a session without test cases);
     None when it failed before (no report, non-zero status)."""
     path = Path(report_file)
-    if path.is_file():
-        report = read_report(path)
+    return _cases_of(read_report(path) if path.is_file() else None, status)
+
+
+def _cases_of(report, status):
+    """:func:`cases_selected` of the run report's data ``report`` (None: no report)."""
+    if report is not None:
         return int(report['session_info'].get('num_cases', len(testcases(report))))
     return 0 if status == 0 else None
 
@@ -169,39 +234,44 @@ def require_cases(args, report_file, status):
         raise NoTestCase(no_case_message(args))
 
 
-def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None):
+def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None, log=None):
     """Run ``reframe ARGS --report-file FILE`` (``report_file``, default
     :func:`default_report_file` of ``env``) and return its :class:`Run`. With ``echo``
-    the console output is copied to stdout as it comes (and ``timeout``, in
-    seconds, is not applied). A selection of no test case is
+    the console output is copied to stdout as it comes, and to the file ``log``
+    when given (and ``timeout``, in seconds, is not applied). A selection of no test case is
     :class:`NoTestCase` (:func:`require_cases`); a run that wrote no report
     otherwise (ReFrame failed before any test case) is an error naming the
     exit status and the last lines of its output."""
     report_file = Path(report_file or default_report_file(env)).resolve()
     report_file.parent.mkdir(parents=True, exist_ok=True)
     report_file.unlink(missing_ok=True)
-    cmd = [reframe_command(), *map(str, args), *report_option(report_file)]
+    args = [*map(str, args), *report_option(report_file)]
     if echo:
-        with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) as proc:
+        with start(args, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                   stderr=subprocess.STDOUT, text=True) as proc:
             lines = []
-            for line in proc.stdout:
-                lines.append(line)
-                sys.stdout.write(line)
-                sys.stdout.flush()
+            with open(log or os.devnull, 'a') as copy:
+                for line in proc.stdout:
+                    lines.append(line)
+                    for out in (sys.stdout, copy):
+                        out.write(line)
+                        out.flush()
             status = proc.wait()
         output = ''.join(lines)
     else:
-        proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        proc = subprocess.run(command(args), cwd=cwd, env=reframe_env(env),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout)
         status, output = proc.returncode, proc.stdout
-    require_cases(args, report_file, status)
-    if not report_file.is_file():
+    report = read_report(report_file) if report_file.is_file() else None
+    if _cases_of(report, status) == 0:
+        raise NoTestCase(no_case_message(args))
+    if report is None:
         tail = '\n'.join(output.rstrip().splitlines()[-15:]) or '(no output)'
         raise ClusterproofError(f'ReFrame wrote no run report {report_file} (exit status '
                                 f'{status}): it failed before running any test case; its '
                                 f'output ends:\n{tail}')
-    return Run(status, output, report_file, read_report(report_file))
+    return Run(status, output, report_file, report)
 
 
 def read_report(path):
@@ -263,21 +333,42 @@ def describe(args, *, env=None, cwd=REPO):
 
 
 def main(argv=None):
-    """``python -m clusterproof.reframe_io.runner REPORT STATUS -- REFRAME_ARGS``:
-    for a script that ran ``reframe REFRAME_ARGS --report-file REPORT`` itself
-    (exit ``STATUS``): exit 2 with one line on stderr when the run selected no
-    test case (:func:`require_cases`), else 0."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 3 or argv[2] != '--':
-        print('usage: python -m clusterproof.reframe_io.runner REPORT STATUS -- REFRAME_ARGS',
-              file=sys.stderr)
-        return 2
+    """The runner for shell scripts and ``.venv/bin/activate``:
+
+    - ``python -m clusterproof.reframe_io.runner run [--report-file F] [--log L] -- ARGS``
+      runs ``reframe ARGS`` (:func:`run`, its output copied as it comes to
+      stdout and ``L``) and exits with ReFrame's status; 2 with the reason on
+      stderr (and in ``L``) when it selected no test case or wrote no run report;
+    - ``python -m clusterproof.reframe_io.runner config`` prints the
+      configuration ``reframe`` reads (:func:`config_files`)."""
+    parser = argparse.ArgumentParser(
+        prog='python -m clusterproof.reframe_io.runner',
+        description='Run ReFrame as clusterproof does, or print its configuration path.')
+    sub = parser.add_subparsers(dest='what', required=True)
+    run_p = sub.add_parser('run', help='run reframe ARGS with its run report; exit status: '
+                           "ReFrame's, or 2 when it selected no test case or wrote no report")
+    run_p.add_argument('--report-file', type=Path,
+                       help='where ReFrame writes its run report (default: a new file under '
+                            '<results>/reports)')
+    run_p.add_argument('--log', type=Path,
+                       help="a file ReFrame's output is appended to as it comes, and the "
+                            'reason of an exit status 2')
+    run_p.add_argument('reframe_args', nargs=argparse.REMAINDER, metavar='-- ARGS')
+    sub.add_parser('config', help='print the ReFrame configuration file(s) a run reads '
+                                  '(RFM_CONFIG_FILES, else site_config/settings.py)')
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.what == 'config':
+        print(config_files())
+        return 0
+    rfm_args = args.reframe_args[1:] if args.reframe_args[:1] == ['--'] else args.reframe_args
     try:
-        require_cases(argv[3:], argv[0], int(argv[1]))
+        return run(rfm_args, report_file=args.report_file, echo=True, log=args.log).returncode
     except ClusterproofError as err:
-        print(err, file=sys.stderr)
+        print(f'clusterproof: {err}', file=sys.stderr)
+        if args.log:
+            with open(args.log, 'a') as log:
+                print(f'clusterproof: {err}', file=log)
         return 2
-    return 0
 
 
 if __name__ == '__main__':
