@@ -180,6 +180,24 @@ def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=WAIT_S,
     return proc
 
 
+def database_intact(path):
+    """``(ok, message)``: sqlite's own integrity check of a results database,
+    opened read-only."""
+    import sqlite3
+    path = Path(path)
+    if not path.is_file():
+        return False, f'{path}: no such database'
+    try:
+        con = sqlite3.connect(f'file:{path}?mode=ro', uri=True, timeout=30)
+        try:
+            rows = con.execute('PRAGMA integrity_check').fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as err:
+        return False, f'{path}: {err}'
+    return rows == [('ok',)], f'{path}: integrity_check: {", ".join(r[0] for r in rows)}'
+
+
 #: instance of the local cluster the tests use (``clusterproof cluster up --instance K``)
 EMU_INSTANCE = int(os.environ.get('CLUSTERPROOF_TEST_INSTANCE', '7'))
 

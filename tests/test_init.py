@@ -148,7 +148,8 @@ def test_every_recorded_generation_reads(name, release, count, expect):
     assert len(nodes) == count
     if release:
         import json
-        assert slurm.slurm_release(json.loads(path.read_text())) == release
+        meta = json.loads(path.read_text()).get('meta') or {}       # the recording's release
+        assert (meta.get('Slurm') or meta.get('slurm') or {}).get('release') == release
     for node, (parts, cpus, sockets, cores, threads, mib, state, gpus) in expect.items():
         got = nodes[node]
         assert (got.partitions, got.cpus, got.sockets, got.cores_per_socket,

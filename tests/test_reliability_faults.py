@@ -22,9 +22,8 @@ import pytest
 
 from clusterproof import cluster as lc
 from clusterproof.cluster import faults
-from clusterproof.checks import reliability
 from clusterproof.reframe_io import runner
-from conftest import (EMU_INSTANCE, REPO, WAIT_S, assert_cases, need_netns,
+from conftest import (database_intact, EMU_INSTANCE, REPO, WAIT_S, assert_cases, need_netns,
                       reframe_env, report_cases, restore_emu_cluster, wait_for, with_report_file)
 
 FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
@@ -49,7 +48,7 @@ def _db_cases(results_dir):
     """{session uuid: {test name: result}} from the results database."""
     import sqlite3
     db = Path(results_dir) / 'results.db'
-    ok, msg = reliability.database_intact(db)
+    ok, msg = database_intact(db)
     assert ok, msg
     con = sqlite3.connect(f'file:{db}?mode=ro', uri=True)
     try:

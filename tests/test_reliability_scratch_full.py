@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checks import reliability
-from conftest import REPO, need_root, report_cases, run_reframe
+from conftest import database_intact, REPO, need_root, report_cases, run_reframe
 
 CHECKS = REPO / 'reframe_checks'
 IOR_DIRS = [Path('/opt/ior-4.0.0/bin')]
@@ -89,7 +88,7 @@ class Filler(threading.Thread):
 
 def _assert_no_pass_recorded(results_dir):
     db = Path(results_dir) / 'results.db'
-    ok, msg = reliability.database_intact(db)
+    ok, msg = database_intact(db)
     assert ok, msg
     import sqlite3
     con = sqlite3.connect(f'file:{db}?mode=ro', uri=True)

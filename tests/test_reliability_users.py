@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from clusterproof import cluster as lc
-from clusterproof.checks import reliability
 from clusterproof.reframe_io import runner
-from conftest import (EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
+from conftest import (database_intact, EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
                       need_repo_open_to_others, need_root, reframe_env, report_cases, wait_for,
                       with_report_file)
 
@@ -53,7 +52,7 @@ def test_two_nightly_runs_at_once(tmp_path, record_property):
     assert 'Use --wait' in second.stderr
     assert first.returncode in (0, 1), out[-3000:]      # 1: no references to compare with
     assert 'Current session stored with UUID' in out
-    ok, msg = reliability.database_intact(tmp_path / 'results.db')
+    ok, msg = database_intact(tmp_path / 'results.db')
     record_property('results_lost', 0 if ok else 1)
     assert ok, msg
 
@@ -123,7 +122,7 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     uid = pwd.getpwnam(name).pw_uid
     for path in [results, results / 'results.db', *results.glob('perflogs/**/*.log')]:
         assert path.stat().st_uid == uid, f'{path} is not owned by {name}'
-    ok, msg = reliability.database_intact(results / 'results.db')
+    ok, msg = database_intact(results / 'results.db')
     record_property('results_lost', 0 if ok else 1)
     assert ok, msg
     acct = subprocess.run(['sacct', '-X', '-n', '-P', '-u', name, '-o', 'user,jobname,state'],

@@ -1,4 +1,4 @@
-"""Why a job failed, in one line; whether a results database is intact.
+"""Why a job failed, in one line.
 
 :func:`failure_cause` reads the output of a job (the program's, srun's and
 slurmstepd's messages) and names the cause a user needs first: a node that
@@ -22,9 +22,7 @@ dying, a node coming back) are in :mod:`clusterproof.cluster.faults`.
 
 import re
 import signal
-import sqlite3
 import subprocess
-from pathlib import Path
 
 from clusterproof.parsers import runtime_errors
 
@@ -272,23 +270,3 @@ def parse_down_nodes(text):
             reason = re.search(r'\bReason=(.*?)(?: \[[^]]*\])?(?: \S+=|$)', line)
             found.append((name.group(1), reason.group(1).strip() if reason else ''))
     return found
-
-
-# ---------------------------------------------------------------- results
-
-def database_intact(path):
-    """``(ok, message)``: sqlite's own integrity check of a results database,
-    opened read-only."""
-    path = Path(path)
-    if not path.is_file():
-        return False, f'{path}: no such database'
-    try:
-        con = sqlite3.connect(f'file:{path}?mode=ro', uri=True, timeout=30)
-        try:
-            rows = con.execute('PRAGMA integrity_check').fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as err:
-        return False, f'{path}: {err}'
-    ok = rows == [('ok',)]
-    return ok, f'{path}: integrity_check: {", ".join(r[0] for r in rows)}'

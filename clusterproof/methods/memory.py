@@ -14,7 +14,6 @@ used by the STREAM check and unit-tested without a cluster.
 """
 
 import math
-from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.site.hardware import physical_cores
@@ -73,25 +72,6 @@ def stream_cflags(array_size, ntimes=10, omp_flag='-fopenmp'):
     if stream_memory_bytes(array_size) >= STATIC_DATA_LIMIT:
         flags.append('-mcmodel=medium')
     return flags
-
-
-def l3_domains_from_sysfs(root='/sys/devices/system/cpu'):
-    """Number of distinct last-level caches (L3 domains) of this node."""
-    root = Path(root)
-    best_level, domains = 0, set()
-    for cache in root.glob('cpu[0-9]*/cache/index[0-9]*'):
-        try:
-            if (cache / 'type').read_text().strip() == 'Instruction':
-                continue
-            level = int((cache / 'level').read_text())
-            shared = (cache / 'shared_cpu_list').read_text().strip()
-        except (OSError, ValueError):
-            continue
-        if level > best_level:
-            best_level, domains = level, set()
-        if level == best_level:
-            domains.add(shared)
-    return max(len(domains), 1)
 
 
 def stream_threads(hardware, placement):

@@ -20,7 +20,6 @@ rows of older runs are never added to it.
 
 import re
 
-from clusterproof.parsers import ParseError
 from clusterproof.parsers import runs
 
 _RESULT = re.compile(
@@ -75,12 +74,3 @@ def verdict(parsed):
         return (f'{src}: {parsed["passed"]} test(s) passed residual checks but '
                 f'{len(parsed["results"])} result row(s) were printed')
     return None
-
-
-def require(text, source='HPL output'):
-    """Parse and raise :class:`ParseError` unless the run is a valid result."""
-    parsed = parse(text, source)
-    why = verdict(parsed)
-    if why:
-        raise ParseError(why)
-    return parsed

@@ -394,13 +394,6 @@ def _nodes_from_sinfo_records(rows, source):
     return list(found.values())
 
 
-def slurm_release(data):
-    """The Slurm release a JSON document names in its ``meta``, or None."""
-    meta = data.get('meta') or {}
-    slurm = meta.get('Slurm') or meta.get('slurm') or {}
-    return slurm.get('release')
-
-
 def nodes_from_json(text, source='sinfo --json'):
     """:class:`SlurmNode` list from Slurm's JSON: a ``nodes`` list (21.08+
     ``sinfo --json``, ``scontrol show node --json``, slurmrestd) or a

@@ -9,7 +9,6 @@ is read by clusterproof/parsers/lscpu.py).
 """
 
 import os
-import re
 from pathlib import Path
 
 SYS_CPU = Path('/sys/devices/system/cpu')
@@ -73,14 +72,6 @@ def parse_meminfo(text, source='/proc/meminfo'):
                 raise ValueError(f'{source}: unreadable MemTotal line {line!r}')
             return round(int(fields[1]) / 1024 ** 2, 1)
     raise ValueError(f'{source}: no MemTotal line')
-
-
-def parse_numactl_hardware(text, source='numactl -H'):
-    """Number of NUMA nodes from ``numactl -H`` (``available: 2 nodes (0-1)``)."""
-    m = re.search(r'^available:\s+(\d+)\s+nodes?', text, re.M)
-    if not m:
-        raise ValueError(f'{source}: no "available: N nodes" line')
-    return int(m.group(1))
 
 
 def cpu_model(cpuinfo='/proc/cpuinfo'):
