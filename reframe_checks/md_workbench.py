@@ -35,7 +35,7 @@ from reframe.core.builtins import (parameter, run_after, run_before,
 from reframe.core.exceptions import SanityError
 
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checks.storage import StorageScale
+from clusterproof.checks.storage import METADATA_THREADS, StorageScale
 from clusterproof.checks.testdirs import TestDirectories
 from clusterproof.methods import sizing
 from clusterproof.modes import by_mode
@@ -58,9 +58,7 @@ class MdWorkbench(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks,
     time_limit = '2h'
 
     #: T, the number of tasks (MPI ranks)
-    threads = parameter(by_mode({'smoke': [2, 4], 'nightly': [4, 16, 64],
-                                 'acceptance': [2 ** i for i in range(10)]}),
-                        type=int)
+    threads = parameter(by_mode(METADATA_THREADS), type=int)
 
     #: objects precreated per data set (-P)
     precreate_per_set = variable(int, value=by_mode({'smoke': 100, 'nightly': 1000,

@@ -36,7 +36,7 @@ from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest as mdtest_parser
 from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checks.storage import StorageScale
+from clusterproof.checks.storage import METADATA_THREADS, StorageScale
 from clusterproof.checks.testdirs import TestDirectories
 from clusterproof.methods import sizing
 from clusterproof.site.spackenv import pinned_spec
@@ -64,9 +64,7 @@ class Mdtest(rfm.RunOnlyRegressionTest, ClusterproofCheck, RoundRobinRanks, Stor
     time_limit = '2h'
 
     #: T, the number of tasks (MPI ranks)
-    threads = parameter(by_mode({'smoke': [2, 4], 'nightly': [4, 16, 64],
-                                 'acceptance': [2 ** i for i in range(10)]}),
-                        type=int)
+    threads = parameter(by_mode(METADATA_THREADS), type=int)
 
     #: files (and directories) per task (-n)
     files_per_task = variable(int, value=by_mode({'smoke': 50, 'nightly': 1000,

@@ -22,6 +22,11 @@ from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import placement, sizing
 
+#: the task counts (``threads``) of the metadata benchmarks, per mode: mdtest
+#: and md-workbench scan the same ones, so that their figures sit side by side
+METADATA_THREADS = {'smoke': [2, 4], 'nightly': [4, 16, 64],
+                    'acceptance': [2 ** i for i in range(10)]}
+
 
 class StorageScale(rfm.RegressionTestPlugin):
     """Mixed into the storage checks next to ClusterproofCheck; the check
