@@ -21,6 +21,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof import cli
 from clusterproof import cluster as lc
+from clusterproof.cluster import faults
 from clusterproof.parsers.slurm import parse_scontrol_record
 from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns,
                       need_repo_open_to_others, run_reframe, wait_for)
@@ -845,6 +846,8 @@ def test_up_like_a_real_cluster_cut_to_six_nodes(emu_cluster):
                              '--max-submit-jobs', '2', '--max-array-size', '10')
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert 'DRAIN as recorded: n[0164,0999]' in proc.stdout
+        # what the tests do between scenarios leaves the recorded states alone
+        assert faults.recover(lc.load_spec(EMU_INSTANCE, Path(rd[-1])), timeout=WAIT_S) == []
         env = _env(emu_cluster)
         show = _run(['scontrol', '-o', 'show', 'node'], env)
         found = {}
@@ -873,3 +876,10 @@ def test_up_like_a_real_cluster_cut_to_six_nodes(emu_cluster):
         _run(['scancel', '-u', 'root'], env)
         assert _clusterproof('down', '--force', *rd).returncode == 0
         assert _leftovers(EMU_INSTANCE) == []
+    # the session's cluster, up again without --max-submit-jobs: no limit left
+    # in the accounting database, which outlived `down`
+    limits = _run(['sacctmgr', '-n', '-P', 'show', 'assoc', 'where', 'account=root',
+                   f'cluster={lc.Instance(EMU_INSTANCE).cluster}', 'format=user,maxsubmit'],
+                  _env(emu_cluster))
+    assert limits.returncode == 0 and limits.stdout.split() and \
+        all(line.endswith('|') for line in limits.stdout.split()), limits.stdout + limits.stderr

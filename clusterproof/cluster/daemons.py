@@ -417,16 +417,18 @@ class Cluster:
         if proc.returncode != 0 and 'already exist' not in out.lower():
             raise ClusterproofError(f'sacctmgr add cluster {self.inst.cluster} failed: {out.splitlines()[-1] if out else proc.returncode}')
         self._step(f'cluster {self.inst.cluster} registered in the accounting database')
+        # on the cluster's root account: the limit counts the jobs of every
+        # association below it (slurm.conf enforces it: AccountingStorageEnforce).
+        # Without --max-submit-jobs, -1 clears the one an earlier `up` set: the
+        # accounting database outlives `down`.
+        limit = f'MaxSubmitJobs={self.spec.max_submit_jobs or -1}'
+        proc = self._run(['sacctmgr', '-i', 'modify', 'account', 'where', 'name=root',
+                          f'cluster={self.inst.cluster}', 'set', limit], check=False)
+        out = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0 and 'nothing modified' not in out.lower():
+            raise ClusterproofError(f'sacctmgr could not set {limit} on account root of cluster '
+                                    f'{self.inst.cluster}: {out.splitlines()[-1] if out else proc.returncode}')
         if self.spec.max_submit_jobs:
-            # on the cluster's root account: the limit counts the jobs of every
-            # association below it (slurm.conf enforces it: AccountingStorageEnforce)
-            limit = f'MaxSubmitJobs={self.spec.max_submit_jobs}'
-            proc = self._run(['sacctmgr', '-i', 'modify', 'account', 'where', 'name=root',
-                              f'cluster={self.inst.cluster}', 'set', limit], check=False)
-            if proc.returncode != 0:
-                out = (proc.stdout + proc.stderr).strip()
-                raise ClusterproofError(f'sacctmgr could not set {limit} on account root of cluster '
-                                        f'{self.inst.cluster}: {out.splitlines()[-1] if out else proc.returncode}')
             self._step(f'{limit} on account root of cluster {self.inst.cluster}')
 
     def _start_slurmctld(self):

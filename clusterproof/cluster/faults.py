@@ -5,7 +5,8 @@ comes back (its slurmd started again the way ``up`` does, the node resumed);
 a node slowed (its slurmd, and so every job step it starts, put in a cgroup
 with a CPU quota: :class:`CpuQuota`, :func:`node_cpu_quota`); a directory
 remounted with other options on one node (:class:`NodeMount`); and the way back to a known state after any of that (:func:`recover`: no
-job, every node idle), which the tests use between scenarios.
+job, every node idle but those a real cluster's description records drained
+or down), which the tests use between scenarios.
 """
 
 import os
@@ -84,16 +85,26 @@ def restart_node(spec, node, timeout=START_WAIT_S):
                             f'started; see {lay.log / f"slurmd-{node}.log"}')
 
 
+def recorded_states(spec):
+    """{node: ``DRAIN`` or ``DOWN``}: the states ``up --like`` gave nodes as
+    the real cluster's description records them; not a fault's doing."""
+    return {n.name: n.state for n in spec.like.nodes if n.state} if spec.like is not None else {}
+
+
 def recover(spec, timeout=START_WAIT_S):
     """Bring the cluster back to a known state after whatever happened to it:
     start the slurmd of every node whose slurmd is gone, cancel every job,
     resume nodes that are down, drained or failing, and wait until every node
-    is idle and the queue empty. Returns what was done, one line each; raises
-    naming the nodes and their states when that takes over ``timeout`` s."""
+    is idle and the queue empty. A node ``up --like`` made DRAIN or DOWN as
+    recorded (:func:`recorded_states`) is left as it is. Returns what was
+    done, one line each; raises naming the nodes and their states when that
+    takes over ``timeout`` s."""
     lay = Layout(spec.run_dir)
     c = Cluster(spec, log=lambda text: None)
+    recorded = recorded_states(spec)
+    ours = [n for n in spec.names if n not in recorded]
     done = []
-    for node in spec.names:
+    for node in ours:
         if not c.our_pid(f'slurmd {node}', pid_from(lay.slurmd_pid_file(node))):
             kill_node(spec, node)           # what is left in its namespace
             restart_node(spec, node, timeout)
@@ -106,14 +117,15 @@ def recover(spec, timeout=START_WAIT_S):
     resumed = set()
     while True:
         states = c.node_states()
-        bad = sorted(n for n, s in states.items() if any(w in s for w in ('down', 'drain', 'fail')))
+        bad = sorted(n for n, s in states.items() if n not in recorded
+                     and any(w in s for w in ('down', 'drain', 'fail')))
         for node in bad:
             run(['scontrol', 'update', f'nodename={node}', 'state=resume'], env=c.env, check=False,
                 timeout=timeout)
             resumed.add(node)
         jobs = _queue(c)
         idle = {n for n, s in states.items() if s == 'idle'}
-        if not jobs and idle >= set(spec.names):
+        if not jobs and idle >= set(ours):
             break
         if time.monotonic() > end:
             listed = ', '.join(f'{n}={s}' for n, s in sorted(states.items())) or 'sinfo gave nothing'
