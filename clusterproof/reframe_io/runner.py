@@ -8,11 +8,9 @@ the one the environment names, else the project's
 starts ``reframe`` with :func:`start` (to watch or interrupt it) or
 :func:`invoke` (to list, describe or show its configuration); a shell script
 uses ``python -m clusterproof.reframe_io.runner run -- ARGS`` (:func:`main`).
-Every run is given
-``--report-file`` and the session (its UUID, its test cases) is read from
-that JSON run report, never from ReFrame's console text. every run is given
-``--report-file`` and the session (its UUID, its test cases) is read from
-that JSON run report, never from ReFrame's console text. A run whose
+Every run is given ``--report-file`` and the session (its UUID, its test
+cases) is read from that JSON run report, never from ReFrame's console
+text. A run whose
 selection matched no test case is an error naming the selection
 (:class:`NoTestCase`, :func:`require_cases`): ReFrame itself reports
 ``Ran 0/0 test case(s)``, exits 0 and writes no report. It also parses
