@@ -30,6 +30,7 @@ from clusterproof.checks import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
+from clusterproof.reframe_io import runner
 from clusterproof.store.sessions import check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
@@ -107,11 +108,7 @@ def run_times(sessions, db=None):
     out = {}
     try:
         for uuid, _s, _e, report, _src in rfdb.read_sessions(db or _db(), sessions):
-            for run in report.get('runs', []):
-                for tc in run.get('testcases', []):
-                    t = tc.get('time_run')
-                    if isinstance(t, (int, float)):
-                        out[(uuid, tc.get('name'), tc.get('partition'), tc.get('environ'))] = t
+            out.update({(uuid, *case): t for case, t in runner.run_times(report).items()})
     except ClusterproofError:
         pass
     return out
@@ -143,7 +140,7 @@ def check_run(item, rec, runtime, results=None):
     case = rec.case or {}
     used = {a.name: case.get(a.name) for a in item.modifications}
     if not rec.sanity_ok:
-        return False, rec.why or f'{rec.result} in {rec.fail_phase}', used
+        return False, rec.why, used
     if not math.isfinite(rec.value):
         return False, f'no finite {item.figure}', used
     why = []
