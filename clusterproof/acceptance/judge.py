@@ -27,7 +27,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.checks import fingerprint
-from clusterproof.references.judge import Judgement, Verdict, judge_reference, \
+from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.reframe_io import runner
@@ -90,13 +90,17 @@ def size_bytes(value):
 
 
 def matches(item, contract, rec):
-    """True when store record ``rec`` is a test case of ``item``."""
+    """True when store record ``rec`` is a test case of ``item``: for an item
+    made from a declared reference, one whose test case resolves to that
+    reference's entry, as ReFrame resolves it (:func:`locate`)."""
     if rec.system != contract.system or check_name(rec.test) != item.check:
         return False
     if contract.partition and rec.partition != contract.partition:
         return False
     if rec.mode and rec.mode != contract.mode:
         return False
+    if item.where is not None:
+        return locate(contract.references, rec) == item.where
     params = rec.params
     return all(params.get(k) == v for k, v in item.parameters.items())
 

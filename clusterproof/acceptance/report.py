@@ -181,6 +181,14 @@ def _screening(f, sc):
             'note': sc.get('note') or '', 'thresholds': sc.get('thresholds_pct') or {}}
 
 
+def check_screening(sc, source):
+    """``sc`` (a screening's JSON, read from ``source``) when the report can
+    show it; else an error naming ``source`` and the key: checked before an
+    acceptance runs anything, not when its report is rendered."""
+    _screening(_Fields(source), sc)
+    return sc
+
+
 def view(record, source='the record'):
     """What the template shows, from ``record``; a missing or mistyped key is
     an error naming ``source`` and the key."""
