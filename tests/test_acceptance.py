@@ -1,11 +1,13 @@
-"""``clusterproof acceptance`` end to end on this machine: repetitions in
-mode acceptance, the median of each figure judged against the declared
-references, a report, and the bless command to run after sign-off.
+"""``clusterproof acceptance --system`` end to end on this machine:
+repetitions in mode acceptance, the median of each figure judged against the
+declared references (a contract made from them), the record and its report
+page, and the bless command to run after sign-off.
 
 The check is the small real copy benchmark of the results tests
 (tests/checks/results/devzero_copy.py), or a real storage check that skips;
 the references are written by the test into a references directory of its
-own. The verdict table is also tested on records of real runs.
+own. The contract made from references is also judged on records of real
+runs.
 """
 
 import dataclasses
