@@ -83,13 +83,13 @@ def run_system(args):
     (:func:`clusterproof.acceptance.contract.from_references`), run
     --repetitions times and judged as any contract, its record and report
     written; the items printed one a line, then the bless command."""
+    screening = _screening(args)
     partitions = [p['name'] for p in
                   find_system(load_site_configuration(), args.system)['partitions']]
     refs_file = reference_file(args.system)
     c = contract.from_references(args.system, partitions, load_references(args.system),
                                  refs_file, repetitions=args.repetitions,
                                  selection=args.reframe_args)
-    screening = _screening(args)
     done = contract_run.accept(c, checks=args.checks)
     results = done.results
     path, page = _write(args, c, done, screening)
@@ -140,8 +140,8 @@ def run_contract(args):
         raise ClusterproofError('with --contract, the contract says what ReFrame runs '
                                 '(its items\' check, parameters and set options)')
     checks = None if args.checks == str(CHECKS_DIR) else args.checks
-    c = contract_run.load(args.contract, checks=checks)
     screening = _screening(args)
+    c = contract_run.load(args.contract, checks=checks)
     done = contract_run.accept(c, ids=args.session or (), run_missing=not args.from_store,
                                checks=checks)
     results, reused, ran = done.results, done.reused, done.ran
