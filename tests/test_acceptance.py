@@ -119,6 +119,16 @@ def test_acceptance_fails_a_referenced_check_that_never_ran(tmp_path):
             'no run of this item (reference') in proc.stdout
 
 
+def test_options_of_the_other_path_are_refused_before_anything_runs(tmp_path):
+    for args, words in (
+            (['--system', 'local', '--session', 'abc'], '--from-store and --session go with '
+                                                        '--contract'),
+            (['--system', 'local', '--repetitions', '0'], '--repetitions 0: give 1 or more')):
+        proc = clusterproof(['acceptance'] + args, tmp_path / 'results', tmp_path / 'refs')
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / 'results').exists()
+
+
 # -- the contract of the references, judged on records of real runs ---------------
 # (these replaced the tests of the former verdict table of acceptance --system,
 # results/acceptance.py: same cases, through the one judge of every contract)
