@@ -11,6 +11,7 @@ runs.
 """
 
 import dataclasses
+import statistics
 import subprocess
 
 import pytest
@@ -59,6 +60,11 @@ def test_acceptance_passes_against_a_reachable_reference(tmp_path):
     assert item['id'] == 'DevZeroCopy num_threads=1 @local:default copy_bw'
     assert item['verdict'] == 'pass' and item['spread']['n'] == 2
     assert rec['contract']['sha256'] and rec['contract']['file'].endswith('refs/local.yaml')
+    # the figure without a reference: shown, not an item
+    (other,) = rec['not_judged']
+    assert (other['test'], other['figure'], other['n']) == \
+        ('DevZeroCopy %num_threads=1', 'copy_time', 2)
+    assert 'id="not-judged-table"' in page and 'copy_time' in page
 
 
 @pytest.mark.slow
@@ -111,6 +117,7 @@ def test_acceptance_fails_a_referenced_check_that_never_ran(tmp_path):
     # --system also listed copy_time, without one, as a third item; and said
     # FAILED, absent: not run, where the one verdict is not measured)
     assert '2 item(s), 1 not passed' in proc.stdout
+    assert '  no-ref       DevZeroCopy %num_threads=1 @local:default copy_time: ' in proc.stdout
     lines = [x.split() for x in proc.stdout.splitlines()
              if x.startswith('  ') and '@local:default copy_bw' in x]
     verdicts = {words[3 if words[0] == 'not' else 2]: words[0] for words in lines}
@@ -174,6 +181,16 @@ def test_verdicts_of_measured_items(tmp_path):
     bw1 = table['DevZeroCopy num_threads=1 @local:default copy_bw']
     assert bw1.verdict == Verdict.PASS and bw1.reason.startswith('median ')
     assert 'DevZeroCopy num_threads=1 @local:default copy_time' not in table
+
+
+def test_figures_no_item_judges_are_listed(tmp_path):
+    uuids, recs = _recorded(tmp_path)
+    results = _judged(recs, uuids)
+    listed = judge.not_judged(results, recs)
+    assert [(x['test'], x['partition'], x['figure'], x['n']) for x in listed] == [
+        (f'DevZeroCopy %num_threads={n}', 'local:default', 'copy_time', 2) for n in (1, 2)]
+    times = [r.value for r in recs if r.test.endswith('=1') and r.figure == 'copy_time']
+    assert listed[0]['median'] == statistics.median(times) and listed[0]['unit'] == 's'
 
 
 def test_an_item_missing_from_one_repetition_fails(tmp_path):

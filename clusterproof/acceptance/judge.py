@@ -272,3 +272,20 @@ def needed(results_):
     (what ``acceptance --contract`` runs)."""
     return {r.item: r.item.repetitions - len(r.counted) for r in results_
             if len(r.counted) < r.item.repetitions}
+
+
+def not_judged(results, recs):
+    """The figures of ``recs`` that were measured and that no item of
+    ``results`` judges (a figure without a reference, or beside a contract's
+    items), one per test case and figure: ``{test, partition, figure, unit,
+    median, n}``, sorted. Shown, never counted."""
+    covered = {(x.session, x.test, r.item.figure) for r in results for x in r.runs}
+    groups = {}
+    for r in recs:
+        if r.figure and r.sanity_ok and math.isfinite(r.value) and \
+                (r.session, r.test, r.figure) not in covered:
+            groups.setdefault((r.test, r.system, r.partition, r.figure, r.unit), []).append(
+                r.value)
+    return [{'test': test, 'partition': f'{system}:{part}', 'figure': figure, 'unit': unit,
+             'median': statistics.median(vals), 'n': len(vals)}
+            for (test, system, part, figure, unit), vals in sorted(groups.items())]

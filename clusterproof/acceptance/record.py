@@ -69,12 +69,15 @@ def failures(results):
             for r in results if r.failing]
 
 
-def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(), now=None):
+def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(),
+          not_judged=(), now=None):
     """The record (a dict) of ``contract`` judged as ``results``
     (:class:`clusterproof.acceptance.judge.Result`); ``reused`` and ``run``
     are the session uuids taken from the store and run now; ``unexplained``
     the lines of what failed although no item shows it
-    (:func:`clusterproof.acceptance.run.unexplained`): they reject it too."""
+    (:func:`clusterproof.acceptance.run.unexplained`): they reject it too;
+    ``not_judged`` the figures measured that no item judges
+    (:func:`clusterproof.acceptance.judge.not_judged`), shown only."""
     from clusterproof.checks.provenance import git_revision
     flags = {f for r in results for x in r.counted for f in x.flags}
     failed = [r for r in results if r.failing]
@@ -97,6 +100,7 @@ def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(
         'sessions': {'reused': list(reused), 'run': list(run)},
         'items': [item_record(r) for r in results],
         'screening': screening,
+        'not_judged': [dict(x, median=_json_value(x['median'])) for x in not_judged],
     }
 
 

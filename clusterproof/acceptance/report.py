@@ -217,6 +217,14 @@ def view(record, source='the record'):
         'invalid': [r for r in runs if not r['valid']], 'runs': runs,
         'screening': _screening(f, record.get('screening')),
         'sessions': f.get(record, 'sessions', 'record', dict, default=None) or {},
+        'not_judged': [{'test': f.get(x, 'test', f'not_judged[{i}]', str),
+                        'partition': f.get(x, 'partition', f'not_judged[{i}]', str),
+                        'figure': f.get(x, 'figure', f'not_judged[{i}]', str),
+                        'unit': f.get(x, 'unit', f'not_judged[{i}]', str, default='') or '',
+                        'median': f.get(x, 'median', f'not_judged[{i}]', (int, float)),
+                        'n': f.get(x, 'n', f'not_judged[{i}]', int)}
+                       for i, x in enumerate(f.get(record, 'not_judged', 'record', list,
+                                                   default=None) or ())],
     }
 
 

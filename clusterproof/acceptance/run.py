@@ -116,12 +116,15 @@ def run(contract, needed, checks=None, echo=True):
 @dataclass
 class Acceptance:
     """What :func:`accept` did: the judged items, the sessions reused from
-    the store and those run now (uuids), and lines for runs where ReFrame
-    failed for a reason no test case shows."""
+    the store and those run now (uuids), lines for what failed although no
+    item shows it, and the figures measured that no item judges."""
     results: list
     reused: list
     ran: list
     unexplained: list
+    #: the figures the sessions run now measured that no item judges
+    #: (:func:`clusterproof.acceptance.judge.not_judged`)
+    not_judged: list
 
 
 def accept(contract, ids=(), run_missing=True, checks=None):
@@ -147,8 +150,10 @@ def accept(contract, ids=(), run_missing=True, checks=None):
                                        stored + [s for s in fresh if s.uuid not in known])
     ran = [u for u, _ in new]
     used = set().union(*(r.sessions for r in results))
+    fresh_recs = records(fresh)
     return Acceptance(results, sorted(u for u in used if u not in ran), ran,
-                      unexplained(results, records(fresh), new))
+                      unexplained(results, fresh_recs, new),
+                      judge.not_judged(results, fresh_recs))
 
 
 def unexplained(results, recs, runs):

@@ -13,7 +13,7 @@ from clusterproof.acceptance import contract, record
 from clusterproof.acceptance import report as acceptance_report
 from clusterproof.acceptance import run as contract_run
 from clusterproof.paths import CHECKS_DIR, write_atomic
-from clusterproof.references.judge import load_references, reference_file
+from clusterproof.references.judge import Verdict, load_references, reference_file
 from clusterproof.site.validate import find_system, load_site_configuration
 
 
@@ -101,6 +101,9 @@ def run_system(args):
         value = why if r.measured is None else \
             f'{r.measured:.5g} {it.unit} (n={len(r.counted)})' + (f'; {why}' if why else '')
         print(f'  {r.judgement.verdict:<12} {it.id}: {value} (reference {it.reference})')
+    for x in done.not_judged:
+        print(f'  {Verdict.NO_REF:<12} {x["test"]} @{x["partition"]} {x["figure"]}: '
+              f'{x["median"]:.5g} {x["unit"]} (n={x["n"]}; no reference: not an item)')
     for line in done.unexplained:
         print(line)
     print(f'record: {path}\nreport: {page}')
@@ -125,7 +128,8 @@ def _write(args, c, done, screening):
     <results>/acceptance/) and its report page (``-o``, default the record
     with the suffix .html); their paths."""
     rec = record.build(c, done.results, reused=done.reused, run=done.ran,
-                       screening=screening, unexplained=done.unexplained)
+                       screening=screening, unexplained=done.unexplained,
+                       not_judged=done.not_judged)
     path = record.write(args.record or record.default_path(c.name), rec)
     page = Path(args.output) if args.output else path.with_suffix('.html')
     write_atomic(page, acceptance_report.render_file(path))
