@@ -1,19 +1,23 @@
-"""``clusterproof acceptance`` end to end on this machine: repetitions in
-mode acceptance, the median of each figure judged against the declared
-references, a report, and the bless command to run after sign-off.
+"""``clusterproof acceptance --system`` end to end on this machine:
+repetitions in mode acceptance, the median of each figure judged against the
+declared references (a contract made from them), the record and its report
+page, and the bless command to run after sign-off.
 
 The check is the small real copy benchmark of the results tests
 (tests/checks/results/devzero_copy.py), or a real storage check that skips;
 the references are written by the test into a references directory of its
-own. The verdict table is also tested on records of real runs.
+own. The contract made from references is also judged on records of real
+runs.
 """
 
 import dataclasses
+import statistics
 import subprocess
 
 import pytest
 
-from clusterproof.results.acceptance import reframe_status, verdict_table
+from clusterproof.acceptance import contract, judge, record, run
+from clusterproof.references.judge import Verdict
 from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import (REPO, SELFTEST_CHECKS, clusterproof, cp_env, recorded_results,
@@ -49,6 +53,18 @@ def test_acceptance_passes_against_a_reachable_reference(tmp_path):
     assert 'clusterproof bless' in proc.stdout and '--write' in proc.stdout
     page = out.read_text()
     assert 'copy_bw' in page and '<html' in page.lower()
+    # the record of the one acceptance, the page rendered from it
+    rec = record.read(next((tmp_path / 'results' / 'acceptance').glob('local-references-*.json')))
+    assert rec['verdict'] == 'accepted' and len(rec['sessions']['run']) == 2
+    (item,) = rec['items']
+    assert item['id'] == 'DevZeroCopy num_threads=1 @local:default copy_bw'
+    assert item['verdict'] == 'pass' and item['spread']['n'] == 2
+    assert rec['contract']['sha256'] and rec['contract']['file'].endswith('refs/local.yaml')
+    # the figure without a reference: shown, not an item
+    (other,) = rec['not_judged']
+    assert (other['test'], other['figure'], other['n']) == \
+        ('DevZeroCopy %num_threads=1', 'copy_time', 2)
+    assert 'id="not-judged-table"' in page and 'copy_time' in page
 
 
 @pytest.mark.slow
@@ -81,7 +97,9 @@ def test_acceptance_fails_a_referenced_check_that_was_skipped(tmp_path):
     assert '1 skipped' in proc.stdout                # ReFrame skipped it (and exited 0)
     assert '1 item(s), 1 not passed' in proc.stdout
     line = next(x for x in proc.stdout.splitlines() if 'IorSharedFile threads=1' in x)
-    assert line.split()[0] == 'FAILED' and 'write_max_gbs' in line
+    # the one verdict of an item with runs, none valid (before the contract
+    # path, acceptance --system said FAILED)
+    assert line.split()[0] == 'invalid' and 'write_max_gbs' in line
     assert 'skipped: ior not found' in line and 'spack -e . install ior@4.0.0' in line
 
 
@@ -95,15 +113,32 @@ def test_acceptance_fails_a_referenced_check_that_never_ran(tmp_path):
     args = ARGS[:3] + ['--repetitions', '1'] + ARGS[5:]
     proc = clusterproof(args, tmp_path / 'results', refs, timeout=WAIT_S)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert '3 item(s), 1 not passed' in proc.stdout       # and copy_time, no reference
+    # the items are the references (before the contract path, acceptance
+    # --system also listed copy_time, without one, as a third item; and said
+    # FAILED, absent: not run, where the one verdict is not measured)
+    assert '2 item(s), 1 not passed' in proc.stdout
+    assert '  no-ref       DevZeroCopy %num_threads=1 @local:default copy_time: ' in proc.stdout
     lines = [x.split() for x in proc.stdout.splitlines()
              if x.startswith('  ') and '@local:default copy_bw' in x]
-    verdicts = {words[2]: words[0] for words in lines}
-    assert verdicts == {'num_threads=1': 'pass', 'num_threads=2': 'FAILED'}
-    assert 'num_threads=2 @local:default copy_bw: absent: not run (reference' in proc.stdout
+    verdicts = {words[3 if words[0] == 'not' else 2]: words[0] for words in lines}
+    assert verdicts == {'num_threads=1': 'pass', 'num_threads=2': 'not'}
+    assert ('DevZeroCopy num_threads=2 @local:default copy_bw: not measured: '
+            'no run of this item (reference') in proc.stdout
 
 
-# -- the verdict table on records of real runs -----------------------------------
+def test_options_of_the_other_path_are_refused_before_anything_runs(tmp_path):
+    for args, words in (
+            (['--system', 'local', '--session', 'abc'], '--from-store and --session go with '
+                                                        '--contract'),
+            (['--system', 'local', '--repetitions', '0'], '--repetitions 0: give 1 or more')):
+        proc = clusterproof(['acceptance'] + args, tmp_path / 'results', tmp_path / 'refs')
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / 'results').exists()
+
+
+# -- the contract of the references, judged on records of real runs ---------------
+# (these replaced the tests of the former verdict table of acceptance --system,
+# results/acceptance.py: same cases, through the one judge of every contract)
 
 REFS = {'DevZeroCopy': {'$index': ['$partition', 'num_threads'],
                         'local:default': {1: {'copy_bw': [1, -0.5, None, 'MB/s']},
@@ -115,17 +150,47 @@ def _recorded(tmp_path, n=2):
     return [s.uuid for s in sessions], records(sessions)
 
 
+def _judged(recs, uuids, refs=REFS):
+    # the recorded sessions ran in mode nightly
+    c = dataclasses.replace(contract.from_references('local', ['default'], refs, 'local.yaml',
+                                                     repetitions=len(uuids)), mode='nightly')
+    return [judge.judge_item(item, c, recs, {}) for item in c.items]
+
+
 def _table(recs, uuids, refs=REFS):
-    rows, failed = verdict_table(recs, refs, 'local', ['default'], uuids)
-    return {v.item: str(v.judgement) for v in rows}, failed
+    results = _judged(recs, uuids, refs)
+    return {r.item.id: r.judgement for r in results}, sum(r.failing for r in results)
+
+
+def test_every_declared_reference_is_an_item(tmp_path):
+    c = contract.from_references('local', ['default', 'other'], REFS, tmp_path / 'none.yaml',
+                                 repetitions=3, selection=['-n', 'DevZeroCopy'])
+    assert [(i.id, i.committed, i.tolerance, i.repetitions, i.statistic) for i in c.items] == [
+        (f'DevZeroCopy num_threads={n} @local:default copy_bw', 1, '-50.0%/+inf', 3, 'median')
+        for n in (1, 2)]
+    assert c.mode == 'acceptance' and c.reuse_within_days == 0 and c.repetitions == 3
+    assert c.selection == ('-n', 'DevZeroCopy')
+    assert contract.from_references('local', ['other'], REFS, tmp_path / 'none.yaml',
+                                    repetitions=3).items == ()
 
 
 def test_verdicts_of_measured_items(tmp_path):
     uuids, recs = _recorded(tmp_path)
     table, failed = _table(recs, uuids)
     assert failed == 0
-    assert table['DevZeroCopy num_threads=1 @local:default copy_bw'] == 'pass'
-    assert table['DevZeroCopy %num_threads=1 @local:default copy_time'] == 'no-ref'
+    bw1 = table['DevZeroCopy num_threads=1 @local:default copy_bw']
+    assert bw1.verdict == Verdict.PASS and bw1.reason.startswith('median ')
+    assert 'DevZeroCopy num_threads=1 @local:default copy_time' not in table
+
+
+def test_figures_no_item_judges_are_listed(tmp_path):
+    uuids, recs = _recorded(tmp_path)
+    results = _judged(recs, uuids)
+    listed = judge.not_judged(results, recs)
+    assert [(x['test'], x['partition'], x['figure'], x['n']) for x in listed] == [
+        (f'DevZeroCopy %num_threads={n}', 'local:default', 'copy_time', 2) for n in (1, 2)]
+    times = [r.value for r in recs if r.test.endswith('=1') and r.figure == 'copy_time']
+    assert listed[0]['median'] == statistics.median(times) and listed[0]['unit'] == 's'
 
 
 def test_an_item_missing_from_one_repetition_fails(tmp_path):
@@ -133,8 +198,9 @@ def test_an_item_missing_from_one_repetition_fails(tmp_path):
     gone = [r for r in recs if not (r.session == uuids[1] and r.test.endswith('=2'))]
     table, failed = _table(gone, uuids)
     assert failed == 1
-    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == \
-        'FAILED (absent: not run (repetition 2 of 2))'
+    missing = table['DevZeroCopy num_threads=2 @local:default copy_bw']
+    assert missing.verdict == Verdict.INVALID
+    assert missing.reason == 'not measured validly: 1 valid run(s) of 2 required'
 
 
 def test_failed_and_skipped_cases_give_the_reason(tmp_path):
@@ -145,13 +211,23 @@ def test_failed_and_skipped_cases_give_the_reason(tmp_path):
                                       fail_phase='sanity', reason='no bytes copied')
     skipped = dataclasses.replace(case, session=uuids[1], figure='', value=float('nan'),
                                   result='skip', reason='dd not found')
-    table, failed = _table(one + [failed_case, skipped], uuids)
-    assert failed == 1
-    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == \
-        'FAILED (failed in sanity: no bytes copied)'
-    # Skipped with no reference: listed, not counted.
-    table, failed = _table(one + [skipped], uuids, {})
-    assert failed == 0 and 'skipped' in table.values()
+    results = _judged(one + [failed_case, skipped], uuids)
+    assert sum(r.failing for r in results) == 1
+    two = next(r for r in results if 'num_threads=2' in r.item.id)
+    assert two.judgement.verdict == Verdict.INVALID
+    assert {x.invalid_why for x in two.runs} == {'failed in sanity: no bytes copied',
+                                                 'skipped: dd not found'}
+    # Skipped with no reference: no item, and it fails nothing.
+    results = _judged(one + [skipped], uuids, {})
+    assert results == [] and run.unexplained(results, one + [skipped], []) == []
+    # Failed with no reference: no item, and it fails the acceptance.
+    lines = run.unexplained(results, one + [failed_case], [])
+    assert len(lines) == 1 and lines[0].startswith('FAILED: DevZeroCopy %num_threads=2 @local')
+    assert lines[0].endswith('no item of the acceptance: failed in sanity: no bytes copied')
+    # ... and the record says so
+    c = contract.from_references('local', ['default'], {}, 'local.yaml', repetitions=2)
+    rec = record.build(c, results, unexplained=lines)
+    assert rec['verdict'] == 'rejected' and rec['why'].endswith(lines[0])
 
 
 def test_xfail_is_not_counted_and_xpass_is(tmp_path):
@@ -160,17 +236,21 @@ def test_xfail_is_not_counted_and_xpass_is(tmp_path):
         1: {'copy_bw': ['$xfail', 'known', [1e12, -0.1, None, 'MB/s']]},
         2: {'copy_bw': ['$xfail', 'known', [1, -0.5, None, 'MB/s']]}}}}
     table, failed = _table(recs, uuids, slow)
-    assert table['DevZeroCopy num_threads=1 @local:default copy_bw'].startswith(
-        'xfail (below the lower bound 9e+11; expected: known')
-    assert table['DevZeroCopy num_threads=2 @local:default copy_bw'] == \
-        'xpass (met a reference marked $xfail (known))'
+    one = table['DevZeroCopy num_threads=1 @local:default copy_bw']
+    assert one.verdict == Verdict.XFAIL
+    assert one.reason.endswith('below the lower bound 9e+11; expected: known')
+    two = table['DevZeroCopy num_threads=2 @local:default copy_bw']
+    assert two.verdict == Verdict.XPASS
+    assert two.reason.endswith('met a reference marked $xfail (known)')
     assert failed == 1
 
 
 def test_reframe_failing_with_nothing_to_show_fails_the_acceptance(tmp_path):
     uuids, recs = _recorded(tmp_path)
-    assert reframe_status(recs, uuids, [0, 0]) == []
-    lines = reframe_status(recs, uuids, [0, 1])
+    results = _judged(recs, uuids)
+    assert run.unexplained(results, recs, [(uuids[0], 0), (uuids[1], 0)]) == []
+    lines = run.unexplained(results, recs, [(uuids[0], 0), (uuids[1], 1)])
     assert len(lines) == 1 and 'repetition 2: ReFrame exited with status 1' in lines[0]
     failing = recs + [dataclasses.replace(recs[-1], result='fail', fail_phase='run')]
-    assert reframe_status(failing, uuids, [0, 1]) == []
+    assert run.unexplained(_judged(failing, uuids), failing,
+                           [(uuids[0], 0), (uuids[1], 1)]) == []

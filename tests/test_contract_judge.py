@@ -116,19 +116,27 @@ def test_size_bytes():
     assert judge.size_bytes('lots') is None and judge.size_bytes(None) is None
 
 
-def test_from_store_judges_and_names_the_failed_item(tmp_path):
+def from_store(tmp_path, contract_text, screening_json):
+    """``acceptance --contract --from-store --screening`` on the recorded
+    results: the finished process and the record file it was told to write."""
     results = recorded_results(tmp_path)
     path = tmp_path / 'c.yaml'
-    path.write_text(HEAD.replace('reuse_within_days: 0', 'reuse_within_days: 100000') +
-                    item() + item(ident='too-fast', committed=10**9, tolerance='-5%') +
-                    item(ident='info', committed=10**9).replace(
-                        'tolerance', 'kind: informative\n    tolerance'))
+    path.write_text(contract_text)
     out = tmp_path / 'rec.json'
     screening = tmp_path / 'screen.json'
-    screening.write_text('{"nodes": 4, "outliers": []}')
+    screening.write_text(screening_json)
     proc = clusterproof(['acceptance', '--contract', str(path), '--from-store',
                          '--screening', str(screening), '--record', str(out)],
                         results, tmp_path / 'refs')
+    return proc, out
+
+
+def test_from_store_judges_and_names_the_failed_item(tmp_path):
+    proc, out = from_store(
+        tmp_path, HEAD.replace('reuse_within_days: 0', 'reuse_within_days: 100000') +
+        item() + item(ident='too-fast', committed=10**9, tolerance='-5%') +
+        item(ident='info', committed=10**9).replace('tolerance', 'kind: informative\n    tolerance'),
+        '{"nodes": [], "outliers": []}')
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert 'repetition' not in proc.stdout
     last = proc.stdout.strip().splitlines()[-1]
@@ -136,7 +144,15 @@ def test_from_store_judges_and_names_the_failed_item(tmp_path):
     rec = record.read(out)
     assert [i['verdict'] for i in rec['items']] == ['pass', 'fail', 'reported']
     assert len(rec['sessions']['reused']) == 3 and rec['sessions']['run'] == []
-    assert rec['screening'] == {'nodes': 4, 'outliers': []}
+    assert rec['screening'] == {'nodes': [], 'outliers': []}
+    assert out.with_suffix('.html').is_file()           # its report page beside it
+
+
+def test_a_screening_the_report_cannot_show_is_refused_before_judging(tmp_path):
+    proc, out = from_store(tmp_path, HEAD + item(), '{"nodes": 4, "outliers": []}')
+    assert proc.returncode == 2 and 'screen.json: screening.nodes is 4, not a list' in \
+        proc.stderr, proc.stdout + proc.stderr
+    assert not out.exists() and not out.with_suffix('.html').exists()
 
 
 def test_a_stored_run_with_another_set_value_is_not_counted(tmp_path, recorded):

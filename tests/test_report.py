@@ -13,8 +13,7 @@ import pytest
 
 from clusterproof.analysis import compare
 from clusterproof.store import history, sources
-from clusterproof.references.judge import Judgement, Verdict
-from clusterproof.results.acceptance import Item
+from clusterproof.references.judge import Verdict
 from clusterproof.results.report import build, bucket
 from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
@@ -154,22 +153,6 @@ def test_failure_reason_names_phase_and_cause_or_says_unknown(tmp_path):
         if rec.result != 'skip':
             failure, = table_rows(page, 'failures-table')[1:]
             assert 'None' not in failure and want.replace("'", '&#39;') in failure
-
-
-def test_acceptance_verdicts_and_unknown_verdicts(tmp_path):
-    sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
-    recs = records(sessions[:1])
-    verdicts = [Item('copy_bw', '650 MB/s', '600 MB/s -10%', Judgement(Verdict.PASS)),
-                Item('pmem', '-', '-', Judgement(Verdict.FAILED, 'skipped: no pmem device')),
-                Item('odd', '1', '1', Judgement(Verdict.XPASS))]
-    page = build(sessions[:1], recs, {'local': {}}, verdicts=verdicts, title='acceptance')
-    rows = table_rows(page, 'acceptance-table')[1:]
-    assert [re.search(r'class="verdict v-([\w-]+)">([^<]*)<', r).groups() for r in rows] == \
-        [('pass', 'pass'), ('failed', 'FAILED (skipped: no pmem device)'), ('xpass', 'xpass')]
-    # The first screen sums them up.
-    summary = page.split('id="acceptance-summary"', 1)[1].split('</p>', 1)[0]
-    assert re.findall(r'class="verdict v-[\w-]+">([^<]*)<', summary) == \
-        ['1 failed', '1 pass', '1 xpass']
 
 
 def _ref(value, lower=-0.1):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import SITE_CONFIG
-from clusterproof.references.judge import (KNOWN_UNITS, Reference, parse_yaml,
+from clusterproof.references.judge import (KNOWN_UNITS, Reference, declared, parse_yaml,
                                            tolerance_text)
 
 #: where the contracts of a site live
@@ -104,6 +104,12 @@ class Item:
     validity: dict = field(default_factory=dict)
     modifications: tuple = ()
     note: str = ''
+    #: the reason of a ``$xfail`` reference: the item is expected to miss it
+    xfail: str = ''
+    #: for an item made from a declared reference: its entry ``(check, keys)``
+    #: (:attr:`clusterproof.references.judge.Declared.where`), what a test
+    #: case must resolve to (:func:`clusterproof.references.judge.locate`)
+    where: tuple = None
 
     def __hash__(self):
         return hash(self.id)
@@ -111,7 +117,7 @@ class Item:
     @property
     def reference(self):
         """The committed value with its tolerance, as the judge takes it."""
-        return Reference(self.committed, self.lower, self.upper, self.unit)
+        return Reference(self.committed, self.lower, self.upper, self.unit, self.xfail or None)
 
     @property
     def tolerance(self):
@@ -142,6 +148,14 @@ class Contract:
     reuse_within_days: float
     checks: str
     items: tuple
+    #: a contract made from a system's references (:func:`from_references`):
+    #: the parsed references its items come from
+    references: dict = None
+    #: ... the ReFrame options that select what each repetition runs (every
+    #: check of the system in the mode when empty), instead of one ``-n`` per item
+    selection: tuple = None
+    #: ... and how many sessions to run
+    repetitions: int = 0
 
     def header(self):
         """The ``contract`` object of the acceptance record."""
@@ -449,3 +463,33 @@ def check_names(c, cases, where=''):
 def shipped():
     """The contract files shipped in :data:`CONTRACTS_DIR`."""
     return sorted(CONTRACTS_DIR.glob('*.yaml'))
+
+
+def from_references(system, partitions, refs, file, *, repetitions, selection=(),
+                    checks=''):
+    """The contract of an acceptance of ``system`` (its ``partitions``, names)
+    against its declared references ``refs`` (parsed from ``file``):
+    every reference that applies (:func:`clusterproof.references.judge.declared`)
+    is a committed item, judged on the median of ``repetitions`` sessions of
+    mode acceptance, each running the ReFrame options ``selection`` (``-n``,
+    ``-S``... ; empty: every check of the system)."""
+    file = Path(file)
+    try:
+        sha = hashlib.sha256(file.read_bytes()).hexdigest()
+    except OSError:
+        sha = ''    # no references file: nothing declared, nothing to hash
+    items = []
+    for d in sorted(declared(refs, system, partitions), key=lambda d: d.label()):
+        params = {attr: key for attr, key in zip(d.index, d.keys)
+                  if attr is not None and not attr.startswith('$')}
+        items.append(Item(id=d.label(), check=d.check, figure=d.figure,
+                          committed=d.reference.value, unit=d.reference.unit or '',
+                          kind='committed', statistic='median', repetitions=repetitions,
+                          lower=d.reference.lower, upper=d.reference.upper,
+                          parameters=params, xfail=d.reference.xfail or '', where=d.where))
+    name = f'{system}-references'
+    return Contract(name=name, title=f'{system} against its declared references',
+                    file=file, sha256=sha, system=system, partition='', buyer='', vendor='',
+                    mode='acceptance', allow=(), reuse_within_days=0.0, checks=checks,
+                    items=tuple(items), references=refs, selection=tuple(selection),
+                    repetitions=repetitions)

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.checks import fingerprint
-from clusterproof.references.judge import Judgement, Verdict, judge_reference, \
+from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
+from clusterproof.reframe_io import runner
 from clusterproof.store.sessions import check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
@@ -89,13 +90,17 @@ def size_bytes(value):
 
 
 def matches(item, contract, rec):
-    """True when store record ``rec`` is a test case of ``item``."""
+    """True when store record ``rec`` is a test case of ``item``: for an item
+    made from a declared reference, one whose test case resolves to that
+    reference's entry, as ReFrame resolves it (:func:`locate`)."""
     if rec.system != contract.system or check_name(rec.test) != item.check:
         return False
     if contract.partition and rec.partition != contract.partition:
         return False
     if rec.mode and rec.mode != contract.mode:
         return False
+    if item.where is not None:
+        return locate(contract.references, rec) == item.where
     params = rec.params
     return all(params.get(k) == v for k, v in item.parameters.items())
 
@@ -107,11 +112,7 @@ def run_times(sessions, db=None):
     out = {}
     try:
         for uuid, _s, _e, report, _src in rfdb.read_sessions(db or _db(), sessions):
-            for run in report.get('runs', []):
-                for tc in run.get('testcases', []):
-                    t = tc.get('time_run')
-                    if isinstance(t, (int, float)):
-                        out[(uuid, tc.get('name'), tc.get('partition'), tc.get('environ'))] = t
+            out.update({(uuid, *case): t for case, t in runner.run_times(report).items()})
     except ClusterproofError:
         pass
     return out
@@ -143,7 +144,7 @@ def check_run(item, rec, runtime, results=None):
     case = rec.case or {}
     used = {a.name: case.get(a.name) for a in item.modifications}
     if not rec.sanity_ok:
-        return False, rec.why or f'{rec.result} in {rec.fail_phase}', used
+        return False, rec.why, used
     if not math.isfinite(rec.value):
         return False, f'no finite {item.figure}', used
     why = []
@@ -271,3 +272,20 @@ def needed(results_):
     (what ``acceptance --contract`` runs)."""
     return {r.item: r.item.repetitions - len(r.counted) for r in results_
             if len(r.counted) < r.item.repetitions}
+
+
+def not_judged(results, recs):
+    """The figures of ``recs`` that were measured and that no item of
+    ``results`` judges (a figure without a reference, or beside a contract's
+    items), one per test case and figure: ``{test, partition, figure, unit,
+    median, n}``, sorted. Shown, never counted."""
+    covered = {(x.session, x.test, r.item.figure) for r in results for x in r.runs}
+    groups = {}
+    for r in recs:
+        if r.figure and r.sanity_ok and math.isfinite(r.value) and \
+                (r.session, r.test, r.figure) not in covered:
+            groups.setdefault((r.test, r.system, r.partition, r.figure, r.unit), []).append(
+                r.value)
+    return [{'test': test, 'partition': f'{system}:{part}', 'figure': figure, 'unit': unit,
+             'median': statistics.median(vals), 'n': len(vals)}
+            for (test, system, part, figure, unit), vals in sorted(groups.items())]

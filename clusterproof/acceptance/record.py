@@ -69,16 +69,24 @@ def failures(results):
             for r in results if r.failing]
 
 
-def build(contract, results, *, reused=(), run=(), screening=None, now=None):
+def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(),
+          not_judged=(), now=None):
     """The record (a dict) of ``contract`` judged as ``results``
     (:class:`clusterproof.acceptance.judge.Result`); ``reused`` and ``run``
-    are the session uuids taken from the store and run now."""
+    are the session uuids taken from the store and run now; ``unexplained``
+    the lines of what failed although no item shows it
+    (:func:`clusterproof.acceptance.run.unexplained`): they reject it too;
+    ``not_judged`` the figures measured that no item judges
+    (:func:`clusterproof.acceptance.judge.not_judged`), shown only."""
     from clusterproof.checks.provenance import git_revision
     flags = {f for r in results for x in r.counted for f in x.flags}
     failed = [r for r in results if r.failing]
     why = (f'{len(failed)} committed item(s) failed: '
            f'{", ".join(r.item.id for r in failed)}' if failed else
            f'every committed item passed ({sum(r.item.is_committed for r in results)})')
+    if unexplained:
+        why += f'; and what no item shows failed: {"; ".join(unexplained)}'
+        failed = failed or list(unexplained)
     rev = git_revision()
     return {
         'format': FORMAT,
@@ -92,6 +100,7 @@ def build(contract, results, *, reused=(), run=(), screening=None, now=None):
         'sessions': {'reused': list(reused), 'run': list(run)},
         'items': [item_record(r) for r in results],
         'screening': screening,
+        'not_judged': [dict(x, median=_json_value(x['median'])) for x in not_judged],
     }
 
 

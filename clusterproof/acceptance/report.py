@@ -181,6 +181,14 @@ def _screening(f, sc):
             'note': sc.get('note') or '', 'thresholds': sc.get('thresholds_pct') or {}}
 
 
+def check_screening(sc, source):
+    """``sc`` (a screening's JSON, read from ``source``) when the report can
+    show it; else an error naming ``source`` and the key: checked before an
+    acceptance runs anything, not when its report is rendered."""
+    _screening(_Fields(source), sc)
+    return sc
+
+
 def view(record, source='the record'):
     """What the template shows, from ``record``; a missing or mistyped key is
     an error naming ``source`` and the key."""
@@ -209,6 +217,14 @@ def view(record, source='the record'):
         'invalid': [r for r in runs if not r['valid']], 'runs': runs,
         'screening': _screening(f, record.get('screening')),
         'sessions': f.get(record, 'sessions', 'record', dict, default=None) or {},
+        'not_judged': [{'test': f.get(x, 'test', f'not_judged[{i}]', str),
+                        'partition': f.get(x, 'partition', f'not_judged[{i}]', str),
+                        'figure': f.get(x, 'figure', f'not_judged[{i}]', str),
+                        'unit': f.get(x, 'unit', f'not_judged[{i}]', str, default='') or '',
+                        'median': f.get(x, 'median', f'not_judged[{i}]', (int, float)),
+                        'n': f.get(x, 'n', f'not_judged[{i}]', int)}
+                       for i, x in enumerate(f.get(record, 'not_judged', 'record', list,
+                                                   default=None) or ())],
     }
 
 

@@ -1,6 +1,8 @@
 """Running what a contract names: only the checks of the items that lack
-valid runs, through :mod:`clusterproof.reframe_io.runner` (the one runner),
-as ReFrame sessions recorded in the results database."""
+valid runs (for a contract made from references, its selection, every
+repetition), through :mod:`clusterproof.reframe_io.runner` (the one runner),
+as ReFrame sessions recorded in the results database; and what fails an
+acceptance that no item shows (:func:`unexplained`)."""
 
 import os
 import re
@@ -14,7 +16,7 @@ from clusterproof.acceptance import judge
 from clusterproof.acceptance.contract import check_names, check_site
 from clusterproof.acceptance.contract import load as load_contract
 from clusterproof.reframe_io import runner
-from clusterproof.results.acceptance import reframe_status
+from clusterproof.references.judge import Verdict
 from clusterproof.store.sessions import load_sessions, records
 
 
@@ -43,6 +45,8 @@ def reframe_args(contract, items, checks=None):
     target = contract.system + (f':{contract.partition}' if contract.partition else '')
     args = ['-c', str(checks or _checks_dir(contract)), '-r', '--mode', contract.mode,
             '--system', target]
+    if contract.selection is not None:
+        return args + list(contract.selection)
     for pattern in dict.fromkeys(name_pattern(item) for item in items):
         args += ['-n', pattern]
     for k, v in sorted(items[0].set.items()):
@@ -82,21 +86,28 @@ def load(path, checks=None):
 def run(contract, needed, checks=None, echo=True):
     """Run each item of ``needed`` (``{item: runs still needed}``) that many
     times (repetition i runs the items that need i runs or more); returns
-    ``[(uuid, exit status)]`` of the sessions."""
+    ``[(uuid, exit status)]`` of the sessions. A contract made from
+    references runs its selection its ``repetitions`` times instead."""
     env = _env()
     done = []
-    total = max(needed.values(), default=0)
-    for i in range(1, total + 1):
-        items = [item for item, n in needed.items() if n >= i]
-        for _key, group in groups(items):
+    if contract.selection is not None:
+        total = contract.repetitions
+        plan = [[(None, list(contract.items))]] * total
+    else:
+        total = max(needed.values(), default=0)
+        plan = [groups([item for item, n in needed.items() if n >= i])
+                for i in range(1, total + 1)]
+    for i, rounds in enumerate(plan, 1):
+        for _key, group in rounds:
             args = reframe_args(contract, group, checks)
-            print(f'acceptance {contract.name}: repetition {i}/{total} '
-                  f'({", ".join(x.id for x in group)}): '
+            what = '' if contract.selection is not None else \
+                f' ({", ".join(x.id for x in group)})'
+            print(f'acceptance {contract.name}: repetition {i}/{total}{what}: '
                   f'{shlex.join([runner.reframe_command()] + args)}', flush=True)
             try:
                 out = runner.run(args, env=env, echo=echo)
             except ClusterproofError as err:
-                raise ClusterproofError(f'contract {contract.name}, repetition {i}: {err}') \
+                raise ClusterproofError(f'acceptance {contract.name}, repetition {i}: {err}') \
                     from None
             done.append((out.uuid, out.returncode))
     return done
@@ -105,12 +116,15 @@ def run(contract, needed, checks=None, echo=True):
 @dataclass
 class Acceptance:
     """What :func:`accept` did: the judged items, the sessions reused from
-    the store and those run now (uuids), and lines for runs where ReFrame
-    failed for a reason no test case shows."""
+    the store and those run now (uuids), lines for what failed although no
+    item shows it, and the figures measured that no item judges."""
     results: list
     reused: list
     ran: list
     unexplained: list
+    #: the figures the sessions run now measured that no item judges
+    #: (:func:`clusterproof.acceptance.judge.not_judged`)
+    not_judged: list
 
 
 def accept(contract, ids=(), run_missing=True, checks=None):
@@ -121,7 +135,11 @@ def accept(contract, ids=(), run_missing=True, checks=None):
     results = judge.judge_contract(contract, stored)
     lacking = judge.needed(results)
     new, fresh = [], []
-    if lacking and run_missing and not ids:
+    if contract.selection is not None and run_missing and not ids:
+        new = run(contract, lacking, checks=checks)
+        fresh = load_sessions(ids=[u for u, _ in new])
+        results = judge.judge_contract(contract, fresh)
+    elif lacking and run_missing and not ids:
         print(f'acceptance {contract.name}: {len(lacking)} item(s) lack valid runs in the '
               f'store ({", ".join(f"{i.id}: {n} more" for i, n in lacking.items())})',
               flush=True)
@@ -132,5 +150,29 @@ def accept(contract, ids=(), run_missing=True, checks=None):
                                        stored + [s for s in fresh if s.uuid not in known])
     ran = [u for u, _ in new]
     used = set().union(*(r.sessions for r in results))
+    fresh_recs = records(fresh)
     return Acceptance(results, sorted(u for u in used if u not in ran), ran,
-                      reframe_status(records(fresh), ran, [st for _, st in new]))
+                      unexplained(results, fresh_recs, new),
+                      judge.not_judged(results, fresh_recs))
+
+
+def unexplained(results, recs, runs):
+    """Lines for what fails an acceptance although no item shows it: a test
+    case of ``recs`` that failed and is no item's (a check run beside the
+    items), and a run of ``runs`` (``[(uuid, exit status)]``) where ReFrame
+    exited non-zero and no test case of its session failed."""
+    mine = {(x.session, x.test) for r in results for x in r.runs}
+    out = []
+    for r in recs:
+        if r.result in _FAILED and (r.session, r.test) not in mine:
+            out.append(f'{Verdict.FAILED}: {r.test} @{r.system}:{r.partition} (session '
+                       f'{r.session[:8]}), no item of the acceptance: {r.why or r.result}')
+    for i, (uuid, status) in enumerate(runs, 1):
+        if status and not any(r.session == uuid and r.result in _FAILED for r in recs):
+            out.append(f'{Verdict.FAILED}: repetition {i}: ReFrame exited with status {status} '
+                       f'and no test case of its session {uuid[:8]} failed; see its output above')
+    return list(dict.fromkeys(out))
+
+
+#: ReFrame's results of a test case that failed (an unexpected pass too)
+_FAILED = ('fail', 'abort', 'xpass')

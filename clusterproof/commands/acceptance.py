@@ -1,125 +1,139 @@
-"""``clusterproof acceptance``: the full methodology in mode acceptance,
-repeated, with a verdict per item against the declared references (the
-verdict table is :mod:`clusterproof.results.acceptance`; ReFrame is run by
-:mod:`clusterproof.reframe_io.runner`); or, with ``--contract``, the items of
-a procurement contract (:mod:`clusterproof.acceptance`)."""
+"""``clusterproof acceptance``: one acceptance, a contract judged item by
+item (:mod:`clusterproof.acceptance`). With ``--contract`` the contract is
+a file; with ``--system`` it is made from the system's declared references
+(:func:`clusterproof.acceptance.contract.from_references`). Either is run,
+judged, recorded and rendered the same way."""
 
-import os
-import shlex
+from pathlib import Path
 
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.acceptance import record
+from clusterproof.acceptance import contract, record
+from clusterproof.acceptance import report as acceptance_report
 from clusterproof.acceptance import run as contract_run
-from clusterproof.modes import ENV_VAR
-from clusterproof.paths import CHECKS_DIR, SETTINGS_FILE, results_dir, write_atomic
+from clusterproof.paths import CHECKS_DIR, write_atomic
 from clusterproof.references.judge import Verdict, load_references, reference_file
-from clusterproof.reframe_io import runner
-from clusterproof.results import report
-from clusterproof.results.acceptance import reframe_status, verdict_table
-from clusterproof.store.sessions import load_sessions, records
 from clusterproof.site.validate import find_system, load_site_configuration
 
 
 def register(subparsers):
     p = subparsers.add_parser(
-        'acceptance', help='the full methodology, three repetitions, a verdict',
-        description='Run the checks (reframe --mode acceptance) on SYSTEM --repetitions times (each '
-                    'a ReFrame session in the results database), judge the median of each '
-                    'figure against the declared references of '
-                    'site_config/references/<system>.yaml (the vendor\'s or the site\'s), '
-                    'write an HTML report with a verdict per item, and print the bless '
-                    'command that freezes the measurements as references after sign-off. '
-                    'Every referenced test, index value and figure is an item: one not '
-                    'measured in every repetition fails (skipped: reason, failed in phase: '
-                    'reason, absent: not run). Exit status 1 when an item is not passed, '
-                    'or when ReFrame exited non-zero for a reason no item shows. With '
-                    '--contract instead of --system: the items of a procurement contract '
+        'acceptance', help='an acceptance: items judged, a record, a report to sign',
+        description='Judge an acceptance item by item, write its JSON acceptance record '
+                    '(<results>/acceptance/<name>-<time>.json) and its report page (the '
+                    'record with the suffix .html; clusterproof acceptance-report prints it '
+                    'to PDF). With --system: every reference of '
+                    'site_config/references/<system>.yaml (the vendor\'s or the site\'s) '
+                    'that applies to the system is an item, judged on the median of '
+                    '--repetitions sessions of the checks (reframe --mode acceptance) run '
+                    'now; an item not measured in every repetition is not measured (no run) '
+                    'or invalid (runs, too few valid: skipped, failed, with the reason); a '
+                    'failed test case no item shows fails the acceptance too; the bless '
+                    'command that freezes the measurements as references after sign-off is '
+                    'printed. With --contract: the items of a procurement contract '
                     '(docs/acceptance.md), judged on valid runs only, reusing stored '
-                    'sessions, with a JSON acceptance record.')
+                    'sessions. Exit status 1 when an item fails or was not measured '
+                    'validly, or when ReFrame exited non-zero for a reason no item shows.')
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument('--system', help='the system under acceptance (its declared references)')
+    what.add_argument('--system', help='the system under acceptance, against its declared '
+                                       'references')
     what.add_argument('--contract', metavar='FILE',
                       help='judge the items of this contract (a file, or a name in '
                            'site_config/contracts/; docs/acceptance.md): run what it names '
-                           'unless the store holds enough valid recent runs, print the '
-                           'table, write the acceptance record <results>/acceptance/'
-                           '<name>-<time>.json; exit 1 when a committed item fails or was '
-                           'not measured validly; a contract naming a check, parameter value '
+                           'unless the store holds enough valid recent runs; '
+                           'a contract naming a check, parameter value '
                            'or figure that the checks do not have is refused before anything runs')
     p.add_argument('--from-store', action='store_true',
                    help='with --contract: judge on the sessions in the store only, run nothing')
     p.add_argument('--session', action='append', metavar='ID',
                    help='with --contract: judge on these stored sessions only (repeatable)')
     p.add_argument('--screening', metavar='JSON',
-                   help='with --contract: the node screening to keep in the record (what '
+                   help='the node screening to keep in the record (what '
                         'clusterproof screen --format json printed)')
     p.add_argument('--record', metavar='FILE',
-                   help='with --contract: the acceptance record '
-                        '(default: <results>/acceptance/<name>-<YYYYmmddTHHMMSS>.json)')
+                   help='the acceptance record '
+                        '(default: <results>/acceptance/<name>-<YYYYmmddTHHMMSS>.json; the '
+                        'name is the contract\'s, or <system>-references)')
     p.add_argument('--repetitions', type=int, default=3,
-                   help='sessions (default %(default)s; a contract sets its own)')
+                   help='with --system: sessions to run (default %(default)s; a contract sets '
+                        'its own)')
     p.add_argument('--checks', default=str(CHECKS_DIR), metavar='DIR',
                    help='check directory (default: reframe_checks)')
     p.add_argument('-o', '--output', metavar='FILE',
-                   help='report (default: <results>/reports/acceptance-<system>.html)')
+                   help='the report page, HTML (default: the record with the suffix .html)')
     p.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_OPTION',
-                   help='more reframe options after --, e.g. -- -n IOR')
+                   help='with --system: more reframe options after --, e.g. -- -n IOR')
     p.set_defaults(func=run)
 
 
 def run(args):
-    if args.contract:
-        return run_contract(args)
-    if args.from_store or args.session or args.record or args.screening:
-        raise ClusterproofError('--from-store, --session, --record and --screening go with '
-                                '--contract')
     if args.repetitions < 1:
         raise ClusterproofError(f'--repetitions {args.repetitions}: give 1 or more')
+    if args.contract:
+        return run_contract(args)
+    if args.from_store or args.session:
+        raise ClusterproofError('--from-store and --session go with --contract; --system runs '
+                                'its --repetitions sessions now')
+    return run_system(args)
+
+
+def run_system(args):
+    """``acceptance --system S``: the contract of S's declared references
+    (:func:`clusterproof.acceptance.contract.from_references`), run
+    --repetitions times and judged as any contract, its record and report
+    written; the items printed one a line, then the bless command."""
+    screening = _screening(args)
     partitions = [p['name'] for p in
                   find_system(load_site_configuration(), args.system)['partitions']]
-    # The mode is ReFrame's --mode; a CLUSTERPROOF_MODE left in the shell
-    # would only contradict it.
-    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
-    env['RFM_CONFIG_FILES'] = os.environ.get('RFM_CONFIG_FILES', str(SETTINGS_FILE))
-    cmd = ['-c', args.checks, '-r', '--mode', 'acceptance',
-           '--system', args.system] + args.reframe_args
-    uuids, statuses = [], []
-    for i in range(1, args.repetitions + 1):
-        print(f'acceptance: repetition {i}/{args.repetitions}: '
-              f'{shlex.join([runner.reframe_command()] + cmd)}', flush=True)
-        try:
-            done = runner.run(cmd, env=env, echo=True)
-        except ClusterproofError as err:
-            raise ClusterproofError(f'repetition {i}: {err}') from None
-        uuids.append(done.uuid)
-        statuses.append(done.returncode)
-    sessions = load_sessions(ids=uuids)
-    recs = [r for r in records(sessions) if r.system == args.system]
-    refs = load_references(args.system)
-    verdicts, failed = verdict_table(recs, refs, args.system, partitions, uuids)
-    out = args.output or results_dir() / 'reports' / f'acceptance-{args.system}.html'
-    write_atomic(out, report.build(sessions, recs, {args.system: refs}, verdicts=verdicts,
-                                   title=f'clusterproof acceptance of {args.system}'))
-    print(f'\nacceptance of {args.system}: {len(verdicts)} item(s), {failed} not passed '
-          f'(references: {reference_file(args.system)})')
-    for v in verdicts:
-        value = v.measured
-        if v.verdict == Verdict.FAILED:
-            value = v.judgement.reason + ('' if value == '-' else f'; measured {value}')
-        elif v.judgement.reason:
-            value += f'; {v.judgement.reason}'
-        print(f'  {v.verdict:<10} {v.item}: {value} (reference {v.reference})')
-    unexplained = reframe_status(recs, uuids, statuses)
-    for line in unexplained:
+    refs_file = reference_file(args.system)
+    c = contract.from_references(args.system, partitions, load_references(args.system),
+                                 refs_file, repetitions=args.repetitions,
+                                 selection=args.reframe_args)
+    done = contract_run.accept(c, checks=args.checks)
+    results = done.results
+    path, page = _write(args, c, done, screening)
+    failed = [r for r in results if r.failing]
+    print(f'\nacceptance of {args.system}: {len(results)} item(s), {len(failed)} not passed '
+          f'(references: {refs_file})')
+    for r in results:
+        it, why = r.item, r.judgement.reason
+        value = why if r.measured is None else \
+            f'{r.measured:.5g} {it.unit} (n={len(r.counted)})' + (f'; {why}' if why else '')
+        print(f'  {r.judgement.verdict:<12} {it.id}: {value} (reference {it.reference})')
+    for x in done.not_judged:
+        print(f'  {Verdict.NO_REF:<12} {x["test"]} @{x["partition"]} {x["figure"]}: '
+              f'{x["median"]:.5g} {x["unit"]} (n={x["n"]}; no reference: not an item)')
+    for line in done.unexplained:
         print(line)
-    print(f'report: {out}')
-    sess_args = ' '.join(f'--session {u}' for u in uuids)
+    print(f'record: {path}\nreport: {page}')
+    sess_args = ' '.join(f'--session {u}' for u in done.ran)
     print('\nAfter sign-off, freeze these measurements as the references of '
           f'{args.system}:\n  clusterproof bless --system {args.system} {sess_args} '
           f'--write --reason "acceptance sign-off"')
-    return 1 if failed or unexplained else 0
+    return 1 if failed or done.unexplained else 0
+
+
+def _screening(args):
+    """The screening of ``--screening`` (None without), refused before
+    anything runs when its report could not show it."""
+    if not args.screening:
+        return None
+    return acceptance_report.check_screening(record.read_screening(args.screening),
+                                             args.screening)
+
+
+def _write(args, c, done, screening):
+    """Write the acceptance record (``--record``, default under
+    <results>/acceptance/) and its report page (``-o``, default the record
+    with the suffix .html); their paths."""
+    rec = record.build(c, done.results, reused=done.reused, run=done.ran,
+                       screening=screening, unexplained=done.unexplained,
+                       not_judged=done.not_judged)
+    path = record.write(args.record or record.default_path(c.name), rec)
+    page = Path(args.output) if args.output else path.with_suffix('.html')
+    write_atomic(page, acceptance_report.render_file(path))
+    return path, page
 
 
 def run_contract(args):
@@ -130,14 +144,13 @@ def run_contract(args):
         raise ClusterproofError('with --contract, the contract says what ReFrame runs '
                                 '(its items\' check, parameters and set options)')
     checks = None if args.checks == str(CHECKS_DIR) else args.checks
+    screening = _screening(args)
     c = contract_run.load(args.contract, checks=checks)
     done = contract_run.accept(c, ids=args.session or (), run_missing=not args.from_store,
                                checks=checks)
     results, reused, ran = done.results, done.reused, done.ran
-    rec = record.build(c, results, reused=reused, run=ran,
-                       screening=record.read_screening(args.screening) if args.screening
-                       else None)
-    path = record.write(args.record or record.default_path(c.name), rec)
+    path, page = _write(args, c, done, screening)
+    rec = record.read(path)
     print(f'\nacceptance of {c.system} against contract {c.name} ({rec["contract"]["file"]}), '
           f'mode {rec["mode"]}:')
     print(tabulate(_rows(results), headers=_HEADERS, tablefmt='simple', disable_numparse=True))
@@ -151,8 +164,8 @@ def run_contract(args):
     unexplained = done.unexplained
     for line in unexplained:
         print(line)
-    print(f'record: {path}\nthe report to sign: clusterproof acceptance-report {path} '
-          f'--pdf {path.with_suffix(".pdf")}')
+    print(f'record: {path}\nreport: {page}\nthe report to sign as PDF: clusterproof '
+          f'acceptance-report {path} --pdf {path.with_suffix(".pdf")}')
     failing = record.failures(results)
     if failing:
         print(f'REJECTED: {len(failing)} committed item(s) failed: {"; ".join(failing)}')

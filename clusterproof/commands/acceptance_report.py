@@ -10,10 +10,12 @@ def register(subparsers):
     p = subparsers.add_parser(
         'acceptance-report', help='the report of one acceptance to sign, HTML and PDF',
         description='Render the acceptance record RECORD (the JSON document clusterproof '
-                    'acceptance writes under <results>/acceptance/) as the document a buyer '
+                    'acceptance writes under <results>/acceptance/, and renders beside it) as '
+                    'the document a buyer '
                     'and a vendor sign: the overall verdict and why at the top, the contract '
                     'table (committed value, measured statistic with its spread and number '
                     'of repetitions, verdict, validity), the node screening summary, the '
+                    'figures measured that no item judges, the '
                     'invalid runs and why, the provenance of every figure (binary sha256, '
                     'node fingerprint, nodes, session) and a signature block. Emulated and '
                     'smoke records say so in the title and on every page. --pdf prints the '

@@ -519,7 +519,7 @@ class Verdict(enum.StrEnum):
     """The one verdict vocabulary: of a figure, a test case, an acceptance
     item (of the declared references or of a contract), a screened node and
     a node probed for persistent memory. :func:`judge` and every judge
-    (``analysis.compare``, ``acceptance``, ``results.acceptance``,
+    (``analysis.compare``, ``acceptance``,
     ``screen.judge``, ``site.pmem``) give one, with its reason in a
     :class:`Judgement`. Its value is the one text every output and every
     record shows; :attr:`failing` and :attr:`bucket` say what it counts as

@@ -330,6 +330,14 @@ def describe(args, *, env=None, cwd=REPO):
                  tuple(d.get('perf_variables') or ())) for d in data if '@class' in d]
 
 
+
+def run_times(report):
+    """``{(name, partition, environ): time_run}`` of the test cases of a run
+    report's data that recorded their run time (seconds)."""
+    return {(tc.get('name'), tc.get('partition'), tc.get('environ')): tc['time_run']
+            for tc in testcases(report) if isinstance(tc.get('time_run'), (int, float))}
+
+
 def main(argv=None):
     """The runner for shell scripts and ``.venv/bin/activate``:
 

@@ -1,2 +1,2 @@
-"""Results presented: the HTML report, the acceptance table, and figures sent
+"""Results presented: the HTML report, and figures sent
 to a time-series database."""

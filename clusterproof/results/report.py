@@ -100,13 +100,12 @@ def bucket(verdict):
     return Verdict.read(verdict).bucket
 
 
-def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
+def build(sessions, recs, refs_by_system=None, title='clusterproof report',
           now=None, histories=None, view=None, kept=None):
     """The report page as a string. ``sessions`` oldest first, ``recs`` the
     records of the newest (more are ignored); ``view`` (optional,
     :func:`overview`) the provenance of every session, when ``sessions``
-    holds only the newest; ``verdicts`` (optional) is an acceptance verdict table
-    (``[results.acceptance.Item]``); ``histories`` (optional,
+    holds only the newest; ``histories`` (optional,
     :class:`clusterproof.store.history.History`) replaces the histories
     made from ``recs``; ``kept``: see :func:`recent_changes`."""
     refs = dict(refs_by_system or {})
@@ -129,7 +128,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
         title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
         counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
-        failures=_failures(judged), verdicts=[_verdict_row(v) for v in verdicts or ()],
+        failures=_failures(judged),
         families=families, mmap=_mmap_rows(latest_recs),
         provenance=view['sessions'], recent=RECENT_NIGHTS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
@@ -274,11 +273,6 @@ def _failures(judged):
 
 def _labels(flags):
     return [f for f in flags if f in _LABELS]
-
-
-def _verdict_row(v):
-    return {'item': v.item, 'measured': v.measured, 'reference': v.reference,
-            'verdict': str(v.judgement), 'bucket': v.verdict.bucket}
 
 
 # -- families ---------------------------------------------------------------------------
