@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
 from clusterproof.modes import ENV_VAR
-from clusterproof.paths import CHECKS_DIR, REPO, SETTINGS_FILE
+from clusterproof.paths import CHECKS_DIR, REPO
 from clusterproof.acceptance import judge
 from clusterproof.acceptance.contract import check_names, check_site
 from clusterproof.acceptance.contract import load as load_contract
@@ -63,9 +63,7 @@ def _checks_dir(contract):
 def _env():
     """The environment of ReFrame for a contract: its mode is ReFrame's
     ``--mode``, never a ``CLUSTERPROOF_MODE`` left in the shell."""
-    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
-    env['RFM_CONFIG_FILES'] = os.environ.get('RFM_CONFIG_FILES', str(SETTINGS_FILE))
-    return env
+    return runner.reframe_env({k: v for k, v in os.environ.items() if k != ENV_VAR})
 
 
 def load(path, checks=None):
@@ -103,7 +101,7 @@ def run(contract, needed, checks=None, echo=True):
             what = '' if contract.selection is not None else \
                 f' ({", ".join(x.id for x in group)})'
             print(f'acceptance {contract.name}: repetition {i}/{total}{what}: '
-                  f'{shlex.join([runner.reframe_command()] + args)}', flush=True)
+                  f'{shlex.join(runner.command(args))}', flush=True)
             try:
                 out = runner.run(args, env=env, echo=echo)
             except ClusterproofError as err:
