@@ -94,6 +94,24 @@ MIN_SEGMENT = 3
 MIN_GROUP = 4
 #: the groups explain the spread when it shrinks below this share
 GROUP_GAIN = 0.7
+#: an excursion of at most this many sessions after which the level comes
+#: back (the shift across it stays under ``z`` standard errors) is one
+#: transient, not two changes of level
+TRANSIENT = 5
+#: a figure whose changes go back and forth between two levels, visiting
+#: each at least twice with this many changes or more, flips between two
+#: levels (two node types, a cache that is warm or not): its moves are not
+#: changes of level
+FLIPS = 4
+#: the levels of a flipping figure: the levels of its segments fall in two
+#: groups, each spread over at most this share of the gap between them
+FLIP_SPREAD = 0.25
+#: the autocorrelation of a figure's residuals counted at most (a wandering
+#: series: the standard error of a shift is then 4.4 times that of
+#: independent noise)
+RHO_MAX = 0.9
+#: residuals are clipped at this many noise units for their autocorrelation
+CLIP = 3.0
 #: variance factor of the Hodges-Lehmann shift against the mean (Gaussian)
 _HL_VAR = math.pi / 3
 _IQR = 1.349
@@ -108,6 +126,9 @@ class Settings:
     penalty: float = DEFAULT_PENALTY
     outlier_z: float = OUTLIER_Z
     max_detectable: float = DEFAULT_MAX_DETECTABLE
+    #: the smallest relative change that matters (0.01: one percent): a
+    #: change, transient or drift smaller than it is never listed
+    min_change: float = 0.0
 
 
 @dataclass
@@ -118,7 +139,10 @@ class Change:
     it, on the night ``found``), ``retrospective`` (the segmentation of the
     whole history; ``found`` is None) or ``both``. A ``drift`` (``kind``) is
     a slow change from ``at`` to ``end`` (exclusive) at ``rate`` (log units
-    per session); its ``shift`` is the whole change."""
+    per session); its ``shift`` is the whole change. A ``transient`` is an
+    excursion from ``at`` to ``end`` (exclusive, at most ``TRANSIENT``
+    sessions) after which the level came back: its ``shift`` is the
+    excursion's size, and it is not a change of level."""
     at: int
     found: int | None       # index of the session that revealed it (the night)
     shift: float            # in log units: the size is exp(shift) - 1
@@ -592,7 +616,7 @@ def segment(y, settings=None, floor=1e-6):
     sigma0 = diff_scale(y, floor)
     bkps = list(_segment(y, sigma0, MIN_SEGMENT, s.penalty))
     while True:
-        sigma = _segments_scale(y, bkps, floor)
+        sigma = _segments_scale(y, bkps, floor) * inflation(y, bkps)
         judged = _judge_bounds(y, bkps, sigma, s)
         weak = [(z, b) for b, (z, ok) in zip(bkps, judged) if not ok]
         if not weak:
@@ -608,6 +632,38 @@ def _segments_scale(y, bkps, floor):
     cuts = [0] + list(bkps) + [len(y)]
     res = np.concatenate([y[a:b] - _median(y[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a])
     return _floor(robust_scale(res), floor)
+
+
+def inflation(y, bkps):
+    """How much wider the standard error of a shift is than for independent
+    noise, from the residuals of ``y`` about a line fitted to each segment
+    between ``bkps`` (so that a trend inside a segment does not count):
+    sqrt((1 + rho) / (1 - rho)) for their lag-one autocorrelation rho (as
+    for the mean of an AR(1) series). The residuals are clipped at
+    ``CLIP`` robust noise units (a few outliers do not decide it); rho is
+    lowered by two of its standard errors (2 / sqrt(n)), so that
+    independent noise is not inflated by chance, and counted at most
+    ``RHO_MAX``. Independent noise gives 1; a series that wanders (a
+    balance, an exchange rate: a level not held between changes) much
+    more, so its wanderings are not changes."""
+    cuts = [0] + list(bkps) + [len(y)]
+    parts = []
+    for a, b in zip(cuts, cuts[1:]):
+        if b - a >= 4:
+            t = np.arange(b - a, dtype=float)
+            parts.append(y[a:b] - np.polyval(np.polyfit(t, y[a:b], 1), t))
+    pairs = sum(len(p) - 1 for p in parts)
+    if pairs < 8:
+        return 1.0
+    lim = CLIP * robust_scale(np.concatenate(parts))
+    if lim <= 0:
+        return 1.0
+    parts = [np.clip(p, -lim, lim) for p in parts]
+    num = sum(float(np.dot(p[1:], p[:-1])) for p in parts)
+    den = sum(float(np.dot(p, p)) for p in parts)
+    rho = num / den - 2.0 / math.sqrt(pairs)
+    rho = min(max(rho, 0.0), RHO_MAX)
+    return math.sqrt((1.0 + rho) / (1.0 - rho))
 
 
 def _judge_bounds(y, bkps, sigma, s):
@@ -769,7 +825,8 @@ def find(values, settings=None, groups=None):
     withdrawn, tried = [], set()
     while True:
         steps = refine(y, steps, s, floor)
-        weak = [c for c in steps if c.z < s.z]
+        wide = inflation(y, [c.at for c in steps])
+        weak = [c for c in steps if c.z < s.z * wide]
         if not weak:
             break
         worst = min(weak, key=lambda c: c.z)     # the weakest first, then judge again
@@ -783,9 +840,64 @@ def find(values, settings=None, groups=None):
         if worst.found is not None:
             withdrawn.append(worst)
         steps.remove(worst)
-    kept = steps + [c for c in retro if c.kind == 'drift']
+    if _flipping(y, steps):
+        steps, withdrawn = [], []
+    kept = _transients(y, steps, s, floor) + [c for c in retro if c.kind == 'drift']
+    kept = [c for c in kept if abs(c.change) >= s.min_change]
+    withdrawn = [c for c in withdrawn if abs(c.change) >= s.min_change]
     kept.sort(key=lambda c: c.at)
     return kept, withdrawn
+
+
+def _transients(y, steps, s, floor):
+    """``steps`` with each excursion that came back made one transient: two
+    neighbouring steps of opposite directions at most ``TRANSIENT``
+    sessions apart, where the shift from the sessions before the first to
+    those after the second stays under ``z`` standard errors (the level
+    came back). A short spike (three sessions up, then back) is one
+    transient of its size, not two changes of level."""
+    out, i = [], 0
+    while i < len(steps):
+        c = steps[i]
+        if i + 1 < len(steps):
+            d = steps[i + 1]
+            if d.at - c.at <= TRANSIENT and (c.shift > 0) != (d.shift > 0):
+                prev = steps[i - 1].at if i > 0 else 0
+                nxt = steps[i + 2].at if i + 2 < len(steps) else len(y)
+                before = y[max(prev, c.at - s.window):c.at]
+                after = y[d.at:nxt][:s.window]
+                sigma = _floor(robust_scale(before), floor)
+                net = hl_shift(before, after)
+                if abs(net) < s.z * shift_stderr(sigma, len(before), len(after)):
+                    out.append(dataclasses.replace(
+                        c, kind='transient', end=d.at, n_after=d.at - c.at,
+                        found=c.found if c.found is not None else d.found,
+                        view=c.view if c.view == d.view else 'both'))
+                    i += 2
+                    continue
+        out.append(c)
+        i += 1
+    return out
+
+
+def _flipping(y, steps):
+    """True when the levels between ``steps`` go back and forth between two
+    levels: ``FLIPS`` changes or more, every one from one level to the
+    other, each level held at least twice, and the levels of each group
+    within ``FLIP_SPREAD`` of the gap between the groups."""
+    if len(steps) < FLIPS:
+        return False
+    cuts = [0] + [c.at for c in steps] + [len(y)]
+    levels = np.asarray([_median(y[a:b]) for a, b in zip(cuts, cuts[1:])])
+    order = np.sort(levels)
+    k = int(np.argmax(np.diff(order)))
+    gap = order[k + 1] - order[k]
+    if max(order[k] - order[0], order[-1] - order[k + 1]) > FLIP_SPREAD * gap:
+        return False
+    high = levels > (order[k] + order[k + 1]) / 2
+    if np.any(high[1:] == high[:-1]):
+        return False
+    return int(high.sum()) >= 2 and int((~high).sum()) >= 2
 
 
 def _episode_end(y, steps, c, s, floor):

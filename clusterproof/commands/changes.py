@@ -43,11 +43,19 @@ def register(subparsers):
                    default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
                    help='a figure whose minimum detectable change is larger is too noisy '
                         'to judge (default %(default)g)')
+    p.add_argument('--min-change', type=float, default=0.0, metavar='PERCENT',
+                   help='the smallest change that matters: a change, transient or drift '
+                        'smaller than PERCENT is not listed (default %(default)g: every '
+                        'change the noise allows)')
     p.set_defaults(func=run)
 
 
 def run(args):
-    settings = detector.Settings(max_detectable=args.max_detectable / 100)
+    if not args.min_change >= 0:
+        raise ClusterproofError(f'--min-change {args.min_change:g}: the smallest change that '
+                                'matters is a percentage of 0 or more (1 for one percent)')
+    settings = detector.Settings(max_detectable=args.max_detectable / 100,
+                                 min_change=args.min_change / 100)
 
     def wanted(h):
         return (not args.test or args.test in h.test) and (not args.figure
@@ -105,7 +113,8 @@ def _print_table(found, noisy, quiet, skipped, total):
         rows = []
         for f in found:
             drift = (f' drift {f["rate"] * 100:+.2f}%/session' if f['kind'] == 'drift'
-                     else '')
+                     else f' transient, {f["sessions_after"]} session(s), then back'
+                     if f['kind'] == 'transient' else '')
             flags = f' [{",".join(f["flags"])}]' if f['flags'] else ''
             rows.append((f'{f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}{flags}',
                          f['at'][:16].replace('T', ' ')
