@@ -65,7 +65,7 @@ def test_a_figure_flipping_between_two_levels_raises_no_change():
     y = np.log(values)
     steps = [c for c in detector.segment(y, None, detector.noise_floor(y))
              if c.kind == 'step']
-    assert len(steps) >= detector.FLIPS
+    assert len(steps) >= 4
     assert detector.find(values) == ([], [])
 
 
@@ -162,3 +162,18 @@ def test_changes_command_lists_nothing_below_min_change(tmp_path, capsys):
     assert main(['changes', path, '--format', 'json', '--min-change', '1']) == 0
     (f,) = json.loads(capsys.readouterr().out)
     assert round(f['change'], 2) == -0.05
+
+
+def test_an_alarm_against_a_step_of_the_whole_history_is_not_a_second_change():
+    """A figure flipping at random (the benchmark's flipping model, figure
+    58 of its eval seeds) once had a nightly alarm the whole history did
+    not match at the very session of one of its steps: two changes at one
+    session, an empty segment between them, and find() failed."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'scripts'))
+    import bench_detection as bench
+    series = bench.generate('flipping', 'small', bench.SEEDS['eval'])[58]
+    kept, withdrawn = detector.find(series.values)
+    ats = [c.at for c in kept + withdrawn]
+    assert len(ats) == len(set(ats))

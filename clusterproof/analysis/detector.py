@@ -98,14 +98,15 @@ GROUP_GAIN = 0.7
 #: back (the shift across it stays under ``z`` standard errors) is one
 #: transient, not two changes of level
 TRANSIENT = 5
-#: a figure whose changes go back and forth between two levels, visiting
-#: each at least twice with this many changes or more, flips between two
-#: levels (two node types, a cache that is warm or not): its moves are not
-#: changes of level
-FLIPS = 4
-#: the levels of a flipping figure: the levels of its segments fall in two
-#: groups, each spread over at most this share of the gap between them
-FLIP_SPREAD = 0.25
+#: a move to a level the figure went to and came back from this many times
+#: elsewhere, staying ``FLIP_RUN`` sessions in a row or more each time, is a
+#: flip between two levels (two node types, a cache that is warm or not),
+#: not a change
+FLIP_VISITS = 3
+FLIP_RUN = 2
+#: a session is at a level when within this many noise units of it (and
+#: nearer to it than to the level before the move)
+FLIP_NEAR = 3.0
 #: the most the autocorrelation of a figure's residuals widens the standard
 #: error of a shift (:func:`inflation`)
 INFLATION_MAX = 4.4
@@ -825,7 +826,11 @@ def find(values, settings=None, groups=None):
                 n = hits[0][1]
                 used.add(n)
                 retro[k] = dataclasses.replace(c, view='both', found=alarms[n].found)
-    rest = [a for n, a in enumerate(alarms) if n not in used]
+    # an alarm the whole history does not match, at the session of one of its
+    # steps (the other direction: a figure that flips) is that step's session,
+    # not a second change there
+    placed = {c.at for c in retro if c.kind == 'step'}
+    rest = [a for n, a in enumerate(alarms) if n not in used and a.at not in placed]
     steps = sorted([c for c in retro if c.kind == 'step'] + rest, key=lambda c: c.at)
     withdrawn, tried = [], set()
     while True:
@@ -845,8 +850,6 @@ def find(values, settings=None, groups=None):
         if worst.found is not None:
             withdrawn.append(worst)
         steps.remove(worst)
-    if _flipping(y, steps):
-        withdrawn = []
     kept = classify(y, steps, s, floor) + [c for c in retro if c.kind == 'drift'
                                             and abs(c.change) >= s.min_change]
     withdrawn = [c for c in withdrawn if abs(c.change) >= s.min_change]
@@ -856,13 +859,14 @@ def find(values, settings=None, groups=None):
 
 def classify(y, steps, settings=None, floor=1e-6):
     """What is listed of the ``steps`` of log values ``y`` (oldest first):
-    none when the figure flips between two levels (:func:`_flipping`), each
-    short excursion that came back as one transient (:func:`_transients`),
-    and nothing smaller than ``settings.min_change``."""
+    each short excursion that came back as one transient
+    (:func:`_transients`), none of the moves to a level the figure keeps
+    returning to (:func:`_flips`), and nothing smaller than
+    ``settings.min_change``."""
     s = settings or Settings()
-    if _flipping(y, steps):
-        return []
-    return [c for c in _transients(y, steps, s, floor) if abs(c.change) >= s.min_change]
+    out = _transients(y, steps, s, floor)
+    out = [c for c in out if not _flips(y, steps, c, floor)]
+    return [c for c in out if abs(c.change) >= s.min_change]
 
 
 def _transients(y, steps, s, floor):
@@ -896,24 +900,38 @@ def _transients(y, steps, s, floor):
     return out
 
 
-def _flipping(y, steps):
-    """True when the levels between ``steps`` go back and forth between two
-    levels: ``FLIPS`` changes or more, every one from one level to the
-    other, each level held at least twice, and the levels of each group
-    within ``FLIP_SPREAD`` of the gap between the groups."""
-    if len(steps) < FLIPS:
-        return False
-    cuts = [0] + [c.at for c in steps] + [len(y)]
-    levels = np.asarray([_median(y[a:b]) for a, b in zip(cuts, cuts[1:])])
-    order = np.sort(levels)
-    k = int(np.argmax(np.diff(order)))
-    gap = order[k + 1] - order[k]
-    if max(order[k] - order[0], order[-1] - order[k + 1]) > FLIP_SPREAD * gap:
-        return False
-    high = levels > (order[k] + order[k + 1]) / 2
-    if np.any(high[1:] == high[:-1]):
-        return False
-    return int(high.sum()) >= 2 and int((~high).sum()) >= 2
+def _flips(y, steps, c, floor):
+    """True when ``c`` (a step or transient) goes to a level the figure
+    keeps returning to: the figure went from the level before ``c`` to the
+    new one ``FLIP_VISITS`` times or more (outside the sessions ``c`` holds
+    it, and ``c`` itself when the figure left that level again). A session is at a level when nearer to it than to the
+    other and within ``FLIP_NEAR`` noise units of it; a stay at a level
+    counts when it lasts ``FLIP_RUN`` sessions or more (one odd session
+    neither ends nor makes one). Levels less than 2 x ``FLIP_NEAR`` noise
+    units apart cannot be told apart session by session: never a flip. A figure flipping between two levels (two
+    node types without node lists, a cache that is warm or not) keeps
+    returning; a new level, or the return from an episode, is reached
+    once."""
+    cuts = [0] + [d.at for d in steps] + [len(y)]
+    i = cuts.index(c.at)
+    hi = c.end if c.kind == 'transient' else cuts[i + 1]
+    old = _median(y[cuts[i - 1]:c.at])
+    new = _median(y[c.at:hi])
+    sigma = _segments_scale(y, cuts[1:-1], floor)
+    if abs(new - old) < 2 * FLIP_NEAR * sigma:
+        return False        # levels within the noise of each other: no visits to tell
+    dn, do = np.abs(y - new), np.abs(y - old)
+    at = np.where((dn < do) & (dn <= FLIP_NEAR * sigma), 1,
+                  np.where((do <= dn) & (do <= FLIP_NEAR * sigma), -1, 0))
+    at[c.at:hi] = 0
+    # the stays: runs of one level, FLIP_RUN sessions or more, in order
+    edges = np.flatnonzero(np.diff(at)) + 1
+    starts = np.concatenate(([0], edges))
+    ends = np.concatenate((edges, [len(at)]))
+    stays = [int(at[a]) for a, b in zip(starts, ends) if at[a] != 0 and b - a >= FLIP_RUN]
+    visits = sum(1 for k, v in enumerate(stays) if v == 1 and (k == 0 or stays[k - 1] == -1))
+    # its own stay counts when the figure left the new level again
+    return visits + (hi < len(y)) >= FLIP_VISITS
 
 
 def _episode_end(y, steps, c, s, floor):
