@@ -177,3 +177,15 @@ def test_an_alarm_against_a_step_of_the_whole_history_is_not_a_second_change():
     kept, withdrawn = detector.find(series.values)
     ats = [c.at for c in kept + withdrawn]
     assert len(ats) == len(set(ats))
+
+
+def test_the_table_shows_a_spike_as_a_transient(tmp_path, capsys):
+    from clusterproof.cli import main
+    rng = np.random.default_rng(31)
+    values = 100 * (1 + 0.01 * rng.standard_normal(90))
+    values[40:43] *= 1.21
+    _history(tmp_path, values)
+    assert main(['changes', str(tmp_path / 'h.csv')]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('0 change(s) in 1 figure(s); 1 transient(s); ')
+    assert 'better transient, 3 session(s), then back' in out

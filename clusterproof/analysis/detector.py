@@ -38,6 +38,13 @@ sessions disprove. The noise has a floor from the values' resolution and
 spread (:func:`noise_floor`), and the levels of the node lists are taken out
 when they explain the spread (:func:`group_levels`).
 
+Not every move is a change of level (:func:`classify`): a short excursion
+after which the level comes back is one transient, a move to a level the
+figure keeps going to and leaving is a flip (listed as nothing), a series
+that wanders has its shifts' standard errors widened by the long-run
+variance of its residuals (:func:`inflation`), and nothing smaller than
+``Settings.min_change`` (the smallest change that matters) is listed.
+
 A figure's minimum detectable change follows from its noise: the shift whose
 statistic reaches ``z`` with 95 % probability after ``min_after + 1``
 sessions.

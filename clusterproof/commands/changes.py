@@ -18,7 +18,9 @@ def register(subparsers):
                     'the nightly runs would have found it (each night sees only the history '
                     'up to that night), and by a segmentation of the whole history; each '
                     'change says which found it, and nightly alarms that later sessions '
-                    'disproved are listed as withdrawn. '
+                    'disproved are listed as withdrawn. A short excursion after which the '
+                    'level came back is one transient, not two changes; moves of a figure '
+                    'that keeps flipping between two levels are not listed. '
                     'Reads the ReFrame results database, or history kept elsewhere: '
                     'perflogs (files or directories) and CSV files with the header '
                     'timestamp,system,partition,test,figure,value,unit (further columns are '
@@ -109,8 +111,10 @@ def _load(args):
 def _print_table(found, noisy, quiet, skipped, total):
     withdrawn = [f for f in found if f['withdrawn']]
     found = [f for f in found if not f['withdrawn']]
-    print(f'{len(found)} change(s) in {total} figure(s); {len(noisy)} too noisy to judge; '
-          f'{len(withdrawn)} nightly alarm(s) withdrawn')
+    transients = sum(f['kind'] == 'transient' for f in found)
+    print(f'{len(found) - transients} change(s) in {total} figure(s); '
+          + (f'{transients} transient(s); ' if transients else '')
+          + f'{len(noisy)} too noisy to judge; {len(withdrawn)} nightly alarm(s) withdrawn')
     if found:
         header = ('figure', 'at', 'change', 'confidence', 'noise', 'found by', 'attribution')
         rows = []
