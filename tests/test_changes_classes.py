@@ -189,3 +189,26 @@ def test_the_table_shows_a_spike_as_a_transient(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith('0 change(s) in 1 figure(s); 1 transient(s); ')
     assert 'better transient, 3 session(s), then back' in out
+
+
+def test_the_smallest_change_defaults_to_the_references_tolerance(tmp_path, monkeypatch,
+                                                                  capsys):
+    """A figure blessed with a -2 % tolerance (its reference file, found as
+    compare finds it from the test's name) lists the -5 % step and not the
+    -0.8 % one; the site's own setting for the figure wins over it."""
+    from clusterproof.analysis import smallest
+    from clusterproof.cli import main
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    (refs / 'pm.yaml').write_text("Stream:\n  'pm:batch':\n    triad: [100.0, -0.02, null, "
+                                  "'GB/s']\n")
+    monkeypatch.setenv('CLUSTERPROOF_REFERENCES', str(refs))
+    found, *_ = detect(_quiet_with_small_step(tmp_path))
+    (f,) = smallest.keep(found, {})
+    assert round(f['change'], 2) == -0.05
+    assert smallest.reference_of(f, {}).lower == -0.02
+    assert len(smallest.keep(found, {'Stream triad': 0.005})) == 2
+    assert len(smallest.keep(found, {}, references=False)) == 2
+    assert main(['changes', str(tmp_path / 'h.csv'), '--format', 'json']) == 0
+    (f,) = json.loads(capsys.readouterr().out)
+    assert round(f['change'], 2) == -0.05

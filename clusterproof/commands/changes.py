@@ -48,8 +48,9 @@ def register(subparsers):
     p.add_argument('--min-change', type=float, metavar='PERCENT',
                    help='the smallest change that matters, for every figure: a change, '
                         'transient or drift smaller than PERCENT is not listed (default: '
-                        'per check or figure from site_config/changes.yaml, else 0, every '
-                        'change the noise allows)')
+                        'per check or figure from site_config/changes.yaml, else the '
+                        'tolerance of the figure\'s reference, else 0: every change the '
+                        'noise allows)')
     p.set_defaults(func=run)
 
 
@@ -76,7 +77,7 @@ def run(args):
         hists = [h for h in _load(args) if wanted(h)]
         total = len(hists)
         found, quiet, noisy, skipped = findings.detect(hists, settings)
-    found = smallest.keep(found, table)
+    found = smallest.keep(found, table, references=args.min_change is None)
     if args.format == 'json':
         print(json.dumps(found, indent=1))
         return 0
