@@ -53,7 +53,8 @@ def test_benchmark_smallest_configuration_against_the_targets(small_bench):
 @pytest.mark.slow
 def test_last_line_is_for_scripts():
     out = subprocess.run([sys.executable, str(REPO / 'scripts' / 'bench_detection.py'),
-                          '--methods', 'changes', '--models', 'gauss 1%,gauss 2%'],
+                          '--methods', 'changes', '--models', 'gauss 1%,gauss 2%',
+                          '--no-classes', '--real', 'none', '--speed', '0'],
                          capture_output=True, text=True, timeout=600, check=True).stdout
     last = out.strip().splitlines()[-1]
     assert last.startswith('detection: recall >=5% steps (CV<=2%) ')

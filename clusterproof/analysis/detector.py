@@ -38,6 +38,13 @@ sessions disprove. The noise has a floor from the values' resolution and
 spread (:func:`noise_floor`), and the levels of the node lists are taken out
 when they explain the spread (:func:`group_levels`).
 
+Not every move is a change of level (:func:`classify`): a short excursion
+after which the level comes back is one transient, a move to a level the
+figure keeps going to and leaving is a flip (listed as nothing), a series
+that wanders has its shifts' standard errors widened by the long-run
+variance of its residuals (:func:`inflation`), and nothing smaller than
+``Settings.min_change`` (the smallest change that matters) is listed.
+
 A figure's minimum detectable change follows from its noise: the shift whose
 statistic reaches ``z`` with 95 % probability after ``min_after + 1``
 sessions.
@@ -94,6 +101,24 @@ MIN_SEGMENT = 3
 MIN_GROUP = 4
 #: the groups explain the spread when it shrinks below this share
 GROUP_GAIN = 0.7
+#: an excursion of at most this many sessions after which the level comes
+#: back (the shift across it stays under ``z`` standard errors) is one
+#: transient, not two changes of level
+TRANSIENT = 5
+#: a move to a level the figure went to and came back from this many times
+#: elsewhere, staying ``FLIP_RUN`` sessions in a row or more each time, is a
+#: flip between two levels (two node types, a cache that is warm or not),
+#: not a change
+FLIP_VISITS = 3
+FLIP_RUN = 2
+#: a session is at a level when within this many noise units of it (and
+#: nearer to it than to the level before the move)
+FLIP_NEAR = 3.0
+#: the most the autocorrelation of a figure's residuals widens the standard
+#: error of a shift (:func:`inflation`)
+INFLATION_MAX = 4.4
+#: residuals are clipped at this many noise units for their autocorrelation
+CLIP = 3.0
 #: variance factor of the Hodges-Lehmann shift against the mean (Gaussian)
 _HL_VAR = math.pi / 3
 _IQR = 1.349
@@ -108,6 +133,9 @@ class Settings:
     penalty: float = DEFAULT_PENALTY
     outlier_z: float = OUTLIER_Z
     max_detectable: float = DEFAULT_MAX_DETECTABLE
+    #: the smallest relative change that matters (0.01: one percent): a
+    #: change, transient or drift smaller than it is never listed
+    min_change: float = 0.0
 
 
 @dataclass
@@ -118,7 +146,10 @@ class Change:
     it, on the night ``found``), ``retrospective`` (the segmentation of the
     whole history; ``found`` is None) or ``both``. A ``drift`` (``kind``) is
     a slow change from ``at`` to ``end`` (exclusive) at ``rate`` (log units
-    per session); its ``shift`` is the whole change."""
+    per session); its ``shift`` is the whole change. A ``transient`` is an
+    excursion from ``at`` to ``end`` (exclusive, at most ``TRANSIENT``
+    sessions) after which the level came back: its ``shift`` is the
+    excursion's size, and it is not a change of level."""
     at: int
     found: int | None       # index of the session that revealed it (the night)
     shift: float            # in log units: the size is exp(shift) - 1
@@ -592,7 +623,7 @@ def segment(y, settings=None, floor=1e-6):
     sigma0 = diff_scale(y, floor)
     bkps = list(_segment(y, sigma0, MIN_SEGMENT, s.penalty))
     while True:
-        sigma = _segments_scale(y, bkps, floor)
+        sigma = _segments_scale(y, bkps, floor) * inflation(y, bkps)
         judged = _judge_bounds(y, bkps, sigma, s)
         weak = [(z, b) for b, (z, ok) in zip(bkps, judged) if not ok]
         if not weak:
@@ -608,6 +639,44 @@ def _segments_scale(y, bkps, floor):
     cuts = [0] + list(bkps) + [len(y)]
     res = np.concatenate([y[a:b] - _median(y[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a])
     return _floor(robust_scale(res), floor)
+
+
+def inflation(y, bkps):
+    """How much wider the standard error of a shift is than for independent
+    noise, from the residuals of ``y`` about a line fitted to each segment
+    between ``bkps`` (a trend inside a segment does not count): the square
+    root of their long-run variance factor 1 + 2 sum_k (1 - k / (L + 1))
+    r_k, with r_k their autocorrelation at lag k (within segments) and
+    Newey and West's bandwidth L = floor(4 (n / 100) ^ (2/9)) (Bartlett
+    weights: the factor is never negative, and a seasonal cycle's positive
+    and negative lags offset each other, where a wandering level's add up).
+    The residuals are clipped at ``CLIP`` robust noise units (a few outliers
+    do not decide it); the factor is lowered by two of its standard errors
+    under independence (2 x 2 sqrt(sum_k w_k^2 / n)), so that independent
+    noise is not widened by chance, and is at least 1 and at most
+    ``INFLATION_MAX`` squared. A series that wanders (a balance, an
+    exchange rate: a level not held between changes) has its shifts'
+    standard errors widened, so its wanderings are not changes."""
+    cuts = [0] + list(bkps) + [len(y)]
+    parts = []
+    for a, b in zip(cuts, cuts[1:]):
+        if b - a >= 4:
+            t = np.arange(b - a, dtype=float)
+            parts.append(y[a:b] - np.polyval(np.polyfit(t, y[a:b], 1), t))
+    n = sum(len(p) for p in parts)
+    if n < 8:
+        return 1.0
+    lim = CLIP * robust_scale(np.concatenate(parts))
+    if lim <= 0:
+        return 1.0
+    parts = [np.clip(p, -lim, lim) for p in parts]
+    den = sum(float(np.dot(p, p)) for p in parts)
+    lags = int(4 * (n / 100) ** (2 / 9))
+    w = 1 - np.arange(1, lags + 1) / (lags + 1)
+    r = [sum(float(np.dot(p[k:], p[:-k])) for p in parts if len(p) > k) / den
+         for k in range(1, lags + 1)]
+    factor = 1 + 2 * float(np.dot(w, r)) - 4 * math.sqrt(float(np.dot(w, w)) / n)
+    return math.sqrt(min(max(factor, 1.0), INFLATION_MAX ** 2))
 
 
 def _judge_bounds(y, bkps, sigma, s):
@@ -764,12 +833,17 @@ def find(values, settings=None, groups=None):
                 n = hits[0][1]
                 used.add(n)
                 retro[k] = dataclasses.replace(c, view='both', found=alarms[n].found)
-    rest = [a for n, a in enumerate(alarms) if n not in used]
+    # an alarm the whole history does not match, at the session of one of its
+    # steps (the other direction: a figure that flips) is that step's session,
+    # not a second change there
+    placed = {c.at for c in retro if c.kind == 'step'}
+    rest = [a for n, a in enumerate(alarms) if n not in used and a.at not in placed]
     steps = sorted([c for c in retro if c.kind == 'step'] + rest, key=lambda c: c.at)
     withdrawn, tried = [], set()
     while True:
         steps = refine(y, steps, s, floor)
-        weak = [c for c in steps if c.z < s.z]
+        wide = inflation(y, [c.at for c in steps])
+        weak = [c for c in steps if c.z < s.z * wide]
         if not weak:
             break
         worst = min(weak, key=lambda c: c.z)     # the weakest first, then judge again
@@ -783,9 +857,88 @@ def find(values, settings=None, groups=None):
         if worst.found is not None:
             withdrawn.append(worst)
         steps.remove(worst)
-    kept = steps + [c for c in retro if c.kind == 'drift']
+    kept = classify(y, steps, s, floor) + [c for c in retro if c.kind == 'drift'
+                                            and abs(c.change) >= s.min_change]
+    withdrawn = [c for c in withdrawn if abs(c.change) >= s.min_change]
     kept.sort(key=lambda c: c.at)
     return kept, withdrawn
+
+
+def classify(y, steps, settings=None, floor=1e-6):
+    """What is listed of the ``steps`` of log values ``y`` (oldest first):
+    each short excursion that came back as one transient
+    (:func:`_transients`), none of the moves to a level the figure keeps
+    returning to (:func:`_flips`), and nothing smaller than
+    ``settings.min_change``."""
+    s = settings or Settings()
+    out = _transients(y, steps, s, floor)
+    out = [c for c in out if not _flips(y, steps, c, floor)]
+    return [c for c in out if abs(c.change) >= s.min_change]
+
+
+def _transients(y, steps, s, floor):
+    """``steps`` with each excursion that came back made one transient: two
+    neighbouring steps of opposite directions at most ``TRANSIENT``
+    sessions apart, where the shift from the sessions before the first to
+    those after the second stays under ``z`` standard errors (the level
+    came back). A short spike (three sessions up, then back) is one
+    transient of its size, not two changes of level."""
+    out, i = [], 0
+    while i < len(steps):
+        c = steps[i]
+        if i + 1 < len(steps):
+            d = steps[i + 1]
+            if d.at - c.at <= TRANSIENT and (c.shift > 0) != (d.shift > 0):
+                prev = steps[i - 1].at if i > 0 else 0
+                nxt = steps[i + 2].at if i + 2 < len(steps) else len(y)
+                before = y[max(prev, c.at - s.window):c.at]
+                after = y[d.at:nxt][:s.window]
+                sigma = _floor(robust_scale(before), floor)
+                net = hl_shift(before, after)
+                if abs(net) < s.z * shift_stderr(sigma, len(before), len(after)):
+                    out.append(dataclasses.replace(
+                        c, kind='transient', end=d.at, n_after=d.at - c.at,
+                        found=c.found if c.found is not None else d.found,
+                        view=c.view if c.view == d.view else 'both'))
+                    i += 2
+                    continue
+        out.append(c)
+        i += 1
+    return out
+
+
+def _flips(y, steps, c, floor):
+    """True when ``c`` (a step or transient) goes to a level the figure
+    keeps returning to: the figure went from the level before ``c`` to the
+    new one ``FLIP_VISITS`` times or more (outside the sessions ``c`` holds
+    it, and ``c`` itself when the figure left that level again). A session is at a level when nearer to it than to the
+    other and within ``FLIP_NEAR`` noise units of it; a stay at a level
+    counts when it lasts ``FLIP_RUN`` sessions or more (one odd session
+    neither ends nor makes one). Levels less than 2 x ``FLIP_NEAR`` noise
+    units apart cannot be told apart session by session: never a flip. A figure flipping between two levels (two
+    node types without node lists, a cache that is warm or not) keeps
+    returning; a new level, or the return from an episode, is reached
+    once."""
+    cuts = [0] + [d.at for d in steps] + [len(y)]
+    i = cuts.index(c.at)
+    hi = c.end if c.kind == 'transient' else cuts[i + 1]
+    old = _median(y[cuts[i - 1]:c.at])
+    new = _median(y[c.at:hi])
+    sigma = _segments_scale(y, cuts[1:-1], floor)
+    if abs(new - old) < 2 * FLIP_NEAR * sigma:
+        return False        # levels within the noise of each other: no visits to tell
+    dn, do = np.abs(y - new), np.abs(y - old)
+    at = np.where((dn < do) & (dn <= FLIP_NEAR * sigma), 1,
+                  np.where((do <= dn) & (do <= FLIP_NEAR * sigma), -1, 0))
+    at[c.at:hi] = 0
+    # the stays: runs of one level, FLIP_RUN sessions or more, in order
+    edges = np.flatnonzero(np.diff(at)) + 1
+    starts = np.concatenate(([0], edges))
+    ends = np.concatenate((edges, [len(at)]))
+    stays = [int(at[a]) for a, b in zip(starts, ends) if at[a] != 0 and b - a >= FLIP_RUN]
+    visits = sum(1 for k, v in enumerate(stays) if v == 1 and (k == 0 or stays[k - 1] == -1))
+    # its own stay counts when the figure left the new level again
+    return visits + (hi < len(y)) >= FLIP_VISITS
 
 
 def _episode_end(y, steps, c, s, floor):

@@ -46,11 +46,11 @@ from clusterproof.store import history, sessions
 #: of a figure's findings below changes what they find, and write the new
 #: :data:`GOLDEN` (tests/test_findings_version.py fails, saying so, while
 #: the findings of its fixed history differ from :data:`GOLDEN`)
-VERSION = 1
+VERSION = 2
 #: ``{version: digest}``: the digest of the findings of the recorded history
 #: tests/data/history-real/local-smoke.csv under each :data:`VERSION`, as
 #: tests/test_findings_version.py computes it; a new version adds its own
-GOLDEN = {1: '60137dccb58d0936'}
+GOLDEN = {1: '60137dccb58d0936', 2: 'ac27ab406b370fd9'}
 #: figures judged per task of a worker process
 CHUNK = 64
 
@@ -404,6 +404,10 @@ def summary(f):
     if f.get('kind') == 'drift':
         return (f'{f["test"]} {f["figure"]} drifted {f["change"] * 100:+.1f}% '
                 f'({f["rate"] * 100:+.2f}% per session) since {since}: {what}')
+    if f.get('kind') == 'transient':
+        return (f'{f["test"]} {f["figure"]} transient {f["change"] * 100:+.1f}% for '
+                f'{f["sessions_after"]} session(s) since {since}, then the level came back '
+                f'(not a change of level): {what}')
     return (f'{f["test"]} {f["figure"]} {f["change"] * 100:+.1f}% since {since}: {what}')
 
 

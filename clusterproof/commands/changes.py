@@ -6,7 +6,7 @@ import json
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import detector, findings
+from clusterproof.analysis import detector, findings, smallest
 from clusterproof.commands.selection import add_selection_args, parse_since
 from clusterproof.store import history, sources
 
@@ -18,7 +18,9 @@ def register(subparsers):
                     'the nightly runs would have found it (each night sees only the history '
                     'up to that night), and by a segmentation of the whole history; each '
                     'change says which found it, and nightly alarms that later sessions '
-                    'disproved are listed as withdrawn. '
+                    'disproved are listed as withdrawn. A short excursion after which the '
+                    'level came back is one transient, not two changes; moves of a figure '
+                    'that keeps flipping between two levels are not listed. '
                     'Reads the ReFrame results database, or history kept elsewhere: '
                     'perflogs (files or directories) and CSV files with the header '
                     'timestamp,system,partition,test,figure,value,unit (further columns are '
@@ -43,11 +45,22 @@ def register(subparsers):
                    default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
                    help='a figure whose minimum detectable change is larger is too noisy '
                         'to judge (default %(default)g)')
+    p.add_argument('--min-change', type=float, metavar='PERCENT',
+                   help='the smallest change that matters, for every figure: a change, '
+                        'transient or drift smaller than PERCENT is not listed (default: '
+                        'per check or figure from site_config/changes.yaml, else the '
+                        'tolerance of the figure\'s reference, else 0: every change the '
+                        'noise allows)')
     p.set_defaults(func=run)
 
 
 def run(args):
-    settings = detector.Settings(max_detectable=args.max_detectable / 100)
+    if args.min_change is not None and not args.min_change >= 0:
+        raise ClusterproofError(f'--min-change {args.min_change:g}: the smallest change that '
+                                'matters is a percentage of 0 or more (1 for one percent)')
+    settings = detector.Settings(max_detectable=args.max_detectable / 100,
+                                 min_change=(args.min_change or 0) / 100)
+    table = {} if args.min_change is not None else smallest.load()
 
     def wanted(h):
         return (not args.test or args.test in h.test) and (not args.figure
@@ -64,6 +77,7 @@ def run(args):
         hists = [h for h in _load(args) if wanted(h)]
         total = len(hists)
         found, quiet, noisy, skipped = findings.detect(hists, settings)
+    found = smallest.keep(found, table, references=args.min_change is None)
     if args.format == 'json':
         print(json.dumps(found, indent=1))
         return 0
@@ -98,14 +112,17 @@ def _load(args):
 def _print_table(found, noisy, quiet, skipped, total):
     withdrawn = [f for f in found if f['withdrawn']]
     found = [f for f in found if not f['withdrawn']]
-    print(f'{len(found)} change(s) in {total} figure(s); {len(noisy)} too noisy to judge; '
-          f'{len(withdrawn)} nightly alarm(s) withdrawn')
+    transients = sum(f['kind'] == 'transient' for f in found)
+    print(f'{len(found) - transients} change(s) in {total} figure(s); '
+          + (f'{transients} transient(s); ' if transients else '')
+          + f'{len(noisy)} too noisy to judge; {len(withdrawn)} nightly alarm(s) withdrawn')
     if found:
         header = ('figure', 'at', 'change', 'confidence', 'noise', 'found by', 'attribution')
         rows = []
         for f in found:
             drift = (f' drift {f["rate"] * 100:+.2f}%/session' if f['kind'] == 'drift'
-                     else '')
+                     else f' transient, {f["sessions_after"]} session(s), then back'
+                     if f['kind'] == 'transient' else '')
             flags = f' [{",".join(f["flags"])}]' if f['flags'] else ''
             rows.append((f'{f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}{flags}',
                          f['at'][:16].replace('T', ' ')

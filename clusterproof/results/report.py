@@ -45,7 +45,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError, store
-from clusterproof.analysis import detector, findings
+from clusterproof.analysis import detector, findings, smallest
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
@@ -118,7 +118,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     if histories is None:
         histories = history.from_records(sessions, recs)
     hist_by_key = {h.key: h for h in histories}
-    found = recent_changes(histories, kept=kept)
+    found = smallest.keep(recent_changes(histories, kept=kept), smallest.load())
     changed = {_fkey(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []
