@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from clusterproof.analysis import findings
+from clusterproof.analysis import findings, triage
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import results_dir, write_atomic
 from clusterproof.results import report
@@ -56,7 +56,7 @@ def run(args):
         findings.note(sum(h.key not in kept for h in hists),
                       'changes of {} figure(s) without kept findings looked for now')
     page = report.build(newest, recs, title=args.title, histories=hists, view=view,
-                        kept=kept)
+                        kept=kept, triaged=triage.read_all(findings.stores_read()))
     write_atomic(out, page)
     print(f'report of {len(view["sessions"])} session(s), {len(recs)} figure(s) in the '
           f'newest: {out}')

@@ -45,7 +45,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError, store
-from clusterproof.analysis import detector, findings
+from clusterproof.analysis import detector, findings, triage
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
@@ -101,14 +101,16 @@ def bucket(verdict):
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
-          now=None, histories=None, view=None, kept=None):
+          now=None, histories=None, view=None, kept=None, triaged=None):
     """The report page as a string. ``sessions`` oldest first, ``recs`` the
     records of the newest (more are ignored); ``view`` (optional,
     :func:`overview`) the provenance of every session, when ``sessions``
     holds only the newest; ``verdicts`` (optional) is an acceptance verdict table
     (``[results.acceptance.Item]``); ``histories`` (optional,
     :class:`clusterproof.store.history.History`) replaces the histories
-    made from ``recs``; ``kept``: see :func:`recent_changes`."""
+    made from ``recs``; ``kept``: see :func:`recent_changes`; ``triaged``:
+    the verdicts people gave (:func:`clusterproof.analysis.triage.read_all`),
+    shown beside each change, the untriaged first."""
     refs = dict(refs_by_system or {})
     if view is None:
         view = overview(_frame_of(sessions))
@@ -119,7 +121,10 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     if histories is None:
         histories = history.from_records(sessions, recs)
     hist_by_key = {h.key: h for h in histories}
-    found = recent_changes(histories, kept=kept)
+    found = [{**f, 'id': findings.change_id(f), 'state': state,
+              'carried_from': carried, 'note': v['note'] if v else ''}
+             for f, state, v, carried in triage.states(recent_changes(histories, kept=kept),
+                                                      triaged or [])]
     changed = {_fkey(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []

@@ -1,0 +1,223 @@
+"""A person's verdict on each finding, kept in the figure store beside the
+findings: ``<store>/triage.json``.
+
+A finding (a change of a figure, a regression against the reference, a
+failed test, a screening outlier) has a stable id
+(:func:`clusterproof.analysis.findings.finding_id`). ``clusterproof triage
+ID STATE`` records a verdict on it (:data:`STATES`): who gave it, when, and
+why (the note). The file keeps every verdict ever given, newest last; the
+newest verdict of an id is its state (:func:`latest`), and a finding
+without one is ``untriaged``.
+
+The file is the person's, not derived: ``clusterproof store ingest``,
+``store rebuild`` and the deriving of the findings never write it. It is
+written as the store writes its parts (a temporary name, synced, renamed)
+under the store's lock: a crash leaves the old file or the new one, and two
+people triaging at once both count.
+
+Findings are derived again when nights arrive, and a change point may then
+be placed a session or two earlier or later: its id (which names the session
+where it begins) changes. A verdict is not lost then: a verdict whose id no
+longer names a finding is carried to a change of the same figure, in the same
+direction, beginning within :data:`WINDOW` sessions of the figure's history
+around where it was (the sessions are recorded with the verdict), and the
+listing says it was carried from the old id (:func:`attach`). A change
+further away, or in the other direction (the figure going back), is a new
+finding, untriaged.
+"""
+
+import datetime
+import difflib
+import getpass
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+
+from clusterproof import ClusterproofError
+from clusterproof import store as st
+from clusterproof.analysis import findings
+from clusterproof.analysis.findings import change_id
+from clusterproof.store.sessions import check_name
+
+#: the file of the verdicts, in each store
+FILE = 'triage.json'
+#: the format of :data:`FILE`
+FORMAT = 1
+#: a finding's states: no verdict yet, then the verdicts a person gives
+#: (as Perfherder's alert states): being looked at; a planned change (an
+#: upgrade, a new image; its new level may become the reference); fixed;
+#: a false alarm. ``untriaged`` given as a verdict takes a verdict back.
+STATES = ('untriaged', 'investigating', 'expected', 'fixed', 'invalid')
+UNTRIAGED = STATES[0]
+#: sessions of the figure's history either side of where a change began,
+#: within which a re-derived change of the same figure keeps its verdict
+WINDOW = 2
+
+
+def path_of(store):
+    return Path(store) / FILE
+
+
+def read(store):
+    """The verdicts kept in ``store``, oldest first ([] when it has none).
+    An unreadable file is an error naming it: verdicts are never dropped."""
+    path = path_of(store)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as err:
+        raise ClusterproofError(f'{path}: unreadable triage file ({err}); it holds the '
+                                f'verdicts people gave: repair it by hand (JSON), or move '
+                                f'it away to start again') from None
+    if not isinstance(data, dict) or data.get('format') != FORMAT \
+            or not isinstance(data.get('verdicts'), list):
+        raise ClusterproofError(f'{path}: not a triage file of format {FORMAT} (a JSON '
+                                f'object with "format": {FORMAT} and a "verdicts" list)')
+    return data['verdicts']
+
+
+def read_all(stores):
+    """The verdicts of every store of ``stores``, oldest first."""
+    return sorted((v for s in stores for v in read(s)), key=lambda v: v['when'])
+
+
+def latest(verdicts):
+    """``{id: newest verdict}`` of ``verdicts`` (oldest first)."""
+    return {v['id']: v for v in verdicts}
+
+
+def record(store, finding, state, note='', who=None, when=None):
+    """Add a verdict on ``finding`` (a dict with ``id``, ``kind``,
+    ``system``, ``partition``, ``test``, ``figure``, ``since``, ``at``,
+    ``direction`` and ``near``: the sessions of its figure around where it
+    begins) to ``store``, under the store's lock. Returns the verdict."""
+    if state not in STATES:
+        raise ClusterproofError(f'unknown state {state!r}; one of: {", ".join(STATES)}')
+    verdict = {**{k: finding.get(k) for k in ('id', 'kind', 'system', 'partition', 'test',
+                                              'figure', 'since', 'at', 'direction')},
+               'near': list(finding.get('near') or []), 'state': state, 'note': note or '',
+               'who': who or _user(),
+               'when': when or datetime.datetime.now(datetime.timezone.utc)
+               .isoformat(timespec='seconds')}
+    with st.locked(store):
+        verdicts = read(store) + [verdict]
+        text = json.dumps({'format': FORMAT, 'verdicts': verdicts}, indent=1)
+        st._write_synced(path_of(store), lambda tmp: Path(tmp).write_text(text + '\n'))
+    return verdict
+
+
+def _user():
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f'uid {os.getuid()}'
+
+
+# -- the findings of a store, and their verdicts --------------------------------------
+
+def change_finding(f, near=()):
+    """The triage fields of a change found by the detector (a dict of
+    :func:`clusterproof.analysis.findings.detect`)."""
+    return {'id': change_id(f), 'kind': 'change', 'system': f['system'],
+            'partition': f['partition'], 'test': f['test'], 'figure': f['figure'],
+            'since': f['session'] or f['at'], 'at': f['at'], 'direction': f['direction'],
+            'near': list(near)}
+
+
+def figure_sessions(stores, f):
+    """The sessions of the history of the figure of ``f`` (a finding dict)
+    in ``stores``, oldest first."""
+    name, _, environ = f['test'].partition(' +')
+    key = st.identity(f['system'], f['partition'], environ, name, f['figure'],
+                      'smoke' in f.get('flags', ()), 'emulated' in f.get('flags', ()))
+    lf = st.scan(list(stores)).filter(*(pl.col(c) == v for c, v in zip(st.IDENTITY, key)))
+    return [s for s, _ in st.session_starts(lf)]
+
+
+def near(sessions, since):
+    """The sessions within :data:`WINDOW` of ``since`` in ``sessions``."""
+    if since not in sessions:
+        return [since]
+    i = sessions.index(since)
+    return sessions[max(0, i - WINDOW):i + WINDOW + 1]
+
+
+def attach(found, verdicts):
+    """``{change id: (verdict, carried from)}`` of the changes ``found``
+    that have a verdict: their own (carried from None), or one given to a
+    change of the same figure and direction that began within
+    :data:`WINDOW` sessions (carried from that change's id; see the module's
+    doc). Each verdict goes to one change at most, the nearest."""
+    newest = latest(verdicts)
+    ids = {change_id(f): f for f in found}
+    out = {i: (newest[i], None) for i in ids if i in newest}
+    for v in newest.values():
+        if v['id'] in ids or v.get('kind') != 'change' or v['state'] == UNTRIAGED:
+            continue
+        candidates = [(i, f) for i, f in ids.items()
+                      if i not in out and _same_figure(v, f) and f['direction'] ==
+                      v['direction'] and (f['session'] or f['at']) in v['near']]
+        if candidates:
+            at = _time(v['at'])
+            i, _ = min(candidates, key=lambda c: abs(_time(c[1]['at']) - at))
+            out[i] = (v, v['id'])
+    return out
+
+
+def _same_figure(v, f):
+    return all(v[k] == f[k] for k in ('system', 'partition', 'test', 'figure'))
+
+
+def _time(iso):
+    return datetime.datetime.fromisoformat(iso).timestamp()
+
+
+def state_of(finding_id, stores=None):
+    """The state of the finding ``finding_id`` (:data:`UNTRIAGED` without a
+    verdict) in ``stores`` (default: the stores the commands read): for
+    findings other than changes (a screening outlier), whose id does not
+    move."""
+    if stores is None:
+        stores = findings.stores_read()
+    v = latest(read_all(stores)).get(finding_id)
+    return v['state'] if v else UNTRIAGED
+
+
+def states(found, verdicts):
+    """``[(finding, state, verdict or None, carried from)]`` of ``found``,
+    untriaged first, then in the order given (see :func:`attach`)."""
+    got = attach(found, verdicts)
+    rows = []
+    for f in found:
+        v, carried = got.get(change_id(f), (None, None))
+        rows.append((f, v['state'] if v else UNTRIAGED, v, carried))
+    return sorted(rows, key=lambda r: r[1] != UNTRIAGED)
+
+
+def nearest(finding_id, ids, n=5):
+    """The ids of ``ids`` most like ``finding_id``: a mistyped or shortened id."""
+    ids = list(dict.fromkeys(ids))
+    starts = [i for i in ids if i.startswith(finding_id)]
+    return (starts + [i for i in difflib.get_close_matches(finding_id, ids, n=n, cutoff=0.4)
+                      if i not in starts])[:n]
+
+
+# -- the site's own precision ----------------------------------------------------------
+
+def summary(rows):
+    """``[(system, check, {state: count}, false-alarm rate or None)]`` of
+    ``rows`` (``(finding, state)`` pairs), one per system and check (the
+    test's class): the false-alarm rate is the share of the triaged findings
+    (investigating, expected, fixed, invalid) found invalid."""
+    table = {}
+    for f, state in rows:
+        counts = table.setdefault((f['system'], check_name(f['test'])), dict.fromkeys(STATES, 0))
+        counts[state] += 1
+    out = []
+    for (system, check), counts in sorted(table.items()):
+        triaged = sum(counts[s] for s in STATES[1:])
+        out.append((system, check, counts, counts['invalid'] / triaged if triaged else None))
+    return out
