@@ -7,6 +7,7 @@ session."""
 
 import getpass
 import json
+import re
 
 import pytest
 
@@ -61,8 +62,16 @@ def test_triage_round_trip_through_the_command(tmp_path):
                            "'^StorageFioBaseline %section=randwrite_8files$'")
     assert '--write --reason' in line and fid in line and '--allow-smoke' in line
 
-    other = next(i for i in found if i != fid)
+    # the newest change, on the morning page: shown there with its verdict, last
+    other = max((f for f in found.values() if not f['withdrawn']), key=lambda f: f['at'])['id']
     assert clusterproof(['triage', other, 'invalid'], results, refs).returncode == 0
+    page = tmp_path / 'page.html'
+    proc = clusterproof(['report', '-o', str(page)], results, refs)
+    assert proc.returncode == 0, proc.stderr
+    rows = re.findall(r'<tr class="change \w+ t-(\w+)" data-rank="\d+" data-id="(\w+)">',
+                      page.read_text())
+    assert rows[-1] == ('invalid', other) and ('untriaged', other) not in rows
+    assert all(s == 'untriaged' for s, _i in rows[:-1])
     proc = clusterproof(['triage', '--summary'], results, refs)
     assert proc.returncode == 0, proc.stderr
     assert (f'{len(found)} finding(s), 2 triaged, 1 invalid: false-alarm rate 50%'
