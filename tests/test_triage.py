@@ -8,6 +8,7 @@ session."""
 import getpass
 import json
 import re
+import shlex
 
 import pytest
 
@@ -61,6 +62,11 @@ def test_triage_round_trip_through_the_command(tmp_path):
     assert line.startswith('clusterproof bless --system local --check '
                            "'^StorageFioBaseline %section=randwrite_8files$'")
     assert '--write --reason' in line and fid in line and '--allow-smoke' in line
+    # the printed command runs as printed: the new level becomes the reference
+    proc = clusterproof(shlex.split(line)[1:], results, refs)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'lat_p99_99' in (refs / 'local.yaml').read_text()
+    assert f'expected change {fid}: new scratch disk' in (refs / 'local.history').read_text()
 
     # the newest change, on the morning page: shown there with its verdict, last
     other = max((f for f in found.values() if not f['withdrawn']), key=lambda f: f['at'])['id']
