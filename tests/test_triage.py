@@ -192,3 +192,25 @@ def test_an_unreadable_triage_file_is_an_error_naming_it(tmp_path):
     with pytest.raises(ClusterproofError, match=r"unknown state 'done'"):
         triage.record(store, {'id': 'c0'}, 'done')
     assert triage.path_of(store).read_text() == '[]'
+
+
+def _record_many(store, tag, n):
+    for i in range(n):
+        triage.record(store, {'id': f'c{tag}{i:09d}', 'kind': 'change'}, 'investigating')
+
+
+def test_two_people_triaging_at_once_both_count(tmp_path):
+    """Two processes recording verdicts at the same time: the store's lock
+    puts each read-and-rewrite after the other, so none is lost."""
+    import multiprocessing
+    store = tmp_path / 'store'
+    ctx = multiprocessing.get_context('fork')
+    procs = [ctx.Process(target=_record_many, args=(store, tag, 15)) for tag in 'ab']
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    ids = [v['id'] for v in triage.read(store)]
+    assert sorted(ids) == sorted(f'c{t}{i:09d}' for t in 'ab' for i in range(15))
+    assert not [p for p in store.iterdir() if p.name.endswith('.tmp')]
