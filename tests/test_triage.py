@@ -14,7 +14,7 @@ import pytest
 
 from results_helpers import REPO, clusterproof, recorded_results
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, store
 from clusterproof.analysis import findings, triage
 from clusterproof.store import sources
 
@@ -214,3 +214,53 @@ def test_two_people_triaging_at_once_both_count(tmp_path):
     ids = [v['id'] for v in triage.read(store)]
     assert sorted(ids) == sorted(f'c{t}{i:09d}' for t in 'ab' for i in range(15))
     assert not [p for p in store.iterdir() if p.name.endswith('.tmp')]
+
+
+def _first_sessions(tmp_path, name, n):
+    """A results directory with the ``n`` oldest sessions of the recorded
+    database (not smoke: the newest recorded one is)."""
+    import sqlite3
+    results = recorded_results(tmp_path / name)
+    conn = sqlite3.connect(results / 'results.db')
+    with conn:
+        newer = [u for (u,) in conn.execute('SELECT uuid FROM sessions ORDER BY '
+                                            'session_start_unix')][n:]
+        for u in newer:
+            conn.execute('DELETE FROM testcases WHERE session_uuid = ?', (u,))
+            conn.execute('DELETE FROM sessions WHERE uuid = ?', (u,))
+    conn.close()
+    return results
+
+
+@pytest.mark.slow
+def test_a_regression_night_after_night_is_one_finding(tmp_path, monkeypatch):
+    """DevZeroCopy's copy_bw against a reference of 45000 MB/s (-10 %):
+    with two threads it passes the first recorded session and fails the
+    next ones. Its regression begins at the second session and keeps its
+    id when a third failing night arrives; `triage ID expected` offers the
+    bless of the sessions since it began."""
+    (tmp_path / 'a').mkdir()
+    (tmp_path / 'b').mkdir()
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    (refs / 'local.yaml').write_text('DevZeroCopy:\n  local:default:\n'
+                                     '    copy_bw: [45000, -0.1, null, MB/s]\n')
+    monkeypatch.setenv('CLUSTERPROOF_REFERENCES', str(refs))
+    monkeypatch.delenv('CLUSTERPROOF_STORE', raising=False)
+    ids = []
+    for name, n in (('a', 3), ('b', 4)):
+        results = _first_sessions(tmp_path, name, n)
+        monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))
+        failing = {f['test']: f for f in triage.failures(findings.stores_read())}
+        two = failing['DevZeroCopy %num_threads=2 +gnu']
+        assert two['kind'] == 'regression' and two['figure'] == 'copy_bw'
+        sessions = [s for s, _ in store.session_starts(store.scan(findings.stores_read()))]
+        assert two['since'] == sessions[1]
+        ids.append(two['id'])
+    assert ids[0] == ids[1] and ids[0].startswith('r')
+    proc = clusterproof(['triage', ids[1], 'expected'], results, refs)
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.splitlines()[-1]
+    assert "--check '^DevZeroCopy %num_threads=2$'" in line
+    assert [w for w in shlex.split(line) if w in sessions] == sessions[1:]
+    assert f'expected regression {ids[1]}' in line and '--allow-smoke' not in line

@@ -38,8 +38,10 @@ import polars as pl
 from clusterproof import ClusterproofError
 from clusterproof import store as st
 from clusterproof.analysis import findings
+from clusterproof.analysis.compare import against_references
 from clusterproof.analysis.findings import change_id
-from clusterproof.store.sessions import check_name
+from clusterproof.references.judge import Verdict, judge
+from clusterproof.store.sessions import check_name, load_sessions, records
 
 #: the file of the verdicts, in each store
 FILE = 'triage.json'
@@ -125,6 +127,69 @@ def change_finding(f, near=()):
             'partition': f['partition'], 'test': f['test'], 'figure': f['figure'],
             'since': f['session'] or f['at'], 'at': f['at'], 'direction': f['direction'],
             'near': list(near)}
+
+
+def failure_finding(lf, rec, row):
+    """The triage fields of a failing figure or test case of a session:
+    ``rec`` (:class:`~clusterproof.store.sessions.Record`) judged ``row``
+    (:class:`~clusterproof.analysis.compare.Row`, failing). Its kind is
+    ``failure`` (the test case failed) or ``regression`` (the figure fails
+    its reference), and it begins at :func:`failing_since` over the store
+    rows ``lf``: the same failure night after night is one finding."""
+    kind = 'failure' if row.verdict == Verdict.FAILED else 'regression'
+    test = f'{rec.test} +{rec.environ}' if rec.environ else rec.test
+    since, start = failing_since(lf, rec, row)
+    return {'id': findings.finding_id(kind, rec.system, rec.partition, test, row.figure, since),
+            'kind': kind, 'system': rec.system, 'partition': rec.partition, 'test': test,
+            'figure': row.figure, 'since': since,
+            'at': datetime.datetime.fromtimestamp(start, datetime.timezone.utc).isoformat(),
+            'direction': None, 'near': [], 'flags': list(rec.flags)}
+
+
+def failures(stores):
+    """The triage fields of the failures and regressions of the newest
+    session of each system of ``stores``, judged against the reference files
+    as the morning page judges its newest session (see
+    :func:`failure_finding`)."""
+    lf = st.scan(list(stores))
+    out = []
+    for system in sorted(lf.select('system').unique().collect()['system']):
+        recs = records(load_sessions(last=1, system=system))
+        out += [failure_finding(lf, rec, row)
+                for rec, row in zip(recs, against_references(recs)) if row.regression]
+    return out
+
+
+def failing_since(lf, rec, row):
+    """``(session, start)`` where the failure of ``rec`` (judged ``row``)
+    began: the first of the sessions of the store rows ``lf`` up to
+    ``rec``'s, with no passing one after it, in which its test case failed
+    (ReFrame's result ``fail`` or ``abort``) or, for a figure, in which its
+    value fails the reference ``row`` was judged against. ``rec``'s own
+    session when the rows before it do not fail, or ``lf`` is None."""
+    if lf is None:
+        return rec.session, rec.start
+    key = st.identity(rec.system, rec.partition, rec.environ, rec.test, '', rec.smoke,
+                      rec.emulated)
+    lf = lf.filter(*(pl.col(c) == v for c, v in zip(st.IDENTITY, key) if c != 'figure'),
+                   pl.col('start') <= rec.start)
+    if row.verdict == Verdict.FAILED:
+        df = lf.group_by('session').agg(pl.col('start').first(), pl.col('result').is_in(
+            ['fail', 'abort']).any().alias('bad')).collect()
+        bad = dict(zip(df['session'], df['bad']))
+    else:
+        df = (lf.filter(pl.col('figure') == rec.figure)
+              .group_by('session').agg(pl.col('start').first(), pl.col('value').first())
+              .collect())
+        bad = {s: judge(v, row.base, row.lower, row.upper, row.lower_is_better)
+               .verdict.failing for s, v in zip(df['session'], df['value'])}
+    since = (rec.session, rec.start)
+    for s, start in sorted(zip(df['session'], df['start']), key=lambda r: r[1],
+                           reverse=True):
+        if s != rec.session and not bad.get(s):
+            break
+        since = (s, start)
+    return since
 
 
 def figure_sessions(stores, f):

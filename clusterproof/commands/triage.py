@@ -18,7 +18,8 @@ def register(subparsers):
     p = subparsers.add_parser(
         'triage', help="a person's verdict on a finding, and the false-alarm rate",
         description='Record a verdict on a finding (the id that clusterproof changes and '
-                    'the morning page show): investigating (being looked at), expected (a '
+                    'the morning page show: a change, or a failure or regression of the '
+                    'newest session of a system): investigating (being looked at), expected (a '
                     'planned change: an upgrade, a new image), fixed, invalid (a false '
                     'alarm), or untriaged (takes a verdict back). It is kept in the figure '
                     f'store ({triage.FILE}) with who gave it, when, and the note; store '
@@ -53,20 +54,21 @@ def run(args):
         raise ClusterproofError('--since and --system go with --summary')
     stores = findings.stores_read()
     found, verdicts = _found(stores)
-    f = _finding(args.id, found, verdicts)
+    f = _finding(args.id, found, verdicts, stores)
     sessions = where = None
     if 'session' in f:          # a change found now: its figure's sessions, its store
         where, sessions = _home(stores, f)
         kept = triage.change_finding(f, triage.near(sessions, f['session'] or f['at']))
-    else:
+    else:               # a failure, a regression, or a verdict given before
         kept = f
-        where = stores[0]
+        where = _home_of_system(stores, f['system'])
     v = triage.record(where, kept, args.state, args.note)
     print(f'{v["id"]}: {v["state"]} ({v["test"]} @{v["system"]}:{v["partition"]} '
           f'{v["figure"]}, since {v["at"][:16].replace("T", " ")}), by {v["who"]} at '
           f'{v["when"]}; kept in {triage.path_of(where)}')
-    if args.state == 'expected' and sessions is not None:
-        print('to make the new level the reference, bless the sessions since the change:')
+    if args.state == 'expected' and (sessions is not None or f['kind'] == 'regression'):
+        print('to make the new level the reference, bless the sessions since the '
+              + ('change:' if sessions is not None else 'regression began:'))
         print('  ' + bless_command(stores, f, args.note))
     return 0
 
@@ -77,21 +79,25 @@ def _found(stores):
     return found, triage.read_all(stores)
 
 
-def _finding(fid, found, verdicts):
-    """The change ``fid`` names, or the newest verdict on ``fid`` (a finding
-    of another kind, or one no longer found); an unknown id is an error
-    naming the nearest ones."""
+def _finding(fid, found, verdicts, stores):
+    """The change ``fid`` names, the failure or regression of a newest
+    session, or the newest verdict on ``fid`` (a finding no longer found);
+    an unknown id is an error naming the nearest ones."""
     for f in found:
         if findings.change_id(f) == fid:
+            return f
+    failing = triage.failures(stores)
+    for f in failing:
+        if f['id'] == fid:
             return f
     newest = triage.latest(verdicts)
     if fid in newest:
         return newest[fid]
-    ids = [findings.change_id(f) for f in found] + list(newest)
+    ids = [findings.change_id(f) for f in found] + [f['id'] for f in failing] + list(newest)
     near = triage.nearest(fid, ids)
     raise ClusterproofError(
-        f'no finding has the id {fid!r} ({len(found)} change(s) found, {len(newest)} '
-        f'finding(s) triaged)' + (f'; the nearest: {", ".join(near)}' if near else '')
+        f'no finding has the id {fid!r} ({len(found)} change(s), {len(failing)} failure(s) '
+        f'and regression(s) of the newest sessions, {len(newest)} finding(s) triaged)' + (f'; the nearest: {", ".join(near)}' if near else '')
         + '; clusterproof changes lists the ids')
 
 
@@ -105,10 +111,18 @@ def _home(stores, f):
     return stores[0], triage.figure_sessions(stores, f)
 
 
+def _home_of_system(stores, system):
+    """The store that holds ``system``'s figures (the first one, else)."""
+    for s in stores:
+        if st.scan([s]).filter(pl.col('system') == system).head(1).collect().height:
+            return s
+    return stores[0]
+
+
 def bless_command(stores, f, note=''):
     """The ``clusterproof bless`` line that makes the level of the change
-    ``f`` the reference: its test, the sessions of its system since the
-    change began."""
+    or regression ``f`` the reference: its test, the sessions of its system
+    since it began."""
     start = datetime.datetime.fromisoformat(f['at']).timestamp()
     after = [s for s, _ in st.session_starts(
         st.scan(list(stores)).filter((pl.col('system') == f['system'])
@@ -118,8 +132,10 @@ def bless_command(stores, f, note=''):
              '--check', '^' + re.escape(name).replace('\\ ', ' ') + '$']
     words += [w for s in after for w in ('--session', s)] if len(after) <= 10 else \
         ['--last', str(len(after))]
-    words += [f'--allow-{flag}' for flag in f['flags']]
-    reason = f'expected change {findings.change_id(f)}' + (f': {note}' if note else '')
+    words += [f'--allow-{flag}' for flag in f.get('flags', ())]
+    what = f'regression {f["id"]}' if f.get('kind') == 'regression' else \
+        f'change {findings.change_id(f)}'
+    reason = f'expected {what}' + (f': {note}' if note else '')
     words += ['--write', '--reason', reason]
     return shlex.join(words)
 
@@ -135,8 +151,11 @@ def _summary(args):
     stores = findings.stores_read()
     found, verdicts = _found(stores)
     listed = triage.states(found, verdicts)
-    rows = [(f, state) for f, state, _v, _c in listed]
-    shown = {v['id'] for _f, _s, v, _c in listed if v}
+    newest = triage.latest(verdicts)
+    failing = [(f, newest[f['id']]['state'] if f['id'] in newest else triage.UNTRIAGED)
+               for f in triage.failures(stores)]
+    rows = [(f, state) for f, state, _v, _c in listed] + failing
+    shown = {v['id'] for _f, _s, v, _c in listed if v} | {f['id'] for f, _s in failing}
     # verdicts on findings not found now (of other kinds; changes gone): still counted
     rows += [(v, v['state']) for v in triage.latest(verdicts).values()
              if v['id'] not in shown and v['state'] != triage.UNTRIAGED]

@@ -101,7 +101,7 @@ def bucket(verdict):
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report', verdicts=None,
-          now=None, histories=None, view=None, kept=None, triaged=None):
+          now=None, histories=None, view=None, kept=None, triaged=None, store_rows=None):
     """The report page as a string. ``sessions`` oldest first, ``recs`` the
     records of the newest (more are ignored); ``view`` (optional,
     :func:`overview`) the provenance of every session, when ``sessions``
@@ -110,7 +110,10 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     :class:`clusterproof.store.history.History`) replaces the histories
     made from ``recs``; ``kept``: see :func:`recent_changes`; ``triaged``:
     the verdicts people gave (:func:`clusterproof.analysis.triage.read_all`),
-    shown beside each change, the untriaged first."""
+    shown beside each change and failure, the untriaged first; ``store_rows``
+    (a lazy frame of the figure store) says since when each failure fails
+    (:func:`clusterproof.analysis.triage.failure_finding`; without it, since
+    the newest session)."""
     refs = dict(refs_by_system or {})
     if view is None:
         view = overview(_frame_of(sessions))
@@ -134,7 +137,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
         title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
         counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
-        failures=_failures(judged), verdicts=[_verdict_row(v) for v in verdicts or ()],
+        failures=_failures(judged, store_rows, triaged or []), verdicts=[_verdict_row(v) for v in verdicts or ()],
         families=families, mmap=_mmap_rows(latest_recs),
         provenance=view['sessions'], recent=RECENT_NIGHTS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
@@ -268,13 +271,23 @@ def _reason(row):
     return row.reason or str(row.verdict)
 
 
-def _failures(judged):
+def _failures(judged, store_rows=None, triaged=()):
     """The rows that fail (``judge.FAILING``: failed test cases first, then
-    regressions and stale ``$xfail`` marks, the largest miss first)."""
-    bad = [row for _rec, row in judged if row.regression]
-    bad.sort(key=lambda r: (r.verdict != Verdict.FAILED,
-                            -abs((r.ratio or 1) - 1), r.system, r.test, r.figure))
-    return [{'row': row, 'reason': _reason(row), 'labels': _labels(row.flags)} for row in bad]
+    regressions and stale ``$xfail`` marks, the largest miss first; the
+    untriaged before those with a verdict), each with its finding's id and
+    state (see :func:`build`)."""
+    bad = [(rec, row) for rec, row in judged if row.regression]
+    bad.sort(key=lambda p: (p[1].verdict != Verdict.FAILED,
+                            -abs((p[1].ratio or 1) - 1), p[1].system, p[1].test, p[1].figure))
+    newest = triage.latest(triaged)
+    out = []
+    for rec, row in bad:
+        fid = triage.failure_finding(store_rows, rec, row)['id']
+        v = newest.get(fid)
+        out.append({'row': row, 'reason': _reason(row), 'labels': _labels(row.flags),
+                    'id': fid, 'state': v['state'] if v else triage.UNTRIAGED,
+                    'note': v['note'] if v else ''})
+    return sorted(out, key=lambda f: f['state'] != triage.UNTRIAGED)
 
 
 def _labels(flags):
