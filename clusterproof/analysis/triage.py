@@ -129,66 +129,95 @@ def change_finding(f, near=()):
             'near': list(near)}
 
 
-def failure_finding(lf, rec, row):
-    """The triage fields of a failing figure or test case of a session:
-    ``rec`` (:class:`~clusterproof.store.sessions.Record`) judged ``row``
+def failure_findings(lf, failing):
+    """The triage fields of each failing figure or test case of
+    ``failing``: ``(rec, row)`` pairs, a
+    :class:`~clusterproof.store.sessions.Record` judged ``row``
     (:class:`~clusterproof.analysis.compare.Row`, failing). Its kind is
     ``failure`` (the test case failed) or ``regression`` (the figure fails
-    its reference), and it begins at :func:`failing_since` over the store
-    rows ``lf``: the same failure night after night is one finding."""
-    kind = 'failure' if row.verdict == Verdict.FAILED else 'regression'
-    test = f'{rec.test} +{rec.environ}' if rec.environ else rec.test
-    since, start = failing_since(lf, rec, row)
-    return {'id': findings.finding_id(kind, rec.system, rec.partition, test, row.figure, since),
+    its reference), and it begins where its failure began in the store rows
+    ``lf`` (:func:`failing_since`): the same failure night after night is
+    one finding. One read of the store for all of them."""
+    history = _case_rows(lf, [rec for rec, _row in failing])
+    out = []
+    for rec, row in failing:
+        kind = 'failure' if row.verdict == Verdict.FAILED else 'regression'
+        test = f'{rec.test} +{rec.environ}' if rec.environ else rec.test
+        since, start = failing_since(history.get(_case_key(rec), []), rec, row)
+        out.append({
+            'id': findings.finding_id(kind, rec.system, rec.partition, test, row.figure, since),
             'kind': kind, 'system': rec.system, 'partition': rec.partition, 'test': test,
             'figure': row.figure, 'since': since,
             'at': datetime.datetime.fromtimestamp(start, datetime.timezone.utc).isoformat(),
-            'direction': None, 'near': [], 'flags': list(rec.flags)}
+            'direction': None, 'near': [], 'flags': list(rec.flags)})
+    return out
 
 
 def failures(stores):
     """The triage fields of the failures and regressions of the newest
     session of each system of ``stores``, judged against the reference files
     as the morning page judges its newest session (see
-    :func:`failure_finding`)."""
+    :func:`failure_findings`)."""
     lf = st.scan(list(stores))
     out = []
     for system in sorted(lf.select('system').unique().collect()['system']):
         recs = records(load_sessions(last=1, system=system))
-        out += [failure_finding(lf, rec, row)
-                for rec, row in zip(recs, against_references(recs)) if row.regression]
+        out += failure_findings(lf, [(rec, row) for rec, row in
+                                     zip(recs, against_references(recs)) if row.regression])
     return out
 
 
-def failing_since(lf, rec, row):
-    """``(session, start)`` where the failure of ``rec`` (judged ``row``)
-    began: the first of the sessions of the store rows ``lf`` up to
-    ``rec``'s, with no passing one after it, in which its test case failed
-    (ReFrame's result ``fail`` or ``abort``) or, for a figure, in which its
-    value fails the reference ``row`` was judged against. ``rec``'s own
-    session when the rows before it do not fail, or ``lf`` is None."""
-    if lf is None:
-        return rec.session, rec.start
+#: the columns that name a test case in the store: the identity but the figure
+_CASE = tuple(c for c in st.IDENTITY if c != 'figure')
+
+
+def _case_key(rec):
     key = st.identity(rec.system, rec.partition, rec.environ, rec.test, '', rec.smoke,
                       rec.emulated)
-    lf = lf.filter(*(pl.col(c) == v for c, v in zip(st.IDENTITY, key) if c != 'figure'),
-                   pl.col('start') <= rec.start)
-    if row.verdict == Verdict.FAILED:
-        df = lf.group_by('session').agg(pl.col('start').first(), pl.col('result').is_in(
-            ['fail', 'abort']).any().alias('bad')).collect()
-        bad = dict(zip(df['session'], df['bad']))
-    else:
-        df = (lf.filter(pl.col('figure') == rec.figure)
-              .group_by('session').agg(pl.col('start').first(), pl.col('value').first())
-              .collect())
-        bad = {s: judge(v, row.base, row.lower, row.upper, row.lower_is_better)
-               .verdict.failing for s, v in zip(df['session'], df['value'])}
+    return tuple(v for c, v in zip(st.IDENTITY, key) if c != 'figure')
+
+
+def _case_rows(lf, recs):
+    """``{test case key: [(session, start, figure, value, result)]}`` of the
+    store rows ``lf`` of the test cases of ``recs`` (none when ``lf`` is None)."""
+    if lf is None or not recs:
+        return {}
+    keys = pl.DataFrame([dict(zip(_CASE, _case_key(r))) for r in recs],
+                        schema={c: st.SCHEMA[c] for c in _CASE}).unique()
+    df = (lf.join(keys.lazy(), on=list(_CASE), how='semi', nulls_equal=True)
+          .select(*_CASE, 'session', 'start', 'figure', 'value', 'result').collect())
+    out = {}
+    for r in df.iter_rows():
+        out.setdefault(tuple(r[:len(_CASE)]), []).append(r[len(_CASE):])
+    return out
+
+
+def failing_since(rows, rec, row):
+    """``(session, start)`` where the failure of ``rec`` (judged ``row``)
+    began, from ``rows`` (``(session, start, figure, value, result)`` of its
+    test case in the store): the first of the sessions up to ``rec``'s, with
+    no passing one after it, in which its test case failed (ReFrame's result
+    ``fail`` or ``abort``) or, for a figure, in which its value fails the
+    reference ``row`` was judged against. ``rec``'s own session when the
+    sessions before it do not fail."""
+    bad, starts = {}, {}
+    for session, start, figure, value, result in rows:
+        if start > rec.start:
+            continue
+        if row.verdict == Verdict.FAILED:
+            failed = result in ('fail', 'abort')
+        elif figure == rec.figure:
+            failed = judge(value, row.base, row.lower, row.upper,
+                           row.lower_is_better).verdict.failing
+        else:
+            continue
+        bad[session] = bad.get(session, False) or failed
+        starts[session] = start
     since = (rec.session, rec.start)
-    for s, start in sorted(zip(df['session'], df['start']), key=lambda r: r[1],
-                           reverse=True):
-        if s != rec.session and not bad.get(s):
+    for s in sorted(starts, key=starts.get, reverse=True):
+        if s != rec.session and not bad[s]:
             break
-        since = (s, start)
+        since = (s, starts[s])
     return since
 
 

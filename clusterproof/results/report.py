@@ -112,7 +112,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report', verd
     the verdicts people gave (:func:`clusterproof.analysis.triage.read_all`),
     shown beside each change and failure, the untriaged first; ``store_rows``
     (a lazy frame of the figure store) says since when each failure fails
-    (:func:`clusterproof.analysis.triage.failure_finding`; without it, since
+    (:func:`clusterproof.analysis.triage.failure_findings`; without it, since
     the newest session)."""
     refs = dict(refs_by_system or {})
     if view is None:
@@ -281,11 +281,10 @@ def _failures(judged, store_rows=None, triaged=()):
                             -abs((p[1].ratio or 1) - 1), p[1].system, p[1].test, p[1].figure))
     newest = triage.latest(triaged)
     out = []
-    for rec, row in bad:
-        fid = triage.failure_finding(store_rows, rec, row)['id']
-        v = newest.get(fid)
+    for (rec, row), f in zip(bad, triage.failure_findings(store_rows, bad)):
+        v = newest.get(f['id'])
         out.append({'row': row, 'reason': _reason(row), 'labels': _labels(row.flags),
-                    'id': fid, 'state': v['state'] if v else triage.UNTRIAGED,
+                    'id': f['id'], 'state': v['state'] if v else triage.UNTRIAGED,
                     'note': v['note'] if v else ''})
     return sorted(out, key=lambda f: f['state'] != triage.UNTRIAGED)
 
