@@ -125,7 +125,8 @@ def _print_table(found, noisy, quiet, skipped, total, kept):
     print(f'{len(found)} change(s) in {total} figure(s); {len(noisy)} too noisy to judge; '
           f'{len(withdrawn)} nightly alarm(s) withdrawn')
     if found:
-        header = ('id', *(('state',) if kept else ()), 'figure', 'at', 'change', 'confidence', 'noise', 'found by', 'attribution')
+        header = ('id', *(('state',) if kept else ()), 'figure', 'at', 'change', 'confidence',
+                  'noise', 'found by', 'attribution')
         rows = []
         for f in found:
             drift = (f' drift {f["rate"] * 100:+.2f}%/session' if f['kind'] == 'drift'

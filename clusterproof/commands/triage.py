@@ -97,8 +97,9 @@ def _finding(fid, found, verdicts, stores):
     near = triage.nearest(fid, ids)
     raise ClusterproofError(
         f'no finding has the id {fid!r} ({len(found)} change(s), {len(failing)} failure(s) '
-        f'and regression(s) of the newest sessions, {len(newest)} finding(s) triaged)' + (f'; the nearest: {", ".join(near)}' if near else '')
-        + '; clusterproof changes lists the ids')
+        f'and regression(s) of the newest sessions, {len(newest)} finding(s) triaged)'
+        + (f'; the nearest: {", ".join(near)}' if near else '')
+        + '; clusterproof changes and the morning page list the ids')
 
 
 def _home(stores, f):
