@@ -145,6 +145,13 @@ def test_a_verdict_follows_a_change_the_later_nights_moved(tmp_path):
     assert (f['test'], f['figure']) == (mem['test'], mem['figure'])
     assert order.index(f['session']) == 31 and state == 'expected'
     assert findings.change_id(f) != v_mem['id']
+    # a verdict on the moved change replaces the carried one: counted once
+    v_new = triage.record(store, triage.change_finding(f, (), triage.read(store)), 'fixed')
+    assert v_new['replaces'] == v_mem['id']
+    got = triage.attach(late, triage.read(store))
+    assert got[v_new['id']] == (v_new, None)
+    assert v_mem['id'] not in {c for _v, c in got.values()}
+    assert triage.replaced(triage.read(store)) == {v_mem['id']}
     # the tail latency's change moved 14 sessions: not carried
     later = [r for r in rows.values() if r[0]['test'] == tail['test']
              and r[0]['figure'] == 'lat_p99_99' and r[0]['direction'] == 'worse']

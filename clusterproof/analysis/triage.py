@@ -94,12 +94,14 @@ def latest(verdicts):
 def record(store, finding, state, note='', who=None, when=None):
     """Add a verdict on ``finding`` (a dict with ``id``, ``kind``,
     ``system``, ``partition``, ``test``, ``figure``, ``since``, ``at``,
-    ``direction`` and ``near``: the sessions of its figure around where it
-    begins) to ``store``, under the store's lock. Returns the verdict."""
+    ``direction``, ``near``: the sessions of its figure around where it
+    begins, and ``replaces``: see :func:`change_finding`) to ``store``,
+    under the store's lock. Returns the verdict."""
     if state not in STATES:
         raise ClusterproofError(f'unknown state {state!r}; one of: {", ".join(STATES)}')
     verdict = {**{k: finding.get(k) for k in ('id', 'kind', 'system', 'partition', 'test',
-                                              'figure', 'since', 'at', 'direction')},
+                                              'figure', 'since', 'at', 'direction',
+                                              'replaces')},
                'near': list(finding.get('near') or []), 'state': state, 'note': note or '',
                'who': who or _user(),
                'when': when or datetime.datetime.now(datetime.timezone.utc)
@@ -120,13 +122,17 @@ def _user():
 
 # -- the findings of a store, and their verdicts --------------------------------------
 
-def change_finding(f, near=()):
+def change_finding(f, near=(), verdicts=()):
     """The triage fields of a change found by the detector (a dict of
-    :func:`clusterproof.analysis.findings.detect`)."""
-    return {'id': change_id(f), 'kind': 'change', 'system': f['system'],
+    :func:`clusterproof.analysis.findings.detect`); ``near``: the sessions
+    of its figure around where it begins (:func:`near`); ``replaces``: the
+    id of the verdict of ``verdicts`` carried to it (:func:`attach`), which
+    a verdict on it replaces."""
+    cid = change_id(f)
+    return {'id': cid, 'kind': 'change', 'system': f['system'],
             'partition': f['partition'], 'test': f['test'], 'figure': f['figure'],
             'since': f['session'] or f['at'], 'at': f['at'], 'direction': f['direction'],
-            'near': list(near)}
+            'near': list(near), 'replaces': attach([f], verdicts).get(cid, (None, None))[1]}
 
 
 def failure_findings(lf, failing):
@@ -248,8 +254,10 @@ def attach(found, verdicts):
     newest = latest(verdicts)
     ids = {change_id(f): f for f in found}
     out = {i: (newest[i], None) for i in ids if i in newest}
+    gone = replaced(verdicts)
     for v in newest.values():
-        if v['id'] in ids or v.get('kind') != 'change' or v['state'] == UNTRIAGED:
+        if (v['id'] in ids or v.get('kind') != 'change' or v['state'] == UNTRIAGED
+                or v['id'] in gone):
             continue
         candidates = [(i, f) for i, f in ids.items()
                       if i not in out and _same_figure(v, f) and f['direction'] ==
@@ -259,6 +267,12 @@ def attach(found, verdicts):
             i, _ = min(candidates, key=lambda c: abs(_time(c[1]['at']) - at))
             out[i] = (v, v['id'])
     return out
+
+
+def replaced(verdicts):
+    """The ids whose verdicts a verdict on a moved change replaced (its
+    ``replaces``: the id the verdict was carried from when it was given)."""
+    return {v['replaces'] for v in verdicts if v.get('replaces')}
 
 
 def _same_figure(v, f):

@@ -58,7 +58,8 @@ def run(args):
     sessions = where = None
     if 'session' in f:          # a change found now: its figure's sessions, its store
         where, sessions = _home(stores, f)
-        kept = triage.change_finding(f, triage.near(sessions, f['session'] or f['at']))
+        kept = triage.change_finding(f, triage.near(sessions, f['session'] or f['at']),
+                                     verdicts)
     else:               # a failure, a regression, or a verdict given before
         kept = f
         where = _home_of_system(stores, f['system'])
@@ -158,8 +159,9 @@ def _summary(args):
     rows = [(f, state) for f, state, _v, _c in listed] + failing
     shown = {v['id'] for _f, _s, v, _c in listed if v} | {f['id'] for f, _s in failing}
     # verdicts on findings not found now (of other kinds; changes gone): still counted
-    rows += [(v, v['state']) for v in triage.latest(verdicts).values()
-             if v['id'] not in shown and v['state'] != triage.UNTRIAGED]
+    gone = shown | triage.replaced(verdicts)
+    rows += [(v, v['state']) for v in newest.values()
+             if v['id'] not in gone and v['state'] != triage.UNTRIAGED]
     rows = [(f, s) for f, s in rows if (not args.system or f['system'] == args.system)
             and (not since or f['at'][:10] >= since)]
     if not rows:
