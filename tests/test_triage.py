@@ -271,3 +271,16 @@ def test_a_regression_night_after_night_is_one_finding(tmp_path, monkeypatch):
     assert "--check '^DevZeroCopy %num_threads=2$'" in line
     assert [w for w in shlex.split(line) if w in sessions] == sessions[1:]
     assert f'expected regression {ids[1]}' in line and '--allow-smoke' not in line
+
+
+def test_state_of_an_outlier_for_screen(tmp_path):
+    """What `clusterproof screen` calls to show a screening outlier's state:
+    the newest verdict on its id, untriaged without one."""
+    store = tmp_path / 'store'
+    oid = findings.finding_id('outlier', 'local', 'default', 'Stream', 'n3', 'session-1')
+    assert oid.startswith('o') and triage.state_of(oid, [store]) == 'untriaged'
+    triage.record(store, {'id': oid, 'kind': 'outlier', 'system': 'local'}, 'investigating')
+    triage.record(store, {'id': oid, 'kind': 'outlier', 'system': 'local'}, 'fixed',
+                  note='DIMM replaced')
+    assert triage.state_of(oid, [store]) == 'fixed'
+    assert triage.latest(triage.read(store))[oid]['note'] == 'DIMM replaced'
