@@ -26,6 +26,7 @@ COMMANDS = [
     'compare',      # sessions against each other or against references
     'report',       # HTML reports
     'changes',      # change points in the history of every figure
+    'triage',       # a person's verdict on each finding, the false-alarm rate
     'acceptance',   # the full methodology, three repetitions, a verdict
     'acceptance_report',  # the signed report of one acceptance, HTML and PDF
     'screen',       # every node of a partition against its peers

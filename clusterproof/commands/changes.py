@@ -6,7 +6,7 @@ import json
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import detector, findings, smallest
+from clusterproof.analysis import detector, findings, smallest, triage
 from clusterproof.commands.selection import add_selection_args, parse_since
 from clusterproof.store import history, sources
 
@@ -31,7 +31,8 @@ def register(subparsers):
                     'version, nodes). A figure too noisy to detect a useful change lists only '
                     'the changes larger than it can detect, else it is listed as too noisy. '
                     'These are not verdicts against the references: that is clusterproof '
-                    'compare.')
+                    'compare. Each change has an id and, where the figure store is read, the '
+                    'verdict a person gave it with clusterproof triage (untriaged first).')
     p.add_argument('sources', nargs='*', metavar='PATH',
                    help='perflog files or directories, *.csv, or a results database *.db '
                         '(default: the results database)')
@@ -39,6 +40,8 @@ def register(subparsers):
     p.add_argument('--test', metavar='TEXT', help='only tests whose name contains TEXT')
     p.add_argument('--figure', metavar='NAME', help='only this figure')
     p.add_argument('--format', choices=('table', 'json'), default='table')
+    p.add_argument('--untriaged', action='store_true',
+                   help='only the changes nobody has given a verdict yet (clusterproof triage)')
     p.add_argument('--all', action='store_true',
                    help='also list the noise of figures without a change')
     p.add_argument('--max-detectable', type=float,
@@ -61,6 +64,9 @@ def run(args):
     settings = detector.Settings(max_detectable=args.max_detectable / 100,
                                  min_change=(args.min_change or 0) / 100)
     table = {} if args.min_change is not None else smallest.load()
+    if args.untriaged and args.sources:
+        raise ClusterproofError('--untriaged: the verdicts are kept in the figure store; not '
+                                'with PATH arguments')
 
     def wanted(h):
         return (not args.test or args.test in h.test) and (not args.figure
@@ -78,11 +84,29 @@ def run(args):
         total = len(hists)
         found, quiet, noisy, skipped = findings.detect(hists, settings)
     found = smallest.keep(found, table, references=args.min_change is None)
+    verdicts = None if args.sources else triage.read_all(findings.stores_read())
+    listed = triage.states(found, verdicts or [])
+    if args.untriaged:
+        listed = [r for r in listed if r[1] == triage.UNTRIAGED]
+    found = [_with_verdict(f, state, v, carried, verdicts is not None)
+             for f, state, v, carried in listed]
     if args.format == 'json':
         print(json.dumps(found, indent=1))
         return 0
-    _print_table(found, noisy, quiet if args.all else [], skipped, total)
+    _print_table(found, noisy, quiet if args.all else [], skipped, total,
+                 verdicts is not None)
     return 0
+
+
+def _with_verdict(f, state, v, carried, kept):
+    """``f`` with its id and, when the verdicts are read (``kept``), its
+    state and the verdict (who, when, note; the id it was carried from)."""
+    f = {'id': findings.change_id(f), **f}
+    if kept:
+        f['state'] = state
+        f['verdict'] = v and {'who': v['who'], 'when': v['when'], 'note': v['note'],
+                              'carried_from': carried}
+    return f
 
 
 def _kept_apply(args, settings):
@@ -109,7 +133,7 @@ def _load(args):
     return hists
 
 
-def _print_table(found, noisy, quiet, skipped, total):
+def _print_table(found, noisy, quiet, skipped, total, kept):
     withdrawn = [f for f in found if f['withdrawn']]
     found = [f for f in found if not f['withdrawn']]
     transients = sum(f['kind'] == 'transient' for f in found)
@@ -117,14 +141,16 @@ def _print_table(found, noisy, quiet, skipped, total):
           + (f'{transients} transient(s); ' if transients else '')
           + f'{len(noisy)} too noisy to judge; {len(withdrawn)} nightly alarm(s) withdrawn')
     if found:
-        header = ('figure', 'at', 'change', 'confidence', 'noise', 'found by', 'attribution')
+        header = ('id', *(('state',) if kept else ()), 'figure', 'at', 'change', 'confidence',
+                  'noise', 'found by', 'attribution')
         rows = []
         for f in found:
             drift = (f' drift {f["rate"] * 100:+.2f}%/session' if f['kind'] == 'drift'
                      else f' transient, {f["sessions_after"]} session(s), then back'
                      if f['kind'] == 'transient' else '')
             flags = f' [{",".join(f["flags"])}]' if f['flags'] else ''
-            rows.append((f'{f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}{flags}',
+            rows.append((f['id'], *((_state(f),) if kept else ()),
+                         f'{f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}{flags}',
                          f['at'][:16].replace('T', ' ')
                          + (f' ({f["session"][:8]})' if f['session'] else ''),
                          f'{f["change"] * 100:+.1f}% ±{f["uncertainty"] * 100:.1f}% '
@@ -138,7 +164,9 @@ def _print_table(found, noisy, quiet, skipped, total):
     if withdrawn:
         print('\nnightly alarms withdrawn (later sessions do not confirm them):')
         for f in withdrawn:
-            print(f'  {f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}: raised '
+            state = f' {_state(f)}' if kept else ''
+            print(f'  {f["id"]}{state} {f["test"]} @{f["system"]}:{f["partition"]} '
+                  f'{f["figure"]}: raised '
                   f'{f["found"][:16].replace("T", " ")}, {f["change"] * 100:+.1f}% '
                   f'±{f["uncertainty"] * 100:.1f}% over the sessions since')
     if noisy:
@@ -154,6 +182,11 @@ def _print_table(found, noisy, quiet, skipped, total):
             print(f'  {h.test} @{h.system}:{h.partition} {h.figure}: {what}')
     for h, why in skipped:
         print(f'  not judged: {h.test} @{h.system}:{h.partition} {h.figure}: {why}')
+
+
+def _state(f):
+    v = f['verdict']
+    return f['state'] + (f' (from {v["carried_from"]})' if v and v['carried_from'] else '')
 
 
 def _view(f):

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from clusterproof.analysis import findings
+from clusterproof import store
+from clusterproof.analysis import findings, triage
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import results_dir, write_atomic
 from clusterproof.results import report
@@ -49,14 +50,15 @@ def run(args):
     out = Path(args.output) if args.output else results_dir() / 'reports' / 'report.html'
     hists = history.from_frame(lf)
     kept = None
+    stores = findings.stores_read()
     if not (args.session or args.mode):
         # the selection is the newest sessions: the kept findings of the
         # figures' whole history say which changed in them
-        kept = findings.current(findings.stores_read(), {h.key for h in hists})
+        kept = findings.current(stores, {h.key for h in hists})
         findings.note(sum(h.key not in kept for h in hists),
                       'changes of {} figure(s) without kept findings looked for now')
     page = report.build(newest, recs, title=args.title, histories=hists, view=view,
-                        kept=kept)
+                        kept=kept, triaged=triage.read_all(stores), store_rows=store.scan(stores))
     write_atomic(out, page)
     print(f'report of {len(view["sessions"])} session(s), {len(recs)} figure(s) in the '
           f'newest: {out}')

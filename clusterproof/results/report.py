@@ -45,7 +45,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError, store
-from clusterproof.analysis import detector, findings, smallest
+from clusterproof.analysis import detector, findings, smallest, triage
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
@@ -101,13 +101,18 @@ def bucket(verdict):
 
 
 def build(sessions, recs, refs_by_system=None, title='clusterproof report',
-          now=None, histories=None, view=None, kept=None):
+          now=None, histories=None, view=None, kept=None, triaged=None, store_rows=None):
     """The report page as a string. ``sessions`` oldest first, ``recs`` the
     records of the newest (more are ignored); ``view`` (optional,
     :func:`overview`) the provenance of every session, when ``sessions``
     holds only the newest; ``histories`` (optional,
     :class:`clusterproof.store.history.History`) replaces the histories
-    made from ``recs``; ``kept``: see :func:`recent_changes`."""
+    made from ``recs``; ``kept``: see :func:`recent_changes`; ``triaged``:
+    the verdicts people gave (:func:`clusterproof.analysis.triage.read_all`),
+    shown beside each change and failure, the untriaged first; ``store_rows``
+    (a lazy frame of the figure store) says since when each failure fails
+    (:func:`clusterproof.analysis.triage.failure_findings`; without it, since
+    the newest session)."""
     refs = dict(refs_by_system or {})
     if view is None:
         view = overview(_frame_of(sessions))
@@ -118,7 +123,11 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     if histories is None:
         histories = history.from_records(sessions, recs)
     hist_by_key = {h.key: h for h in histories}
-    found = smallest.keep(recent_changes(histories, kept=kept), smallest.load())
+    found = [{**f, 'id': findings.change_id(f), 'state': state,
+              'carried_from': carried, 'note': v['note'] if v else ''}
+             for f, state, v, carried in triage.states(
+                 smallest.keep(recent_changes(histories, kept=kept), smallest.load()),
+                 triaged or [])]
     changed = {_fkey(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []
@@ -128,7 +137,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
         title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
         counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
-        failures=_failures(judged),
+        failures=_failures(judged, store_rows, triaged or []),
         families=families, mmap=_mmap_rows(latest_recs),
         provenance=view['sessions'], recent=RECENT_NIGHTS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
@@ -262,13 +271,22 @@ def _reason(row):
     return row.reason or str(row.verdict)
 
 
-def _failures(judged):
+def _failures(judged, store_rows=None, triaged=()):
     """The rows that fail (``judge.FAILING``: failed test cases first, then
-    regressions and stale ``$xfail`` marks, the largest miss first)."""
-    bad = [row for _rec, row in judged if row.regression]
-    bad.sort(key=lambda r: (r.verdict != Verdict.FAILED,
-                            -abs((r.ratio or 1) - 1), r.system, r.test, r.figure))
-    return [{'row': row, 'reason': _reason(row), 'labels': _labels(row.flags)} for row in bad]
+    regressions and stale ``$xfail`` marks, the largest miss first; the
+    untriaged before those with a verdict), each with its finding's id and
+    state (see :func:`build`)."""
+    bad = [(rec, row) for rec, row in judged if row.regression]
+    bad.sort(key=lambda p: (p[1].verdict != Verdict.FAILED,
+                            -abs((p[1].ratio or 1) - 1), p[1].system, p[1].test, p[1].figure))
+    newest = triage.latest(triaged)
+    out = []
+    for (rec, row), f in zip(bad, triage.failure_findings(store_rows, bad)):
+        v = newest.get(f['id'])
+        out.append({'row': row, 'reason': _reason(row), 'labels': _labels(row.flags),
+                    'id': f['id'], 'state': v['state'] if v else triage.UNTRIAGED,
+                    'note': v['note'] if v else ''})
+    return sorted(out, key=lambda f: f['state'] != triage.UNTRIAGED)
 
 
 def _labels(flags):
