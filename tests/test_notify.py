@@ -11,7 +11,6 @@ import threading
 
 import pytest
 
-from conftest import wait_for
 
 from clusterproof import ClusterproofError
 from clusterproof.analysis.findings import finding_id
@@ -82,8 +81,8 @@ channels:
 def regression(n=1, size=-0.12, cause='spack_lock_hash: a1b2 -> c3d4'):
     return items.make('regression', 'pixstor', 'compute', f'IorSharedFile %num_threads={n}',
                       'write_bw', 'sess-0001', NOW - 86400, size=size,
-                      detail=f'REGRESSION: 8150 MB/s against the reference 9261 MB/s '
-                             f'(-5.0%/+inf)', cause=cause)
+                      detail='REGRESSION: 8150 MB/s against the reference 9261 MB/s '
+                             '(-5.0%/+inf)', cause=cause)
 
 
 def test_an_items_id_is_the_findings_id():
@@ -103,7 +102,7 @@ def test_the_first_lines_say_what_where_how_big_cause_link(tmp_path, monkeypatch
     first = m.text.splitlines()[:6]
     assert first[0] == m.subject == ('clusterproof: REGRESSION on pixstor:compute: '
                                      'IorSharedFile %num_threads=1 write_bw -12.0% since '
-                                     '2026-11-22 (sess-000)')
+                                     '2026-11-22 (session sess-000)')
     assert first[1].startswith('what: regression; REGRESSION: 8150 MB/s')
     assert first[2] == ('where: system pixstor, partition compute, IorSharedFile '
                         '%num_threads=1, figure write_bw')
@@ -284,3 +283,31 @@ def test_the_example_settings_load():
     cfg = config.load(SITE_CONFIG / 'notify' / 'example.yaml.sample', 'example')
     assert set(cfg.channels) == {'alertmanager', 'email', 'webhook'}
     assert cfg.min_change == 0.02 and cfg.channels['email']['port'] == 587
+
+
+def test_a_screenings_outliers_are_sent_once_a_day(tmp_path, monkeypatch, receiver, capsys):
+    from clusterproof.references.judge import Verdict
+    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample
+    (tmp_path / 'notify').mkdir()
+    (tmp_path / 'notify' / 'emu.yaml').write_text(
+        'channels: {webhook: {url_env: CP_TEST_WEBHOOK}}\n')
+    monkeypatch.setenv('CLUSTERPROOF_NOTIFY_CONFIG', str(tmp_path / 'notify'))
+    monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(tmp_path / 'results'))
+    monkeypatch.setenv('CP_TEST_WEBHOOK', receiver.url + '/hook')
+    sample = Sample('n3', 'compute', 'stream', 'Triad', 61000.0, 'MB/s')
+    slow = NodeVerdict('n3', 'compute', Verdict.SLOW, worst=FigureVerdict(
+        sample, Verdict.SLOW, percent=-21.0, why='Triad 21 % below the median of its peers'))
+    assert send.after_screening('emu', [slow], when=NOW) == 0
+    assert send.after_screening('emu', [slow], when=NOW + 3600) == 0      # the same day
+    [(_, body)] = receiver.bodies
+    assert body['text'].splitlines()[:5] == [
+        'clusterproof: OUTLIER on emu:compute: stream node n3 -21.0% since 2026-11-23',
+        'what: outlier; Triad 21 % below the median of its peers',
+        'where: system emu, partition compute, stream, node n3',
+        'how big: -21.0%',
+        'suspected cause: not known (no recorded provenance changed at it)']
+    err = capsys.readouterr()
+    assert 'notify: webhook: sent' in err.err and not err.out     # screen's stdout may be JSON
+    # a system without settings: nothing sent, said, exit 0
+    assert send.after_screening('pixstor', [slow], when=NOW) == 0
+    assert 'no notification settings for system pixstor' in capsys.readouterr().err

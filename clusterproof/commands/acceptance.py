@@ -13,6 +13,7 @@ from clusterproof import ClusterproofError
 from clusterproof.acceptance import record
 from clusterproof.acceptance import run as contract_run
 from clusterproof.modes import ENV_VAR
+from clusterproof.notify import send as notify_send
 from clusterproof.paths import CHECKS_DIR, SETTINGS_FILE, results_dir, write_atomic
 from clusterproof.references.judge import Verdict, load_references, reference_file
 from clusterproof.reframe_io import runner
@@ -115,6 +116,8 @@ def run(args):
     for line in unexplained:
         print(line)
     print(f'report: {out}')
+    # what is new and needs a person, sent once on the site's channels (docs/notify.md)
+    notify_send.after_session(args.system, uuids[-1])
     sess_args = ' '.join(f'--session {u}' for u in uuids)
     print('\nAfter sign-off, freeze these measurements as the references of '
           f'{args.system}:\n  clusterproof bless --system {args.system} {sess_args} '

@@ -3,18 +3,10 @@
 detector), sent once on the channels of ``site_config/notify/<system>.yaml``
 (:mod:`clusterproof.notify`; docs/notify.md)."""
 
-import sys
-
 from clusterproof import ClusterproofError
-from clusterproof.analysis import findings
 from clusterproof.commands.selection import add_store_arg
-from clusterproof.notify import config, items, message, send
-from clusterproof.paths import results_dir
+from clusterproof.notify import items, message, send
 from clusterproof.store.sessions import load_sessions
-
-#: exit status when a channel did not take its message (its items are kept
-#: in the ledger and sent by the next run)
-NOT_SENT = 4
 
 
 def register(subparsers):
@@ -32,7 +24,7 @@ def register(subparsers):
                     'each channel took; a channel that stays down after its retries keeps its '
                     'items for the next run. A system without a settings file: nothing is '
                     f'sent, exit 0. Exit status 0 when every channel took its message (or '
-                    f'had nothing to send), {NOT_SENT} when one did not, 2 on an error. '
+                    f'had nothing to send), {send.NOT_SENT} when one did not, 2 on an error. '
                     'See docs/notify.md.')
     p.add_argument('sessions', nargs='?', metavar='SESSION',
                    help='session uuid or unique prefix (default: the newest)')
@@ -62,33 +54,13 @@ def run(args):
                                     f'{", ".join(session.systems) or "none"}: choose one with '
                                     f'--system')
         system = session.systems[0]
-    path = args.config or config.path_of(system)
-    if not args.config and not path.exists():
-        print(f'notify: no notification settings for system {system} ({path}); nothing sent',
-              file=sys.stderr)
+    cfg = send.settings(system, args.config)
+    if cfg is None:
         return 0
-    cfg = config.load(path, system)
-    mode = session.modes[0] if len(session.modes) == 1 else None
-    history = load_sessions(last=max(args.history, 1), system=system, mode=mode,
-                            until=session.start + 1e-3)
-    (found, *_), _, now = findings.detect_kept(findings.stores_read(), system=system)
-    findings.note(now)
-    night = items.of_night(history, found, cfg.min_change)
+    found = send.night(cfg, session, args.history)
     if args.dry_run:
-        fresh = items.to_send([i for i in night if i.kind in cfg.kinds])
+        fresh = items.to_send([i for i in found if i.kind in cfg.kinds])
         print(message.render(fresh, cfg).text if fresh else
               f'notify: nothing needs a person on {system}')
         return 0
-    status = 0
-    for o in send.run(cfg, night, results_dir()):
-        if o.error:
-            status = NOT_SENT
-            print(f'notify: {o.channel}: NOT SENT after {o.attempts} attempt(s): {o.error}; '
-                  f'{o.pending} item(s) kept for the next run', file=sys.stderr)
-        elif o.sent is None:
-            print(f'notify: {o.channel}: nothing new')
-        else:
-            n = len(o.sent.items)
-            print(f'notify: {o.channel}: sent "{o.sent.subject}"'
-                  + (f' ({n} item(s))' if n else ''))
-    return status
+    return send.notify(cfg, found)

@@ -37,8 +37,9 @@ def headline(i):
     fig = f' {i.figure}' if i.figure else ''
     node = 'node ' if i.kind == 'outlier' else ''
     what = f'{i.test} {node}{i.figure}'.strip() if i.kind == 'outlier' else f'{i.test}{fig}'
-    return (f'{i.kind.upper()} on {i.where}: {what} {i.size_text()} '
-            f'since {_day(i.at)} ({i.since[:8]})')
+    day = _day(i.at)
+    session = '' if i.since[:10] == day else f' (session {i.since[:8]})'
+    return f'{i.kind.upper()} on {i.where}: {what} {i.size_text()} since {day}{session}'
 
 
 def cause(i):

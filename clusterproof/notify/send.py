@@ -11,9 +11,16 @@ import sys
 import time
 from dataclasses import dataclass
 
-from clusterproof.notify import channels, ledger, message
 from clusterproof import ClusterproofError
+from clusterproof.analysis import findings
+from clusterproof.notify import channels, config, items, ledger, message
 from clusterproof.notify.items import Item, to_send
+from clusterproof.paths import results_dir
+from clusterproof.store.sessions import load_sessions
+
+#: exit status when a channel did not take its message (its items are kept
+#: in the ledger and sent by the next run)
+NOT_SENT = 4
 
 
 @dataclass
@@ -77,3 +84,91 @@ def run(cfg, items, results, now=None, sleep=time.sleep, log=None):
             led.save()
             out.append(Outcome(channel, msg, '', 0, attempts))
     return out
+
+
+# -- what the commands call ------------------------------------------------------------
+
+def settings(system, path=None):
+    """The :class:`~clusterproof.notify.config.Config` of ``system`` (or of
+    the file ``path``), or None, said on stderr, when it has no settings
+    file: such a system is not notified."""
+    if path is None:
+        path = config.path_of(system)
+        if not path.exists():
+            print(f'notify: no notification settings for system {system} ({path}); '
+                  f'nothing sent', file=sys.stderr)
+            return None
+    return config.load(path, system)
+
+
+def night(cfg, session, history=30):
+    """The items of ``session`` (a :class:`~clusterproof.store.sessions.Session`)
+    on ``cfg.system``: its regressions and failures, judged over the
+    ``history`` sessions of its mode up to it, and the standing changes the
+    detector kept (:func:`clusterproof.notify.items.of_night`)."""
+    mode = session.modes[0] if len(session.modes) == 1 else None
+    hist = load_sessions(last=max(history, 1), system=cfg.system, mode=mode,
+                         until=session.start + 1e-3)
+    (found, *_), _, now = findings.detect_kept(findings.stores_read(), system=cfg.system)
+    findings.note(now)
+    return items.of_night(hist, found, cfg.min_change)
+
+
+def notify(cfg, found, results=None, out=None):
+    """Send ``found`` (items) under ``cfg``, saying on ``out`` (default
+    stdout) what each channel took and on stderr what it did not; returns
+    the exit status: 0, or :data:`NOT_SENT`."""
+    out = out or sys.stdout
+    status = 0
+    for o in run(cfg, found, results or results_dir()):
+        if o.error:
+            status = NOT_SENT
+            print(f'notify: {o.channel}: NOT SENT after {o.attempts} attempt(s): {o.error}; '
+                  f'{o.pending} item(s) kept for the next run', file=sys.stderr)
+        elif o.sent is None:
+            print(f'notify: {o.channel}: nothing new', file=out)
+        else:
+            n = len(o.sent.items)
+            print(f'notify: {o.channel}: sent "{o.sent.subject}"'
+                  + (f' ({n} item(s))' if n else ''), file=out)
+    return status
+
+
+def _guarded(system, send_them):
+    """Run ``send_them(cfg)`` for ``system`` after another command's work:
+    a system without settings is skipped; an error of the settings is said
+    on stderr and gives exit status 2 without undoing that work."""
+    try:
+        cfg = settings(system)
+        return 0 if cfg is None else send_them(cfg)
+    except ClusterproofError as err:
+        print(f'notify: error: {err}; nothing sent', file=sys.stderr)
+        return 2
+
+
+def after_session(system, session_id):
+    """Notify of what is new in session ``session_id`` on ``system`` (after
+    ``clusterproof acceptance``); returns the exit status of :func:`notify`."""
+    def send_them(cfg):
+        [session] = load_sessions(ids=[session_id], system=system)
+        return notify(cfg, night(cfg, session))
+    return _guarded(system, send_them)
+
+
+def after_screening(system, outliers, when=None):
+    """Notify of the outliers of a screening of ``system`` (node verdicts of
+    :func:`clusterproof.screen.judge.outliers`: ``node``, ``partition``,
+    ``worst`` and ``reason``); a node named again the same day is the same
+    finding (its ``since`` is the day). Said on stderr (screen's stdout may
+    be JSON); returns the exit status of :func:`notify`."""
+    when = time.time() if when is None else when
+    day = datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime('%Y-%m-%d')
+    found = []
+    for nv in outliers:
+        worst = getattr(nv, 'worst', None)
+        check = worst.sample.check if worst is not None else 'screen'
+        pct = getattr(worst, 'percent', None)
+        found += items.of_outliers(system, nv.partition, [
+            (nv.node, check, None if pct is None else pct / 100, nv.reason or str(nv.verdict))],
+            day, when)
+    return _guarded(system, lambda cfg: notify(cfg, found, out=sys.stderr))
