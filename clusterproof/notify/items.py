@@ -168,7 +168,10 @@ def of_outliers(system, partition, nodes, since, at):
 
 
 def _num(x):
-    return '-' if x is None else f'{x:.4g}'
+    """Four significant digits, without an exponent up to a million."""
+    if x is None:
+        return '-'
+    return f'{x:.0f}' if 1e4 <= abs(x) < 1e6 else f'{x:.4g}'
 
 
 def _unix(iso):
