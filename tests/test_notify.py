@@ -311,3 +311,27 @@ def test_a_screenings_outliers_are_sent_once_a_day(tmp_path, monkeypatch, receiv
     # a system without settings: nothing sent, said, exit 0
     assert send.after_screening('pixstor', [slow], when=NOW) == 0
     assert 'no notification settings for system pixstor' in capsys.readouterr().err
+
+
+def test_alertmanager_gets_one_alert_per_item_or_one_summary(tmp_path):
+    from clusterproof.notify import channels
+    cfg = write_config(tmp_path / 'local.yaml', '''
+page: https://hpc.example.org/p.html
+summarise_above: 2
+channels: {alertmanager: {url: "http://127.0.0.1:9", resolve_after_hours: 12}}
+''')
+    few = [regression(1), regression(2)]
+    alerts = channels.alerts(cfg, message.render(few, cfg), NOW)
+    assert [a['labels']['id'] for a in alerts] == [i.id for i in items.rank(few)]
+    a = alerts[0]
+    assert a['labels'] == {'alertname': 'ClusterproofFinding', 'system': 'pixstor',
+                           'partition': 'compute', 'test': 'IorSharedFile %num_threads=1',
+                           'figure': 'write_bw', 'severity': 'critical', 'kind': 'regression',
+                           'id': regression(1).id}
+    assert a['startsAt'] == '2026-11-22T02:13:20Z' and a['endsAt'] == '2026-11-23T14:13:20Z'
+    assert a['generatorURL'] == a['annotations']['link'] == 'https://hpc.example.org/p.html'
+    [summary] = channels.alerts(cfg, message.render(few + [regression(3)], cfg), NOW)
+    assert summary['labels']['alertname'] == 'ClusterproofFindings'
+    assert summary['labels']['kind'] == 'summary' and summary['labels']['severity'] == 'critical'
+    assert summary['annotations']['summary'] == ('clusterproof: 3 new findings on pixstor '
+                                                 '(3 regressions)')
