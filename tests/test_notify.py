@@ -335,3 +335,19 @@ channels: {alertmanager: {url: "http://127.0.0.1:9", resolve_after_hours: 12}}
     assert summary['labels']['kind'] == 'summary' and summary['labels']['severity'] == 'critical'
     assert summary['annotations']['summary'] == ('clusterproof: 3 new findings on pixstor '
                                                  '(3 regressions)')
+
+
+def test_changes_of_smoke_figures_only_after_a_smoke_run():
+    base = {'system': 'local', 'partition': 'default', 'test': 'Stream +gnu',
+            'figure': 'Triad', 'session': 's1', 'at': '2026-11-22T00:00:00+00:00',
+            'change': -0.08, 'uncertainty': 0.01, 'confidence': 0.99, 'direction': 'worse',
+            'summary': 'Stream Triad -8.0%', 'attribution': ['binary_sha256: a -> b'],
+            'withdrawn': False}
+    smoke = dict(base, flags=['smoke'], session='s2')
+    real = dict(base, flags=[])
+    assert [i.since for i in items.of_changes([smoke, real])] == ['s1']
+    assert [i.since for i in items.of_changes([smoke, real], smoke=True)] == ['s2', 's1']
+    assert items.of_changes([real], min_change=0.1) == []
+    assert items.of_changes([dict(real, withdrawn=True)]) == []
+    [c] = items.of_changes([real])
+    assert c.cause == 'binary_sha256: a -> b' and c.size == -0.08 and c.kind == 'change'

@@ -140,13 +140,16 @@ def of_sessions(sessions, refs_by_system=None):
     return out
 
 
-def of_changes(found, min_change=0.0):
+def of_changes(found, min_change=0.0, smoke=False):
     """The standing changes of ``found`` (the detector's findings, dicts of
     :func:`clusterproof.analysis.findings.detect`) at least ``min_change``
-    (relative) in size; withdrawn alarms are not sent."""
+    (relative) in size; withdrawn alarms are not sent, nor, unless
+    ``smoke``, changes of smoke-size figures (a check of the toolkit, not
+    of the hardware)."""
     out = []
     for f in found:
-        if f.get('withdrawn') or abs(f['change']) < min_change:
+        if f.get('withdrawn') or abs(f['change']) < min_change or (
+                'smoke' in f['flags'] and not smoke):
             continue
         since = f['session'] or f['at']
         out.append(Item(findings.change_id(f), 'change', f['system'], f['partition'],
@@ -186,9 +189,10 @@ def _plain_test(test):
 def of_night(sessions, found, min_change=0.0, refs_by_system=None):
     """Every item of a night: the regressions and failures of the newest of
     ``sessions`` (:func:`of_sessions`) and the standing changes of ``found``
-    (:func:`of_changes`); a regression takes as its suspected cause the
+    (:func:`of_changes`; those of smoke figures only when the newest
+    session is a smoke run); a regression takes as its suspected cause the
     attribution of a change found in the same figure."""
-    changes = of_changes(found, min_change)
+    changes = of_changes(found, min_change, smoke=bool(sessions) and sessions[-1].smoke)
     causes = {(c.system, c.partition, _plain_test(c.test), c.figure): c.cause
               for c in sorted(changes, key=lambda c: c.at)}
     out = []
