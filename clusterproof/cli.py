@@ -33,6 +33,7 @@ COMMANDS = [
     'validate',     # the site configuration and references, checked
     'store',        # the figure store every command reads
     'export',       # figures of the store as CSV, Parquet, BMF, OpenMetrics
+    'notify',       # what is new and needs a person, sent once
 ]
 
 

@@ -12,6 +12,7 @@ from clusterproof import ClusterproofError
 from clusterproof.acceptance import contract, record
 from clusterproof.acceptance import report as acceptance_report
 from clusterproof.acceptance import run as contract_run
+from clusterproof.notify import send as notify_send
 from clusterproof.paths import CHECKS_DIR, write_atomic
 from clusterproof.references.judge import Verdict, load_references, reference_file
 from clusterproof.site.validate import find_system, load_site_configuration
@@ -107,6 +108,8 @@ def run_system(args):
     for line in done.unexplained:
         print(line)
     print(f'record: {path}\nreport: {page}')
+    if done.ran:    # what is new and needs a person, sent once on the site's channels (docs/notify.md)
+        notify_send.after_session(args.system, done.ran[-1])
     sess_args = ' '.join(f'--session {u}' for u in done.ran)
     print('\nAfter sign-off, freeze these measurements as the references of '
           f'{args.system}:\n  clusterproof bless --system {args.system} {sess_args} '
@@ -166,6 +169,8 @@ def run_contract(args):
         print(line)
     print(f'record: {path}\nreport: {page}\nthe report to sign as PDF: clusterproof '
           f'acceptance-report {path} --pdf {path.with_suffix(".pdf")}')
+    if ran:     # what is new and needs a person, sent once on the site's channels (docs/notify.md)
+        notify_send.after_session(c.system, ran[-1])
     failing = record.failures(results)
     if failing:
         print(f'REJECTED: {len(failing)} committed item(s) failed: {"; ".join(failing)}')

@@ -4,7 +4,8 @@ import sys
 
 from clusterproof import ClusterproofError
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
-from clusterproof.store.sessions import select
+from clusterproof.paths import references_dir
+from clusterproof.store.sessions import load_sessions, records, select
 from clusterproof.store import export
 
 
@@ -23,8 +24,13 @@ def register(subparsers):
                     'reference ReFrame judged with. openmetrics: the OpenMetrics text of one '
                     'session for a Prometheus pushgateway, one gauge '
                     'clusterproof_figure_<unit> per unit, labels system, partition, environ, '
-                    'test, figure, unit, mode, smoke, emulated. Only figures with a finite '
-                    'value are exported. See docs/results.md.')
+                    'test, figure, unit, mode, smoke, emulated. rules: Prometheus alerting rules '
+                    '(promtool check rules, vmalert), one per figure of the selection with a '
+                    'reference in site_config/references/<system>.yaml today (not smoke, not '
+                    '$xfail), alert ClusterproofFigureOutOfBand firing while that figure, '
+                    'as openmetrics exports it, is outside its reference band; select many '
+                    'sessions (--last 30) to cover every figure. Only figures with a finite '
+                    'value are exported. See docs/results.md and docs/notify.md.')
     p.add_argument('--format', required=True, choices=export.FORMATS,
                    help='the output format')
     p.add_argument('-o', '--output', metavar='FILE',
@@ -37,14 +43,35 @@ def register(subparsers):
 def run(args):
     if args.format == 'parquet' and not args.output:
         raise ClusterproofError('--format parquet writes a binary file: give it with -o FILE')
+    if args.format == 'rules':
+        return _rules(args)
     rows = select(**selection(args, args.system, args.mode)).sort(['start', 'session']).collect()
     if not rows.height:
         none_selected(args, args.system, args.mode)
-    data = export.export(rows, args.format)
+    return _emit(args, export.export(rows, args.format),
+                 f'{rows["session"].n_unique()} session(s)')
+
+
+def _emit(args, data, what):
+    """``data`` to ``-o FILE`` (atomically, saying what went there) or to
+    standard output."""
     if args.output:
         path = export.write(data, args.output)
-        print(f'{args.format}: {rows["session"].n_unique()} session(s) to {path}',
-              file=sys.stderr)
+        print(f'{args.format}: {what} to {path}', file=sys.stderr)
     else:
         sys.stdout.write(data)
     return 0
+
+
+def _rules(args):
+    sessions = load_sessions(**selection(args, args.system, args.mode))
+    if not sessions:
+        none_selected(args, args.system, args.mode)
+    pairs = export.banded(records(sessions))
+    if not pairs:
+        raise ClusterproofError(
+            f'no rules to write: none of the figures of the {len(sessions)} selected '
+            f'session(s) has a bounded reference in {references_dir()} (smoke figures and '
+            f'$xfail references have none); bless references first (clusterproof bless)')
+    return _emit(args, export.to_rules(pairs),
+                 f'{len(pairs)} figure(s) of {len(sessions)} session(s)')

@@ -11,6 +11,7 @@ from tabulate import tabulate
 
 from clusterproof import ClusterproofError
 from clusterproof.modes import MODES
+from clusterproof.notify import send as notify_send
 from clusterproof.references.judge import load_references
 from clusterproof.screen import judge, results, run
 
@@ -89,6 +90,8 @@ def main(args):
                   f'{screening.workdir}')
         verdicts, _runs = run.screen_partition(screening, nodes, slurm_part)
     bad = judge.outliers(verdicts)
+    # the outliers, sent once on the site's channels (docs/notify.md)
+    notify_send.after_screening(args.system, bad)
     if args.format == 'json':
         # one line, written at once: json.dump with indent writes piece by piece (slow)
         print(json.dumps(judge.as_json(verdicts, note)))

@@ -10,7 +10,10 @@
 - ``bmf``: Bencher Metric Format, ``{benchmark: {measure: {value,
   lower_value, upper_value}}}``, of one session;
 - ``openmetrics``: the OpenMetrics text exposition format of one session,
-  for a Prometheus pushgateway (or VictoriaMetrics' Prometheus import).
+  for a Prometheus pushgateway (or VictoriaMetrics' Prometheus import);
+- ``rules``: Prometheus alerting rules (:func:`to_rules`), one per figure of
+  the selection that has a reference today, firing when the figure as
+  ``openmetrics`` exports it leaves its reference band.
 
 Only rows with a figure and a finite value are figures (a test case that
 measured nothing has none to export; Parquet keeps its row). Within one
@@ -27,12 +30,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import polars as pl
+import yaml
 
 from clusterproof import ClusterproofError, store
 from clusterproof.references import judge
 from clusterproof.reframe_io import database as rfdb
 
-FORMATS = ('csv', 'parquet', 'bmf', 'openmetrics')
+FORMATS = ('csv', 'parquet', 'bmf', 'openmetrics', 'rules')
 #: formats that hold one session's figures (one value per name)
 ONE_SESSION = ('bmf', 'openmetrics')
 
@@ -76,6 +80,9 @@ def export(rows, fmt):
         return buf.getvalue()
     if fmt == 'csv':
         return to_csv(figs)
+    if fmt == 'rules':
+        raise ClusterproofError('--format rules is made from records and their references: '
+                                'call to_rules')
     sessions = figs['session'].unique()
     if len(sessions) != 1:
         raise ClusterproofError(
@@ -220,3 +227,70 @@ def to_openmetrics(figs):
             lines.append(f'{name}{{{",".join(labels)}}} {float(r["value"])!r}')
     lines.append('# EOF')
     return '\n'.join(lines) + '\n'
+
+
+# -- Prometheus alerting rules --------------------------------------------------------
+
+#: the alert of a figure out of its reference band, and the rule group's name
+RULE_ALERT = 'ClusterproofFigureOutOfBand'
+RULE_GROUP = 'clusterproof-references'
+
+
+def _om_selector(rec):
+    """The series ``openmetrics`` exports ``rec``'s figure as: its family and
+    every label but ``mode`` (a figure keeps its band whatever mode ran it)."""
+    labels = [f'{k}="{_om_escape(getattr(rec, k) or "")}"' for k in OM_LABELS if k != 'mode']
+    labels += [f'{f}="{str(bool(getattr(rec, f))).lower()}"' for f in ('smoke', 'emulated')]
+    return f'{om_family(rec.unit)}{{{",".join(labels)}}}'
+
+
+def banded(recs, refs_by_system=None):
+    """``[(record, Reference)]``: the newest record of each figure of
+    ``recs`` (never a smoke figure: never judged) and its reference in the
+    reference files today; figures without one, or with an expected failure
+    (``$xfail``), or unbounded on both sides are left out."""
+    refs_by_system = {} if refs_by_system is None else refs_by_system
+    newest = {}
+    for r in recs:
+        if r.figure and not r.smoke and r.value is not None:
+            if r.key not in newest or r.time >= newest[r.key].time:
+                newest[r.key] = r
+    out = []
+    for key in sorted(newest):
+        r = newest[key]
+        ref = judge.lookup(judge.references_for(refs_by_system, r.system, r.emulated), r)
+        if ref is None or ref.xfail or ref.limits == (None, None):
+            continue
+        out.append((r, ref))
+    return out
+
+
+def _num(x):
+    return repr(float(x))
+
+
+def to_rules(pairs):
+    """Prometheus alerting rules (YAML, the format ``promtool check rules``
+    and vmalert read) of ``pairs`` (:func:`banded`): per system one group,
+    per figure one rule whose expression selects the figure's series and
+    keeps it when below the band's low limit or above its high limit."""
+    groups = {}
+    for r, ref in pairs:
+        low, high = ref.limits
+        sel = _om_selector(r)
+        parts = ([f'{sel} < {_num(low)}'] if low is not None else []) + \
+                ([f'{sel} > {_num(high)}'] if high is not None else [])
+        expr = parts[0] if len(parts) == 1 else f'({parts[0]}) or ({parts[1]})'
+        band = (f'[{"-inf" if low is None else f"{low:.6g}"}, '
+                f'{"+inf" if high is None else f"{high:.6g}"}]')
+        unit = f' {r.unit}' if r.unit else ''
+        groups.setdefault(r.system, []).append({
+            'alert': RULE_ALERT, 'expr': expr,
+            'labels': {'severity': 'critical', 'kind': 'regression', 'reference': f'{ref.value:g}'},
+            'annotations': {
+                'summary': f'{r.test} {r.figure} on {r.system}:{r.partition} is '
+                           f'{{{{ $value }}}}{unit}, outside its reference band {band}{unit} '
+                           f'(reference {ref.value:g}{unit}, {ref.tolerance})'}})
+    doc = {'groups': [{'name': f'{RULE_GROUP}-{system}', 'rules': rules}
+                      for system, rules in sorted(groups.items())]}
+    return yaml.safe_dump(doc, sort_keys=False, width=1000)

@@ -1,0 +1,202 @@
+"""What a person is told of: one :class:`Item` per finding that needs a
+person (a regression against the reference, a failed test case, a change
+found by the detector, a screening outlier), its id
+:func:`clusterproof.analysis.findings.finding_id`, and how the items of a
+night are found in the figure store (:func:`of_sessions`,
+:func:`of_changes`) or in a screening (:func:`of_outliers`).
+
+A regression or failure that persists night after night is one finding: its
+``since`` is the first session of the run of failing sessions that ends at
+the session notified (:func:`streak_since`), so its id stays the same and it
+is sent once.
+"""
+
+import dataclasses
+import datetime
+
+from clusterproof.analysis import compare, findings
+from clusterproof.references.judge import Verdict
+
+#: how a kind is called in a message, one item and many
+NAMES = {'regression': ('regression', 'regressions'), 'failure': ('failure', 'failures'),
+         'change': ('change', 'changes'), 'outlier': ('outlier', 'outliers')}
+#: the Alertmanager severity of each kind
+SEVERITY = {'regression': 'critical', 'failure': 'critical', 'change': 'warning',
+            'outlier': 'warning'}
+#: verdicts of a figure that are a regression against the reference (a
+#: failing verdict other than FAILED, which is a failed test case)
+REGRESSED = frozenset(v for v in Verdict if v.failing and v is not Verdict.FAILED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    """One finding a person is told of; ``id`` is its
+    :func:`~clusterproof.analysis.findings.finding_id`."""
+    id: str
+    kind: str               # regression, failure, change, outlier
+    system: str
+    partition: str
+    test: str
+    figure: str             # a screening outlier: the node
+    since: str              # the session (or time) where it begins
+    at: float               # unix time where it begins
+    size: float = None      # relative size (-0.12: 12 % lower); None: a failure
+    detail: str = ''        # how big, in words: value, reference, tolerance
+    cause: str = ''         # the suspected cause (the finding's attribution)
+
+    @property
+    def severity(self):
+        return SEVERITY[self.kind]
+
+    @property
+    def where(self):
+        return f'{self.system}:{self.partition}'
+
+    def size_text(self):
+        return 'failed' if self.size is None else f'{self.size * 100:+.1f}%'
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
+
+
+def make(kind, system, partition, test, figure, since, at, **more):
+    """An :class:`Item`, its id from :func:`findings.finding_id`."""
+    return Item(findings.finding_id(kind, system, partition, test, figure, since),
+                kind, system, partition, test, figure, since, at, **more)
+
+
+def to_send(items):
+    """The items that need a person, of ``items``: the hook where a finding
+    already triaged by a person (issue 31, part 1) is dropped. Today every
+    item needs a person."""
+    return list(items)
+
+
+def rank(items):
+    """Largest first: failures, then by the size of the change."""
+    return sorted(items, key=lambda i: (i.size is not None, -abs(i.size or 0), i.kind,
+                                        i.system, i.partition, i.test, i.figure))
+
+
+def _failing(row):
+    return row.verdict.failing
+
+
+def _row_key(row):
+    return (row.system, row.partition, row.test, row.figure)
+
+
+def streak_since(rows_by_session):
+    """``{row key: (session, start)}``: for each failing row of the newest
+    session (the last of ``rows_by_session``, a list of ``(session, rows)``
+    oldest first), the first session of the run of sessions, ending at the
+    newest, in which it failed each time it was measured."""
+    (newest, rows), *_ = rows_by_session[::-1]
+    since = {_row_key(r): (newest.uuid, newest.start) for r in rows if _failing(r)}
+    open_ = set(since)
+    for sess, older in rows_by_session[-2::-1]:
+        seen = {_row_key(r): r for r in older}
+        for k in list(open_):
+            r = seen.get(k)
+            if r is None:
+                continue            # not measured that night: the run goes on
+            if _failing(r):
+                since[k] = (sess.uuid, sess.start)
+            else:
+                open_.discard(k)
+        if not open_:
+            break
+    return since
+
+
+def of_sessions(sessions, refs_by_system=None):
+    """The regressions against the reference and the failed test cases of the
+    newest of ``sessions`` (:class:`~clusterproof.store.sessions.Session`,
+    oldest first, each of the same system and mode: the history searched for
+    the start of each), judged as ``clusterproof compare`` judges them."""
+    if not sessions:
+        return []
+    judged = [(s, compare.against_references(s.recs, refs_by_system)) for s in sessions]
+    since = streak_since(judged)
+    out = []
+    for row in judged[-1][1]:
+        if not _failing(row):
+            continue
+        sid, start = since[_row_key(row)]
+        if row.verdict is Verdict.FAILED:
+            out.append(make('failure', row.system, row.partition, row.test, '', sid, start,
+                            detail=row.reason))
+            continue
+        ratio = row.ratio
+        detail = (f'{row.verdict.value}: {_num(row.value)} {row.unit} against the reference '
+                  f'{_num(row.base)} {row.unit} ({row.tolerance})')
+        out.append(make('regression', row.system, row.partition, row.test, row.figure, sid,
+                        start, size=None if ratio is None else round(ratio - 1, 4),
+                        detail=detail))
+    return out
+
+
+def of_changes(found, min_change=0.0, smoke=False):
+    """The standing changes of ``found`` (the detector's findings, dicts of
+    :func:`clusterproof.analysis.findings.detect`) at least ``min_change``
+    (relative) in size; withdrawn alarms are not sent, nor, unless
+    ``smoke``, changes of smoke-size figures (a check of the toolkit, not
+    of the hardware)."""
+    out = []
+    for f in found:
+        if f.get('withdrawn') or abs(f['change']) < min_change or (
+                'smoke' in f['flags'] and not smoke):
+            continue
+        since = f['session'] or f['at']
+        out.append(Item(findings.change_id(f), 'change', f['system'], f['partition'],
+                        f['test'], f['figure'], since, _unix(f['at']), size=f['change'],
+                        detail=f'{f["direction"]}, ±{f["uncertainty"] * 100:.1f}%, '
+                               f'confidence {f["confidence"]:.2f}; {f["summary"]}',
+                        cause='; '.join(f['attribution']) or 'no recorded provenance changed'))
+    return out
+
+
+def of_outliers(system, partition, nodes, since, at):
+    """The screening outliers ``nodes`` (``[(node, check, size or None,
+    reason)]``: the node, what it was screened with, its relative distance
+    from its peers' median (None: it failed) and why) of a screening of
+    ``system``:``partition`` begun ``since`` (its session or time) at unix
+    time ``at``. The node stands in the figure's place of the id."""
+    return [make('outlier', system, partition, check, node, since, at, size=size,
+                 detail=reason) for node, check, size, reason in nodes]
+
+
+def _num(x):
+    """Four significant digits, without an exponent up to a million."""
+    if x is None:
+        return '-'
+    return f'{x:.0f}' if 1e4 <= abs(x) < 1e6 else f'{x:.4g}'
+
+
+def _unix(iso):
+    return datetime.datetime.fromisoformat(iso).timestamp()
+
+
+def _plain_test(test):
+    """A history's test name without its `` +environ``, as compare names it."""
+    return test.split(' +', 1)[0]
+
+
+def of_night(sessions, found, min_change=0.0, refs_by_system=None):
+    """Every item of a night: the regressions and failures of the newest of
+    ``sessions`` (:func:`of_sessions`) and the standing changes of ``found``
+    (:func:`of_changes`; those of smoke figures only when the newest
+    session is a smoke run); a regression takes as its suspected cause the
+    attribution of a change found in the same figure."""
+    changes = of_changes(found, min_change, smoke=bool(sessions) and sessions[-1].smoke)
+    causes = {(c.system, c.partition, _plain_test(c.test), c.figure): c.cause
+              for c in sorted(changes, key=lambda c: c.at)}
+    out = []
+    for i in of_sessions(sessions, refs_by_system):
+        c = causes.get((i.system, i.partition, _plain_test(i.test), i.figure))
+        out.append(dataclasses.replace(i, cause=c) if c and not i.cause else i)
+    return out + changes

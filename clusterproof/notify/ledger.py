@@ -1,0 +1,91 @@
+"""The ledger of what was sent: ``<results>/notify/ledger.json``, per
+channel the ids of the items sent (and when), the items found but not yet
+sent (a channel that was down: sent on the next run), and the day of the
+last "all clear".
+
+Read and written under ``<results>/notify/.lock`` (two runs notify one after
+the other), written as the figure store writes its files (a temporary name,
+synced, renamed): a crash leaves the ledger as it was before or after a
+channel's send, never half-written.
+"""
+
+import contextlib
+import json
+from pathlib import Path
+
+from clusterproof import ClusterproofError, store
+
+NAME = 'ledger.json'
+VERSION = 1
+
+
+def directory(results):
+    return Path(results) / 'notify'
+
+
+class Ledger:
+    """The ledger of one results directory (see :func:`opened`)."""
+
+    def __init__(self, path, data):
+        self.path = path
+        self.data = data
+
+    def _channel(self, channel):
+        return self.data['channels'].setdefault(channel, {'sent': {}, 'pending': {},
+                                                          'heartbeat': None})
+
+    def sent(self, channel):
+        """``{id: when sent}`` of ``channel``."""
+        return self._channel(channel)['sent']
+
+    def pending(self, channel):
+        """``{id: item dict}``: found, not yet sent on ``channel``."""
+        return self._channel(channel)['pending']
+
+    def last_heartbeat(self, channel):
+        return self._channel(channel)['heartbeat']
+
+    def queue(self, channel, items):
+        """Keep ``items`` as pending on ``channel``, but those sent already."""
+        ch = self._channel(channel)
+        for i in items:
+            if i.id not in ch['sent']:
+                ch['pending'][i.id] = i.to_dict()
+
+    def mark_sent(self, channel, ids, when):
+        ch = self._channel(channel)
+        for i in ids:
+            ch['sent'][i] = when
+            ch['pending'].pop(i, None)
+
+    def mark_heartbeat(self, channel, day):
+        self._channel(channel)['heartbeat'] = day
+
+    def save(self):
+        text = json.dumps(self.data, indent=1, sort_keys=True)
+        store._write_synced(self.path, lambda tmp: Path(tmp).write_text(text))
+
+
+def _read(path):
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {'version': VERSION, 'channels': {}}
+    except (OSError, ValueError) as err:
+        raise ClusterproofError(
+            f'{path}: the ledger of sent notifications is unreadable ({err}); nothing is '
+            f'sent while it is, lest everything be sent again: move it aside to start '
+            f'afresh') from None
+    if not isinstance(data, dict) or data.get('version') != VERSION:
+        raise ClusterproofError(f'{path}: not a ledger of version {VERSION}; move it aside '
+                                f'to start afresh')
+    return data
+
+
+@contextlib.contextmanager
+def opened(results):
+    """The :class:`Ledger` of ``results``, under its lock for the whole run."""
+    d = directory(results)
+    with store.locked(d):
+        path = d / NAME
+        yield Ledger(path, _read(path))

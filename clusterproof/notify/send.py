@@ -1,0 +1,174 @@
+"""One notification run: the items found (:mod:`.items`), filtered through
+the site's settings and :func:`~clusterproof.notify.items.to_send`, queued
+in the ledger (:mod:`.ledger`) before anything is sent, then, channel by
+channel, what is pending sent in one message, retried a bounded number of
+times; the ledger records what each channel took. A channel that stays down
+keeps its items pending for the next run; the others go on.
+"""
+
+import datetime
+import sys
+import time
+from dataclasses import dataclass
+
+from clusterproof import ClusterproofError
+from clusterproof.analysis import findings
+from clusterproof.notify import channels, config, items, ledger, message
+from clusterproof.notify.items import Item, to_send
+from clusterproof.paths import results_dir
+from clusterproof.store.sessions import load_sessions
+
+#: exit status when a channel did not take its message (its items are kept
+#: in the ledger and sent by the next run)
+NOT_SENT = 4
+
+
+@dataclass
+class Outcome:
+    channel: str
+    sent: object = None     # the Message sent; None: nothing to send
+    error: str = ''         # why it was not sent (after every attempt)
+    pending: int = 0        # items left pending on the channel
+    attempts: int = 0
+
+
+def _attempt(cfg, channel, msg, now, sleep, log):
+    delay = cfg.retry_delay
+    for attempt in range(1, cfg.retries + 1):
+        try:
+            channels.SEND[channel](cfg, msg, now)
+            return attempt, ''
+        except (channels.ChannelError, ClusterproofError) as err:
+            error = str(err)
+            if isinstance(err, ClusterproofError):
+                return attempt, error       # a setting (a secret unreadable): no retry
+            log(f'notify: {channel}: attempt {attempt} of {cfg.retries}: {error}')
+            if attempt < cfg.retries:
+                sleep(delay)
+                delay *= 2
+    return cfg.retries, error
+
+
+def run(cfg, items, results, now=None, sleep=time.sleep, log=None):
+    """Send the new ``items`` (:class:`~clusterproof.notify.items.Item`) and
+    whatever earlier runs left pending on each channel of ``cfg``; return
+    one :class:`Outcome` per channel."""
+    log = log or (lambda text: print(text, file=sys.stderr))
+    now = time.time() if now is None else now
+    day = datetime.datetime.fromtimestamp(now, datetime.timezone.utc).strftime('%Y-%m-%d')
+    fresh = to_send([i for i in items if i.kind in cfg.kinds])
+    out = []
+    with ledger.opened(results) as led:
+        for channel in cfg.channels:
+            led.queue(channel, fresh)
+        led.save()                  # what was found is kept before anything is sent
+        for channel, ch in cfg.channels.items():
+            pending = [Item.from_dict(d) for d in led.pending(channel).values()]
+            if pending:
+                msg = message.render(pending, cfg)
+            elif ch.get('heartbeat') and led.last_heartbeat(channel) != day:
+                msg = message.all_clear(cfg, day)
+            else:
+                out.append(Outcome(channel))
+                continue
+            attempts, error = _attempt(cfg, channel, msg, now, sleep, log)
+            if error:
+                out.append(Outcome(channel, None, error, len(pending), attempts))
+                continue
+            if pending:
+                led.mark_sent(channel, [i.id for i in pending],
+                              datetime.datetime.fromtimestamp(
+                                  now, datetime.timezone.utc).isoformat(timespec='seconds'))
+            else:
+                led.mark_heartbeat(channel, day)
+            led.save()
+            out.append(Outcome(channel, msg, '', 0, attempts))
+    return out
+
+
+# -- what the commands call ------------------------------------------------------------
+
+def settings(system, path=None):
+    """The :class:`~clusterproof.notify.config.Config` of ``system`` (or of
+    the file ``path``), or None, said on stderr, when it has no settings
+    file: such a system is not notified."""
+    if path is None:
+        path = config.path_of(system)
+        if not path.exists():
+            print(f'notify: no notification settings for system {system} ({path}); '
+                  f'nothing sent', file=sys.stderr)
+            return None
+    return config.load(path, system)
+
+
+def night(cfg, session, history=30):
+    """The items of ``session`` (a :class:`~clusterproof.store.sessions.Session`)
+    on ``cfg.system``: its regressions and failures, judged over the
+    ``history`` sessions of its mode up to it, and the standing changes the
+    detector kept (:func:`clusterproof.notify.items.of_night`)."""
+    mode = session.modes[0] if len(session.modes) == 1 else None
+    hist = load_sessions(last=max(history, 1), system=cfg.system, mode=mode,
+                         until=session.start + 1e-3)
+    (found, *_), _, now = findings.detect_kept(findings.stores_read(), system=cfg.system)
+    findings.note(now)
+    return items.of_night(hist, found, cfg.min_change)
+
+
+def notify(cfg, found, results=None, out=None):
+    """Send ``found`` (items) under ``cfg``, saying on ``out`` (default
+    stdout) what each channel took and on stderr what it did not; returns
+    the exit status: 0, or :data:`NOT_SENT`."""
+    out = out or sys.stdout
+    status = 0
+    for o in run(cfg, found, results or results_dir()):
+        if o.error:
+            status = NOT_SENT
+            print(f'notify: {o.channel}: NOT SENT after {o.attempts} attempt(s): {o.error}; '
+                  f'{o.pending} item(s) kept for the next run', file=sys.stderr)
+        elif o.sent is None:
+            print(f'notify: {o.channel}: nothing new', file=out)
+        else:
+            n = len(o.sent.items)
+            print(f'notify: {o.channel}: sent "{o.sent.subject}"'
+                  + (f' ({n} item(s))' if n else ''), file=out)
+    return status
+
+
+def _guarded(system, send_them):
+    """Run ``send_them(cfg)`` for ``system`` after another command's work:
+    a system without settings is skipped; an error of the settings is said
+    on stderr and gives exit status 2 without undoing that work."""
+    try:
+        cfg = settings(system)
+        return 0 if cfg is None else send_them(cfg)
+    except ClusterproofError as err:
+        print(f'notify: error: {err}; nothing sent', file=sys.stderr)
+        return 2
+
+
+def after_session(system, session_id):
+    """Notify of what is new in session ``session_id`` on ``system`` (after
+    ``clusterproof acceptance``); returns the exit status of :func:`notify`."""
+    def send_them(cfg):
+        [session] = load_sessions(ids=[session_id], system=system)
+        return notify(cfg, night(cfg, session))
+    return _guarded(system, send_them)
+
+
+def after_screening(system, outliers, when=None):
+    """Notify of the outliers of a screening of ``system`` (node verdicts of
+    :func:`clusterproof.screen.judge.outliers`: ``node``, ``partition``,
+    ``worst`` and ``reason``); a node named again the same day is the same
+    finding (its ``since`` is the day). Said on stderr (screen's stdout may
+    be JSON); returns the exit status of :func:`notify`."""
+    when = time.time() if when is None else when
+    day = datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime('%Y-%m-%d')
+    found = []
+    for nv in outliers:
+        worst = getattr(nv, 'worst', None)
+        check = worst.sample.check if worst is not None else 'screen'
+        pct = getattr(worst, 'percent', None)
+        found += items.of_outliers(system, nv.partition, [
+            (nv.node, check, None if pct is None else pct / 100, nv.reason or str(nv.verdict))],
+            day, when)
+    return _guarded(system, lambda cfg: notify(cfg, found, out=sys.stderr))
