@@ -414,6 +414,14 @@ def test_queue_and_node_states_read_from_real_slurm_output():
         'Slurm state DRAINED: screen test: drained by hand'
     assert jobs.unavailable_reason(*states['n1']) is None
     assert jobs.unavailable_reason('PLANNED', 'none') is None, 'a job waits a passing state out'
+    # a resumed screening cancels its job still queued for a node now drained
+    asked = []
+    def slurm(argv):
+        asked.append(argv)
+        return {'rc': 0, 'stdout': (DATA / 'slurm' / 'squeue-node-jobs.txt').read_text(),
+                'stderr': ''}
+    assert jobs.cancel_queued('cp-screen-0123abcd', {'n4'}, run=slurm) == ['7']
+    assert asked[-1] == ['scancel', '7']
 
 
 def test_a_screening_resumes_only_its_own_workdir(tmp_path):

@@ -39,6 +39,7 @@ from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
 from clusterproof.hostlist import compress
 
+
 def _run(argv, env=None):
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env)
