@@ -89,6 +89,10 @@ def _cp(args, env, **kw):
                           env=env, capture_output=True, text=True, **kw)
 
 
+def _num(x, form):
+    return form % x if isinstance(x, (int, float)) else str(x)
+
+
 def live(args):
     """A real screening of ``args.live`` nodes on the local cluster; see the
     module's docstring."""
@@ -157,9 +161,16 @@ def live(args):
           f'{args.batch or "site default"}), workdir {work / "screen"}')
     print('severity  node   named  verdict  from peers  noise units')
     for node, sev in sorted(slow.items(), key=lambda kv: kv[1]):
-        w = rows[node]['worst'] or {}
+        w = {f['check']: f for f in rows[node]['figures']}.get('stream') or rows[node]['worst'] or {}
         print(f'{sev:6.0f} %  {node:5}  {"yes" if node in named else "no ":3}    '
-              f'{rows[node]["verdict"]:7}  {w.get("percent")}  {w.get("noise_units")}')
+              f'{rows[node]["verdict"]:7}  {_num(w.get("percent"), "%+.1f %%")}  '
+              f'{_num(w.get("noise_units"), "%+.1f")}')
+    healthy = [f['value'] for r in data['nodes'] if r['node'] not in slow
+               and r['node'] not in (small, drained) for f in r['figures']
+               if f['check'] == 'stream' and f['value'] is not None]
+    if healthy:
+        print(f'healthy peers\' STREAM Triad: {min(healthy):.0f} to {max(healthy):.0f} MB/s '
+              f'(median {sorted(healthy)[len(healthy) // 2]:.0f})')
     recall = {s: int(any(x in named for x, v in slow.items() if v == s)) for s in severities}
     false = sorted(named - set(slow) - {small, drained}, key=lambda x: int(x[1:]))
     print(f'recall of the slowed nodes: {sum(recall.values())}/{len(recall)} '
