@@ -6,18 +6,23 @@ with less memory."""
 import json
 import math
 import random
+import signal
+import re
+import shutil
 import subprocess
 
 import pytest
 
 from conftest import DATA as CONFTEST_DATA
-from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive, reframe_env
+from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive, reframe_env, \
+    wait_for
 
 from clusterproof import ClusterproofError
+from clusterproof.analysis.findings import finding_id
 from clusterproof.cluster import faults
 from clusterproof.references.judge import Reference
 from clusterproof.reframe_io import runner
-from clusterproof.screen import judge, pairs, results, run
+from clusterproof.screen import jobs, judge, page, pairs, results, run
 from clusterproof.screen.judge import Sample
 from clusterproof.site import binaries
 from clusterproof.site.discover import SlurmNode
@@ -314,13 +319,18 @@ def test_the_json_output_keeps_its_documented_shape():
     samples = _stream(values)
     for i in range(1, 7):
         samples += _inventory(f'n{i}', 1024 if i == 2 else 2048)
-    data = json.loads(json.dumps(judge.as_json(judge.screen(samples), note='emulated')))
+    verdicts = judge.screen(samples)
+    findings = {v.node: judge.finding_of(v, 'emu', 'sid') for v in judge.outliers(verdicts)}
+    data = json.loads(json.dumps(judge.as_json(verdicts, 'emulated', findings, 'sid')))
     assert sorted(data) == ['min_noise_units', 'nodes', 'note', 'outliers', 'peers',
-                            'thresholds_pct']
+                            'screening_id', 'thresholds_pct']
     assert data['outliers'] == ['n2', 'n3'] and data['note'] == 'emulated'
     node = data['nodes'][0]
-    assert sorted(node) == ['figures', 'inventory_mismatch', 'node', 'partition', 'reason',
-                            'verdict', 'worst']
+    assert sorted(node) == ['figures', 'finding', 'inventory_mismatch', 'node', 'partition',
+                            'reason', 'verdict', 'worst']
+    # the outlier's finding id: analysis.findings.finding_id of its check, node and screening
+    assert node['finding'] == finding_id('outlier', 'emu', 'p', 'inventory', 'n2', 'sid')
+    assert data['nodes'][-1]['finding'] is None, 'a node that passed is no finding'
     assert sorted(node['worst']) == ['check', 'figure', 'noise_units', 'pair', 'percent',
                                      'reference', 'runs', 'unit', 'value', 'verdict']
     assert node['worst']['noise_units'] == '-inf'         # the peers agree exactly
@@ -348,23 +358,84 @@ def test_nodes_of_a_partition_and_the_unavailable_ones():
     assert gone == {'n3': 'DRAINED', 'n5': 'DOWN+NOT_RESPONDING'}
 
 
-def test_batches_from_max_submit_jobs_and_progress():
-    assert run.default_batch(2, 'MaxJobCount = 10000\nMaxSubmitJobs = 500\n') == 250
-    assert run.default_batch(2, 'MaxJobCount = 10000\n') == run.DEFAULT_BATCH
-    assert [len(b) for b in run.batches(list(range(10)), 4)] == [4, 4, 2]
+def test_node_jobs_within_the_sites_limits_and_progress():
+    # scontrol show config of the local cluster (Slurm 22.05): no MaxSubmitJobs there
+    config = 'MaxArraySize            = 1001\nMaxJobCount             = 10000\n'
+    answers = {'scontrol': {'rc': 0, 'stdout': config, 'stderr': ''},
+               'sacctmgr': {'rc': 0, 'stdout': '\n500\n\n', 'stderr': ''}}
+    limits = jobs.site_limits(run=lambda argv: answers[argv[0]])
+    assert limits == {'MaxSubmitJobs': 500, 'MaxArraySize': 1001}
+    assert jobs.window(limits) == 499                      # one left for the person's own work
+    assert jobs.window({'MaxSubmitJobs': None}) == jobs.DEFAULT_WINDOW
+    assert jobs.window(limits, given=8) == 8
     with pytest.raises(ClusterproofError, match='--batch 0'):
-        run.batches([1], 0)
+        jobs.window(limits, given=0)
+    assert jobs.max_submit_from_sacctmgr('\n\n') is None  # unlimited: empty column
+    assert [len(b) for b in run.batches(list(range(10)), 4)] == [4, 4, 2]
     assert run.progress_line(250, 1000, 600) == \
         'nodes done 250/1000, estimated remaining 30.0 min (elapsed 600 s)'
+    assert jobs.progress_line('first-run', {'done': 240, 'missing': 10, 'running': 700,
+                                            'pending': 50}, 1000, 600) == (
+        'first-run: nodes done 240/1000, running 700, pending 50, missing 10, '
+        'estimated remaining 30.0 min (elapsed 600 s)')
 
 
-def test_reframe_command_distributes_over_one_batch():
-    cmd = run.reframe_command('emu', 'srun', ['inventory', 'stream'], ['n1', 'n2', 'n3', 'n4'],
-                              ['n2', 'n3'], '/x/report.json', 'smoke')
-    assert '--distribute=all' in cmd and '--job-option=--exclude=n[1,4]' in cmd
-    assert cmd[cmd.index('--report-file') + 1] == '/x/report.json'
-    assert cmd[cmd.index('--system') + 1] == 'emu:srun'
-    assert 'SystemInventory.num_nodes=1' in cmd
+def test_one_job_per_node_runs_every_check_inside_it(tmp_path):
+    wd = jobs.Workdir(tmp_path)
+    script = jobs.write_node_job(wd)
+    assert subprocess.run(['bash', '-n', str(script)]).returncode == 0
+    text = script.read_text()
+    assert '--exec-policy=serial' in text and 'in-job-settings.py' in text
+    assert 'mv -f "$part"' in text, 'the report is renamed into place whole'
+    settings = (tmp_path / 'in-job-settings.py').read_text()
+    assert "scheduler='local'" in settings
+    args = ['-c', 'stream.py', '-n', 'Stream%placement=cores']
+    argv = jobs.sbatch_command(script, 'cp-screen-0123abcd', 'n7', 'first-run',
+                               jobs.slurm_options(['--partition=emu --exclude=n[1-2]',
+                                                   '--no-requeue']),
+                               args, wd.log('n7', 'first-run'))
+    assert argv[:8] == ['sbatch', '--parsable', '--job-name=cp-screen-0123abcd',
+                        '--comment=n7.first-run', '-N1', '--exclusive', '--nodelist=n7',
+                        f'--output={tmp_path}/logs/n7.first-run.log']
+    assert argv[8:] == ['--partition=emu', '--no-requeue', str(script), 'n7', 'first-run', *args]
+
+
+def test_queue_and_node_states_read_from_real_slurm_output():
+    # recorded on the local cluster (Slurm 22.05.8): n4 drained by hand, its
+    # job pending, n1's starting (tests/data/screen/README.md)
+    queue = jobs.parse_queue((DATA / 'slurm' / 'squeue-node-jobs.txt').read_text(),
+                             'cp-screen-0123abcd')
+    assert queue == {'n1.first-run': ('8', 'CONFIGURING', 'None'),
+                     'n4.first-run': ('7', 'PENDING', 'ReqNodeNotAvail, UnavailableNodes:n4')}
+    assert jobs.parse_queue((DATA / 'slurm' / 'squeue-node-jobs.txt').read_text(), 'other') == {}
+    states = jobs.parse_node_states((DATA / 'slurm' / 'sinfo-one-drained.txt').read_text())
+    assert states['n4'] == ('DRAINED', 'screen test: drained by hand')
+    assert jobs.unavailable_reason(*states['n4']) == \
+        'Slurm state DRAINED: screen test: drained by hand'
+    assert jobs.unavailable_reason(*states['n1']) is None
+    assert jobs.unavailable_reason('PLANNED', 'none') is None, 'a job waits a passing state out'
+    # a resumed screening cancels its job still queued for a node now drained
+    asked = []
+    def slurm(argv):
+        asked.append(argv)
+        return {'rc': 0, 'stdout': (DATA / 'slurm' / 'squeue-node-jobs.txt').read_text(),
+                'stderr': ''}
+    assert jobs.cancel_queued('cp-screen-0123abcd', {'n4'}, run=slurm) == ['7']
+    assert asked[-1] == ['scancel', '7']
+
+
+def test_a_screening_resumes_only_its_own_workdir(tmp_path):
+    wd = jobs.Workdir(tmp_path / 'w')
+    with pytest.raises(ClusterproofError, match='no screening was started'):
+        wd.start({'system': 'emu'}, resume=True)
+    state = {'id': 'a' * 32, 'system': 'emu', 'partition': 'srun', 'checks': ['stream'],
+             'mode': 'smoke', 'extra': []}
+    assert wd.start(state) == state
+    with pytest.raises(ClusterproofError, match='continue it with --resume'):
+        wd.start(state)
+    assert wd.start(dict(state, id='b' * 32), resume=True)['id'] == 'a' * 32
+    with pytest.raises(ClusterproofError, match="checks \\['stream'\\], not \\['hpl'\\]"):
+        wd.start(dict(state, checks=['hpl']), resume=True)
 
 
 def test_slurm_partition_of_access_options():
@@ -447,6 +518,19 @@ def test_samples_from_a_real_distributed_run_report():
     memory = {s.node: s.value for s in samples if s.figure == 'slurm_memory_mib'}
     assert memory == {'n1': 2048, 'n2': 1024, 'n3': 2048, 'n4': 2048}
     assert not [s for s in samples if s.check not in ('stream', 'inventory')]
+
+
+def test_samples_from_a_real_node_jobs_report():
+    """The run report of one node's job (ReFrame inside the job, the local
+    scheduler): every case is the node's, whatever host name it recorded."""
+    path = DATA / 'node-job' / 'n2.first-run.json'
+    samples, nodes = results.samples_from_report(runner.read_report(path), base=path.parent)
+    assert nodes == {'n2': 'srun'}
+    assert {s.figure: s.value for s in samples if s.check == 'stream'} == {'triad': 7132.8}
+    assert {s.figure: s.value for s in samples}['slurm_memory_mib'] == 2048
+    samples, nodes = results.samples_from_report(runner.read_report(path), base=path.parent,
+                                                 node='n7')
+    assert nodes == {'n7': 'srun'} and {s.node for s in samples} == {'n7'}
 
 
 def test_judge_reports_names_the_node_with_less_memory():
@@ -541,6 +625,76 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
             assert back.returncode == 0, back.stdout + back.stderr
 
 
+def _squeue(env, name=None):
+    """``{NODE.LABEL: (job, state)}`` of the screening jobs in the queue."""
+    text = subprocess.run(jobs.QUEUE_COMMAND, env=env, capture_output=True, text=True).stdout
+    return {k: v[:2] for k, v in jobs.parse_queue(text, name).items()} if name else text
+
+
+def test_a_node_drained_during_the_screening_is_missing_and_an_interrupted_one_resumes(
+        emu_cluster, tmp_path):
+    """n4 held by another job, so the screening's job for it waits; the
+    screening is interrupted (SIGINT, Ctrl-C) once n1-n3 are done;
+    ``--resume`` watches n4's job still in the queue instead of submitting
+    anything again; n4 is drained meanwhile: its job is cancelled and n4
+    named missing with Slurm's reason; n1-n3 are judged from the results
+    the first run kept."""
+    env = reframe_env(tmp_path / 'results', extra=emu_cluster)
+    env['CLUSTERPROOF_SCREEN_POLL_S'] = '0.5'
+    hold = subprocess.run(['sbatch', '--parsable', '-N1', '--exclusive', '--nodelist=n4',
+                           '--partition=emu', f'--output={tmp_path / "hold.log"}',
+                           '--wrap', 'sleep 600'], env=env,
+                          capture_output=True, text=True)
+    assert hold.returncode == 0, hold.stderr
+    wd = tmp_path / 'screen'
+    args = ['screen', '--system', 'emu', '--checks', 'inventory', '--mode', 'smoke',
+            '--repeat', '0', '--format', 'json', '--workdir', str(wd)]
+    proc = subprocess.Popen([str(VENV_BIN / 'clusterproof'), *args, '--progress-every', '1'],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        name = None
+        def n1_to_n3_done_and_n4_waits():
+            nonlocal name
+            if name is None and (wd / jobs.STATE_FILE).is_file():
+                name = jobs.job_name(json.loads((wd / jobs.STATE_FILE).read_text())['id'])
+            return (name is not None
+                    and all((wd / 'nodes' / f'n{i}.first-run.json').is_file() for i in (1, 2, 3))
+                    and _squeue(env, name).get('n4.first-run', ('', ''))[1] == 'PENDING')
+        wait_for('n1-n3 screened, n4 waiting', n1_to_n3_done_and_n4_waits, proc=proc)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode == 130, out[-3000:]
+        assert 'interrupted' in out and '--resume --workdir' in out
+        assert 'n4.first-run' in _squeue(env, name), 'the queued job is left to run'
+        with open(tmp_path / 'resume.err', 'w') as err:
+            proc = subprocess.Popen([str(VENV_BIN / 'clusterproof'), *args, '--resume'],
+                                    cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=err,
+                                    text=True)
+        wait_for('the resumed screening watching n4', lambda: 'still queued: n4' in
+                 (tmp_path / 'resume.err').read_text(), proc=proc)
+        drain = subprocess.run(['scontrol', 'update', 'NodeName=n4', 'State=DRAIN',
+                                'Reason=screen test: drained during the screening'], env=env)
+        assert drain.returncode == 0
+        subprocess.run(['scancel', hold.stdout.strip()], env=env)
+        out, _ = proc.communicate(timeout=WAIT_S)
+        err = (tmp_path / 'resume.err').read_text()
+        assert proc.returncode == 1, out[-3000:] + err[-3000:]
+        rows = {n['node']: n for n in json.loads(out)['nodes']}
+        assert rows['n4']['verdict'] == 'missing'
+        assert 'Slurm state DRAIN' in rows['n4']['reason'], rows['n4']
+        assert 'screen test: drained during the screening' in rows['n4']['reason']
+        assert rows['n4']['finding'], 'an outlier has a finding id'
+        assert [rows[f'n{i}']['verdict'] for i in (1, 2, 3)] == ['pass'] * 3
+        assert 'jobs submitted: 0 for 4 node(s)' in err, err
+        assert 'n4.first-run' not in _squeue(env, name), 'its pending job was cancelled'
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(['scancel', hold.stdout.strip()], env=env)
+
+
 def test_a_failed_inventory_says_why():
     samples = _stream(_noisy(4))
     for i in range(1, 4):
@@ -600,3 +754,77 @@ def test_screen_osu_between_node_pairs(emu_cluster, tmp_path):
         assert row['verdict'] in ('pass', 'slow'), row      # emulated: function, not speed
     assert {p['figure']: p['count'] for p in data['peers']} == {'latency': 4, 'bandwidth': 4}
     assert 'node pairs done 4/4' in proc.stderr
+
+
+# ---------------------------------------------------------------- the page
+
+def _thousand_nodes():
+    """1,000 nodes in 25 racks of 40 (``r01n01``...), STREAM Triad spread
+    by noise, r07n13 slow, r19n02 with less memory, r03n40 drained."""
+    rng = random.Random(29)
+    names = [f'r{r:02d}n{n:02d}' for r in range(1, 26) for n in range(1, 41)]
+    values = {n: rng.gauss(100.0, 2.0) for n in names}
+    values['r07n13'] = 60.0
+    del values['r03n40']
+    samples = _stream(values)
+    for n in values:
+        samples += _inventory(n, 1024 if n == 'r19n02' else 2048)
+    verdicts = judge.screen(samples, {n: 'p' for n in values})
+    verdicts.append(judge.NodeVerdict('r03n40', 'p', judge.Verdict.MISSING,
+                                      note='Slurm state DRAINED: bad fan; its job (pending) '
+                                           'was cancelled'))
+    return judge.rank(verdicts)
+
+
+def test_page_layout_by_switch_by_rack_or_by_partition():
+    verdicts = _thousand_nodes()
+    how, groups = page.layout(verdicts)
+    assert how == 'rack (node names)' and len(groups) == 25
+    assert groups[0][0] == 'r01' and [v.node for v in groups[0][1]][:2] == ['r01n01', 'r01n02']
+    # scontrol show topology as Slurm prints it: an upper switch names the
+    # nodes beneath it too, and its Switches=; leaves are the ones without
+    topo = (DATA / 'slurm' / 'show-topology.txt').read_text()
+    switches = page.topology_switches(topo)
+    assert sorted(switches) == ['leaf1', 'leaf2']
+    assert switches['leaf2'] == ['n3', 'n4']
+    small = [judge.NodeVerdict(f'n{i}', 'p', judge.Verdict.PASS) for i in range(1, 6)]
+    how, groups = page.layout(small, topo)
+    assert how == 'switch'
+    assert [(g, [v.node for v in vs]) for g, vs in groups] == [
+        ('(in no switch)', ['n5']), ('leaf1', ['n1', 'n2']), ('leaf2', ['n3', 'n4'])]
+    how, groups = page.layout(small)
+    assert how == 'partition' and [g for g, _ in groups] == ['p']
+
+
+CHROMIUM = shutil.which('chromium')
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason='needs chromium (Debian package)')
+def test_the_page_of_a_thousand_nodes_in_a_real_browser(tmp_path):
+    """The page at 1,000 nodes, rendered by headless Chromium: every node a
+    square in its rack, the three outliers listed with reason and finding
+    id, the whole grid within one screen (a screenshot, kept for a person)."""
+    verdicts = _thousand_nodes()
+    findings = {v.node: judge.finding_of(v, 'big', 'sid') for v in judge.outliers(verdicts)}
+    out = page.write(tmp_path / 'screen.html', verdicts, system='big', screening_id='sid',
+                     findings=findings)
+    base = [CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+            '--disable-background-networking', '--disable-component-update', '--disable-sync',
+            f'--user-data-dir={tmp_path / "profile"}', '--hide-scrollbars',
+            '--window-size=1400,1000']
+    dom = subprocess.run([*base, '--dump-dom', out.as_uri()], capture_output=True, text=True,
+                         timeout=WAIT_S).stdout
+    assert dom.count('class="n ') == 1000 and dom.count('class="group"') == 25
+    assert 'data-layout="rack (node names)"' in dom
+    rows = re.findall(r'<tr data-node="([^"]+)">(.*?)</tr>', dom, re.S)
+    assert [n for n, _ in rows] == ['r19n02', 'r03n40', 'r07n13']
+    for node, row in rows:
+        assert findings[node] in row
+    assert 'less memory than its peers' in rows[0][1] and 'bad fan' in rows[1][1]
+    assert '-40.' in rows[2][1]
+    shot = tmp_path / 'screen.png'
+    subprocess.run([*base, f'--screenshot={shot}', out.as_uri()], capture_output=True,
+                   timeout=WAIT_S)
+    assert shot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    print(f'screenshot: {shot}')

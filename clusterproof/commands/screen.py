@@ -13,21 +13,23 @@ from clusterproof import ClusterproofError
 from clusterproof.modes import MODES
 from clusterproof.notify import send as notify_send
 from clusterproof.references.judge import load_references
-from clusterproof.screen import judge, results, run
+from clusterproof.screen import jobs, judge, page, results, run
 
 
 def register(subparsers):
     p = subparsers.add_parser(
         'screen', help='every node of a partition against its peers',
         description='Run the node-level checks (--checks) on every node of a Slurm partition '
-                    'of SYSTEM, one ReFrame test case per node (reframe --distribute=all), in '
-                    'batches of --batch nodes, and judge each node against its peers: the '
+                    'of SYSTEM, in one Slurm job per node running every check on that node '
+                    '(ReFrame inside the job), all queued at once within the site\'s '
+                    'MaxSubmitJobs, and judge each node against its peers: the '
                     "peers' median and MAD per figure; a node is slow when it is worse than "
                     'the median by more than the guidance (STREAM, HPL: 10 %%; network: 4 %%) '
                     'and by more than %g noise units (scaled MADs), or worse than the '
                     "system's reference; failed when a check failed on it or its inventory "
                     'differs from its peers (less memory: a missing DIMM); missing when it '
-                    'gave no result or Slurm has it down or drained. Outliers are run again '
+                    'gave no result or Slurm has it down or drained (before or during the '
+                    "screening; Slurm's reason given). Outliers are run again "
                     '(--repeat) and judged on the best of their runs: named only when they '
                     'are outliers every time. Checks between two nodes (osu) run on pairs of '
                     'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
@@ -44,8 +46,20 @@ def register(subparsers):
                         'runs, before naming them (default '
                         '%(default)s; 0: judge on one run)')
     p.add_argument('--batch', type=int, metavar='N',
-                   help="nodes per ReFrame invocation (default: Slurm's MaxSubmitJobs from "
-                        f'scontrol show config / number of checks, else {run.DEFAULT_BATCH})')
+                   help="node jobs in the queue at once (default: the site's MaxSubmitJobs "
+                        "(sacctmgr) less one, else all the nodes up to "
+                        f'{jobs.DEFAULT_WINDOW})')
+    p.add_argument('--resume', action='store_true',
+                   help='continue the screening started in --workdir (interrupted by Ctrl-C '
+                        'or a reboot): run only the nodes without a result; jobs of the '
+                        'interrupted run still queued are watched, not submitted again')
+    p.add_argument('--progress-every', type=float, default=60.0, metavar='S',
+                   help='a progress line (nodes done, running, pending, missing, the time '
+                        'left) on standard error every S seconds (default %(default)g)')
+    p.add_argument('--page', metavar='FILE',
+                   help='also write the screening as one HTML page: the nodes laid out by '
+                        "switch (Slurm's topology), rack (node-name ranges) or partition, "
+                        'coloured by their distance from their peers, the outliers listed')
     p.add_argument('--mode', choices=list(MODES),
                    default=os.environ.get('CLUSTERPROOF_MODE') or 'nightly',
                    help='mode of the checks (default $CLUSTERPROOF_MODE, else nightly)')
@@ -60,7 +74,8 @@ def register(subparsers):
                    help='print the scontrol line that drains each outlier, with its reason')
     p.add_argument('--apply', action='store_true', help='with --drain: run those lines')
     p.add_argument('--workdir', help='where the run reports and ReFrame logs go (default: a '
-                                     'new temporary directory, printed)')
+                                     'new temporary directory, printed); each node\'s run '
+                                     'report lands in WORKDIR/nodes as its job ends')
     p.set_defaults(func=main)
 
 
@@ -69,36 +84,63 @@ def main(args):
         raise ClusterproofError('--apply runs the --drain lines: give --drain --apply')
     if args.repeat < 0:
         raise ClusterproofError(f'--repeat {args.repeat}: use 0 or more')
+    if args.resume and not args.workdir:
+        raise ClusterproofError('--resume continues the screening of a --workdir: give the '
+                                '--workdir of the screening to resume')
     checks = results.check_names(args.checks)
     refs = load_references(args.system)
     note = ''
     if args.from_report:
         verdicts = run.judge_reports(args.from_report, refs, args.partition)
+        screening_id = run.reports_id(args.from_report)
     else:
-        from clusterproof.site.validate import load_site_configuration
-        part, slurm_part, emulated = run.resolve_partition(
-            load_site_configuration(), args.system, args.partition)
+        from clusterproof.site.validate import find_partition, find_system, \
+            load_site_configuration
+        config = load_site_configuration()
+        part, slurm_part, emulated = run.resolve_partition(config, args.system, args.partition)
         if emulated:
             note = f'{args.system}:{part} is emulated: figures for function, not speed'
         nodes = run.slurm_nodes()
-        batch = args.batch or run.site_batch(len(checks))
-        screening = run.Screening(args.system, part, checks, args.mode, batch, args.repeat,
+        limits = jobs.site_limits()
+        screening = run.Screening(args.system, part, checks, args.mode, args.batch, args.repeat,
                                   refs, log=_progress, workdir=args.workdir,
-                                  extra=run.set_options(args.set))
+                                  extra=run.set_options(args.set),
+                                  access=find_partition(find_system(config, args.system),
+                                                        part).get('access', []),
+                                  resume=args.resume, progress_s=args.progress_every,
+                                  limits=limits)
+        screening_id = screening.id
         _progress(f'screening {args.system}:{part} (Slurm partition {slurm_part or "default"}) '
-                  f'with {",".join(checks)}, {batch} nodes per invocation; reports in '
-                  f'{screening.workdir}')
-        verdicts, _runs = run.screen_partition(screening, nodes, slurm_part)
+                  f'with {",".join(checks)}: one job per node, at most {screening.window} '
+                  f'queued at once (MaxSubmitJobs {limits.get("MaxSubmitJobs") or "unset"}); '
+                  f'results in {screening.workdir}'
+                  + (' (resumed)' if args.resume else ''))
+        try:
+            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part)
+        except KeyboardInterrupt:
+            _progress(f'interrupted: the results so far are kept in {screening.workdir / "nodes"}'
+                      '; node jobs already queued keep running; continue with: clusterproof '
+                      f'screen {shlex.join(_resume_args(args, screening.workdir))}')
+            return 130
+        _progress(f'jobs submitted: {screening.submitted} for {len(nodes)} node(s)')
+    system = args.system
     bad = judge.outliers(verdicts)
+    findings = {v.node: judge.finding_of(v, system, screening_id) for v in bad}
+    if args.page:
+        page.write(args.page, verdicts, system=system, screening_id=screening_id, note=note,
+                   findings=findings, topology_text=page.slurm_topology())
+        _progress(f'page: {args.page}')
     # the outliers, sent once on the site's channels (docs/notify.md)
     notify_send.after_screening(args.system, bad)
     if args.format == 'json':
         # one line, written at once: json.dump with indent writes piece by piece (slow)
-        print(json.dumps(judge.as_json(verdicts, note)))
+        print(json.dumps(judge.as_json(verdicts, note, findings, screening_id)))
     else:
         print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
         print(f'\n{len(verdicts)} node(s), {len(bad)} outlier(s)'
               + (': ' + ', '.join(f'{v.node} {v.verdict}' for v in bad) if bad else ''))
+        for v in bad:
+            print(f'  finding {findings[v.node]}  {v.node} {v.verdict}: {v.reason}')
         if note:
             print(note)
     if args.drain:
@@ -111,6 +153,17 @@ def main(args):
             else:
                 print(f'{line}  # FAILED: {(done.get("missing") or done["stderr"]).strip()}')
     return 1 if bad else 0
+
+
+def _resume_args(args, workdir):
+    """The command line that resumes this screening."""
+    out = ['--system', args.system, '--checks', args.checks, '--mode', args.mode,
+           '--resume', '--workdir', str(workdir)]
+    if args.partition:
+        out += ['--partition', args.partition]
+    for s in args.set:
+        out += ['--set', s]
+    return out
 
 
 def _progress(line):

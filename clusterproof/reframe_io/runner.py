@@ -379,3 +379,46 @@ def main(argv=None):
 
 if __name__ == '__main__':
     sys.exit(main())
+
+
+# ---------------------------------------------------------------- ReFrame inside a node's job
+
+#: the ReFrame configuration a job that already holds its node runs ReFrame
+#: with: the site's own (``site_config/settings.py``), every Slurm partition
+#: run by the local scheduler (no job of its own: the test cases run one after
+#: another in the job, their launcher, srun, starts steps inside it)
+IN_JOB_SETTINGS = '''"""ReFrame configuration for ReFrame run inside a job that holds its node
+(written by clusterproof.reframe_io.runner.write_in_job_settings): the
+site's {settings}, its Slurm partitions run by the local scheduler."""
+
+import importlib.util
+
+_spec = importlib.util.spec_from_file_location('clusterproof_site_settings', {settings!r})
+_site = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_site)
+site_configuration = _site.site_configuration
+for _system in site_configuration['systems']:
+    for _part in _system['partitions']:
+        if _part.get('scheduler') == 'slurm':
+            _part.update(scheduler='local', access=[], max_jobs=1)
+'''
+
+
+def write_in_job_settings(path, settings=None):
+    """Write the configuration of :data:`IN_JOB_SETTINGS` (of the site
+    configuration ``settings``, default ``site_config/settings.py``) to
+    ``path``; returns ``path``."""
+    from clusterproof.paths import SETTINGS_FILE, write_atomic
+    write_atomic(Path(path), IN_JOB_SETTINGS.format(settings=str(settings or SETTINGS_FILE)))
+    return Path(path)
+
+
+def in_job_command(args, settings, report_file, stage):
+    """The argv that runs ``reframe ARGS`` inside a job holding one node:
+    the configuration :func:`write_in_job_settings` wrote (``settings``), the
+    test cases one after another (``--exec-policy=serial``: two benchmarks
+    never share the node), stage and output under ``stage``, the run report
+    to ``report_file``."""
+    return ['env', f'RFM_CONFIG_FILES={settings}', reframe_command(), *map(str, args),
+            '--exec-policy=serial', '--stage', f'{stage}/stage', '--output', f'{stage}/output',
+            *report_option(report_file), '-r']

@@ -4,8 +4,11 @@ measured with the node-level checks and judged against its peers.
 - :mod:`clusterproof.screen.judge`: the judgement, pure functions (peers'
   median and MAD, distances, verdicts, ranking, drain lines);
 - :mod:`clusterproof.screen.results`: samples from ReFrame run reports;
-- :mod:`clusterproof.screen.run`: ReFrame with ``--distribute=all`` over the
-  nodes in batches, the repeats of outliers.
+- :mod:`clusterproof.screen.jobs`: one Slurm job per node running every
+  check on it (ReFrame inside the job), watched, resumed;
+- :mod:`clusterproof.screen.run`: a screening's rounds (first run, repeats
+  of outliers), the node pairs;
+- :mod:`clusterproof.screen.page`: the screening as one HTML page.
 
 See ``docs/screening.md``.
 """

@@ -472,11 +472,23 @@ def as_dict(nv):
                                    for m in nv.mismatches]}
 
 
-def as_json(verdicts, note=''):
+def finding_of(nv, system, screening_id):
+    """The finding id of an outlier (``analysis.findings.finding_id``, kind
+    ``outlier``): its system, partition, the check that named it (its worst
+    figure's; ``result`` when it gave none), node and screening."""
+    from clusterproof.analysis.findings import finding_id
+    check = nv.worst.sample.check if nv.worst is not None else 'result'
+    return finding_id('outlier', system, nv.partition, check, nv.node, screening_id)
+
+
+def as_json(verdicts, note='', findings=None, screening_id=None):
     """The whole screening as plain data, the output of ``--format json``
     (its shape is documented in docs/screening.md, "JSON output", and read
-    by the acceptance report: keep it)."""
-    return {'nodes': [as_dict(v) for v in verdicts],
+    by the acceptance report: keep it). ``findings``: ``{node: finding
+    id}`` of the outliers (:func:`finding_of`)."""
+    findings = findings or {}
+    nodes = [dict(as_dict(v), finding=findings.get(v.node)) for v in verdicts]
+    return {'nodes': nodes, 'screening_id': screening_id,
             'outliers': [v.node for v in outliers(verdicts)],
             'peers': peers_dict(verdicts), 'note': note,
             'thresholds_pct': dict(GUIDANCE_PCT), 'min_noise_units': MIN_NOISE_UNITS}

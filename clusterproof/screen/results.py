@@ -129,12 +129,15 @@ def check_of(tc):
     return _BY_CLASS.get((tc.get('name') or '').split(' ')[0])
 
 
-def samples_from_report(report, refs=None, base=None):
+def samples_from_report(report, refs=None, base=None, node=None):
     """``(samples, nodes)``: the :class:`Sample` s of a parsed run report and
     ``{node: partition}`` of every node a case ran or was meant to run on.
     ``refs``: parsed references of the system (``references.judge``);
     ``base``: the directory a relative ``outputdir`` is under (ReFrame
-    writes absolute ones)."""
+    writes absolute ones); ``node``: the node every case of a node check
+    ran on (the report of one node's job, ``screen.jobs``), whatever
+    host name ReFrame recorded."""
+    only = node
     latest = {}
     nodes = {}
     for tc in runner.testcases(report):
@@ -142,7 +145,7 @@ def samples_from_report(report, refs=None, base=None):
         if check is None:
             continue
         pair = pair_of(tc) if SCREEN_CHECKS[check].pairs else ()
-        node = pairs.pair_label(pair) if pair else node_of(tc)
+        node = pairs.pair_label(pair) if pair else (only or node_of(tc))
         if node is None or (SCREEN_CHECKS[check].pairs and not pair):
             continue
         part = tc.get('partition') or ''

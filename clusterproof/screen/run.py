@@ -3,19 +3,17 @@
 The nodes come from Slurm (``screen.run.partition_nodes``: the Slurm
 partition the ReFrame partition's ``access`` options name). Nodes Slurm has
 down, drained or failed are not run: they are ``missing``, their state the
-reason. The others are screened in batches of ``--batch`` nodes (default:
-the site's ``MaxSubmitJobs`` from ``scontrol show config`` divided by the
-number of checks, else :data:`DEFAULT_BATCH`): one ReFrame invocation per
-batch, ``--distribute=all`` with ``-J --exclude=`` every node of the
-partition outside the batch, so ReFrame makes one test case per node of the
-batch, pinned to it with ``--nodelist``. Checks between two nodes (OSU)
-run one case per node pair instead (``screen.pairs``: the nodes in a ring,
-each paired with the next; ``reframe -P node_pair=n1+n3,n3+n4,...``, the
-check pins its job to the pair), in rounds of pairs that share no node
-(``pairs.rounds``), each in batches of as many pairs, one invocation per
-benchmark (latency, bandwidth) so that two cases never wait for one pair. Results are
-read from the run report each invocation writes (``--report-file``), never
-from its console.
+reason. The others get one job each running every node check of the
+screening (``screen.jobs``: ReFrame inside the job with the local
+scheduler), all queued at once within the site's ``MaxSubmitJobs``; a node
+whose job gives no result is missing with Slurm's reason. Checks between
+two nodes (OSU) run one case per node pair instead (``screen.pairs``: the
+nodes in a ring, each paired with the next; ``reframe -P
+node_pair=n1+n3,n3+n4,...``, the check pins its job to the pair), in rounds
+of pairs that share no node (``pairs.rounds``), one invocation per
+benchmark (latency, bandwidth) so that two cases never wait for one pair.
+Results are read from the run reports (``--report-file``), never from a
+console.
 
 After the first pass, nodes that are outliers are run again, up to
 ``repeat`` times, and judged on the best of their runs
@@ -28,6 +26,7 @@ import shlex
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from clusterproof import ClusterproofError
@@ -35,13 +34,10 @@ from clusterproof.parsers import slurm
 from clusterproof.paths import REPO, SETTINGS_FILE
 from clusterproof.references.judge import Verdict
 from clusterproof.reframe_io import runner
-from clusterproof.screen import judge, pairs, results
+from clusterproof.screen import jobs, judge, pairs, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
 from clusterproof.hostlist import compress
-
-#: nodes per ReFrame invocation when Slurm declares no MaxSubmitJobs
-DEFAULT_BATCH = 256
 
 
 def _run(argv, env=None):
@@ -81,30 +77,6 @@ def partition_nodes(slurm_nodes, slurm_partition):
     return sorted(runnable, key=discover._node_key), unavailable
 
 
-def max_submit_jobs(text):
-    """``MaxSubmitJobs`` from ``scontrol show config`` output, or None."""
-    for line in text.splitlines():
-        key, _, value = line.partition('=')
-        if key.strip().lower() == 'maxsubmitjobs' and value.strip().isdigit():
-            return int(value.strip())
-    return None
-
-
-def default_batch(n_checks, config_text):
-    """Nodes per invocation: ``MaxSubmitJobs`` // checks (one job per node
-    and check), else :data:`DEFAULT_BATCH`."""
-    limit = max_submit_jobs(config_text)
-    if limit is None:
-        return DEFAULT_BATCH
-    return max(1, limit // max(1, n_checks))
-
-
-def site_batch(n_checks, run=_run):
-    """:func:`default_batch` from this site's ``scontrol show config``."""
-    out = run(['scontrol', 'show', 'config'])
-    return default_batch(n_checks, out['stdout'] if out['rc'] == 0 else '')
-
-
 def slurm_nodes():
     """Slurm's nodes (``site.discover.read_slurm``)."""
     return discover.read_slurm()[0]
@@ -113,7 +85,7 @@ def slurm_nodes():
 def batches(nodes, size):
     """``nodes`` in lists of at most ``size``."""
     if size < 1:
-        raise ClusterproofError(f'--batch {size}: use 1 or more nodes')
+        raise ClusterproofError(f'--batch {size}: use 1 or more')
     return [nodes[i:i + size] for i in range(0, len(nodes), size)]
 
 
@@ -127,20 +99,6 @@ def progress_line(done, total, elapsed, what='nodes'):
     else:
         eta = 'unknown'
     return f'{what} done {done}/{total}, estimated remaining {eta} (elapsed {elapsed:.0f} s)'
-
-
-def reframe_command(system, partition, checks, all_nodes, batch, report_file, mode,
-                    extra=()):
-    """The ``reframe`` argv that screens ``batch`` (node names) of
-    ``system:partition`` with the screening ``checks`` (names)."""
-    cmd = _select(checks)
-    others = sorted(set(all_nodes) - set(batch), key=discover._node_key)
-    if others:
-        # one word: ReFrame's parser would take a separate '--exclude=' for its own option
-        cmd.append(f'--job-option=--exclude={compress(others)}')
-    cmd += ['--system', f'{system}:{partition}', '--distribute=all', '--mode', mode,
-            *runner.report_option(report_file), '-r']
-    return cmd + list(extra)
 
 
 def _select(checks):
@@ -197,23 +155,36 @@ def split_checks(checks):
 
 
 class Screening:
-    """One screening of a partition: runs the batches and the repeats,
-    reporting progress through ``log`` (a function of one line). The node
-    checks run with ``--distribute=all`` over batches of nodes; the pair
-    checks (``results.ScreenCheck.pairs``) one case per node pair
-    (``screen.pairs.ring_pairs``), in batches of as many pairs."""
+    """One screening of a partition: the node checks in one job per node
+    (``screen.jobs``), the pair checks one ReFrame invocation per round of
+    node pairs (``screen.pairs.ring_pairs``), the repeats; progress through
+    ``log`` (a function of one line). ``missing`` is ``{node: reason}`` of
+    the nodes whose job gave no result (Slurm's state and reason)."""
 
     def __init__(self, system, partition, checks, mode='smoke', batch=None, repeat=1,
-                 refs=None, log=print, extra=(), workdir=None, env=None):
+                 refs=None, log=print, extra=(), workdir=None, env=None, access=(),
+                 resume=False, progress_s=60.0, limits=None):
         self.system, self.partition, self.checks = system, partition, checks
         self.mode, self.batch, self.repeat, self.refs = mode, batch, repeat, refs
-        self.log, self.extra, self.env = log, extra, env
+        self.log, self.extra, self.env = log, list(extra), env
+        self.access, self.progress_s = list(access), progress_s
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix='clusterproof-screen-'))
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ClusterproofError(f'--workdir {self.workdir}: cannot create: {err.strerror}') from None
+        self.wd = jobs.Workdir(self.workdir)
+        state = {'id': uuid.uuid4().hex, 'system': system, 'partition': partition,
+                 'checks': list(checks), 'mode': mode, 'extra': self.extra,
+                 'started': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
+        self.state = self.wd.start(state, resume=resume)
+        self.id = self.state['id']
+        self.limits = limits if limits is not None else {}
+        self.window = jobs.window(self.limits, batch)
         self.invocations = 0
+        self.submitted = 0
+        self.missing = {}
+        self._script = None
 
     def _env(self):
         env = dict(os.environ if self.env is None else self.env)
@@ -232,26 +203,61 @@ class Screening:
             raise ClusterproofError(
                 f'reframe wrote no run report (exit status {proc.returncode}); its output: '
                 f'{self.workdir / f"reframe-{self.invocations}.log"}')
+        self.submitted += len(runner.testcases(runner.read_report(report)))
         return results.samples_from_report(runner.read_report(report), self.refs)
+
+    def node_args(self, checks):
+        """The ``reframe`` arguments each node's job runs ``checks`` with."""
+        return [*_select(checks)[1:], '--system', f'{self.system}:{self.partition}',
+                '--mode', self.mode, *self.extra]
+
+    def run_node_jobs(self, nodes, label, checks):
+        """One job per node of ``nodes`` running ``checks`` (node checks);
+        ``(samples, {node: partition})`` of the nodes that gave a report."""
+        if self._script is None:
+            # a selection of no test case fails here, once, not in every node's job
+            args = self.node_args(checks)
+            if not runner.describe(args, env=self._env()):
+                raise runner.NoTestCase(runner.no_case_message(args))
+            self._script = jobs.write_node_job(self.wd)
+        watch = jobs.Watch(self.wd, self._script, jobs.job_name(self.id), label, list(nodes),
+                           self.node_args(checks), jobs.slurm_options(self.access),
+                           self.window, log=self.log, progress_s=self.progress_s)
+        try:
+            reports = watch.run_round()
+        finally:
+            self.submitted += watch.submitted
+        samples, seen = [], {}
+        for node, path in reports.items():
+            try:
+                got, where = results.samples_from_report(runner.read_report(path), self.refs,
+                                                         node=node)
+            except ClusterproofError as err:
+                watch.missing[node] = f'its run report is unreadable: {err}'
+                continue
+            samples += got
+            seen.update(where)
+        for node, why in watch.missing.items():
+            self.missing.setdefault(node, why)
+        return samples, seen
+
+    def cancel_jobs(self, nodes):
+        """Cancel this screening's jobs still queued for ``nodes``."""
+        jobs.cancel_queued(jobs.job_name(self.id), nodes)
 
     def run_nodes(self, all_nodes, nodes, label, node_pairs=(), checks=None):
         """Run the node checks (of ``checks``, default all of the screening)
-        on ``nodes`` and the pair checks on ``node_pairs``; returns their
-        samples (and every node a case was made for)."""
+        on ``nodes``, one job per node, and the pair checks on
+        ``node_pairs``; returns their samples (and every node a case was
+        made for)."""
         node_checks, pair_checks = split_checks(checks or self.checks)
         samples, seen = [], {}
-        start = time.monotonic()
-        done = 0
-        for group in batches(nodes, self.batch) if node_checks else []:
-            got, where = self._invoke(lambda report: reframe_command(
-                self.system, self.partition, node_checks, all_nodes, group, report, self.mode,
-                self.extra))
-            samples += got
-            seen.update(where)
-            done += len(group)
-            self.log(f'{label}: ' + progress_line(done, len(nodes), time.monotonic() - start))
+        if node_checks and nodes:
+            tag = label.replace(' ', '-') if checks is None else \
+                f'{label.replace(" ", "-")}-{"+".join(node_checks)}'
+            samples, seen = self.run_node_jobs(nodes, tag, node_checks)
         start, done = time.monotonic(), 0
-        groups = [g for rnd in pairs.rounds(node_pairs) for g in batches(rnd, self.batch)] \
+        groups = [g for rnd in pairs.rounds(node_pairs) for g in batches(rnd, self.window)] \
             if pair_checks else []
         selections = pair_selections(pair_checks)
         for group in groups:
@@ -284,7 +290,9 @@ def repeat_groups(verdicts, nodes, checks):
 
 def screen_partition(screening, slurm_nodes, slurm_partition):
     """Screen every node of a partition: ``(verdicts, runs)`` where
-    ``runs`` is ``{node: number of runs}``."""
+    ``runs`` is ``{node: number of runs}``. A node Slurm cannot run a job on
+    is not run; one whose job gave no result (drained, down) is missing,
+    Slurm's reason given."""
     runnable, unavailable = partition_nodes(slurm_nodes, slurm_partition)
     if not runnable and not unavailable:
         raise ClusterproofError(f'Slurm partition {slurm_partition!r} has no nodes')
@@ -293,10 +301,11 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
     ring = pairs.ring_pairs(runnable)
     samples, seen = screening.run_nodes(all_nodes, runnable, 'first run', ring) \
         if runnable else ([], {})
-    expected = {n: part for n in runnable}
+    gone = dict(screening.missing)
+    expected = {n: part for n in runnable if n not in gone}
     verdicts = judge.screen(samples, expected)
     runs = {n: 1 for n in runnable}
-    called = {v.node for v in judge.outliers(verdicts)}
+    called = {v.node for v in judge.outliers(verdicts)} - set(gone)
     for k in range(1, screening.repeat + 1):
         if not called:
             break
@@ -304,14 +313,22 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         screening.log(f'repeat {k}/{screening.repeat}: {len(again)} outlier node(s) '
                       f'{compress(again)}')
         for checks, nodes in repeat_groups(verdicts, called, screening.checks):
-            newer, _ = screening.run_nodes(all_nodes, nodes, f'repeat {k} ({",".join(checks)})',
+            newer, _ = screening.run_nodes(all_nodes, nodes, f'repeat{k}',
                                            pairs.pairs_of(ring, nodes), checks)
             samples = judge.best_of(samples, newer)
         for n in again:
             runs[n] += 1
         verdicts = judge.screen(samples, expected)
         called &= {v.node for v in judge.outliers(verdicts)}
-    verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=f'Slurm state {state}: not run')
+    verdicts = [v for v in verdicts if v.node not in gone]
+    verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=why)
+                 for n, why in sorted(gone.items())]
+    reasons = {n.name: n.reason for n in slurm_nodes}
+    if unavailable:
+        # a resumed screening's job still queued for a node Slurm now has drained
+        screening.cancel_jobs(unavailable)
+    verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=f'Slurm state {state}: '
+                                   + (f'{reasons[n]}; ' if reasons.get(n) else '') + 'not run')
                  for n, state in sorted(unavailable.items())]
     return judge.rank(verdicts), runs
 
@@ -356,3 +373,9 @@ def judge_reports(paths, refs=None, partition=None):
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
                                 + (f' for partition {partition}' if partition else ''))
     return judge.screen(samples, nodes)
+
+
+def reports_id(paths):
+    """The id of a screening judged from run reports (``--from-report``):
+    the session UUID of the first, the one the outliers' findings name."""
+    return runner.read_report(paths[0])['session_info']['uuid']
