@@ -66,7 +66,7 @@ def test_a_1024_node_cluster_scaled_from_a_recorded_one_is_grouped_for_init(tmp_
     """The 1,024 nodes read as init reads Slurm's answers: the recorded
     shapes, partitions and states kept; one probe node per group, every one
     runnable, each chosen once; the group drained whole is not probed and
-    says why; reading and grouping take well under a second."""
+    says why; reading and grouping take about 0.3 s (10 s allowed under load)."""
     path = _scaled(tmp_path, 1024)
     like = lc.read_like(path, path.with_name('scontrol-show-partition.txt'))
     assert len(like.nodes) == 1024 and like.left_out == ()
@@ -86,7 +86,7 @@ def test_a_1024_node_cluster_scaled_from_a_recorded_one_is_grouped_for_init(tmp_
     chosen = init.choose_probes(groups, recorded=False)
     took = time.monotonic() - t0
     assert how.startswith('scontrol -o show node') and len(nodes) == 1024
-    assert took < 3, f'reading and grouping 1,024 nodes took {took:.1f} s'
+    assert took < 10, f'reading and grouping 1,024 nodes took {took:.1f} s'
     by_name = {n.name: n for n in nodes}
     probes = [node for node, _ in chosen if node]
     assert len(set(probes)) == 7 and len(groups) == 17, chosen   # a node per shape and partition set
@@ -182,3 +182,13 @@ def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_pa
     assert left == []
     print(f'{nodes} nodes like a real cluster: '
           + ', '.join(f'{what} {t:.1f} s' for what, t in times.items()))
+
+
+def test_a_node_failure_of_a_1024_node_job_names_its_nodes_folded():
+    """300 nodes of a 1,024-node job down for two reasons: the cause is one
+    short line, the nodes folded per reason, none lost."""
+    from clusterproof.checks import reliability
+    down = [(f'n{i:04d}', 'Not responding') for i in range(1, 300)] + [('n0700', 'Kill task failed')]
+    cause = reliability.failure_cause('', 'NODE_FAIL', None, None, down)
+    assert cause == ('node failure: n[0001-0299,0700] stopped answering during the run (Slurm state '
+                     'NODE_FAIL); Slurm says n[0001-0299]: Not responding; n0700: Kill task failed'), cause
