@@ -5,6 +5,7 @@ heterogeneous local cluster, validate, SystemInventory passes, a node given
 less in Slurm fails it."""
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -496,6 +497,9 @@ def test_init_on_a_heterogeneous_cluster(emu_cluster, tmp_path):
             assert f'+++ {system_file}' in dry.stdout and not system_file.exists()
             assert 'emu: n[1-2] (2 CPUs, 2048 MiB in Slurm): probing n2' in dry.stdout
             assert "+                # probed: n2" in dry.stdout
+            # both groups' nodes probed in one parallel round, bounded
+            assert re.search(r'^init: probed n\[2-3\] \(2 nodes, at most 8 at once\) in [0-9.]+ s$',
+                             dry.stdout, re.M), dry.stdout
             assert "'unavailable': {'n1': 'IDLE+DRAIN'}" in dry.stdout
             assert "+                    'client_nodes': 1," in dry.stdout
             proc = _cp('init', '--name', name, '--scratch', str(scratch), env=env)

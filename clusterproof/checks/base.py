@@ -18,6 +18,7 @@ from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import ReframeError, SanityError
 
 from clusterproof import ClusterproofError
+from clusterproof.hostlist import compress
 
 from clusterproof.site import binaries
 from clusterproof.references import judge as references
@@ -297,7 +298,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
                 raise SanityError(f'{found[0]} reported an error, although the job ended '
                                   f'well: {found[1][:200]} (job {job.jobid} on '
                                   f'{self.current_partition.fullname}, node(s) '
-                                  f'{", ".join(nodes) or "unknown"})')
+                                  f'{compress(nodes) or "unknown"})')
             return
         down = []
         if self.current_partition.scheduler.registered_name == 'slurm':
@@ -308,7 +309,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         if own and (cause is None or cause.startswith(('the program exited', 'signal:'))):
             cause = own         # what the program itself printed, read by its parser
         where = (f'job {job.jobid} on {self.current_partition.fullname} ended in state '
-                 f'{state} on node(s) {", ".join(nodes) or "unknown"}')
+                 f'{state} on node(s) {compress(nodes) or "unknown"}')
         if not wrote:
             raise SanityError(f'the job wrote no output ({job.stdout}); {where}'
                               + (f': {cause}' if cause else ''))

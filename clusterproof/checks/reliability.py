@@ -24,6 +24,7 @@ import re
 import signal
 import subprocess
 
+from clusterproof.hostlist import compress
 from clusterproof.parsers import runtime_errors
 
 #: lines that name a failed node (``*** JOB 5 ON n1 CANCELLED ... DUE TO NODE
@@ -231,8 +232,12 @@ def failure_cause(text, job_state=None, time_limit=None, exit_status=None, down_
         if not hit:
             continue
         if cause.name == 'node failure':
-            named = ', '.join(nodes) if nodes else 'a node of the job'
-            why = '; '.join(f'{n}: {r}' for n, r in down_nodes if r)
+            named = compress(nodes) if nodes else 'a node of the job'
+            by_reason = {}
+            for n, r in down_nodes:
+                if r:
+                    by_reason.setdefault(r, []).append(n)
+            why = '; '.join(f'{compress(ns)}: {r}' for r, ns in by_reason.items())
             return (f'{cause.name}: ' + cause.message.format(nodes=named, state=state or '?')
                     + (f'; Slurm says {why}' if why else ''))
         line = line or (f'Slurm state {state}' if state else '')

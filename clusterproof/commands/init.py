@@ -1,6 +1,7 @@
 """``clusterproof init``: write a new system's files from what Slurm and
 its nodes say (see :mod:`clusterproof.site.discover`)."""
 
+import concurrent.futures
 import difflib
 import os
 import re
@@ -10,6 +11,7 @@ import sys
 import time
 
 from clusterproof import ClusterproofError
+from clusterproof.hostlist import compress
 from clusterproof.paths import REPO, SITE_CONFIG, references_dir, write_atomic
 from clusterproof.parsers import slurm
 from clusterproof.site import discover
@@ -17,6 +19,9 @@ from clusterproof.site import discover
 NAME_RE = re.compile(r'^[a-z][a-z0-9_]*(-[a-z0-9_]+)*$')
 #: a probe (srun waits at most discover.PROBE_IMMEDIATE_S for the node) ends in this
 PROBE_TIMEOUT_S = 300
+#: probes running at once: one srun each, a few MB on the login node; the
+#: groups of a site are tens, so a few rounds at most
+PROBE_WORKERS = 8
 
 
 def register(sub):
@@ -28,7 +33,7 @@ def register(sub):
                     'partition), groups the nodes of each partition that Slurm describes '
                     'alike (CPUs, sockets, cores, threads, memory, GPUs), probes one node of '
                     'each group that Slurm can run on (never a drained, down or powered-down '
-                    'one) through srun (lscpu, /proc/meminfo, sysfs caches, dmidecode, '
+                    f'one; each node once, at most {PROBE_WORKERS} at once) through srun (lscpu, /proc/meminfo, sysfs caches, dmidecode, '
                     'ndctl, ipmctl, the scratch file system), then writes '
                     'site_config/systems/NAME.py (one ReFrame partition per node group, its '
                     'GPUs as "devices"; a group that cannot be probed is written from '
@@ -77,42 +82,66 @@ def probe(group, node, scratch):
     return discover.parse_probe(proc.stdout, source=f'probe of {node}')
 
 
-def declare(name, group, nodes, args, login_boot_id, recorded, probed):
-    """One group's declaration: probed on a node Slurm can run on (one
-    already probed for another partition is not probed again: ``probed``
-    keeps the reports), else (no such node, a failed probe, recorded
-    output) from Slurm's view."""
-    ready, why = group.probe_candidates()
-    ready = sorted(ready, key=lambda n: not isinstance(probed.get(n.name), dict))
-    if recorded:
-        ready, why = [], f'read from recorded Slurm output ({args.slurm_output})'
-    head = (f'init: {group.partition}: {group.nodelist} ({group.slurm.cpus} CPUs, '
-            f'{group.slurm.real_memory_mib} MiB in Slurm')
-    gpus = slurm.gpu_count(group.slurm.gres)
-    head += f', {gpus} GPUs)' if gpus else ')'
-    if ready:
-        node = ready[0].name
-        try:
-            if node in probed:
-                print(f'{head}: {node} probed already', flush=True)
-            else:
-                print(f'{head}: probing {node}', flush=True)
-                try:
-                    probed[node] = probe(group, node, args.scratch)
-                except ClusterproofError as err:
-                    probed[node] = err          # not probed again for another partition
-            if isinstance(probed[node], ClusterproofError):
-                raise probed[node]
-            return discover.declare_group(name, group, probed[node], nodes, args.scratch,
-                                          login_boot_id)
-        except ClusterproofError as err:
-            why = str(err)
-    else:
-        print(f'{head}: not probed', flush=True)
+def choose_probes(groups, recorded, slurm_output=None):
+    """Which node probes each group: ``[(node or None, why none)]``, one
+    per group. A node that can run a job is chosen, preferring one another
+    group (the same node in another partition) already chose, so each node
+    is probed once."""
+    chosen, taken = [], set()
+    for group in groups:
+        ready, why = group.probe_candidates()
+        if recorded:
+            ready, why = [], f'read from recorded Slurm output ({slurm_output})'
+        ready = sorted(ready, key=lambda n: n.name not in taken)
+        node = ready[0].name if ready else None
+        if node:
+            taken.add(node)
+        chosen.append((node, why))
+    return chosen
+
+
+def probe_all(nodes_groups, scratch, workers=PROBE_WORKERS, probe_one=None):
+    """Probe every distinct node of ``nodes_groups`` (``[(node, group)]``,
+    the first group naming a node probes it), at most ``workers`` at once.
+    Returns ``{node: report or ClusterproofError}``: a failed probe is kept
+    as its error, never probed again, and the other probes go on."""
+    probe_one = probe_one or probe
+    first = {}
+    for node, group in nodes_groups:
+        first.setdefault(node, group)
+    out = {}
+    if not first:
+        return out
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(workers, len(first)))) as pool:
+        futures = {pool.submit(probe_one, group, node, scratch): node for node, group in first.items()}
+        for future in concurrent.futures.as_completed(futures):
+            node = futures[future]
+            try:
+                out[node] = future.result()
+            except ClusterproofError as err:
+                out[node] = err
+    return out
+
+
+def declare(name, group, nodes, args, login_boot_id, node, why, probed):
+    """One group's declaration: from the report of ``node`` where its
+    probe succeeded, else (no node Slurm can run on, a failed probe,
+    recorded output) from Slurm's view, saying why on stderr."""
+    if node is not None:
+        rep = probed[node]
+        if not isinstance(rep, ClusterproofError):
+            return discover.declare_group(name, group, rep, nodes, args.scratch, login_boot_id)
+        why = str(rep)
     print(f'init: {group.partition} {group.nodelist}: declared from Slurm\'s view alone: {why}',
           file=sys.stderr, flush=True)
     return discover.declare_group(name, group, None, nodes, args.scratch, login_boot_id,
                                   unprobed=why)
+
+
+def _head(group):
+    gpus = slurm.gpu_count(group.slurm.gres)
+    return (f'init: {group.partition}: {group.nodelist} ({group.slurm.cpus} CPUs, '
+            f'{group.slurm.real_memory_mib} MiB in Slurm' + (f', {gpus} GPUs)' if gpus else ')'))
 
 
 def hostname_patterns(nodes):
@@ -142,9 +171,24 @@ def run(args):
     nodes, partitions, how = discover.read_slurm(run_cmd)
     groups = discover.group_nodes(nodes, args.partition, partitions)
     login_boot_id = None if recorded else discover.probe_node()['boot_id']
-    probed = {}
-    decls = [declare(name, group, nodes, args, login_boot_id, recorded, probed)
-             for name, group in zip(discover.partition_names(groups), groups)]
+    chosen = choose_probes(groups, recorded, args.slurm_output)
+    seen = set()
+    for group, (node, _why) in zip(groups, chosen):
+        what = ('not probed' if node is None else f'{node} probed already' if node in seen
+                else f'probing {node}')
+        seen.add(node)
+        print(f'{_head(group)}: {what}', flush=True)
+    todo = [(node, group) for group, (node, _why) in zip(groups, chosen) if node is not None]
+    t0 = time.monotonic()
+    probed = probe_all(todo, args.scratch)
+    if probed:
+        failed = [n for n, rep in probed.items() if isinstance(rep, ClusterproofError)]
+        print(f'init: probed {compress(sorted(probed, key=discover._node_key))} '
+              f'({len(probed)} nodes, at most {PROBE_WORKERS} at once) in '
+              f'{time.monotonic() - t0:.1f} s' + (f'; failed: {compress(failed)}' if failed else ''),
+              flush=True)
+    decls = [declare(name, group, nodes, args, login_boot_id, node, why, probed)
+             for name, group, (node, why) in zip(discover.partition_names(groups), groups, chosen)]
     text = discover.render_system(args.name, decls, hostname_patterns(nodes), how,
                                   time.strftime('%Y-%m-%d %H:%M %Z'),
                                   socket.gethostname().split('.')[0])
