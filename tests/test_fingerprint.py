@@ -18,10 +18,14 @@ SECRET = 'do-not-record-7f3a'
 
 
 def _session(results, env, **extra):
+    """One real session of DevZeroCopy. Its copy of 16 MiB takes under a
+    millisecond: one time slice lost to another process on a loaded machine
+    divides that copy's figure by ten, as much as the swapped ``dd`` does.
+    The figure is the best of the check's default 3 copies (a single copy
+    once made the detector miss the injected drop under heavy load)."""
     proc = run_reframe(['-c', str(SELFTEST_CHECKS), '-r', '--system', 'local',
-                        '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=16',
-                        '-S', 'repeats=1'],
-                       results, mode='nightly', extra_env={**env, **extra}, timeout=300)
+                        '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=16'],
+                       results, mode='nightly', extra_env={**env, **extra})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert 'Ran 1/1 test case(s)' in proc.stdout, proc.stdout[-3000:]
 

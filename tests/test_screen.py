@@ -549,20 +549,23 @@ def test_a_report_that_is_not_one_is_named(tmp_path):
 
 # ---------------------------------------------------------------- on the local cluster
 
-#: the slowed node's CPU quota: 1 ms of CPU every 50 ms (2 % of one
+#: the slowed node's CPU quota: 1 ms of CPU every 20 ms (5 % of one
 #: processor) for its slurmd and every job step it starts. Its STREAM runs
-#: at a fiftieth of a processor at best, while a peer's gets the share of
+#: at a twentieth of a processor at best, while a peer's gets the share of
 #: the machine's two that the other jobs leave it: far more, whatever the
 #: load, so the slowed node is many noise units below the peers' median
-#: (-96 %) and its peers, judged on the best of their runs, within them.
+#: and its peers, judged on the best of their runs, within them.
 #: 10 % was not unmistakable: the slowed node at -57 % and -3.4 noise units,
 #: just past the limit, with the peers' STREAM spread from 5,400 to 12,700
-#: MB/s by the four jobs sharing two processors. Short periods, so that
-#: slurmd still answers Slurm's RPCs in time (5 ms in 100 ms made sbatch
-#: time out).
-QUOTA_US, PERIOD_US = 1000, 50000
+#: MB/s by the four jobs sharing two processors. 2 % (1 ms in 50 ms) put it
+#: at -96 %, but each slurmstepd the node starts (three in the test) then
+#: took some 45 s under load. A quota of 1 ms, shorter than one STREAM
+#: kernel, so no kernel runs at full speed inside one period; short
+#: periods, so that slurmd still answers Slurm's RPCs in time (5 ms in
+#: 100 ms made sbatch time out).
+QUOTA_US, PERIOD_US = 1000, 20000
 #: STREAM kernels run 3 times (best of the last 2, as STREAM counts), not
-#: smoke's 10: at 2 % of a processor every second of CPU is 50 s, and the
+#: smoke's 10: at 2 % of a processor every second of CPU was 50 s, and the
 #: slowed node's STREAM took 106 s with 10. The arrays stay the smoke size
 #: (4 x the last-level cache): smaller ones partly fit in caches and the
 #: peers' figures then spread from 5,000 to 53,000 MB/s with the overlap of
