@@ -17,9 +17,9 @@ For each size N (default 64,256,1024), on local-cluster instance K:
             ``sacct`` (every job of the cluster that started after it began),
             and the time inside them (the union of their start..end intervals):
             clusterproof's own overhead is the wall time outside that union
-  judge     the same screening judged again from its run reports
-            (``screen --from-report``): the cost of reading and judging the
-            results; stands for the screening page until that exists
+  judge     the same screening judged again from its nodes' run reports
+            (``screen --from-report``) and its page written (``--page``): the
+            cost of reading and judging the results and of the page
   contract  ``clusterproof acceptance --contract`` of a contract with one
             item whose job spans min(256, N) nodes (HPCC on every node,
             ``-S Hpcc.num_nodes=...``, smoke sizes)
@@ -251,10 +251,11 @@ def run_size(n, args, directory, rows):
             row['screen_overhead_s'] = sc['wall_s'] - inside
             print(f'        screen: {len(jobs)} jobs, {inside:.1f} s inside jobs, '
                   f'{sc["wall_s"] - inside:.1f} s outside', flush=True)
-            reports = sorted(str(p) for p in work.rglob('*.json') if 'report' in p.name)
+            reports = sorted(str(p) for p in (work / 'nodes').glob('*.json'))
             if reports:
                 phase('judge', [CP, 'screen', '--system', 'emu', '--partition', 'srun', '--format',
-                                'json'] + [a for r in reports for a in ('--from-report', r)], cenv)
+                                'json', '--page', str(work / 'page.html')]
+                      + [a for r in reports for a in ('--from-report', r)], cenv)
         k = min(256, n)
         contract = Path(directory) / f'scale-{k}.yaml'
         contract.write_text(CONTRACT.format(nodes=k))
