@@ -130,6 +130,11 @@ NOISE_SEGMENT = 8
 #: the smallest change of noise listed: the noise this many times larger (or
 #: smaller); less is within what a noise estimate of a few sessions varies by
 NOISE_RATIO = 1.5
+#: session-to-session differences whose lag-1 autocorrelation is above this
+#: follow each other: they measure a slope that bends (a smooth curve), not a
+#: noise (-0.5 for noise about a level, 0 for a random walk, near 1 for a
+#: smooth curve; this is halfway from a walk to a curve)
+SMOOTH = 0.5
 #: a change of noise must reach ``z`` + this many standard errors of its log
 #: ratio
 NOISE_POWER = POWER
@@ -915,7 +920,9 @@ def noise_changes(y, changes, settings=None):
     ratio of the standard deviations (the weakest goes first). A spread
     below the values' resolution (:func:`resolution`, for a difference of
     two values) counts as that resolution: a figure printed with few digits
-    does not become quiet. Returns changes of ``kind='noise'``: ``shift`` is
+    does not become quiet. A side whose differences follow each other (lag-1
+    autocorrelation above ``SMOOTH``: a smooth curve, whose differences are
+    its slope) has no noise to change: no change of noise there. Returns changes of ``kind='noise'``: ``shift`` is
     the log of the
     ratio of the noise after to before."""
     s = settings or Settings()
@@ -949,7 +956,8 @@ def noise_changes(y, changes, settings=None):
             err = math.sqrt(_NOISE_VAR * (1.0 / len(before) + 1.0 / len(after)))
             z = abs(ratio) / err
             ok = (z >= s.z + NOISE_POWER and min(abs(ratio), abs(robust)) >= math.log(NOISE_RATIO)
-                  and (ratio > 0) == (robust > 0))
+                  and (ratio > 0) == (robust > 0)
+                  and max(_lag1(d[cuts[i]:b]), _lag1(d[b:cuts[i + 2]])) <= SMOOTH)
             judged.append((z, b, ratio, err, len(before), len(after), ok))
         weak = [j for j in judged if not j[-1]]
         if not weak:
@@ -957,6 +965,13 @@ def noise_changes(y, changes, settings=None):
                            kind='noise') for _, b, ratio, err, nb, na, _ in judged]
         bkps.remove(min(weak)[1])
     return []
+
+
+def _lag1(d):
+    """The lag-1 autocorrelation of ``d`` (0 for fewer than 3 values)."""
+    d = np.asarray(d, dtype=float) - float(np.mean(d))
+    den = float(np.dot(d, d))
+    return float(np.dot(d[1:], d[:-1])) / den if len(d) > 2 and den > 0 else 0.0
 
 
 def _var_binseg(u, min_size, pen):
