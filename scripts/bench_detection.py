@@ -337,10 +337,10 @@ def method_listed(series, transients=False):
             for c in kept if transients or c.kind != 'transient']
 
 
-def method_listed_levels(series):
+def method_listed_levels(series, transients=False):
     """:func:`method_listed` without the changes of noise: the listing as it
     was before they were found (for a before/after in one run)."""
-    return [a for a in method_listed(series) if len(a) < 4]
+    return [a for a in method_listed(series, transients) if len(a) < 4]
 
 
 def _library_scan(series, place):
@@ -582,7 +582,7 @@ class RealScore:
         self.sessions += len(quiet)
         worse = 1 if series.lower_is_better else -1
         alarmed = set()
-        for night, placed, sign in alarms:
+        for night, placed, sign, *_kind in alarms:
             session = ses[night]
             placed = ses[placed] if (placed is not None and locates) else None
             if night < series.first:
@@ -604,7 +604,7 @@ class RealScore:
                 continue
             k['moved'] += 1
             delay = None
-            for night, placed, sign in alarms:
+            for night, placed, sign, *_kind in alarms:
                 p = ses[placed] if (placed is not None and locates) else None
                 if (sign == worse and ses[night] >= inj.first
                         and (p is None or abs(p - inj.first) <= MATCH)):
@@ -622,7 +622,8 @@ def evaluate_real(name, series, injections):
     sc = RealScore(injections)
     t0 = time.process_time()
     for s in series:
-        sc.add(s, fn(s, transients=True) if name == 'listed' else fn(s), name != 'today')
+        sc.add(s, fn(s, transients=True) if name.startswith('listed') else fn(s),
+               name != 'today')
     return sc, time.process_time() - t0
 
 
@@ -693,17 +694,16 @@ def side_by_side(before, after):
     lines = ['before / after listing changes of noise (recall of worse steps listed, '
              'false alarms per 1000 figure-nights)',
              f'  {"noise model":<12} {"recall " + " / ".join(f"{int(x * 100)}%" for x in STEPS):<30}'
-             f'{"":>2}{"false alarms":>22}']
+             f' {"false alarms":>16}']
     for model in after:
         b, a = before[model], after[model]
-        if model == 'drift':
-            cells = (f'drifts {_pct(b.recall(within=NIGHTS)).strip()} -> '
-                     f'{_pct(a.recall(within=NIGHTS)).strip()}')
-        else:
-            cells = ' / '.join(f'{_pct(b.recall(x, True, within=NIGHTS)).strip()}->'
-                               f'{_pct(a.recall(x, True, within=NIGHTS)).strip()}'
-                               for x in STEPS)
-        lines.append(f'  {model:<12} {cells:<50} {b.fa_rate:6.2f} -> {a.fa_rate:6.2f}')
+        def pair(x=None):
+            return '->'.join('-' if r is None else f'{r * 100:.0f}' for r in (
+                b.recall(x, True if x else None, within=NIGHTS),
+                a.recall(x, True if x else None, within=NIGHTS)))
+        cells = (f'drifts {pair()}' if model == 'drift'
+                 else ' / '.join(pair(x) for x in STEPS))
+        lines.append(f'  {model:<12} {cells:<30} {b.fa_rate:6.2f} -> {a.fa_rate:6.2f}')
     return '\n'.join(lines)
 
 
@@ -826,8 +826,9 @@ def tcpd_series(directory):
 def tcpd_predict(raw):
     """Change points of one TCPD series by the retrospective view of
     :mod:`clusterproof.analysis.detector` (log values, as for every figure;
-    missing values left out, locations mapped back): the steps only, since a
-    drift is not an abrupt change."""
+    missing values left out, locations mapped back): the steps and the
+    changes of noise it lists (the annotators marked changes of variance
+    too), not the drifts (not abrupt changes)."""
     idx = [i for i, v in enumerate(raw) if v is not None]
     y = np.log(np.asarray([raw[i] for i in idx], dtype=float))
     floor = detector.noise_floor(y)

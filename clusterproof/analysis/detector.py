@@ -909,21 +909,22 @@ def noise_changes(y, changes, settings=None):
     session-to-session differences (a level, a drift or a slow wander does
     not move their spread; the differences across a change of level or a
     transient's ends are left out) about their median, in robust noise
-    units of the whole series, clipped at ``CLIP`` (a few outliers or
-    flips neither decide where a boundary goes nor make a noise): binary
-    segmentation with the Gaussian cost of a mean and a variance
-    (:func:`_var_binseg`, ``penalty x log(n)`` per boundary, segments of
-    ``NOISE_SEGMENT`` or more); then each boundary is kept only while the
-    spreads of the differences on its two sides (their standard
-    deviations, and their robust scales) differ by ``NOISE_RATIO`` or more
-    in one direction, by ``z + NOISE_POWER`` standard errors of the log
-    ratio of the standard deviations (the weakest goes first). A spread
-    below the values' resolution (:func:`resolution`, for a difference of
-    two values) counts as that resolution: a figure printed with few digits
-    does not become quiet. A side whose differences follow each other (lag-1
-    autocorrelation above ``SMOOTH``: a smooth curve, whose differences are
-    its slope) has no noise to change: no change of noise there. Returns changes of ``kind='noise'``: ``shift`` is
-    the log of the
+    units of the whole series, clipped at 2 x ``CLIP`` for placing the
+    boundaries and at ``CLIP`` for judging them (a few outliers or flips
+    neither place a boundary nor make a noise): binary segmentation with
+    the Gaussian cost of a mean and a variance (:func:`_var_binseg`,
+    ``penalty x log(n)`` per boundary, segments of ``NOISE_SEGMENT`` or
+    more); then each boundary is kept only while the spreads of the
+    differences on its two sides (their standard deviations, and their
+    robust scales) differ by ``NOISE_RATIO`` or more in one direction, by
+    ``z + NOISE_POWER`` standard errors of the log ratio of the standard
+    deviations (the weakest goes first). A spread below the values'
+    resolution (:func:`resolution`, for a difference of two values) counts
+    as that resolution: a figure printed with few digits does not become
+    quiet. A side whose differences follow each other (lag-1
+    autocorrelation above ``SMOOTH``: a smooth curve, whose differences
+    are its slope) has no noise to change: no change of noise there.
+    Returns changes of ``kind='noise'``: ``shift`` is the log of the
     ratio of the noise after to before."""
     s = settings or Settings()
     cut = set()
