@@ -84,11 +84,17 @@ NOISE_MODELS = {
 #: models scored by the listing (``--classes``): short spikes (two of three
 #: sessions 20-40 % worse, then back), a figure flipping between two levels
 #: (runs at +50 %: entered with probability 0.05 a session, left with 0.3),
-#: a level that wanders (a random walk of 0.3 % a session under 0.5 % noise)
+#: a level that wanders (a random walk of 0.3 % a session under 0.5 % noise);
+#: and a change of noise, not of level (``jitter``: from a random night on,
+#: the noise of a figure at CV 1 % is 1 + 10 x the step times as large, so
+#: the steps of 2, 5, 10 and 20 % are noise 1.2, 1.5, 2 and 3 times as large,
+#: or as many times smaller when "better": a node that became jittery, or
+#: was mended)
 CLASS_MODELS = {
     'spikes': dict(cv=0.01, spikes=2),
     'flipping': dict(cv=0.01, flip=0.5),
     'wander': dict(cv=0.005, walk=0.003),
+    'jitter': dict(cv=0.01, jitter=10),
 }
 #: the noise models the recall target applies to
 QUIET = ('gauss 1%', 'gauss 2%')
@@ -109,11 +115,13 @@ TARGET_FA = 1.0
 # -- series ---------------------------------------------------------------------
 
 class Series:
-    __slots__ = ('model', 'values', 'unit', 'step_at', 'step', 'sign', 'figure', 'first')
+    __slots__ = ('model', 'values', 'unit', 'step_at', 'step', 'sign', 'figure', 'first',
+                 'kind')
 
     def __init__(self, model, values, unit, step_at=None, step=0.0, sign=0, figure='',
-                 first=FIRST_JUDGED):
+                 first=FIRST_JUDGED, kind='level'):
         self.model, self.values, self.unit = model, values, unit
+        self.kind = kind        # what changes at ``step_at``: the level or the noise
         self.step_at, self.step, self.sign = step_at, step, sign
         self.figure = figure
         self.first = first      # the first night judged (today's rule blesses before)
@@ -152,6 +160,14 @@ def make_series(model, rng, unit, step=0.0, worse=True):
         t = np.arange(n) - DRIFT_START
         values *= np.where(t > 0, (1 + worse_sign * p['drift']) ** np.maximum(t, 0), 1.0)
         return Series(model, values, unit, DRIFT_START + 1, 0.0, worse_sign)
+    if step and 'jitter' in p:
+        at = int(rng.integers(STEP_NIGHTS[0], STEP_NIGHTS[1] + 1))
+        factor = 1 + p['jitter'] * step
+        z = rng.standard_normal(n)
+        z[at:] *= factor if worse else 1 / factor
+        values = level * (1 + p['cv'] * z)
+        return Series(model, values, unit, at, step, worse_sign if worse else -worse_sign,
+                      kind='noise')
     if step:
         at = int(rng.integers(STEP_NIGHTS[0], STEP_NIGHTS[1] + 1))
         sign = worse_sign if worse else -worse_sign
@@ -314,8 +330,17 @@ def method_listed(series, transients=False):
     finds)."""
     kept, _withdrawn = detector.find(series.values)
     last = len(series.values) - 1
+    worse = 1 if series.lower_is_better else -1
     return [(last if c.found is None else c.found, c.at, 1 if c.shift > 0 else -1)
+            if c.kind != 'noise' else
+            (last, c.at, worse if c.shift > 0 else -worse, 'noise')
             for c in kept if transients or c.kind != 'transient']
+
+
+def method_listed_levels(series, transients=False):
+    """:func:`method_listed` without the changes of noise: the listing as it
+    was before they were found (for a before/after in one run)."""
+    return [a for a in method_listed(series, transients) if len(a) < 4]
 
 
 def _library_scan(series, place):
@@ -379,6 +404,8 @@ METHODS = {
     'listed': ('clusterproof changes after the whole history (nightly alarms confirmed or '
                'withdrawn + retrospective segmentation); recall: steps listed at all',
                method_listed, 'ruptures'),
+    'listed-levels': ('the same listing without its changes of noise (as listed before '
+                      'they were found)', method_listed_levels, 'ruptures'),
     'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
     'otava': ('apache-otava alone', method_otava, 'otava'),
     'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
@@ -398,10 +425,13 @@ class Score:
         self.nights += NIGHTS - FIRST_JUDGED
         at, sign = series.step_at, series.sign
         delay = None
-        for night, placed, s in alarms:
+        for alarm in alarms:
+            night, placed, s = alarm[:3]
+            # a change of noise is signed as the figure is: noisier is worse
+            kind = alarm[3] if len(alarm) > 3 else 'level'
             if night < FIRST_JUDGED:
                 continue
-            true = (at is not None and night >= at and s == sign
+            true = (at is not None and night >= at and s == sign and kind == series.kind
                     and (not locates or placed is None or abs(placed - at) <= MATCH
                          or series.model == 'drift'))
             if not true:
@@ -552,7 +582,7 @@ class RealScore:
         self.sessions += len(quiet)
         worse = 1 if series.lower_is_better else -1
         alarmed = set()
-        for night, placed, sign in alarms:
+        for night, placed, sign, *_kind in alarms:
             session = ses[night]
             placed = ses[placed] if (placed is not None and locates) else None
             if night < series.first:
@@ -574,7 +604,7 @@ class RealScore:
                 continue
             k['moved'] += 1
             delay = None
-            for night, placed, sign in alarms:
+            for night, placed, sign, *_kind in alarms:
                 p = ses[placed] if (placed is not None and locates) else None
                 if (sign == worse and ses[night] >= inj.first
                         and (p is None or abs(p - inj.first) <= MATCH)):
@@ -592,7 +622,8 @@ def evaluate_real(name, series, injections):
     sc = RealScore(injections)
     t0 = time.process_time()
     for s in series:
-        sc.add(s, fn(s, transients=True) if name == 'listed' else fn(s), name != 'today')
+        sc.add(s, fn(s, transients=True) if name.startswith('listed') else fn(s),
+               name != 'today')
     return sc, time.process_time() - t0
 
 
@@ -627,8 +658,8 @@ def _pct(x):
 
 def table(name, scores, cpu, base=None):
     title, _, _ = METHODS[name]
-    within = NIGHTS if name == 'listed' else WITHIN
-    what = 'recall of worse steps, listed' if name == 'listed' else \
+    within = NIGHTS if name.startswith('listed') else WITHIN
+    what = 'recall of worse steps, listed' if name.startswith('listed') else \
         'recall of worse steps within 3 nights'
     lines = [f'{name}: {title}  ({cpu:.1f} s CPU)',
              f'  {"noise model":<12} {what:^29} '
@@ -653,6 +684,26 @@ def table(name, scores, cpu, base=None):
             + f'{_pct(sc.recall(worse=False, minimum=0.05, within=within)):>6} '
             + f'{"-" if med is None else f"{med:g}":>6} {sc.fa_rate:13.2f}'
             + _worse_mark(sc, base, model))
+    return '\n'.join(lines)
+
+
+def side_by_side(before, after):
+    """The listing before (``listed-levels``) and after (``listed``) changes
+    of noise were listed, model by model: recall of worse steps listed at
+    all, and false alarms per 1000 figure-nights."""
+    lines = ['before / after listing changes of noise (recall of worse steps listed, '
+             'false alarms per 1000 figure-nights)',
+             f'  {"noise model":<12} {"recall " + " / ".join(f"{int(x * 100)}%" for x in STEPS):<30}'
+             f' {"false alarms":>16}']
+    for model in after:
+        b, a = before[model], after[model]
+        def pair(x=None):
+            return '->'.join('-' if r is None else f'{r * 100:.0f}' for r in (
+                b.recall(x, True if x else None, within=NIGHTS),
+                a.recall(x, True if x else None, within=NIGHTS)))
+        cells = (f'drifts {pair()}' if model == 'drift'
+                 else ' / '.join(pair(x) for x in STEPS))
+        lines.append(f'  {model:<12} {cells:<30} {b.fa_rate:6.2f} -> {a.fa_rate:6.2f}')
     return '\n'.join(lines)
 
 
@@ -775,14 +826,17 @@ def tcpd_series(directory):
 def tcpd_predict(raw):
     """Change points of one TCPD series by the retrospective view of
     :mod:`clusterproof.analysis.detector` (log values, as for every figure;
-    missing values left out, locations mapped back): the steps only, since a
-    drift is not an abrupt change."""
+    missing values left out, locations mapped back): the steps and the
+    changes of noise it lists (the annotators marked changes of variance
+    too), not the drifts (not abrupt changes)."""
     idx = [i for i, v in enumerate(raw) if v is not None]
     y = np.log(np.asarray([raw[i] for i in idx], dtype=float))
     floor = detector.noise_floor(y)
-    steps = [c for c in detector.segment(y, None, floor) if c.kind == 'step']
-    return sorted({idx[c.at] for c in detector.classify(y, steps, None, floor)
-                   if c.kind == 'step'})
+    retro = detector.segment(y, None, floor)
+    steps = [c for c in retro if c.kind == 'step']
+    kept = detector.classify(y, steps, None, floor)
+    kept += detector.noise_changes(y, kept + [c for c in retro if c.kind == 'drift'])
+    return sorted({idx[c.at] for c in kept if c.kind in ('step', 'noise')})
 
 
 def true_positives(truth, predicted, margin=TCPD_MARGIN):
@@ -866,7 +920,7 @@ def main(argv=None):
     ap.add_argument('--seeds', choices=SEEDS, default='eval',
                     help='eval: the held-out seeds reported (default); tune: the seeds '
                          'the thresholds were tuned on')
-    ap.add_argument('--methods', default='today,changes,listed',
+    ap.add_argument('--methods', default='today,changes,listed-levels,listed',
                     help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
                          'small configuration takes about 15 s of CPU per method, '
                          'ruptures-pelt 80 s; full about six times as long)')
@@ -921,8 +975,14 @@ def main(argv=None):
         data = {m: generate(m, args.size, seed) for m in CLASS_MODELS}
         scores, cpu = evaluate('listed', data)
         print(f'\nclasses of false alarm ({sum(len(v) for v in data.values())} figures; '
-              'the listing; a transient is not a change of level)')
+              'the listing; a transient is not a change of level; jitter: a change of '
+              'noise)')
         print(table('listed', scores, cpu, None))
+        if 'listed-levels' in results and 'listed' in results:
+            before, _ = evaluate('listed-levels', data)
+            print()
+            print(side_by_side({**results['listed-levels'][0], **before},
+                               {**results['listed'][0], **scores}))
     print()
     if args.speed:
         print(speed_line(args.speed))

@@ -212,3 +212,81 @@ def test_the_smallest_change_defaults_to_the_references_tolerance(tmp_path, monk
     assert main(['changes', str(tmp_path / 'h.csv'), '--format', 'json']) == 0
     (f,) = json.loads(capsys.readouterr().out)
     assert round(f['change'], 2) == -0.05
+
+
+def test_a_node_becoming_jittery_is_a_change_of_noise(tmp_path):
+    """The level holds but the noise triples from session 50 (1 % to 3 %: a
+    node that became jittery): one change of noise there, about 3 times
+    larger, listed as such, worse, and no change of level."""
+    rng = np.random.default_rng(8)
+    z = rng.standard_normal(100)
+    z[50:] *= 3
+    values = 100 * (1 + 0.01 * z)
+    kept, _ = detector.find(values)
+    (c,) = [c for c in kept if c.kind == 'noise']
+    assert abs(c.at - 50) <= 3
+    assert 2 < c.change + 1 < 4.5
+    assert [c.kind for c in kept] == ['noise']
+    found, *_ = detect(_history(tmp_path, values))
+    (f,) = [f for f in found if not f['withdrawn']]
+    assert (f['kind'], f['direction']) == ('noise', 'worse')
+    assert 'noise' in f['summary'] and 'times larger' in f['summary']
+
+
+def test_no_change_of_noise_on_steady_wandering_or_outlying_figures():
+    """The series that must not raise a change of noise: steady Gaussian
+    noise, a level that wanders (its differences keep one spread), a step
+    of the level (the difference across it is left out), and a few
+    outliers 30 % off (clipped, and the robust scales do not see them)."""
+    rng = np.random.default_rng(11)
+    steady = 100 * (1 + 0.01 * rng.standard_normal(120))
+    wander = 100 * np.exp(np.cumsum(0.003 * rng.standard_normal(120))
+                          + 0.005 * rng.standard_normal(120))
+    step = 100 * (1 + 0.01 * rng.standard_normal(120))
+    step[60:] *= 0.9
+    outliers = 100 * (1 + 0.01 * rng.standard_normal(120))
+    outliers[[30, 33, 37, 41]] *= 1.3
+    for values in (steady, wander, step, outliers):
+        kept, _ = detector.find(values)
+        assert [c for c in kept if c.kind == 'noise'] == []
+
+
+def test_a_quieter_figure_and_too_small_a_change_of_noise():
+    """Noise halved (a mended node) is a change of noise, better; noise
+    1.2 times larger is under ``NOISE_RATIO`` and never listed."""
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal(120)
+    z[60:] *= 0.4
+    kept, _ = detector.find(100 * (1 + 0.02 * z))
+    (c,) = kept
+    assert c.kind == 'noise' and c.shift < 0
+    z = rng.standard_normal(400)
+    z[200:] *= 1.2
+    kept, _ = detector.find(100 * (1 + 0.01 * z))
+    assert [c for c in kept if c.kind == 'noise'] == []
+
+
+def test_the_table_shows_a_change_of_noise(tmp_path, capsys):
+    from clusterproof.cli import main
+    rng = np.random.default_rng(8)
+    z = rng.standard_normal(100)
+    z[50:] *= 3
+    _history(tmp_path, 100 * (1 + 0.01 * z))
+    assert main(['changes', str(tmp_path / 'h.csv')]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('0 change(s) in 1 figure(s); 1 change(s) of noise; ')
+    assert 'level held' in out
+
+
+def test_a_smooth_curve_has_no_change_of_noise():
+    """A figure that rises and bends smoothly (a slow curve, 0.05 % noise):
+    its session-to-session differences follow each other (they are its
+    slope), so the bend of the slope is not a change of noise. Without the
+    ``SMOOTH`` guard a change of noise (x2.35) was listed at session 50."""
+    t = np.arange(300.0)
+    rng = np.random.default_rng(3)
+    values = (100 * np.exp(0.002 * t + 0.4 * np.sin(t / 60))
+              * (1 + 0.0005 * rng.standard_normal(300)))
+    assert detector._lag1(np.diff(np.log(values))) > detector.SMOOTH
+    kept, _ = detector.find(values)
+    assert [c for c in kept if c.kind == 'noise'] == []

@@ -45,6 +45,10 @@ that wanders has its shifts' standard errors widened by the long-run
 variance of its residuals (:func:`inflation`), and nothing smaller than
 ``Settings.min_change`` (the smallest change that matters) is listed.
 
+A change of the noise alone (a node that became jittery, or was mended) is
+a change too (:func:`noise_changes`, ``kind='noise'``): found on the
+session-to-session differences, which a level or a drift does not move.
+
 A figure's minimum detectable change follows from its noise: the shift whose
 statistic reaches ``z`` with 95 % probability after ``min_after + 1``
 sessions.
@@ -119,6 +123,25 @@ FLIP_NEAR = 3.0
 INFLATION_MAX = 4.4
 #: residuals are clipped at this many noise units for their autocorrelation
 CLIP = 3.0
+#: a change of noise (a node becoming jittery, a shared file system busy
+#: from one day on): segments of session-to-session differences at least
+#: this long (a noise needs more sessions than a level to be known)
+NOISE_SEGMENT = 8
+#: the smallest change of noise listed: the noise this many times larger (or
+#: smaller); less is within what a noise estimate of a few sessions varies by
+NOISE_RATIO = 1.5
+#: session-to-session differences whose lag-1 autocorrelation is above this
+#: follow each other: they measure a slope that bends (a smooth curve), not a
+#: noise (-0.5 for noise about a level, 0 for a random walk, near 1 for a
+#: smooth curve; this is halfway from a walk to a curve)
+SMOOTH = 0.5
+#: a change of noise must reach ``z`` + this many standard errors of its log
+#: ratio
+NOISE_POWER = POWER
+#: variance of the log of the root mean square of n session-to-session
+#: differences, times n: 0.5 for independent Gaussian values, x 1.5 for the
+#: dependence of neighbouring differences (their squares correlate by 0.25)
+_NOISE_VAR = 0.5 * 1.5
 #: variance factor of the Hodges-Lehmann shift against the mean (Gaussian)
 _HL_VAR = math.pi / 3
 _IQR = 1.349
@@ -149,7 +172,9 @@ class Change:
     per session); its ``shift`` is the whole change. A ``transient`` is an
     excursion from ``at`` to ``end`` (exclusive, at most ``TRANSIENT``
     sessions) after which the level came back: its ``shift`` is the
-    excursion's size, and it is not a change of level."""
+    excursion's size, and it is not a change of level. A ``noise`` change
+    is one of the noise alone (retrospective): its ``shift`` is the log of
+    the ratio of the noise after to before."""
     at: int
     found: int | None       # index of the session that revealed it (the night)
     shift: float            # in log units: the size is exp(shift) - 1
@@ -859,6 +884,7 @@ def find(values, settings=None, groups=None):
         steps.remove(worst)
     kept = classify(y, steps, s, floor) + [c for c in retro if c.kind == 'drift'
                                             and abs(c.change) >= s.min_change]
+    kept += noise_changes(y, kept, s)
     withdrawn = [c for c in withdrawn if abs(c.change) >= s.min_change]
     kept.sort(key=lambda c: c.at)
     return kept, withdrawn
@@ -874,6 +900,113 @@ def classify(y, steps, settings=None, floor=1e-6):
     out = _transients(y, steps, s, floor)
     out = [c for c in out if not _flips(y, steps, c, floor)]
     return [c for c in out if abs(c.change) >= s.min_change]
+
+
+def noise_changes(y, changes, settings=None):
+    """The changes of noise of log values ``y`` whose changes of level are
+    ``changes`` (steps, transients, drifts): a node that became jittery is
+    a change an admin wants to see although the level held. Found on the
+    session-to-session differences (a level, a drift or a slow wander does
+    not move their spread; the differences across a change of level or a
+    transient's ends are left out) about their median, in robust noise
+    units of the whole series, clipped at 2 x ``CLIP`` for placing the
+    boundaries and at ``CLIP`` for judging them (a few outliers or flips
+    neither place a boundary nor make a noise): binary segmentation with
+    the Gaussian cost of a mean and a variance (:func:`_var_binseg`,
+    ``penalty x log(n)`` per boundary, segments of ``NOISE_SEGMENT`` or
+    more); then each boundary is kept only while the spreads of the
+    differences on its two sides (their standard deviations, and their
+    robust scales) differ by ``NOISE_RATIO`` or more in one direction, by
+    ``z + NOISE_POWER`` standard errors of the log ratio of the standard
+    deviations (the weakest goes first). A spread below the values'
+    resolution (:func:`resolution`, for a difference of two values) counts
+    as that resolution: a figure printed with few digits does not become
+    quiet. A side whose differences follow each other (lag-1
+    autocorrelation above ``SMOOTH``: a smooth curve, whose differences
+    are its slope) has no noise to change: no change of noise there.
+    Returns changes of ``kind='noise'``: ``shift`` is the log of the
+    ratio of the noise after to before."""
+    s = settings or Settings()
+    cut = set()
+    for c in changes:
+        if c.kind in ('step', 'transient'):
+            cut.add(c.at)
+            if c.kind == 'transient' and c.end is not None:
+                cut.add(c.end)
+    keep = np.asarray([t not in cut for t in range(1, len(y))], dtype=bool)
+    d = np.diff(y)[keep]
+    where = np.arange(1, len(y))[keep]      # the session each difference ends at
+    n = len(d)
+    if n < 2 * NOISE_SEGMENT:
+        return []
+    scale = robust_scale(d)
+    if scale <= 0:
+        return []
+    u = (d - _median(d)) / scale
+    # the spread of a difference of two values printed with few digits
+    res = math.sqrt(2) * resolution(y) / scale
+    bkps = _var_binseg(np.clip(u, -2 * CLIP, 2 * CLIP), NOISE_SEGMENT, s.penalty * math.log(n))
+    u = np.clip(u, -CLIP, CLIP)
+    while bkps:
+        judged = []
+        cuts = [0] + bkps + [n]
+        for i, b in enumerate(bkps):
+            before, after = u[cuts[i]:b], u[b:cuts[i + 2]]
+            ratio = math.log(max(float(np.std(after)), res) / max(float(np.std(before)), res))
+            robust = math.log(max(robust_scale(after), res) / max(robust_scale(before), res))
+            err = math.sqrt(_NOISE_VAR * (1.0 / len(before) + 1.0 / len(after)))
+            z = abs(ratio) / err
+            ok = (z >= s.z + NOISE_POWER and min(abs(ratio), abs(robust)) >= math.log(NOISE_RATIO)
+                  and (ratio > 0) == (robust > 0)
+                  and max(_lag1(d[cuts[i]:b]), _lag1(d[b:cuts[i + 2]])) <= SMOOTH)
+            judged.append((z, b, ratio, err, len(before), len(after), ok))
+        weak = [j for j in judged if not j[-1]]
+        if not weak:
+            return [Change(int(where[b]), None, ratio, err, nb, na, view='retrospective',
+                           kind='noise') for _, b, ratio, err, nb, na, _ in judged]
+        bkps.remove(min(weak)[1])
+    return []
+
+
+def _lag1(d):
+    """The lag-1 autocorrelation of ``d`` (0 for fewer than 3 values)."""
+    d = np.asarray(d, dtype=float) - float(np.mean(d))
+    den = float(np.dot(d, d))
+    return float(np.dot(d[1:], d[:-1])) / den if len(d) > 2 and den > 0 else 0.0
+
+
+def _var_binseg(u, min_size, pen):
+    """Binary segmentation of ``u`` with the Gaussian cost of a segment's
+    mean and variance (m values cost m log of their variance about their
+    mean), ``pen`` per boundary."""
+    n = len(u)
+    s1 = np.concatenate(([0.0], np.cumsum(u)))
+    s2 = np.concatenate(([0.0], np.cumsum(u * u)))
+    tiny = 1e-12
+
+    def costs(a, k):
+        m = k - a
+        return m * np.log(np.maximum((s2[k] - s2[a] - (s1[k] - s1[a]) ** 2 / m) / m, tiny))
+
+    def best(a, b):
+        k = np.arange(a + min_size, b - min_size + 1)
+        if len(k) == 0:
+            return None, 0.0
+        right = (b - k) * np.log(np.maximum(
+            (s2[b] - s2[k] - (s1[b] - s1[k]) ** 2 / (b - k)) / (b - k), tiny))
+        loss = costs(a, k) + right
+        j = int(np.argmin(loss))
+        return int(k[j]), float(costs(a, np.asarray([b]))[0]) - float(loss[j])
+
+    bkps = [n]
+    while True:
+        cands = [best(a, b) for a, b in zip([0] + bkps, bkps)]
+        bkp, gain = max(cands, key=lambda c: c[1])
+        if bkp is None or not gain > pen:
+            break
+        bkps.append(bkp)
+        bkps.sort()
+    return bkps[:-1]
 
 
 def _transients(y, steps, s, floor):

@@ -46,11 +46,12 @@ from clusterproof.store import history, sessions
 #: of a figure's findings below changes what they find, and write the new
 #: :data:`GOLDEN` (tests/test_findings_version.py fails, saying so, while
 #: the findings of its fixed history differ from :data:`GOLDEN`)
-VERSION = 2
+VERSION = 3
 #: ``{version: digest}``: the digest of the findings of the recorded history
 #: tests/data/history-real/local-smoke.csv under each :data:`VERSION`, as
 #: tests/test_findings_version.py computes it; a new version adds its own
-GOLDEN = {1: '60137dccb58d0936', 2: 'ac27ab406b370fd9'}
+#: (3, changes of noise: none in that history, so its digest is 2's)
+GOLDEN = {1: '60137dccb58d0936', 2: 'ac27ab406b370fd9', 3: 'ac27ab406b370fd9'}
 #: figures judged per task of a worker process
 CHUNK = 64
 
@@ -404,6 +405,10 @@ def summary(f):
     if f.get('kind') == 'drift':
         return (f'{f["test"]} {f["figure"]} drifted {f["change"] * 100:+.1f}% '
                 f'({f["rate"] * 100:+.2f}% per session) since {since}: {what}')
+    if f.get('kind') == 'noise':
+        return (f'{f["test"]} {f["figure"]} noise {f["change"] + 1:.1f} times '
+                f'{"larger" if f["change"] > 0 else "as large"} since {since} '
+                f'(a change of noise, not of level): {what}')
     if f.get('kind') == 'transient':
         return (f'{f["test"]} {f["figure"]} transient {f["change"] * 100:+.1f}% for '
                 f'{f["sessions_after"]} session(s) since {since}, then the level came back '
@@ -412,6 +417,8 @@ def summary(f):
 
 
 def _direction(h, c):
+    if c.kind == 'noise':           # noisier is worse, whichever way the figure goes
+        return 'worse' if c.shift > 0 else 'better'
     up = c.shift > 0
     return 'better' if up != h.lower_is_better else 'worse'
 

@@ -20,7 +20,9 @@ def register(subparsers):
                     'change says which found it, and nightly alarms that later sessions '
                     'disproved are listed as withdrawn. A short excursion after which the '
                     'level came back is one transient, not two changes; moves of a figure '
-                    'that keeps flipping between two levels are not listed. '
+                    'that keeps flipping between two levels are not listed; a change of the '
+                    'noise alone (a node that became jittery: the noise 1.5 times larger or '
+                    'smaller while the level held) is listed as a change of noise. '
                     'Reads the ReFrame results database, or history kept elsewhere: '
                     'perflogs (files or directories) and CSV files with the header '
                     'timestamp,system,partition,test,figure,value,unit (further columns are '
@@ -137,8 +139,10 @@ def _print_table(found, noisy, quiet, skipped, total, kept):
     withdrawn = [f for f in found if f['withdrawn']]
     found = [f for f in found if not f['withdrawn']]
     transients = sum(f['kind'] == 'transient' for f in found)
-    print(f'{len(found) - transients} change(s) in {total} figure(s); '
+    noise = sum(f['kind'] == 'noise' for f in found)
+    print(f'{len(found) - transients - noise} change(s) in {total} figure(s); '
           + (f'{transients} transient(s); ' if transients else '')
+          + (f'{noise} change(s) of noise; ' if noise else '')
           + f'{len(noisy)} too noisy to judge; {len(withdrawn)} nightly alarm(s) withdrawn')
     if found:
         header = ('id', *(('state',) if kept else ()), 'figure', 'at', 'change', 'confidence',
@@ -147,7 +151,9 @@ def _print_table(found, noisy, quiet, skipped, total, kept):
         for f in found:
             drift = (f' drift {f["rate"] * 100:+.2f}%/session' if f['kind'] == 'drift'
                      else f' transient, {f["sessions_after"]} session(s), then back'
-                     if f['kind'] == 'transient' else '')
+                     if f['kind'] == 'transient'
+                     else f' noise x{f["change"] + 1:.2f}, level held' if f['kind'] == 'noise'
+                     else '')
             flags = f' [{",".join(f["flags"])}]' if f['flags'] else ''
             rows.append((f['id'], *((_state(f),) if kept else ()),
                          f'{f["test"]} @{f["system"]}:{f["partition"]} {f["figure"]}{flags}',
