@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / 'clusterproof'
 #: bottom first: a module of a layer may import its own layer and those before it
-LAYERS = ('references', 'reframe_io', 'store', 'analysis', 'results', 'commands')
+LAYERS = ('references', 'reframe_io', 'store', 'analysis', 'results', 'notify', 'commands')
 
 
 def _imports(path):

@@ -258,23 +258,10 @@ def test_an_unreadable_ledger_stops_rather_than_resend(tmp_path, monkeypatch, re
     assert led.read_text() == '{"version": 1, "chann' and not receiver.bodies
 
 
-def test_streak_keeps_the_first_night_of_a_persisting_regression():
-    from types import SimpleNamespace as NS
-    from clusterproof.references.judge import Verdict
-
-    def night(uuid, start, verdict):
-        return (NS(uuid=uuid, start=start),
-                [NS(system='s', partition='p', test='t', figure='f', verdict=verdict)])
-    bad, good = Verdict.REGRESSION, Verdict.PASS
-    hist = [night('a', 1, bad), night('b', 2, good), night('c', 3, bad), night('d', 4, bad)]
-    assert items.streak_since(hist) == {('s', 'p', 't', 'f'): ('c', 3)}
-    assert items.streak_since(hist[:3]) == {('s', 'p', 't', 'f'): ('c', 3)}
-    assert items.streak_since(hist[:2]) == {}
-
-
-def test_to_send_is_the_hook_for_triage():
+def test_to_send_drops_what_a_person_triaged():
     night = [regression(1), regression(2)]
     assert items.to_send(night) == night
+    assert items.to_send(night, {regression(1).id}) == [regression(2)]
     assert ledger.NAME == 'ledger.json'
 
 

@@ -239,40 +239,6 @@ def _first_sessions(tmp_path, name, n):
     return results
 
 
-@pytest.mark.slow
-def test_a_regression_night_after_night_is_one_finding(tmp_path, monkeypatch):
-    """DevZeroCopy's copy_bw against a reference of 45000 MB/s (-10 %):
-    with two threads it passes the first recorded session and fails the
-    next ones. Its regression begins at the second session and keeps its
-    id when a third failing night arrives; `triage ID expected` offers the
-    bless of the sessions since it began."""
-    (tmp_path / 'a').mkdir()
-    (tmp_path / 'b').mkdir()
-    refs = tmp_path / 'refs'
-    refs.mkdir()
-    (refs / 'local.yaml').write_text('DevZeroCopy:\n  local:default:\n'
-                                     '    copy_bw: [45000, -0.1, null, MB/s]\n')
-    monkeypatch.setenv('CLUSTERPROOF_REFERENCES', str(refs))
-    monkeypatch.delenv('CLUSTERPROOF_STORE', raising=False)
-    ids = []
-    for name, n in (('a', 3), ('b', 4)):
-        results = _first_sessions(tmp_path, name, n)
-        monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))
-        failing = {f['test']: f for f in triage.failures(findings.stores_read())}
-        two = failing['DevZeroCopy %num_threads=2 +gnu']
-        assert two['kind'] == 'regression' and two['figure'] == 'copy_bw'
-        sessions = [s for s, _ in store.session_starts(store.scan(findings.stores_read()))]
-        assert two['since'] == sessions[1]
-        ids.append(two['id'])
-    assert ids[0] == ids[1] and ids[0].startswith('r')
-    proc = clusterproof(['triage', ids[1], 'expected'], results, refs)
-    assert proc.returncode == 0, proc.stderr
-    line = proc.stdout.splitlines()[-1]
-    assert "--check '^DevZeroCopy %num_threads=2$'" in line
-    assert [w for w in shlex.split(line) if w in sessions] == sessions[1:]
-    assert f'expected regression {ids[1]}' in line and '--allow-smoke' not in line
-
-
 def test_state_of_an_outlier_for_screen(tmp_path):
     """What `clusterproof screen` calls to show a screening outlier's state:
     the newest verdict on its id, untriaged without one."""
@@ -284,3 +250,79 @@ def test_state_of_an_outlier_for_screen(tmp_path):
                   note='DIMM replaced')
     assert triage.state_of(oid, [store]) == 'fixed'
     assert triage.latest(triage.read(store))[oid]['note'] == 'DIMM replaced'
+
+
+@pytest.mark.slow
+def test_notify_names_the_ids_triage_accepts_and_sends_no_triaged_one(tmp_path, monkeypatch):
+    """The regressions notify names for the recorded nights are exactly the
+    findings triage knows, by id. DevZeroCopy's copy_bw against a reference
+    of 45000 MB/s (-10 %): with two threads it passes the first recorded
+    session and fails the next ones; its regression begins at the second
+    session and keeps its id in both when a third failing night arrives.
+    `triage ID expected` offers the bless of the sessions since it began,
+    and notify no longer sends it. A screening outlier that notify sent is
+    triaged by the id it was sent with."""
+    from clusterproof.notify import config, send
+    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample
+    from clusterproof.references.judge import Verdict
+    from clusterproof.store.sessions import load_sessions
+    for name in ('a', 'b'):
+        (tmp_path / name).mkdir()
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    (refs / 'local.yaml').write_text('DevZeroCopy:\n  local:default:\n'
+                                     '    copy_bw: [45000, -0.1, null, MB/s]\n')
+    monkeypatch.setenv('CLUSTERPROOF_REFERENCES', str(refs))
+    monkeypatch.delenv('CLUSTERPROOF_STORE', raising=False)
+    monkeypatch.setenv('CP_TEST_WEBHOOK', 'http://127.0.0.1:9/x')     # nothing listens
+    (tmp_path / 'local.yaml').write_text('channels: {webhook: {url_env: CP_TEST_WEBHOOK}}\n')
+    cfg = config.load(tmp_path / 'local.yaml', 'local')
+    named = []
+    for name, n in (('a', 3), ('b', 4)):
+        results = _first_sessions(tmp_path, name, n)
+        monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))
+        [night] = load_sessions(last=1, system='local')
+        got, triaged = send.night(cfg, night)
+        sent = {i.id: i for i in got if i.kind in ('regression', 'failure')}
+        known = {f['id']: f for f in triage.failures(findings.stores_read())}
+        assert sent and set(sent) == set(known) and not triaged
+        assert all(sent[i].test == known[i]['test'] and sent[i].since == known[i]['since']
+                   for i in sent)
+        [two] = [f for f in known.values() if f['test'] == 'DevZeroCopy %num_threads=2 +gnu'
+                 and f['figure'] == 'copy_bw']
+        sessions = [s for s, _ in store.session_starts(store.scan(findings.stores_read()))]
+        assert two['kind'] == 'regression' and two['since'] == sessions[1]
+        named.append(two['id'])
+    assert named[0] == named[1] and named[0].startswith('r')
+
+    proc = clusterproof(['triage', named[1], 'expected'], results, refs)
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.splitlines()[-1]
+    assert "--check '^DevZeroCopy %num_threads=2$'" in line
+    assert [w for w in shlex.split(line) if w in sessions] == sessions[1:]
+    assert f'expected regression {named[1]}' in line and '--allow-smoke' not in line
+    got, triaged = send.night(cfg, night)
+    assert named[1] in {i.id for i in got} and triaged == {named[1]}
+    assert named[1] not in {i.id for i in items_to_send(got, triaged)}
+    assert len(items_to_send(got, triaged)) == len(got) - 1
+
+    # a screening outlier, sent (the channel is down: it stays pending in the ledger)
+    sample = Sample('n3', 'default', 'stream', 'Triad', 61000.0, 'MB/s')
+    slow = NodeVerdict('n3', 'default', Verdict.SLOW, worst=FigureVerdict(
+        sample, Verdict.SLOW, percent=-21.0, why='Triad 21 % below its peers'))
+    (tmp_path / 'notify').mkdir()
+    (tmp_path / 'notify' / 'local.yaml').write_text(
+        'retries: 1\nchannels: {webhook: {url_env: CP_TEST_WEBHOOK}}\n')
+    monkeypatch.setenv('CLUSTERPROOF_NOTIFY_CONFIG', str(tmp_path / 'notify'))
+    assert send.after_screening('local', [slow], when=1795400000.0) == send.NOT_SENT
+    oid = findings.finding_id('outlier', 'local', 'default', 'stream', 'n3', '2026-11-23')
+    proc = clusterproof(['triage', oid, 'fixed', '--note', 'DIMM replaced'], results, refs)
+    assert proc.returncode == 0, proc.stderr
+    assert triage.state_of(oid, findings.stores_read()) == 'fixed'
+    # triaged: the pending outlier is not sent
+    assert send.after_screening('local', [slow], when=1795400000.0) == 0
+
+
+def items_to_send(got, triaged):
+    from clusterproof.notify import items
+    return items.to_send(got, triaged)

@@ -159,17 +159,29 @@ def failure_findings(lf, failing):
     return out
 
 
+def judged_failures(lf, recs, refs_by_system=None):
+    """``[(finding, row)]``: the failures and regressions of ``recs`` (the
+    records of one session), judged against the reference files (``{system:
+    parsed file}``, read from ``site_config/references`` when absent) as
+    ``clusterproof compare`` judges them, each with the triage fields of
+    :func:`failure_findings` (its id, beginning where its failure began in
+    the store rows ``lf``) and its :class:`~clusterproof.analysis.compare.Row`.
+    The one rule for a failure's or regression's finding: ``clusterproof
+    triage``, the morning page and ``clusterproof notify`` all call it, so an
+    id one of them names is an id the others know."""
+    failing = [(rec, row) for rec, row in zip(recs, against_references(recs, refs_by_system))
+               if row.regression]
+    return list(zip(failure_findings(lf, failing), (row for _rec, row in failing)))
+
+
 def failures(stores):
     """The triage fields of the failures and regressions of the newest
-    session of each system of ``stores``, judged against the reference files
-    as the morning page judges its newest session (see
-    :func:`failure_findings`)."""
+    session of each system of ``stores`` (see :func:`judged_failures`)."""
     lf = st.scan(list(stores))
     out = []
     for system in sorted(lf.select('system').unique().collect()['system']):
         recs = records(load_sessions(last=1, system=system))
-        out += failure_findings(lf, [(rec, row) for rec, row in
-                                     zip(recs, against_references(recs)) if row.regression])
+        out += [f for f, _row in judged_failures(lf, recs)]
     return out
 
 
@@ -292,6 +304,16 @@ def state_of(finding_id, stores=None):
         stores = findings.stores_read()
     v = latest(read_all(stores)).get(finding_id)
     return v['state'] if v else UNTRIAGED
+
+
+def triaged(verdicts, found=()):
+    """The ids of the findings a person has triaged (a newest verdict other
+    than :data:`UNTRIAGED`) in ``verdicts``, and of the changes of ``found``
+    such a verdict was carried to (:func:`attach`): what needs no person
+    any more, and is not notified."""
+    ids = {i for i, v in latest(verdicts).items() if v['state'] != UNTRIAGED}
+    return ids | {i for i, (v, _c) in attach(found, verdicts).items()
+                  if v['state'] != UNTRIAGED}
 
 
 def states(found, verdicts):

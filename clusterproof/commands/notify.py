@@ -15,25 +15,24 @@ def register(subparsers):
         description='Find what is new in SESSION (default: the newest) and needs a person: '
                     'regressions against the references and failed test cases, as compare '
                     'judges them (a regression that persists is one finding, since the first '
-                    'night it failed), and the standing changes the change detector found, '
-                    'of at least min_change_percent. Send what no earlier run sent, on each '
+                    'night it failed, with the id clusterproof triage accepts), and the '
+                    'standing changes the change detector found, of at least '
+                    'min_change_percent. Send what no earlier run sent, on each '
                     'channel of site_config/notify/<system>.yaml (or $CLUSTERPROOF_NOTIFY_CONFIG'
                     '/<system>.yaml, or --config): a Prometheus Alertmanager (v2 API), e-mail '
                     '(SMTP) and a chat webhook. More than summarise_above items: one message '
                     'that summarises. The ledger <results>/notify/ledger.json records what '
                     'each channel took; a channel that stays down after its retries keeps its '
                     'items for the next run. A system without a settings file: nothing is '
-                    f'sent, exit 0. Exit status 0 when every channel took its message (or '
-                    f'had nothing to send), {send.NOT_SENT} when one did not, 2 on an error. '
-                    'See docs/notify.md.')
+                    'sent, exit 0. A finding a person has triaged (clusterproof triage, any '
+                    'state but untriaged) is not sent. Exit status 0 when every channel took '
+                    f'its message (or had nothing to send), {send.NOT_SENT} when one did not, '
+                    '2 on an error. See docs/notify.md.')
     p.add_argument('sessions', nargs='?', metavar='SESSION',
                    help='session uuid or unique prefix (default: the newest)')
     p.add_argument('--system', help="the system (default: the session's, when it has one)")
     p.add_argument('--config', metavar='FILE',
                    help='the settings file (default: site_config/notify/<system>.yaml)')
-    p.add_argument('--history', type=int, default=30, metavar='N',
-                   help='sessions searched back for the night a regression or failure began '
-                        '(default %(default)s)')
     p.add_argument('--dry-run', action='store_true',
                    help='print the messages that would be sent; send nothing, record nothing')
     add_store_arg(p)
@@ -57,10 +56,10 @@ def run(args):
     cfg = send.settings(system, args.config)
     if cfg is None:
         return 0
-    found = send.night(cfg, session, args.history)
+    found, triaged = send.night(cfg, session)
     if args.dry_run:
-        fresh = items.to_send([i for i in found if i.kind in cfg.kinds])
+        fresh = items.to_send([i for i in found if i.kind in cfg.kinds], triaged)
         print(message.render(fresh, cfg).text if fresh else
               f'notify: nothing needs a person on {system}')
         return 0
-    return send.notify(cfg, found)
+    return send.notify(cfg, found, triaged=triaged)

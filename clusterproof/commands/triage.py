@@ -12,18 +12,22 @@ from tabulate import tabulate
 from clusterproof import ClusterproofError
 from clusterproof import store as st
 from clusterproof.analysis import findings, triage
+from clusterproof.notify import ledger
+from clusterproof.paths import results_dir
 
 
 def register(subparsers):
     p = subparsers.add_parser(
         'triage', help="a person's verdict on a finding, and the false-alarm rate",
-        description='Record a verdict on a finding (the id that clusterproof changes and '
-                    'the morning page show: a change, or a failure or regression of the '
-                    'newest session of a system): investigating (being looked at), expected (a '
-                    'planned change: an upgrade, a new image), fixed, invalid (a false '
-                    'alarm), or untriaged (takes a verdict back). It is kept in the figure '
-                    f'store ({triage.FILE}) with who gave it, when, and the note; store '
-                    'ingest and rebuild never touch it. When later nights move a change by up '
+        description='Record a verdict on a finding (the id that clusterproof changes, '
+                    'the morning page and clusterproof notify show: a change, a failure or '
+                    'regression of the newest session of a system, or a finding a '
+                    'notification named, a screening outlier too): investigating (being '
+                    'looked at), expected (a planned change: an upgrade, a new image), '
+                    'fixed, invalid (a false alarm), or untriaged (takes a verdict back). '
+                    f'It is kept in the figure store ({triage.FILE}) with who gave it, '
+                    'when, and the note; store ingest and rebuild never touch it. When '
+                    'later nights move a change by up '
                     f'to {triage.WINDOW} sessions, its verdict follows it and the '
                     'listing says from which id; a change further away is a new finding. '
                     '"expected" prints the clusterproof bless command that makes the new '
@@ -82,8 +86,10 @@ def _found(stores):
 
 def _finding(fid, found, verdicts, stores):
     """The change ``fid`` names, the failure or regression of a newest
-    session, or the newest verdict on ``fid`` (a finding no longer found);
-    an unknown id is an error naming the nearest ones."""
+    session, a finding a notification named (a screening outlier, a failure
+    of an older session: the notification ledger keeps what it queued), or
+    the newest verdict on ``fid`` (a finding no longer found); an unknown id
+    is an error naming the nearest ones."""
     for f in found:
         if findings.change_id(f) == fid:
             return f
@@ -91,6 +97,9 @@ def _finding(fid, found, verdicts, stores):
     for f in failing:
         if f['id'] == fid:
             return f
+    item = ledger.item(results_dir(), fid)
+    if item is not None:
+        return _of_item(item)
     newest = triage.latest(verdicts)
     if fid in newest:
         return newest[fid]
@@ -101,6 +110,15 @@ def _finding(fid, found, verdicts, stores):
         f'and regression(s) of the newest sessions, {len(newest)} finding(s) triaged)'
         + (f'; the nearest: {", ".join(near)}' if near else '')
         + '; clusterproof changes and the morning page list the ids')
+
+
+def _of_item(item):
+    """The triage fields of a notified item (a dict of
+    :class:`clusterproof.notify.items.Item`)."""
+    at = datetime.datetime.fromtimestamp(item['at'], datetime.timezone.utc).isoformat()
+    return {**{k: item[k] for k in ('id', 'kind', 'system', 'partition', 'test', 'figure',
+                                    'since')},
+            'at': at, 'direction': None, 'near': [], 'flags': []}
 
 
 def _home(stores, f):

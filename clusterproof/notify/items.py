@@ -5,17 +5,18 @@ found by the detector, a screening outlier), its id
 night are found in the figure store (:func:`of_sessions`,
 :func:`of_changes`) or in a screening (:func:`of_outliers`).
 
-A regression or failure that persists night after night is one finding: its
-``since`` is the first session of the run of failing sessions that ends at
-the session notified (:func:`streak_since`), so its id stays the same and it
-is sent once.
+A regression or failure that persists night after night is one finding, and
+its id is the one ``clusterproof triage`` accepts: both take it from
+:func:`clusterproof.analysis.triage.judged_failures` (its test named with its
+`` +environ``, its ``since`` the first session of the run of failing
+sessions of its test case in the store), so it stays the same and is sent
+once.
 """
 
 import dataclasses
 import datetime
 
-from clusterproof.analysis import compare, findings
-from clusterproof.references.judge import Verdict
+from clusterproof.analysis import findings, triage
 
 #: how a kind is called in a message, one item and many
 NAMES = {'regression': ('regression', 'regressions'), 'failure': ('failure', 'failures'),
@@ -23,11 +24,6 @@ NAMES = {'regression': ('regression', 'regressions'), 'failure': ('failure', 'fa
 #: the Alertmanager severity of each kind
 SEVERITY = {'regression': 'critical', 'failure': 'critical', 'change': 'warning',
             'outlier': 'warning'}
-#: verdicts of a figure that are a regression against the reference (a
-#: failing verdict other than FAILED, which is a failed test case)
-REGRESSED = frozenset(v for v in Verdict if v.failing and v is not Verdict.FAILED)
-
-
 @dataclasses.dataclass(frozen=True)
 class Item:
     """One finding a person is told of; ``id`` is its
@@ -69,11 +65,11 @@ def make(kind, system, partition, test, figure, since, at, **more):
                 kind, system, partition, test, figure, since, at, **more)
 
 
-def to_send(items):
-    """The items that need a person, of ``items``: the hook where a finding
-    already triaged by a person (issue 31, part 1) is dropped. Today every
-    item needs a person."""
-    return list(items)
+def to_send(items, triaged=frozenset()):
+    """The items that need a person, of ``items``: all but those whose id is
+    in ``triaged``, the findings a person has already given a verdict
+    (:func:`clusterproof.analysis.triage.triaged`)."""
+    return [i for i in items if i.id not in triaged]
 
 
 def rank(items):
@@ -82,61 +78,25 @@ def rank(items):
                                         i.system, i.partition, i.test, i.figure))
 
 
-def _failing(row):
-    return row.verdict.failing
-
-
-def _row_key(row):
-    return (row.system, row.partition, row.test, row.figure)
-
-
-def streak_since(rows_by_session):
-    """``{row key: (session, start)}``: for each failing row of the newest
-    session (the last of ``rows_by_session``, a list of ``(session, rows)``
-    oldest first), the first session of the run of sessions, ending at the
-    newest, in which it failed each time it was measured."""
-    (newest, rows), *_ = rows_by_session[::-1]
-    since = {_row_key(r): (newest.uuid, newest.start) for r in rows if _failing(r)}
-    open_ = set(since)
-    for sess, older in rows_by_session[-2::-1]:
-        seen = {_row_key(r): r for r in older}
-        for k in list(open_):
-            r = seen.get(k)
-            if r is None:
-                continue            # not measured that night: the run goes on
-            if _failing(r):
-                since[k] = (sess.uuid, sess.start)
-            else:
-                open_.discard(k)
-        if not open_:
-            break
-    return since
-
-
-def of_sessions(sessions, refs_by_system=None):
-    """The regressions against the reference and the failed test cases of the
-    newest of ``sessions`` (:class:`~clusterproof.store.sessions.Session`,
-    oldest first, each of the same system and mode: the history searched for
-    the start of each), judged as ``clusterproof compare`` judges them."""
-    if not sessions:
-        return []
-    judged = [(s, compare.against_references(s.recs, refs_by_system)) for s in sessions]
-    since = streak_since(judged)
+def of_sessions(session, lf, refs_by_system=None):
+    """The regressions against the reference and the failed test cases of
+    ``session`` (a :class:`~clusterproof.store.sessions.Session`), each
+    beginning where its failure began in the store rows ``lf``: the findings
+    of :func:`clusterproof.analysis.triage.judged_failures`, whose ids
+    ``clusterproof triage`` accepts."""
     out = []
-    for row in judged[-1][1]:
-        if not _failing(row):
-            continue
-        sid, start = since[_row_key(row)]
-        if row.verdict is Verdict.FAILED:
-            out.append(make('failure', row.system, row.partition, row.test, '', sid, start,
-                            detail=row.reason))
+    for f, row in triage.judged_failures(lf, session.recs, refs_by_system):
+        at = _unix(f['at'])
+        if f['kind'] == 'failure':
+            out.append(Item(f['id'], 'failure', f['system'], f['partition'], f['test'], '',
+                            f['since'], at, detail=row.reason))
             continue
         ratio = row.ratio
         detail = (f'{row.verdict.value}: {_num(row.value)} {row.unit} against the reference '
                   f'{_num(row.base)} {row.unit} ({row.tolerance})')
-        out.append(make('regression', row.system, row.partition, row.test, row.figure, sid,
-                        start, size=None if ratio is None else round(ratio - 1, 4),
-                        detail=detail))
+        out.append(Item(f['id'], 'regression', f['system'], f['partition'], f['test'],
+                        f['figure'], f['since'], at,
+                        size=None if ratio is None else round(ratio - 1, 4), detail=detail))
     return out
 
 
@@ -181,22 +141,17 @@ def _unix(iso):
     return datetime.datetime.fromisoformat(iso).timestamp()
 
 
-def _plain_test(test):
-    """A history's test name without its `` +environ``, as compare names it."""
-    return test.split(' +', 1)[0]
-
-
-def of_night(sessions, found, min_change=0.0, refs_by_system=None):
-    """Every item of a night: the regressions and failures of the newest of
-    ``sessions`` (:func:`of_sessions`) and the standing changes of ``found``
-    (:func:`of_changes`; those of smoke figures only when the newest
-    session is a smoke run); a regression takes as its suspected cause the
-    attribution of a change found in the same figure."""
-    changes = of_changes(found, min_change, smoke=bool(sessions) and sessions[-1].smoke)
-    causes = {(c.system, c.partition, _plain_test(c.test), c.figure): c.cause
+def of_night(session, lf, found, min_change=0.0, refs_by_system=None):
+    """Every item of a night: the regressions and failures of ``session``
+    (:func:`of_sessions`, their beginnings in the store rows ``lf``) and the
+    standing changes of ``found`` (:func:`of_changes`; those of smoke
+    figures only when ``session`` is a smoke run); a regression takes as its
+    suspected cause the attribution of a change found in the same figure."""
+    changes = of_changes(found, min_change, smoke=session.smoke)
+    causes = {(c.system, c.partition, c.test, c.figure): c.cause
               for c in sorted(changes, key=lambda c: c.at)}
     out = []
-    for i in of_sessions(sessions, refs_by_system):
-        c = causes.get((i.system, i.partition, _plain_test(i.test), i.figure))
+    for i in of_sessions(session, lf, refs_by_system):
+        c = causes.get((i.system, i.partition, i.test, i.figure))
         out.append(dataclasses.replace(i, cause=c) if c and not i.cause else i)
     return out + changes

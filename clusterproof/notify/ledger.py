@@ -1,7 +1,10 @@
 """The ledger of what was sent: ``<results>/notify/ledger.json``, per
 channel the ids of the items sent (and when), the items found but not yet
 sent (a channel that was down: sent on the next run), and the day of the
-last "all clear".
+last "all clear"; and every item ever queued, by id (:func:`item`): what
+``clusterproof triage`` reads to record a verdict on a finding the figure
+store cannot name again (a screening outlier, a failure of a session that
+is no longer the newest).
 
 Read and written under ``<results>/notify/.lock`` (two runs notify one after
 the other), written as the figure store writes its files (a temporary name,
@@ -46,9 +49,12 @@ class Ledger:
         return self._channel(channel)['heartbeat']
 
     def queue(self, channel, items):
-        """Keep ``items`` as pending on ``channel``, but those sent already."""
+        """Keep ``items`` as pending on ``channel``, but those sent already;
+        and each of them among the items found."""
         ch = self._channel(channel)
+        found = self.data.setdefault('found', {})
         for i in items:
+            found[i.id] = i.to_dict()
             if i.id not in ch['sent']:
                 ch['pending'][i.id] = i.to_dict()
 
@@ -80,6 +86,12 @@ def _read(path):
         raise ClusterproofError(f'{path}: not a ledger of version {VERSION}; move it aside '
                                 f'to start afresh')
     return data
+
+
+def item(results, item_id):
+    """The item dict of the id ``item_id`` that a notification run queued in
+    the ledger of ``results`` (None when it queued none such)."""
+    return _read(directory(results) / NAME).get('found', {}).get(item_id)
 
 
 @contextlib.contextmanager

@@ -6,17 +6,19 @@ times; the ledger records what each channel took. A channel that stays down
 keeps its items pending for the next run; the others go on.
 """
 
+import dataclasses
 import datetime
 import sys
 import time
 from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import findings
+from clusterproof import store as st
+from clusterproof.analysis import findings, triage
 from clusterproof.notify import channels, config, items, ledger, message
 from clusterproof.notify.items import Item, to_send
-from clusterproof.paths import results_dir
-from clusterproof.store.sessions import load_sessions
+from clusterproof.paths import results_db, results_dir
+from clusterproof.store.sessions import load_sessions, store_paths
 
 #: exit status when a channel did not take its message (its items are kept
 #: in the ledger and sent by the next run)
@@ -49,21 +51,24 @@ def _attempt(cfg, channel, msg, now, sleep, log):
     return cfg.retries, error
 
 
-def run(cfg, items, results, now=None, sleep=time.sleep, log=None):
+def run(cfg, items, results, now=None, sleep=time.sleep, log=None, triaged=frozenset()):
     """Send the new ``items`` (:class:`~clusterproof.notify.items.Item`) and
-    whatever earlier runs left pending on each channel of ``cfg``; return
-    one :class:`Outcome` per channel."""
+    whatever earlier runs left pending on each channel of ``cfg``, but those
+    whose id is in ``triaged`` (a person gave them a verdict; see
+    :func:`~clusterproof.notify.items.to_send`); return one
+    :class:`Outcome` per channel."""
     log = log or (lambda text: print(text, file=sys.stderr))
     now = time.time() if now is None else now
     day = datetime.datetime.fromtimestamp(now, datetime.timezone.utc).strftime('%Y-%m-%d')
-    fresh = to_send([i for i in items if i.kind in cfg.kinds])
+    fresh = to_send([i for i in items if i.kind in cfg.kinds], triaged)
     out = []
     with ledger.opened(results) as led:
         for channel in cfg.channels:
             led.queue(channel, fresh)
         led.save()                  # what was found is kept before anything is sent
         for channel, ch in cfg.channels.items():
-            pending = [Item.from_dict(d) for d in led.pending(channel).values()]
+            pending = to_send([Item.from_dict(d) for d in led.pending(channel).values()],
+                              triaged)
             if pending:
                 msg = message.render(pending, cfg)
             elif ch.get('heartbeat') and led.last_heartbeat(channel) != day:
@@ -101,26 +106,33 @@ def settings(system, path=None):
     return config.load(path, system)
 
 
-def night(cfg, session, history=30):
-    """The items of ``session`` (a :class:`~clusterproof.store.sessions.Session`)
-    on ``cfg.system``: its regressions and failures, judged over the
-    ``history`` sessions of its mode up to it, and the standing changes the
-    detector kept (:func:`clusterproof.notify.items.of_night`)."""
-    mode = session.modes[0] if len(session.modes) == 1 else None
-    hist = load_sessions(last=max(history, 1), system=cfg.system, mode=mode,
-                         until=session.start + 1e-3)
-    (found, *_), _, now = findings.detect_kept(findings.stores_read(), system=cfg.system)
+def night(cfg, session):
+    """``(items, triaged)``: the items of ``session`` (a
+    :class:`~clusterproof.store.sessions.Session`) on ``cfg.system``, its
+    regressions and failures (each beginning where its failure began in the
+    figure store) and the standing changes the detector kept
+    (:func:`clusterproof.notify.items.of_night`); and the ids of those a
+    person has triaged (:func:`clusterproof.analysis.triage.triaged`)."""
+    stores = findings.stores_read()
+    (found, *_), _, now = findings.detect_kept(stores, system=cfg.system)
     findings.note(now)
-    return items.of_night(hist, found, cfg.min_change)
+    recs = [r for r in session.recs if r.system == cfg.system]
+    got = items.of_night(dataclasses.replace(session, recs=recs), st.scan(stores), found,
+                         cfg.min_change)
+    return got, triage.triaged(triage.read_all(stores), found)
 
 
-def notify(cfg, found, results=None, out=None):
-    """Send ``found`` (items) under ``cfg``, saying on ``out`` (default
+def notify(cfg, found, results=None, out=None, triaged=None):
+    """Send ``found`` (items) under ``cfg``, but those whose id is in
+    ``triaged`` (default: the findings triaged in the stores read, see
+    :func:`clusterproof.analysis.triage.triaged`), saying on ``out`` (default
     stdout) what each channel took and on stderr what it did not; returns
     the exit status: 0, or :data:`NOT_SENT`."""
     out = out or sys.stdout
+    if triaged is None:
+        triaged = _triaged()
     status = 0
-    for o in run(cfg, found, results or results_dir()):
+    for o in run(cfg, found, results or results_dir(), triaged=triaged):
         if o.error:
             status = NOT_SENT
             print(f'notify: {o.channel}: NOT SENT after {o.attempts} attempt(s): {o.error}; '
@@ -132,6 +144,15 @@ def notify(cfg, found, results=None, out=None):
             print(f'notify: {o.channel}: sent "{o.sent.subject}"'
                   + (f' ({n} item(s))' if n else ''), file=out)
     return status
+
+
+def _triaged():
+    """The ids triaged in the stores the commands read; none before there
+    is any (a screening before the first nightly has no results database,
+    and nothing triaged)."""
+    if not store_paths() and not results_db().exists():
+        return set()
+    return triage.triaged(triage.read_all(findings.stores_read()))
 
 
 def _guarded(system, send_them):
@@ -151,7 +172,8 @@ def after_session(system, session_id):
     ``clusterproof acceptance``); returns the exit status of :func:`notify`."""
     def send_them(cfg):
         [session] = load_sessions(ids=[session_id], system=system)
-        return notify(cfg, night(cfg, session))
+        got, triaged = night(cfg, session)
+        return notify(cfg, got, triaged=triaged)
     return _guarded(system, send_them)
 
 
