@@ -272,9 +272,9 @@ def test_the_example_settings_load():
     assert cfg.min_change == 0.02 and cfg.channels['email']['port'] == 587
 
 
-def test_a_screenings_outliers_are_sent_once_a_day(tmp_path, monkeypatch, receiver, capsys):
+def test_a_screenings_outliers_are_sent_once_under_the_ids_screen_prints(tmp_path, monkeypatch, receiver, capsys):
     from clusterproof.references.judge import Verdict
-    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample
+    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample, finding_of
     (tmp_path / 'notify').mkdir()
     (tmp_path / 'notify' / 'emu.yaml').write_text(
         'channels: {webhook: {url_env: CP_TEST_WEBHOOK}}\n')
@@ -284,11 +284,15 @@ def test_a_screenings_outliers_are_sent_once_a_day(tmp_path, monkeypatch, receiv
     sample = Sample('n3', 'compute', 'stream', 'Triad', 61000.0, 'MB/s')
     slow = NodeVerdict('n3', 'compute', Verdict.SLOW, worst=FigureVerdict(
         sample, Verdict.SLOW, percent=-21.0, why='Triad 21 % below the median of its peers'))
-    assert send.after_screening('emu', [slow], when=NOW) == 0
-    assert send.after_screening('emu', [slow], when=NOW + 3600) == 0      # the same day
+    sid = 'a1b2c3d4e5f60718'
+    assert send.after_screening('emu', [slow], sid, when=NOW) == 0
+    # the same screening judged again (screen --from-report): nothing new
+    assert send.after_screening('emu', [slow], sid, when=NOW + 3600) == 0
     [(_, body)] = receiver.bodies
+    assert f'id: {finding_of(slow, "emu", sid)}' in body['text']
     assert body['text'].splitlines()[:5] == [
-        'clusterproof: OUTLIER on emu:compute: stream node n3 -21.0% since 2026-11-23',
+        'clusterproof: OUTLIER on emu:compute: stream node n3 -21.0% since 2026-11-23 '
+        '(screening a1b2c3d4)',
         'what: outlier; Triad 21 % below the median of its peers',
         'where: system emu, partition compute, stream, node n3',
         'how big: -21.0%',
@@ -296,7 +300,7 @@ def test_a_screenings_outliers_are_sent_once_a_day(tmp_path, monkeypatch, receiv
     err = capsys.readouterr()
     assert 'notify: webhook: sent' in err.err and not err.out     # screen's stdout may be JSON
     # a system without settings: nothing sent, said, exit 0
-    assert send.after_screening('pixstor', [slow], when=NOW) == 0
+    assert send.after_screening('pixstor', [slow], sid, when=NOW) == 0
     assert 'no notification settings for system pixstor' in capsys.readouterr().err
 
 

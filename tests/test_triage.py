@@ -263,7 +263,7 @@ def test_notify_names_the_ids_triage_accepts_and_sends_no_triaged_one(tmp_path, 
     and notify no longer sends it. A screening outlier that notify sent is
     triaged by the id it was sent with."""
     from clusterproof.notify import config, send
-    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample
+    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample, finding_of
     from clusterproof.references.judge import Verdict
     from clusterproof.store.sessions import load_sessions
     for name in ('a', 'b'):
@@ -314,13 +314,13 @@ def test_notify_names_the_ids_triage_accepts_and_sends_no_triaged_one(tmp_path, 
     (tmp_path / 'notify' / 'local.yaml').write_text(
         'retries: 1\nchannels: {webhook: {url_env: CP_TEST_WEBHOOK}}\n')
     monkeypatch.setenv('CLUSTERPROOF_NOTIFY_CONFIG', str(tmp_path / 'notify'))
-    assert send.after_screening('local', [slow], when=1795400000.0) == send.NOT_SENT
-    oid = findings.finding_id('outlier', 'local', 'default', 'stream', 'n3', '2026-11-23')
+    assert send.after_screening('local', [slow], 'a1b2c3d4', when=1795400000.0) == send.NOT_SENT
+    oid = finding_of(slow, 'local', 'a1b2c3d4')     # the id screen prints
     proc = clusterproof(['triage', oid, 'fixed', '--note', 'DIMM replaced'], results, refs)
     assert proc.returncode == 0, proc.stderr
     assert triage.state_of(oid, findings.stores_read()) == 'fixed'
     # triaged: the pending outlier is not sent
-    assert send.after_screening('local', [slow], when=1795400000.0) == 0
+    assert send.after_screening('local', [slow], 'a1b2c3d4', when=1795400000.0) == 0
 
 
 def items_to_send(got, triaged):

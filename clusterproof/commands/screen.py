@@ -131,7 +131,7 @@ def main(args):
                    findings=findings, topology_text=page.slurm_topology())
         _progress(f'page: {args.page}')
     # the outliers, sent once on the site's channels (docs/notify.md)
-    notify_send.after_screening(args.system, bad)
+    notify_send.after_screening(args.system, bad, screening_id)
     if args.format == 'json':
         # one line, written at once: json.dump with indent writes piece by piece (slow)
         print(json.dumps(judge.as_json(verdicts, note, findings, screening_id)))

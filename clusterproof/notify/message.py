@@ -38,7 +38,8 @@ def headline(i):
     node = 'node ' if i.kind == 'outlier' else ''
     what = f'{i.test} {node}{i.figure}'.strip() if i.kind == 'outlier' else f'{i.test}{fig}'
     day = _day(i.at)
-    session = '' if i.since[:10] == day else f' (session {i.since[:8]})'
+    session = '' if i.since[:10] == day else \
+        f' ({"screening" if i.kind == "outlier" else "session"} {i.since[:8]})'
     return f'{i.kind.upper()} on {i.where}: {what} {i.size_text()} since {day}{session}'
 
 

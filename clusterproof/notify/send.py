@@ -177,20 +177,20 @@ def after_session(system, session_id):
     return _guarded(system, send_them)
 
 
-def after_screening(system, outliers, when=None):
-    """Notify of the outliers of a screening of ``system`` (node verdicts of
-    :func:`clusterproof.screen.judge.outliers`: ``node``, ``partition``,
-    ``worst`` and ``reason``); a node named again the same day is the same
-    finding (its ``since`` is the day). Said on stderr (screen's stdout may
-    be JSON); returns the exit status of :func:`notify`."""
+def after_screening(system, outliers, screening_id, when=None):
+    """Notify of the outliers of the screening ``screening_id`` of ``system``
+    (node verdicts of :func:`clusterproof.screen.judge.outliers`: ``node``,
+    ``partition``, ``worst`` and ``reason``), each under the id ``screen``
+    prints for it (:func:`clusterproof.screen.judge.finding_of`): the same
+    screening judged again sends nothing new; another screening's outliers
+    are its own findings. Said on stderr (screen's stdout may be JSON);
+    returns the exit status of :func:`notify`."""
+    from clusterproof.screen.judge import named_by
     when = time.time() if when is None else when
-    day = datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime('%Y-%m-%d')
     found = []
     for nv in outliers:
-        worst = getattr(nv, 'worst', None)
-        check = worst.sample.check if worst is not None else 'screen'
-        pct = getattr(worst, 'percent', None)
+        pct = getattr(nv.worst, 'percent', None)
         found += items.of_outliers(system, nv.partition, [
-            (nv.node, check, None if pct is None else pct / 100, nv.reason or str(nv.verdict))],
-            day, when)
+            (nv.node, named_by(nv), None if pct is None else pct / 100,
+             nv.reason or str(nv.verdict))], screening_id, when)
     return _guarded(system, lambda cfg: notify(cfg, found, out=sys.stderr))

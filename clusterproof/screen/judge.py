@@ -472,13 +472,19 @@ def as_dict(nv):
                                    for m in nv.mismatches]}
 
 
+def named_by(nv):
+    """The check that named an outlier: its worst figure's; ``result`` when
+    it gave none (it failed, or is missing)."""
+    return nv.worst.sample.check if nv.worst is not None else 'result'
+
+
 def finding_of(nv, system, screening_id):
     """The finding id of an outlier (``analysis.findings.finding_id``, kind
-    ``outlier``): its system, partition, the check that named it (its worst
-    figure's; ``result`` when it gave none), node and screening."""
+    ``outlier``): its system, partition, the check that named it
+    (:func:`named_by`), node and screening: the id ``screen`` prints, the
+    notification sends and ``clusterproof triage`` takes."""
     from clusterproof.analysis.findings import finding_id
-    check = nv.worst.sample.check if nv.worst is not None else 'result'
-    return finding_id('outlier', system, nv.partition, check, nv.node, screening_id)
+    return finding_id('outlier', system, nv.partition, named_by(nv), nv.node, screening_id)
 
 
 def as_json(verdicts, note='', findings=None, screening_id=None):
