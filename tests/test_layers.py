@@ -40,7 +40,7 @@ ROOT = PACKAGE.parent
 RUNNER = {'clusterproof/reframe_io/runner.py', 'tests/test_runner.py', 'tests/test_layers.py'}
 #: files being rewritten onto the runner in other work; each must leave this
 #: list as soon as it no longer starts reframe or sets RFM_CONFIG_FILES itself
-PENDING = {'clusterproof/screen/run.py', 'scripts/run-tests'}
+PENDING = {'scripts/run-tests'}
 _SHELL_LAUNCH = re.compile(r'bin/reframe\b|^\s*reframe\s')
 _SHELL_CONFIG = re.compile(
     r'RFM_CONFIG_FILES\s*:?=(?!\\?\$\(.*clusterproof\.reframe_io\.runner config\))')

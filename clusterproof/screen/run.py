@@ -21,7 +21,6 @@ After the first pass, nodes that are outliers are run again, up to
 run.
 """
 
-import os
 import shlex
 import subprocess
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.parsers import slurm
-from clusterproof.paths import REPO, SETTINGS_FILE
+from clusterproof.paths import REPO
 from clusterproof.references.judge import Verdict
 from clusterproof.reframe_io import runner
 from clusterproof.screen import jobs, judge, pairs, results
@@ -102,7 +101,8 @@ def progress_line(done, total, elapsed, what='nodes'):
 
 
 def _select(checks):
-    cmd = [runner.reframe_command()]
+    """The ``reframe`` arguments that select the node checks ``checks``."""
+    cmd = []
     for c in checks:
         cmd += ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[c].file)]
     for c in checks:
@@ -122,13 +122,12 @@ def pair_selections(checks):
 
 
 def pair_command(system, partition, selection, batch, report_file, mode, extra=()):
-    """The ``reframe`` argv that runs one pair check ``selection`` (a check
+    """The ``reframe`` arguments that run one pair check ``selection`` (a check
     name and its ``-n`` option, :func:`pair_selections`) on each node pair
     of ``batch``: one test case per pair (``-P node_pair=a+b,...``; the
     check pins its job to the two nodes, alone on them)."""
     check, options = selection
-    cmd = [runner.reframe_command(), '-c',
-           str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[check].file), *options]
+    cmd = ['-c', str(REPO / 'reframe_checks' / results.SCREEN_CHECKS[check].file), *options]
     cmd += ['-P', 'node_pair=' + ','.join(pairs.pair_label(p) for p in batch),
             '--system', f'{system}:{partition}', '--mode', mode,
             *runner.report_option(report_file), '-r']
@@ -187,28 +186,27 @@ class Screening:
         self._script = None
 
     def _env(self):
-        env = dict(os.environ if self.env is None else self.env)
-        env.setdefault('RFM_CONFIG_FILES', str(SETTINGS_FILE))
-        return env
+        return runner.reframe_env(self.env)
 
-    def _invoke(self, make_command):
+    def _invoke(self, make_args):
         self.invocations += 1
         report = self.workdir / f'report-{self.invocations}.json'
-        cmd = make_command(report)
+        args = make_args(report)
         with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
-            proc = subprocess.run(cmd, cwd=REPO, env=self._env(), stdout=out,
-                                  stderr=subprocess.STDOUT)
-        runner.require_cases(cmd[1:], report, proc.returncode)
+            status = runner.start(args, env=self.env, stdout=out,
+                                  stderr=subprocess.STDOUT).wait()
+        runner.require_cases(args, report, status)
         if not report.is_file():
             raise ClusterproofError(
-                f'reframe wrote no run report (exit status {proc.returncode}); its output: '
+                f'reframe wrote no run report (exit status {status}); its output: '
                 f'{self.workdir / f"reframe-{self.invocations}.log"}')
-        self.submitted += len(runner.testcases(runner.read_report(report)))
-        return results.samples_from_report(runner.read_report(report), self.refs)
+        data = runner.read_report(report)
+        self.submitted += len(runner.testcases(data))
+        return results.samples_from_report(data, self.refs)
 
     def node_args(self, checks):
         """The ``reframe`` arguments each node's job runs ``checks`` with."""
-        return [*_select(checks)[1:], '--system', f'{self.system}:{self.partition}',
+        return [*_select(checks), '--system', f'{self.system}:{self.partition}',
                 '--mode', self.mode, *self.extra]
 
     def run_node_jobs(self, nodes, label, checks):
