@@ -1,6 +1,8 @@
 """HPCC: the summary parser on recorded hpccoutf.txt, and the check end to
-end for real: on ``local`` (mpirun, 2 ranks) and across the 4 nodes of the
-local Slurm cluster over MPI (both partitions of ``emu``)."""
+end for real on ``local`` (mpirun, 2 ranks). Across the 4 nodes of the local
+Slurm cluster over MPI (both partitions of ``emu``) it is asserted on the
+whole-suite run (tests/test_suite_emu.py, with :func:`check_passed`): a run
+of HPCC alone would repeat what that run already does."""
 
 import shutil
 
@@ -8,7 +10,7 @@ import pytest
 
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpcc as hpcc_parser
-from conftest import DATA, need_netns, report_cases, run_reframe
+from conftest import DATA, report_cases, run_reframe
 
 LOCAL = DATA / 'hpcc' / 'hpccoutf-local-np2.txt'
 FAILED = DATA / 'hpcc' / 'hpccoutf-local-np2-failed-residual.txt'
@@ -94,7 +96,8 @@ def test_appended_file_whose_newest_run_was_killed_is_refused():
         hpcc_parser.parse(KILLED.read_text(), 'd/hpccoutf.txt')
 
 
-def _check_passed(case, ranks):
+def check_passed(case, ranks):
+    """A passed HPCC case of ``ranks`` ranks, every figure above 0."""
     assert case['result'] == 'pass', case.get('fail_reason')
     assert case['num_tasks'] == ranks
     perf = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
@@ -113,23 +116,9 @@ def test_hpcc_on_local_over_mpirun(tmp_path):
     from clusterproof.site.topology import cpu_topology
     topo = cpu_topology()
     case, = report_cases(tmp_path)
-    _check_passed(case, topo['sockets'] * topo['cores_per_socket'])
+    check_passed(case, topo['sockets'] * topo['cores_per_socket'])
     out = hpcc_parser.parse((tmp_path / 'output/local/default/gnu/Hpcc/hpccoutf.txt').read_text())
     assert out['summary']['CommWorldProcs'] == case['num_tasks']
-
-
-@need_hpcc
-@need_netns
-def test_hpcc_across_four_nodes_of_the_local_cluster(tmp_path, emu_cluster):
-    res = run_reframe(['-c', 'reframe_checks/hpcc.py', '-r', '--system', 'emu'], tmp_path,
-                      extra_env=emu_cluster)
-    assert res.returncode == 0, res.stdout[-3000:]
-    cases = report_cases(tmp_path)
-    assert sorted(c['partition'] for c in cases) == ['mpirun', 'srun']
-    for case in cases:
-        _check_passed(case, 4)                         # one rank on each of the 4 nodes
-        assert case['cp_emulated'] is True
-        assert len(set(case['job_nodelist'])) == 4
 
 
 @need_hpcc

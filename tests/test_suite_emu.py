@@ -8,11 +8,12 @@ command; or the system does not declare the hardware). No list of checks is
 kept here: a new check in reframe_checks/ is covered as it is. Every result
 is marked emulated and none is compared with a reference.
 
-IOzone on the local cluster is asserted here too, on this run (its stage
-files kept): every thread count of both IOzone checks on ``emu:srun``,
-round-robin threadlists over the nodes of the job, clients started through
-Slurm, nothing left in the scratch directory. A run of IOzone alone would
-repeat what this run already does.
+HPCC and IOzone on the local cluster are asserted here too, on this run
+(its stage files kept): HPCC over MPI on both partitions, one rank on each
+of the 4 nodes, every figure; every thread count of both IOzone checks on
+``emu:srun``, round-robin threadlists over the nodes of the job, clients
+started through Slurm, nothing left in the scratch directory. A run of
+either alone would repeat what this run already does.
 
 IOzone runs on ``emu:srun`` only (``-S IOzone*.valid_systems=emu:srun``):
 it uses no launcher (the master runs in the job script, its clients are
@@ -26,9 +27,11 @@ whole nodes (``--exclusive``: IOzone's fixed ports) and each waits about
 import glob
 import json
 import re
+import shutil
 from pathlib import Path
 
 from conftest import REPO, need_netns, run_reframe
+from test_hpcc import check_passed
 
 IOZONE_CHECKS = ('IOzoneSequential', 'IOzoneRandom')
 IOZONE_ON_SRUN_ONLY = [a for check in IOZONE_CHECKS
@@ -82,6 +85,20 @@ def test_whole_suite_on_the_local_cluster(emu_cluster, tmp_path):
     assert triad and min(triad) > 0
 
     _iozone_on_the_local_cluster(proc, results, cases)
+    _hpcc_across_the_four_nodes(by_check)
+
+
+def _hpcc_across_the_four_nodes(by_check):
+    """HPCC of the whole-suite run over MPI on both partitions: one rank on
+    each of the 4 nodes, every figure (where ``hpcc`` is installed; without
+    it the check skips with the build command, asserted above)."""
+    if shutil.which('hpcc') is None:
+        return
+    cases = by_check['Hpcc']
+    assert sorted(c['partition'] for c in cases) == ['mpirun', 'srun']
+    for case in cases:
+        check_passed(case, 4)
+        assert len(set(case['job_nodelist'])) == 4
 
 
 def _iozone_on_the_local_cluster(proc, results, cases):
