@@ -22,7 +22,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.methods import hpl
 from clusterproof.site.hardware import partition_node_count
 from clusterproof.parsers import hpcc as hpcc_parser
-from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
+from clusterproof.checklib.base import ClusterproofCheck, OneRankPerCore
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 

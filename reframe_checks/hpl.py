@@ -27,7 +27,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import hpl as hpl_parser
-from clusterproof.checks.base import ClusterproofCheck, OneRankPerCore
+from clusterproof.checklib.base import ClusterproofCheck, OneRankPerCore
 from clusterproof.site.hardware import partition_node_count
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure

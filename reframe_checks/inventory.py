@@ -36,7 +36,7 @@ from clusterproof.site import inventory
 from clusterproof.parsers import ipmctl
 from clusterproof.site import pmem
 from clusterproof.site.hardware import partition_node_count
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checklib.base import ClusterproofCheck
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

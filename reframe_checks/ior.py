@@ -23,12 +23,12 @@ FileSize per thread: at least 2 x the RAM of clients and servers in all,
 divided by T (clusterproof/methods/sizing.py); smoke mode uses small sizes with
 ``--posix.odirect`` and marks the results smoke. The test directory is
 created by the job under the partition's scratch directory only and removed
-when the job ends, also when IOR fails (clusterproof/checks/testdirs.py).
+when the job ends, also when IOR fails (clusterproof/checklib/testdirs.py).
 
 ``-S cp_scale=tiny`` keeps the mode's thread counts, placement and options
 (``-C`` included) and writes 1 MiB per thread (figures flagged smoke). A
 thread count above the system's ``extras['storage']['max_threads']`` skips,
-naming the limit (clusterproof/checks/storage.py).
+naming the limit (clusterproof/checklib/storage.py).
 
 Sanity: the output holds the two runs (write, read), both finished with a
 summary, the access was one shared file, reads reordered as asked, and no
@@ -48,9 +48,9 @@ from clusterproof.methods import ior
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import ior as ior_parser
-from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checks.storage import StorageScale
-from clusterproof.checks.testdirs import TestDirectories
+from clusterproof.checklib.base import ClusterproofCheck, RoundRobinRanks
+from clusterproof.checklib.storage import StorageScale
+from clusterproof.checklib.testdirs import TestDirectories
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 

@@ -27,13 +27,13 @@ Sizes: at least 2 x the RAM of clients and servers in all, divided by T
 and marks the results smoke. Files live in a directory of their own under the
 partition's scratch directory, created by the job and removed when it exits,
 again after the run, and by the next run if the job was interrupted
-(clusterproof/checks/testdirs.py).
+(clusterproof/checklib/testdirs.py).
 
 ``-S cp_scale=tiny`` keeps the mode's thread counts, placement and command
 lines and writes 1 MiB per thread (figures flagged smoke): the acceptance
 plan at its real shape where its bytes do not fit (scripts/published-shape).
 A thread count above the system's ``extras['storage']['max_threads']`` skips,
-naming the limit (clusterproof/checks/storage.py).
+naming the limit (clusterproof/checklib/storage.py).
 
 Stonewalling stays IOzone's default (as published): when the first thread
 finishes, the others stop. A run where that cut the work (``Min xfer`` below
@@ -58,9 +58,9 @@ from clusterproof.methods import iozone
 from clusterproof.modes import by_mode
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.paths import REPO
-from clusterproof.checks.base import ClusterproofCheck, ThreadPlacement
-from clusterproof.checks.storage import StorageScale
-from clusterproof.checks.testdirs import TestDirectories
+from clusterproof.checklib.base import ClusterproofCheck, ThreadPlacement
+from clusterproof.checklib.storage import StorageScale
+from clusterproof.checklib.testdirs import TestDirectories
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 

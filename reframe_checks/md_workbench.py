@@ -16,11 +16,11 @@ Objects are 3901 bytes (IO500's size).
 ``-S cp_scale=tiny`` keeps the mode's task counts, placement and options
 with one data set of at most 10 objects per task (figures flagged smoke). A
 task count above the system's ``extras['storage']['max_threads']``
-skips, naming the limit (clusterproof/checks/storage.py).
+skips, naming the limit (clusterproof/checklib/storage.py).
 
 The test directory is created by the job under the partition's scratch
 directory only and removed when the job ends, also when md-workbench fails
-(clusterproof/checks/testdirs.py).
+(clusterproof/checklib/testdirs.py).
 
 Sanity: the precreate, every benchmark iteration and the cleanup phase are
 reported with no error, the task count matches, no ``WARNING:`` or
@@ -34,9 +34,9 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checks.storage import METADATA_THREADS, StorageScale
-from clusterproof.checks.testdirs import TestDirectories
+from clusterproof.checklib.base import ClusterproofCheck, RoundRobinRanks
+from clusterproof.checklib.storage import METADATA_THREADS, StorageScale
+from clusterproof.checklib.testdirs import TestDirectories
 from clusterproof.methods import sizing
 from clusterproof.modes import by_mode
 from clusterproof.parsers import md_workbench as mdwb_parser

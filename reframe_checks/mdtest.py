@@ -15,11 +15,11 @@ phase reads data, not just open/close (without them mdtest warns).
 ``-S cp_scale=tiny`` keeps the mode's task counts, placement and options and
 creates at most 10 files per task (figures flagged smoke). A task count
 above the system's ``extras['storage']['max_threads']`` skips, naming the
-limit (clusterproof/checks/storage.py).
+limit (clusterproof/checklib/storage.py).
 
 The test directory is created by the job under the partition's scratch
 directory only and removed when the job ends, also when mdtest fails
-(clusterproof/checks/testdirs.py).
+(clusterproof/checklib/testdirs.py).
 
 Sanity: the ``SUMMARY rate`` table is there with every reported operation,
 the task count matches, no ``WARNING:`` or ``ERROR`` line. Figures (ops/s,
@@ -35,9 +35,9 @@ from reframe.core.exceptions import SanityError
 from clusterproof.modes import by_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mdtest as mdtest_parser
-from clusterproof.checks.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checks.storage import METADATA_THREADS, StorageScale
-from clusterproof.checks.testdirs import TestDirectories
+from clusterproof.checklib.base import ClusterproofCheck, RoundRobinRanks
+from clusterproof.checklib.storage import METADATA_THREADS, StorageScale
+from clusterproof.checklib.testdirs import TestDirectories
 from clusterproof.methods import sizing
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure

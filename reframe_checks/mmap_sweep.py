@@ -29,10 +29,10 @@ from clusterproof.methods import mmap_sweep
 from clusterproof.modes import current_mode
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import mmap_sweep as parser
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checklib.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure_function
 from clusterproof.site.hardware import node_cores
-from clusterproof.checks.testdirs import TestDirectories
+from clusterproof.checklib.testdirs import TestDirectories
 
 SWEEP_SCRIPT = 'sweep_targets.sh'
 

@@ -33,7 +33,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.methods import hpl
 from clusterproof.modes import by_mode
 from clusterproof.parsers import osu as osu_parser
-from clusterproof.checks.base import ClusterproofCheck, MpiRanks
+from clusterproof.checklib.base import ClusterproofCheck, MpiRanks
 from clusterproof.screen.pairs import parse_pair
 from clusterproof.site.hardware import is_emulated, partition_node_count
 from clusterproof.site.spackenv import pinned_spec

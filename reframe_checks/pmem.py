@@ -24,7 +24,7 @@ Figures per section: iops, bw (MiB/s), lat_mean and lat_p50/p99/p99_9/p99_99
 
 The job file is generated (``clusterproof.methods.fiojob``) into the stage
 directory; fio's files go in a test directory of its own under the target
-(created by the job, removed when it ends: clusterproof/checks/testdirs.py); sizes, loops and jobs come from the mode and can be set with
+(created by the job, removed when it ends: clusterproof/checklib/testdirs.py); sizes, loops and jobs come from the mode and can be set with
 ``-S filesize=<bytes> -S numjobs=N -S loops=N``.
 
 What only the node under test knows (fio's engines, its mounts, its ndctl
@@ -44,10 +44,10 @@ from reframe.core.builtins import (parameter, run_after, run_before,
 
 from clusterproof.methods import fiojob
 from clusterproof.parsers import fio as fioparser
-from clusterproof.checks.base import ClusterproofCheck, ConfigurationError
+from clusterproof.checklib.base import ClusterproofCheck, ConfigurationError
 from clusterproof.paths import private_dir, user_path
 from clusterproof.site import pmem as node
-from clusterproof.checks.testdirs import TestDirectories
+from clusterproof.checklib.testdirs import TestDirectories
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 

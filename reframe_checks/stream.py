@@ -35,7 +35,7 @@ from clusterproof.methods import memory
 from clusterproof.modes import by_mode
 from clusterproof.parsers import stream as stream_parser
 from clusterproof.paths import REPO
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checklib.base import ClusterproofCheck
 from clusterproof.site.spackenv import pinned_spec
 from clusterproof.reframe_io.figures import performance_figure
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The node fingerprint's cost (clusterproof/checks/fingerprint.py): its time
+"""The node fingerprint's cost (clusterproof/checklib/fingerprint.py): its time
 per node inside the job, and what it adds to a year of nightly history.
 
 - **time**: the probe as the job runs it, ``sh cp_fingerprint.sh`` as a whole
@@ -39,7 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clusterproof.checks import fingerprint  # noqa: E402
+from clusterproof.checklib import fingerprint  # noqa: E402
 from clusterproof.paths import SETTINGS_FILE  # noqa: E402
 from clusterproof.reframe_io import runner  # noqa: E402
 

@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clusterproof.checks import fingerprint  # noqa: E402
+from clusterproof.checklib import fingerprint  # noqa: E402
 from clusterproof.analysis import compare  # noqa: E402
 from clusterproof.results import report  # noqa: E402
 from clusterproof.store import history  # noqa: E402
@@ -56,7 +56,7 @@ TARGETS = {'report': 5.0, 'compare': 5.0, 'load': 3.0}
 
 
 def _provenance(results, kernel, digit):
-    """What a result of 16 alike nodes records (clusterproof.checks.fingerprint):
+    """What a result of 16 alike nodes records (clusterproof.checklib.fingerprint):
     the node set and the hash of its record (written to ``results``), the
     binary's and the MPI library's sha256."""
     rec = {'kernel': kernel, 'os': 'Debian GNU/Linux 12 (bookworm)', 'cpu_model': 'AMD EPYC',

@@ -74,7 +74,7 @@ CHECK = '''
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_before, sanity_function
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checklib.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure
 
 @rfm.simple_test

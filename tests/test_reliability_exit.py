@@ -1,6 +1,6 @@
 """Every check fails, naming the cause, when its program did not end well:
 it exited non-zero or was killed by a signal (the job script records the
-status, clusterproof.checks.base.ClusterproofCheck), or Slurm ended the job
+status, clusterproof.checklib.base.ClusterproofCheck), or Slurm ended the job
 (a dead node: named from Slurm's own account of the job's nodes whatever
 state the job got). The product check STREAM is run into a time limit and
 onto a node that dies, on the local cluster; beside them, a benchmark that
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checks import reliability
+from clusterproof.checklib import job_failure
 from clusterproof.cluster import faults
 from conftest import (AT_LEAST_ONE, REPO, WAIT_S, assert_cases, need_netns, report_cases, restore_emu_cluster, run_reframe,
                       wait_for)
@@ -26,23 +26,23 @@ DATA = Path(__file__).resolve().parent / 'data' / 'reliability'
 def test_node_failure_named_from_srun_and_slurm_output():
     # recorded: stderr of a job whose node n2 was killed (Slurm 22.05.8)
     text = (DATA / 'node-death-n2.err').read_text()
-    cause = reliability.failure_cause(text, 'NODE_FAIL', 2400)
+    cause = job_failure.failure_cause(text, 'NODE_FAIL', 2400)
     assert cause == 'node failure: n2 stopped answering during the run (Slurm state NODE_FAIL)', cause
     # the line printed on n1 (*** JOB 2 ON n1 ... DUE TO NODE FAILURE) alone: a node failed
     line = next(ln for ln in text.splitlines() if 'DUE TO NODE FAILURE' in ln)
-    assert reliability.failure_cause(line, 'CANCELLED') == (
+    assert job_failure.failure_cause(line, 'CANCELLED') == (
         'node failure: a node of the job stopped answering during the run (Slurm state CANCELLED)')
 
 
 def test_dead_node_named_from_slurm_whatever_the_job_state():
     # recorded: scontrol -o show node n2, 70 s after n2's processes were killed
-    down = reliability.parse_down_nodes((DATA / 'scontrol-node-n2-down.txt').read_text())
+    down = job_failure.parse_down_nodes((DATA / 'scontrol-node-n2-down.txt').read_text())
     assert down == [('n2', 'Not responding')], down
-    cause = reliability.failure_cause('', 'CANCELLED', None, None, down)
+    cause = job_failure.failure_cause('', 'CANCELLED', None, None, down)
     assert cause == ('node failure: n2 stopped answering during the run (Slurm state '
                      'CANCELLED); Slurm says n2: Not responding'), cause
     # a responding node is not named
-    assert reliability.parse_down_nodes((DATA / 'scontrol-node-n2-down.txt').read_text()
+    assert job_failure.parse_down_nodes((DATA / 'scontrol-node-n2-down.txt').read_text()
                                         .replace('DOWN+NOT_RESPONDING', 'IDLE')
                                         .replace('State=DOWN*', 'State=IDLE')) == []
 
@@ -54,13 +54,13 @@ def test_dead_node_named_from_slurm_whatever_the_job_state():
     (0, None),
 ])
 def test_exit_status(status, words):
-    assert reliability.failure_cause('', 'COMPLETED', None, status) == words
+    assert job_failure.failure_cause('', 'COMPLETED', None, status) == words
 
 
 def test_out_of_memory_and_its_state():
-    assert reliability.failure_cause('', 'OUT_OF_MEMORY').startswith('out of memory')
+    assert job_failure.failure_cause('', 'OUT_OF_MEMORY').startswith('out of memory')
     line = 'slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step tasks have been OOM Killed.'
-    assert reliability.failure_cause(line, 'FAILED', None, 137) == f'out of memory: the program ran out of memory: {line}'
+    assert job_failure.failure_cause(line, 'FAILED', None, 137) == f'out of memory: the program ran out of memory: {line}'
 
 
 # ----------------------------------------------- a real job, a real exit status
@@ -98,8 +98,8 @@ def test_dry_run_records_the_statuses_in_the_job_script(tmp_path):
     (script,) = tmp_path.rglob('ReliabilityExit/rfm_job.sh')
     lines = script.read_text().splitlines()
     prog = next(i for i, ln in enumerate(lines) if 'echo all done' in ln)
-    assert lines[prog + 1] == reliability.SHELL_RECORD_PROGRAM_STATUS
-    first = reliability.shell_at_exit()
+    assert lines[prog + 1] == job_failure.SHELL_RECORD_PROGRAM_STATUS
+    first = job_failure.shell_at_exit()
     assert [lines.index(ln) for ln in first] == list(range(lines.index(first[0]),
                                                            lines.index(first[0]) + 3))
     assert lines.index(first[-1]) < prog

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checks import reliability
+from clusterproof.checklib import job_failure
 from clusterproof.parsers import ior as ior_parser
 from clusterproof.parsers import runtime_errors
 from conftest import report_cases, run_reframe
@@ -86,25 +86,25 @@ def test_failure_cause_names_the_runtime_error_not_the_exit_status():
     """Open MPI's ORTE_ERROR_LOG was missed: ``\\berror\\b`` does not match
     inside ``ORTE_ERROR_LOG`` (``_`` is a word character)."""
     text = (DATA / 'reliability' / 'ompi-4.1.4-mpi-abort-rank1.err').read_text()
-    assert reliability.failure_cause(text, 'FAILED', None, 3) == (
+    assert job_failure.failure_cause(text, 'FAILED', None, 3) == (
         'runtime error: Open MPI: ' + RECORDED['reliability/ompi-4.1.4-mpi-abort-rank1.err'][1])
-    assert 'ORTE_ERROR_LOG: Out of resource' in reliability.first_error_line(
+    assert 'ORTE_ERROR_LOG: Out of resource' in job_failure.first_error_line(
         'rank 0 done\n' + text + 'rank 1 exiting\n')
     # a generic word boundary that '_' does not break either
-    assert reliability.first_error_line('x\n[n1:7] OPAL_ERROR in foo\nlast') == \
+    assert job_failure.first_error_line('x\n[n1:7] OPAL_ERROR in foo\nlast') == \
         '[n1:7] OPAL_ERROR in foo'
     # MPI_Init's failure keeps its own cause; a cancellation after a rank's error is not the cause
     text = (DATA / 'reliability' / 'ompi-2.0.2-mpi-init-failed-issue-3144.txt').read_text()
-    assert reliability.failure_cause(text, 'FAILED').startswith(
+    assert job_failure.failure_cause(text, 'FAILED').startswith(
         'MPI start failed: *** An error occurred in MPI_Init')
     text = ('srun: error: n2: task 1: Killed\n'
             'slurmstepd: error: *** STEP 9.0 ON n1 CANCELLED AT 2026-11-26T13:00:00 ***\n')
-    assert reliability.failure_cause(text, 'FAILED') == (
+    assert job_failure.failure_cause(text, 'FAILED') == (
         'runtime error: Slurm: srun: error: n2: task 1: Killed')
     # a job Slurm says was cancelled (scancel): the ended tasks' lines are its consequence
-    assert reliability.failure_cause(text, 'CANCELLED') == (
+    assert job_failure.failure_cause(text, 'CANCELLED') == (
         'cancelled: the job was cancelled before it finished')
-    assert reliability.failure_cause(text.splitlines()[1], 'FAILED') == (
+    assert job_failure.failure_cause(text.splitlines()[1], 'FAILED') == (
         'cancelled: the job was cancelled before it finished')
 
 

@@ -1,5 +1,5 @@
 """One test-directory lifecycle for every check that writes files
-(clusterproof.checks.testdirs): the job creates the directory on its node
+(clusterproof.checklib.testdirs): the job creates the directory on its node
 and removes it when it exits; a dry run writes job scripts and creates
 nothing anywhere."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checks import scratch
+from clusterproof.checklib import scratch
 from conftest import REPO, run_reframe
 
 CHECKS = REPO / 'reframe_checks'

@@ -78,7 +78,7 @@ def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(
     (:func:`clusterproof.acceptance.run.unexplained`): they reject it too;
     ``not_judged`` the figures measured that no item judges
     (:func:`clusterproof.acceptance.judge.not_judged`), shown only."""
-    from clusterproof.checks.provenance import git_revision
+    from clusterproof.checklib.provenance import git_revision
     flags = {f for r in results for x in r.counted for f in x.flags}
     failed = [r for r in results if r.failing]
     why = (f'{len(failed)} committed item(s) failed: '

@@ -3,7 +3,7 @@ in ``reframe_checks/`` without importing ReFrame: the one source of the
 list of storage benchmarks.
 
 A storage check is a class that mixes in ``StorageScale``
-(clusterproof/checks/storage.py), directly or through a base class of its
+(clusterproof/checklib/storage.py), directly or through a base class of its
 own file, and sets ``benchmark``: the name ``extras['storage']['max_threads']``
 keys its limit by. It launches MPI ranks when it mixes in ``RoundRobinRanks``.
 ``published_plan = N`` (1, 2, ...) puts it in the published storage plan

@@ -1,8 +1,8 @@
 """Error lines of the runtimes a job runs under: the MPI libraries (Open MPI
 with ORTE, PRRTE and PMIx; MPICH and Intel MPI with Hydra), UCX, and
 Slurm's srun and slurmstepd. The one table of them (:data:`MARKERS`), read by
-every check (:mod:`clusterproof.checks.reliability`, the sanity of
-:class:`clusterproof.checks.base.ClusterproofCheck`) and by the IOR and
+every check (:mod:`clusterproof.checklib.job_failure`, the sanity of
+:class:`clusterproof.checklib.base.ClusterproofCheck`) and by the IOR and
 mdtest parsers (tests/data/reliability/ has real recordings of each).
 
 What counts as an error line, by runtime:

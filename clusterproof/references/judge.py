@@ -8,7 +8,7 @@ bounds (:func:`bounds`), the direction of a figure as its check declared it
 (:func:`lower_is_better`, :func:`record_lower_is_better`),
 the verdict (:class:`Verdict`, :func:`judge`) and the references a system declares
 (:func:`declared`, what ``acceptance`` walks). ``compare``, ``report``,
-``acceptance``, ``bless`` and the checks (``checks.base``, at set-up) use it;
+``acceptance``, ``bless`` and the checks (``checklib.base``, at set-up) use it;
 none of them reads the YAML, parses an entry or applies a bound on its own.
 
 Each top-level key is a check's class name; under it an optional ``$index``
@@ -288,7 +288,7 @@ def check_references(system, check, units):
     """The references file of ``system`` when it has an entry for the check
     class ``check`` (else None), every figure of that entry validated
     against ``units`` (``{figure: unit the check reports}``): what a check
-    loads into ReFrame at set-up (``checks.base``)."""
+    loads into ReFrame at set-up (``checklib.base``)."""
     path = reference_file(system)
     if not path.is_file():
         return None

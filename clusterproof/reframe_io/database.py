@@ -10,7 +10,7 @@ is how a night is still read when the database is damaged.
 Each test case of a report carries its performance values (``perfvalues``:
 ``"<system>:<partition>:<figure>": [value, reference, lower, upper, unit,
 result]``) and every loggable variable of the check: the provenance of
-:class:`clusterproof.checks.base.ClusterproofCheck` (``cp_mode``,
+:class:`clusterproof.checklib.base.ClusterproofCheck` (``cp_mode``,
 ``cp_smoke``, ``cp_emulated``, ``cp_git_rev``, ``cp_config_hash``,
 ``binary_path``, ``binary_version``, ``spack_spec``, ``spack_lock_hash``),
 the direction of each figure (``cp_lower_is_better``), its parameters and

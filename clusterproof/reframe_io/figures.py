@@ -9,7 +9,7 @@ instead of ``sn.make_performance_function`` for figures made at run time::
     def lat_p99(self):
         ...
 
-:class:`clusterproof.checks.base.ClusterproofCheck` records the declarations
+:class:`clusterproof.checklib.base.ClusterproofCheck` records the declarations
 of its figures with every test case (its variable ``cp_lower_is_better``,
 ``{figure: true|false}``, in ReFrame's run report, results database and
 perflog); :func:`clusterproof.references.judge.lower_is_better` reads them

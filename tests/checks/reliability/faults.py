@@ -6,7 +6,7 @@ short enough for the test suite.
                       the results database.
 ``ReliabilityHold``   one task per client node: each writes a file into the
                       test's own directory under the scratch directory
-                      (clusterproof.checks.testdirs, as the storage checks do), holds
+                      (clusterproof.checklib.testdirs, as the storage checks do), holds
                       for ``hold`` seconds (or until the file ``release``
                       exists, when given), then reports done. A node that dies
                       meanwhile fails sanity with a message naming it.
@@ -20,11 +20,11 @@ from reframe.core.builtins import (run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checks import reliability
+from clusterproof.checklib import job_failure
 from clusterproof.modes import by_mode
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checklib.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure
-from clusterproof.checks.testdirs import TestDirectories
+from clusterproof.checklib.testdirs import TestDirectories
 
 
 class SlurmPlacement(rfm.RegressionTestPlugin):
@@ -111,7 +111,7 @@ class ReliabilityHold(rfm.RunOnlyRegressionTest, ClusterproofCheck, TestDirector
         if len(set(done)) == self.num_tasks:
             return True
         stdout, stderr, _, _ = self.read_job_output()
-        cause = reliability.failure_cause(stdout + stderr, self.job.state, self.time_limit)
+        cause = job_failure.failure_cause(stdout + stderr, self.job.state, self.time_limit)
         raise SanityError(f'{len(set(done))} of {self.num_tasks} nodes finished '
                           f'({", ".join(sorted(set(done))) or "none"}); {cause or "cause unknown"}')
 
@@ -135,7 +135,7 @@ class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlaceme
         text = stdout + stderr
         if 'never printed' in text:
             return True
-        cause = reliability.failure_cause(text, self.job.state, self.time_limit)
+        cause = job_failure.failure_cause(text, self.job.state, self.time_limit)
         raise SanityError(cause or f'the program ended without output (Slurm state {self.job.state})')
 
 

@@ -16,7 +16,7 @@ from reframe.core.builtins import (parameter, run_after,
                                    run_before, sanity_function, variable)
 
 from clusterproof.references.judge import reference_file
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checklib.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure
 
 

@@ -5,7 +5,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, sanity_function
 
-from clusterproof.checks.base import ClusterproofCheck
+from clusterproof.checklib.base import ClusterproofCheck
 
 
 @rfm.simple_test

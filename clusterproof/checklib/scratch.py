@@ -21,7 +21,7 @@ Rules (each refusal is a :class:`ClusterproofError` naming the path and rule):
   only when the marker is there and names that very directory.
 
 Lifecycle (the checks get it from
-:class:`clusterproof.checks.testdirs.TestDirectories`): the check plans the
+:class:`clusterproof.checklib.testdirs.TestDirectories`): the check plans the
 path; the job creates it on its node before the program starts
 (:func:`shell_create`) and removes it when the job script exits, however it
 exits (:func:`shell_cleanup` in the script's ``EXIT`` trap); the check removes

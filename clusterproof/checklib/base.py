@@ -28,8 +28,8 @@ from clusterproof.site.hardware import partition_node_count, declared, is_emulat
 from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
 from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
-from clusterproof.checks.provenance import git_revision, site_config_hash
-from clusterproof.checks import fingerprint
+from clusterproof.checklib.provenance import git_revision, site_config_hash
+from clusterproof.checklib import fingerprint
 
 
 class ConfigurationError(ReframeError):
@@ -67,7 +67,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     #: the copy of that spack.lock kept with the results (<results>/spack/)
     spack_lock_copy = variable(str, value='')
 
-    #: what the job ran on, taken inside the job (clusterproof.checks.fingerprint):
+    #: what the job ran on, taken inside the job (clusterproof.checklib.fingerprint):
     #: ``n[1-16]=<hash>;...`` (each hash's record in <results>/fingerprints/),
     #: the sha256 of the binary run and the MPI library it loads
     cp_fingerprint = variable(str, value='')
@@ -230,7 +230,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
 
     #: shell commands the job script runs before the check's own (creating
     #: test directories), and at its exit however it exits (removing them):
-    #: mixins append to them (see clusterproof.checks.testdirs)
+    #: mixins append to them (see clusterproof.checklib.testdirs)
     _cp_job_first = ()
     _cp_job_at_exit = ()
 
@@ -238,14 +238,14 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     def _cp_record_exit_status(self):
         '''The job script records the program's exit status (the first
         command after it, whatever the check runs next) and its own at exit,
-        in :data:`clusterproof.checks.reliability.EXIT_STATUS_FILE`; it runs
+        in :data:`clusterproof.checklib.job_failure.EXIT_STATUS_FILE`; it runs
         the commands of :attr:`_cp_job_first` first and those of
         :attr:`_cp_job_at_exit` when it exits.'''
-        from clusterproof.checks import reliability
+        from clusterproof.checklib import job_failure
 
-        self.prerun_cmds = [*reliability.shell_at_exit(self._cp_job_at_exit),
+        self.prerun_cmds = [*job_failure.shell_at_exit(self._cp_job_at_exit),
                             *self._cp_job_first, *self.prerun_cmds]
-        self.postrun_cmds = [reliability.SHELL_RECORD_PROGRAM_STATUS, *self.postrun_cmds]
+        self.postrun_cmds = [job_failure.SHELL_RECORD_PROGRAM_STATUS, *self.postrun_cmds]
 
     def _cp_job(self):
         if isinstance(self, rfm.CompileOnlyRegressionTest):
@@ -264,7 +264,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         '''A job whose program exited non-zero, was killed by a signal, or
         ended in a Slurm state other than COMPLETED (a dead node, the time
         limit, a cancellation, out of memory) fails naming the cause
-        (:func:`clusterproof.checks.reliability.failure_cause`): the job's
+        (:func:`clusterproof.checklib.job_failure.failure_cause`): the job's
         output, its exit statuses, Slurm's state of the job and of its nodes.
         A job that ended well fails too when its output holds an error line
         of the MPI library, UCX or Slurm (:mod:`clusterproof.parsers.runtime_errors`),
@@ -273,7 +273,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         not a missing file.'''
         import os
 
-        from clusterproof.checks import reliability
+        from clusterproof.checklib import job_failure
         from clusterproof.parsers import runtime_errors
 
         if self.is_dry_run():           # --dry-run: nothing ran, nothing to read
@@ -284,9 +284,9 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         state = job.state or 'unknown'
         nodes = sorted(job.nodelist or [])
         wrote = os.path.exists(os.path.join(self.stagedir, str(job.stdout)))
-        statuses = reliability.read_exit_status(os.path.join(self.stagedir,
-                                                             reliability.EXIT_STATUS_FILE))
-        failed = reliability.job_failed(state, statuses, job.exitcode)
+        statuses = job_failure.read_exit_status(os.path.join(self.stagedir,
+                                                             job_failure.EXIT_STATUS_FILE))
+        failed = job_failure.job_failed(state, statuses, job.exitcode)
         text = ''
         if wrote and job is self.job:
             stdout, stderr, _, _ = self.read_job_output()
@@ -302,8 +302,8 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
             return
         down = []
         if self.current_partition.scheduler.registered_name == 'slurm':
-            down = reliability.slurm_down_nodes(nodes)
-        cause = reliability.failure_cause(text, state, self.time_limit,
+            down = job_failure.slurm_down_nodes(nodes)
+        cause = job_failure.failure_cause(text, state, self.time_limit,
                                           statuses.get('program'), down)
         own = self.program_failure(text) if text else None
         if own and (cause is None or cause.startswith(('the program exited', 'signal:'))):
@@ -318,7 +318,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
                      f'{statuses["script"]})')
         detail = cause or 'the job failed'
         if not own and cause and cause.startswith(('the program exited', 'the job stopped')):
-            line = reliability.first_error_line(text)
+            line = job_failure.first_error_line(text)
             detail += f': {line}' if line else ''
         raise SanityError(f'{detail} ({where})')
 

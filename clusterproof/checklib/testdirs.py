@@ -8,7 +8,7 @@ pipeline hook before the run::
                                         f'ior-t{self.threads}', nbytes, 'IOR ...')
 
 The path is planned here (``<scratch>/<name>-<unique>``, checked by the rules
-of :mod:`clusterproof.checks.scratch`); nothing is written on the machine
+of :mod:`clusterproof.checklib.scratch`); nothing is written on the machine
 running ReFrame. The job creates it on its node before the check's own
 commands (``clusterproof scratch create``: leftovers of killed runs removed,
 the free space checked against ``nbytes``, the marker written; a refusal
@@ -21,11 +21,11 @@ after the run, and ``reframe`` at its exit (an interrupted run). With
 import reframe as rfm
 from reframe.core.builtins import run_after
 
-from clusterproof.checks import scratch
+from clusterproof.checklib import scratch
 
 
 class TestDirectories(rfm.RegressionTestPlugin):
-    """Mixed in next to :class:`clusterproof.checks.base.ClusterproofCheck`."""
+    """Mixed in next to :class:`clusterproof.checklib.base.ClusterproofCheck`."""
 
     def test_directory(self, scratch_dir, name, nbytes=None, what='test files'):
         """Plan a test directory under ``scratch_dir`` for this test case

@@ -1,1 +1,0 @@
-"""Checks: what every ReFrame check shares (provenance, references, scratch, failure causes)."""
