@@ -155,13 +155,13 @@ def test_the_commands_refuse_a_selection_of_no_test_case(tmp_path, command):
 
 
 def test_screening_refuses_a_selection_of_no_test_case(tmp_path):
-    """``clusterproof screen`` starts ReFrame itself (its output to a log
-    file) and applies the same rule to each invocation."""
+    """``clusterproof screen`` starts ReFrame through the runner (its output
+    to a log file) and applies the same rule to each invocation."""
     from clusterproof.screen.run import Screening
     screening = Screening('local', 'default', ['stream'], workdir=tmp_path / 'screen',
                           env=reframe_env(tmp_path / 'results'))
     with pytest.raises(runner.NoTestCase, match=r'^ReFrame selected no test case: nothing '
                                                 r'matches -c \S+ -n NoSuchCheck --system local;'):
-        screening._invoke(lambda report: [runner.reframe_command(), '-c', str(SELFTEST_CHECKS),
+        screening._invoke(lambda report: ['-c', str(SELFTEST_CHECKS),
                                            '-n', 'NoSuchCheck', '--system', 'local',
                                            *runner.report_option(report), '-r'])
