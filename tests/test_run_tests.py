@@ -4,7 +4,10 @@ session's instances that is up stays visible in the new ``/tmp``; the run
 directory of one that is not up (left by an earlier run) does not."""
 
 import os
+import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +22,7 @@ def test_seen():
 
 
 @pytest.mark.root
-def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster, tmp_path):
+def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster):
     """Run ``scripts/run-tests`` inside this session, the session's cluster
     up at ``$CLUSTERPROOF_TEST_INSTANCE``, a run directory of another
     instance left as an earlier run would leave it (a ``cluster.json`` and
@@ -33,6 +36,8 @@ def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster, t
     up = sorted(p for p in os.listdir('/tmp') if p.startswith(f'clusterproof-cluster{EMU_INSTANCE}'))
     assert f'clusterproof-cluster{EMU_INSTANCE}' in up
     os.mkdir(left)
+    # the inner session's /tmp is new: its test file lives where both see it
+    tmp_path = Path(tempfile.mkdtemp(prefix='clusterproof-run-tests-', dir='/var/tmp'))
     try:
         with open(f'{left}/cluster.json', 'w') as f:
             f.write(f'{{"instance": {other}, "nodes": 4, "cpus": 1, "mem": 1024}}\n')
@@ -51,6 +56,7 @@ def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster, t
             if os.path.exists(path):
                 os.remove(path)
         os.rmdir(left)
+        shutil.rmtree(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'private mount namespace' in proc.stdout, proc.stdout
     assert str(up) in proc.stdout, proc.stdout
