@@ -23,10 +23,11 @@ run: setup
 test: setup
 	@bash scripts/run-tests $(PYTEST_ARGS)
 
-# The fast tier (docs/testing.md): parsers, the store, configuration, docs.
+# The fast tier (docs/testing.md): parsers, the store, configuration, docs;
+# in one worker process per processor (pytest-xdist).
 FAST := not cluster and not root and not slow
 test-fast: setup
-	@bash scripts/run-tests -m "$(FAST)" $(PYTEST_ARGS)
+	@bash scripts/run-tests -m "$(FAST)" -n auto $(PYTEST_ARGS)
 
 spack: setup
 	@$(VENV)/bin/clusterproof spack concretize
