@@ -59,9 +59,10 @@ def receiver():
     r.close()
 
 
-def write_config(path, text):
+def write_config(path, text, system='pixstor'):
+    """The settings ``text`` of ``system`` (that of :func:`regression`)."""
     path.write_text(text)
-    return config.load(path, 'local')
+    return config.load(path, system)
 
 
 def webhook_config(tmp_path, monkeypatch, url, extra=''):
@@ -160,7 +161,7 @@ def test_all_clear_once_a_day_when_asked(tmp_path, monkeypatch, receiver):
     cfg = write_config(tmp_path / 'local.yaml', '''
 channels:
   webhook: {url_env: CP_TEST_WEBHOOK, heartbeat: true}
-''')
+''', 'local')
     for t in (NOW, NOW + 60, NOW + 86400):
         send.run(cfg, [], tmp_path / 'results', now=t)
     texts = [b['text'] for _, b in receiver.bodies]
@@ -191,6 +192,90 @@ def test_a_receiver_down_is_retried_named_and_loses_nothing(tmp_path, monkeypatc
     out = capsys.readouterr()
     for text in (out.out, out.err, o.error, (results / 'notify' / 'ledger.json').read_text()):
         assert 'SECRET' not in text
+
+
+def ledger_of(results):
+    return json.loads((results / 'notify' / 'ledger.json').read_text())
+
+
+def test_a_finding_found_every_night_is_sent_once_and_the_ledger_stays_bounded(
+        tmp_path, monkeypatch, receiver):
+    """A regression that lasts 60 nights is sent once; a new finding each
+    night is sent that night; what no night found for forget_after_days
+    leaves the ledger, so it holds a month of findings, not all of them."""
+    cfg = webhook_config(tmp_path, monkeypatch, receiver.url + '/hook')
+    assert cfg.forget_after == 30
+    results = tmp_path / 'results'
+    lasting = regression(1)
+    day = 86400
+
+    def new(d):
+        return regression(100 + d)
+    [o] = send.run(cfg, [lasting, new(0)], results, now=NOW)
+    assert {i.id for i in o.sent.items} == {lasting.id, new(0).id}
+    first = ledger_of(results)['channels']['webhook']['sent'][lasting.id]
+    for d in range(1, 61):
+        [o] = send.run(cfg, [lasting, new(d)], results, now=NOW + d * day)
+        assert [i.id for i in o.sent.items] == [new(d).id]        # the old one: never again
+    led = ledger_of(results)
+    kept = {new(d).id for d in range(30, 61)} | {lasting.id}
+    assert set(led['found']) == kept and set(led['channels']['webhook']['sent']) == kept
+    assert led['channels']['webhook']['sent'][lasting.id] == first
+    assert len(receiver.bodies) == 61
+    # the same night run twice after the forgetting: sent once
+    [o] = send.run(cfg, [lasting, new(60)], results, now=NOW + 60 * day + 60)
+    assert o.sent is None and len(receiver.bodies) == 61
+    # gone for longer than forget_after_days and found again: forgotten, so sent again
+    [o] = send.run(cfg, [new(0)], results, now=NOW + 61 * day)
+    assert [i.id for i in o.sent.items] == [new(0).id]
+
+
+def test_a_pending_item_triaged_is_dropped_and_said(tmp_path, monkeypatch, receiver):
+    receiver.status = 503
+    cfg = webhook_config(tmp_path, monkeypatch, receiver.url + '/hook')
+    results = tmp_path / 'results'
+    said = []
+    [o] = send.run(cfg, [regression(1), regression(2)], results, now=NOW,
+                   sleep=lambda s: None, log=said.append)
+    assert o.pending == 2
+    receiver.status = 200
+    said.clear()
+    [o] = send.run(cfg, [], results, now=NOW + 86400, triaged={regression(1).id},
+                   log=said.append)
+    assert [i.id for i in o.sent.items] == [regression(2).id] and len(receiver.bodies) == 1
+    assert said == ['notify: webhook: 1 item(s) triaged before they could be sent: dropped']
+    led = ledger_of(results)
+    assert led['channels']['webhook']['pending'] == {}
+    assert set(led['found']) == {regression(1).id, regression(2).id}    # triage looks it up
+    # pending on none, found by no run for forget_after_days: forgotten
+    send.run(cfg, [], results, now=NOW + 31 * 86400, log=said.append)
+    assert ledger_of(results)['found'] == {}
+
+
+def test_a_channel_sends_only_its_systems_items_and_keeps_a_down_channels_items(
+        tmp_path, monkeypatch, receiver):
+    """Two systems with a webhook each: the items one system left pending
+    are not sent by the other; they are never forgotten while pending, and
+    dropped, said, once the system's settings no longer have the channel."""
+    receiver.status = 503
+    cfg = webhook_config(tmp_path, monkeypatch, receiver.url + '/hook')
+    results = tmp_path / 'results'
+    send.run(cfg, [regression(1)], results, now=NOW, sleep=lambda s: None)
+    receiver.status = 200
+    other = write_config(tmp_path / 'minerva.yaml',
+                         'channels: {webhook: {url_env: CP_TEST_WEBHOOK}}\n', 'minerva')
+    [o] = send.run(other, [], results, now=NOW + 40 * 86400)
+    assert o.sent is None and not receiver.bodies
+    led = ledger_of(results)
+    assert list(led['channels']['webhook']['pending']) == [regression(1).id]
+    assert list(led['found']) == [regression(1).id]
+    said = []
+    mail = write_config(tmp_path / 'mail.yaml', 'channels: {email: {host: 127.0.0.1, port: 9, '
+                        'security: none, from: a@example.org, to: [b@example.org]}}\n')
+    send.run(mail, [], results, now=NOW + 41 * 86400, sleep=lambda s: None, log=said.append)
+    assert said[0] == (f'notify: webhook: 1 item(s) of pixstor pending for a channel '
+                       f'{tmp_path / "mail.yaml"} no longer has: dropped')
+    assert ledger_of(results)['found'] == {} and not receiver.bodies
 
 
 def test_nothing_listening_is_named_without_the_secret(tmp_path, monkeypatch):
@@ -270,6 +355,7 @@ def test_the_example_settings_load():
     cfg = config.load(SITE_CONFIG / 'notify' / 'example.yaml.sample', 'example')
     assert set(cfg.channels) == {'alertmanager', 'email', 'webhook'}
     assert cfg.min_change == 0.02 and cfg.channels['email']['port'] == 587
+    assert cfg.forget_after == 30
 
 
 def test_a_screenings_outliers_are_sent_once_under_the_ids_screen_prints(tmp_path, monkeypatch, receiver, capsys):

@@ -25,7 +25,9 @@ def register(subparsers):
                     'each channel took; a channel that stays down after its retries keeps its '
                     'items for the next run. A system without a settings file: nothing is '
                     'sent, exit 0. A finding a person has triaged (clusterproof triage, any '
-                    'state but untriaged) is not sent. Exit status 0 when every channel took '
+                    'state but untriaged) is not sent (kept for a channel that was down: '
+                    'dropped, and said). The ledger forgets an item of the system pending on '
+                    'none of its channels that no run found for forget_after_days (30). Exit status 0 when every channel took '
                     f'its message (or had nothing to send), {send.NOT_SENT} when one did not, '
                     '2 on an error. See docs/notify.md.')
     p.add_argument('sessions', nargs='?', metavar='SESSION',

@@ -23,7 +23,7 @@ SECURITY = ('none', 'starttls', 'tls')
 KINDS = ('regression', 'failure', 'change', 'outlier')
 
 _TOP_KEYS = {'page', 'kinds', 'min_change_percent', 'summarise_above', 'top', 'retries',
-             'retry_delay', 'timeout', 'channels'}
+             'retry_delay', 'timeout', 'forget_after_days', 'channels'}
 _CHANNEL_KEYS = {
     'alertmanager': {'url', 'resolve_after_hours', 'heartbeat'},
     'email': {'host', 'port', 'security', 'cafile', 'user', 'password_env', 'password_file',
@@ -44,6 +44,7 @@ class Config:
     retries: int = 3                # attempts per channel and run
     retry_delay: float = 2.0        # seconds before the second attempt, doubled after
     timeout: float = 10.0           # seconds per attempt
+    forget_after: float = 30.0      # days: the ledger forgets an item no run found since
     channels: dict = field(default_factory=dict)    # name -> its settings
 
 
@@ -86,6 +87,8 @@ def load(path, system):
     cfg.retries = int(_number(path, 'retries', data.get('retries', 3), 1))
     cfg.retry_delay = _number(path, 'retry_delay', data.get('retry_delay', 2.0), 0)
     cfg.timeout = _number(path, 'timeout', data.get('timeout', 10.0), 0.1)
+    cfg.forget_after = _number(path, 'forget_after_days', data.get('forget_after_days', 30),
+                               1)
     channels = data.get('channels')
     if not isinstance(channels, dict) or not channels:
         raise ClusterproofError(f'{path}: channels: want at least one of '

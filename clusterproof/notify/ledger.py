@@ -1,10 +1,16 @@
 """The ledger of what was sent: ``<results>/notify/ledger.json``, per
 channel the ids of the items sent (and when), the items found but not yet
 sent (a channel that was down: sent on the next run), and the day of the
-last "all clear"; and every item ever queued, by id (:func:`item`): what
-``clusterproof triage`` reads to record a verdict on a finding the figure
-store cannot name again (a screening outlier, a failure of a session that
-is no longer the newest).
+last "all clear"; and every item queued, by id, with when a run last found
+it (:func:`item`): what ``clusterproof triage`` reads to record a verdict
+on a finding the figure store cannot name again (a screening outlier, a
+failure of a session that is no longer the newest).
+
+It is bounded: an item of a system leaves it (:meth:`Ledger.forget`) once
+it is pending on none of that system's channels and no run of that system
+has found it for ``forget_after_days``; a pending item a person triaged
+leaves its channel (:meth:`Ledger.drop`). A finding found night after night
+(a regression that lasts, a standing change) is kept, so sent once.
 
 Read and written under ``<results>/notify/.lock`` (two runs notify one after
 the other), written as the figure store writes its files (a temporary name,
@@ -48,15 +54,48 @@ class Ledger:
     def last_heartbeat(self, channel):
         return self._channel(channel)['heartbeat']
 
-    def queue(self, channel, items):
+    def _found(self):
+        return self.data.setdefault('found', {})
+
+    def queue(self, channel, items, now):
         """Keep ``items`` as pending on ``channel``, but those sent already;
-        and each of them among the items found."""
+        and each of them among the items found, found at unix time ``now``."""
         ch = self._channel(channel)
-        found = self.data.setdefault('found', {})
+        found = self._found()
         for i in items:
-            found[i.id] = i.to_dict()
+            found[i.id] = dict(i.to_dict(), seen=now)
             if i.id not in ch['sent']:
                 ch['pending'][i.id] = i.to_dict()
+
+    def saw(self, items, now):
+        """Note that a run found ``items`` at unix time ``now`` (those the
+        ledger holds: a finding found again is not forgotten)."""
+        found = self._found()
+        for i in items:
+            if i.id in found:
+                found[i.id]['seen'] = now
+
+    def drop(self, channel, ids):
+        """Take ``ids`` off the items pending on ``channel``; the number
+        taken off."""
+        pending = self._channel(channel)['pending']
+        return sum(pending.pop(i, None) is not None for i in ids)
+
+    def forget(self, system, channels, now, horizon):
+        """Forget the items of ``system`` that no run found in the
+        ``horizon`` seconds before unix time ``now`` (an item of a ledger
+        written before runs noted when: found ``now``) and that are pending
+        on none of ``channels``: out of the items found and every channel's
+        sent. The ids forgotten."""
+        found = self._found()
+        waiting = {i for c in channels for i in self.pending(c)}
+        gone = [i for i, d in found.items() if d.get('system') == system
+                and d.setdefault('seen', now) < now - horizon and i not in waiting]
+        for i in gone:
+            del found[i]
+            for ch in self.data['channels'].values():
+                ch['sent'].pop(i, None)
+        return gone
 
     def mark_sent(self, channel, ids, when):
         ch = self._channel(channel)

@@ -55,7 +55,9 @@ def run(cfg, items, results, now=None, sleep=time.sleep, log=None, triaged=froze
     """Send the new ``items`` (:class:`~clusterproof.notify.items.Item`) and
     whatever earlier runs left pending on each channel of ``cfg``, but those
     whose id is in ``triaged`` (a person gave them a verdict; see
-    :func:`~clusterproof.notify.items.to_send`); return one
+    :func:`~clusterproof.notify.items.to_send`: a pending one is dropped,
+    and said); then forget what the ledger no longer needs to keep
+    (:meth:`~clusterproof.notify.ledger.Ledger.forget`). Returns one
     :class:`Outcome` per channel."""
     log = log or (lambda text: print(text, file=sys.stderr))
     now = time.time() if now is None else now
@@ -63,12 +65,14 @@ def run(cfg, items, results, now=None, sleep=time.sleep, log=None, triaged=froze
     fresh = to_send([i for i in items if i.kind in cfg.kinds], triaged)
     out = []
     with ledger.opened(results) as led:
+        led.saw(items, now)
         for channel in cfg.channels:
-            led.queue(channel, fresh)
+            led.queue(channel, fresh, now)
+        _drop(cfg, led, triaged, log)
         led.save()                  # what was found is kept before anything is sent
         for channel, ch in cfg.channels.items():
-            pending = to_send([Item.from_dict(d) for d in led.pending(channel).values()],
-                              triaged)
+            pending = [Item.from_dict(d) for d in led.pending(channel).values()
+                       if d['system'] == cfg.system]
             if pending:
                 msg = message.render(pending, cfg)
             elif ch.get('heartbeat') and led.last_heartbeat(channel) != day:
@@ -88,7 +92,23 @@ def run(cfg, items, results, now=None, sleep=time.sleep, log=None, triaged=froze
                 led.mark_heartbeat(channel, day)
             led.save()
             out.append(Outcome(channel, msg, '', 0, attempts))
+        if led.forget(cfg.system, cfg.channels, now, cfg.forget_after * 86400):
+            led.save()
     return out
+
+
+def _drop(cfg, led, triaged, log):
+    """Take off the ledger the items of ``cfg.system`` pending on a channel
+    that a person has triaged since (``triaged``), or that ``cfg`` no longer
+    has, saying so with ``log``."""
+    for channel in list(led.data['channels']):
+        mine = [i for i, d in led.pending(channel).items() if d['system'] == cfg.system]
+        if channel not in cfg.channels:
+            if n := led.drop(channel, mine):
+                log(f'notify: {channel}: {n} item(s) of {cfg.system} pending for a '
+                    f'channel {cfg.path} no longer has: dropped')
+        elif n := led.drop(channel, [i for i in mine if i in triaged]):
+            log(f'notify: {channel}: {n} item(s) triaged before they could be sent: dropped')
 
 
 # -- what the commands call ------------------------------------------------------------
