@@ -16,6 +16,7 @@ import subprocess
 
 import pytest
 
+from clusterproof import ClusterproofError
 from clusterproof.acceptance import contract, judge, record, run
 from clusterproof.references.judge import Verdict
 from clusterproof.store.sessions import load_sessions, records
@@ -170,8 +171,60 @@ def test_every_declared_reference_is_an_item(tmp_path):
         for n in (1, 2)]
     assert c.mode == 'acceptance' and c.reuse_within_days == 0 and c.repetitions == 3
     assert c.selection == ('-n', 'DevZeroCopy')
-    assert contract.from_references('local', ['other'], REFS, tmp_path / 'none.yaml',
-                                    repetitions=3).items == ()
+
+
+def test_references_that_judge_nothing_are_refused(tmp_path):
+    """No references file, or none of its references for the system's
+    partitions: refused, naming the file and the command that makes one,
+    never an acceptance of no item."""
+    with pytest.raises(ClusterproofError) as err:
+        contract.from_references('local', ['default'], {}, tmp_path / 'local.yaml',
+                                 repetitions=3)
+    assert str(err.value).startswith(
+        f'acceptance --system local: no references for local: {tmp_path / "local.yaml"} does '
+        f'not exist, so there is nothing to judge the runs against; nothing was run: make '
+        f'them from sessions you trust')
+    assert 'clusterproof bless --system local --last 3 --write' in str(err.value)
+    (tmp_path / 'local.yaml').write_text('# the partition other only\n')
+    with pytest.raises(ClusterproofError, match=(
+            f'acceptance --system local: {tmp_path / "local.yaml"} has no reference for the '
+            f'partitions of local \\(other\\), so there is nothing to judge')):
+        contract.from_references('local', ['other'], REFS, tmp_path / 'local.yaml',
+                                 repetitions=3)
+
+
+def test_no_references_refused_before_anything_runs(tmp_path):
+    """The command: exit 2, nothing run or written, without a references file."""
+    results, refs = tmp_path / 'results', tmp_path / 'refs'
+    proc = clusterproof(ARGS, results, refs)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (f'no references for local: {refs / "local.yaml"} does not exist'
+            in proc.stderr), proc.stderr
+    # nothing written but ReFrame's log of its --describe
+    assert [p.name for p in results.rglob('*')] in ([], ['reframe.log'])
+    assert 'repetition' not in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_selection_without_references_refused_before_anything_runs(tmp_path):
+    """A selection of checks none of whose references are declared (what
+    the selection selects asked of ReFrame's loader, --describe), or of no
+    check: exit 2, nothing run or written."""
+    results, refs = tmp_path / 'results', tmp_path / 'refs'
+    refs.mkdir()
+    (refs / 'local.yaml').write_text('IorSharedFile:\n  $index: [threads]\n  1:\n'
+                                     '    write_max_gbs: [1.0, -0.5, null, GB/s]\n')
+    proc = clusterproof(ARGS + ['-x', 'DevZeroCopy'], results, refs)
+    assert proc.returncode == 2 and 'ReFrame selected no test case' in proc.stderr, proc.stderr
+    proc = clusterproof(ARGS, results, refs)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (f'none of the 1 reference(s) of {refs / "local.yaml"} is for a check that -n '
+            f"DevZeroCopy%num_threads=1 -S DevZeroCopy.copy_mib=64 selects (DevZeroCopy), "
+            f'so there is nothing to judge the runs against; nothing was run: select checks '
+            f'that have references (IorSharedFile), or make them') in proc.stderr, proc.stderr
+    # nothing written but ReFrame's log of its --describe
+    assert [p.name for p in results.rglob('*')] in ([], ['reframe.log'])
+    assert 'repetition' not in proc.stdout
 
 
 def test_verdicts_of_measured_items(tmp_path):
@@ -218,14 +271,17 @@ def test_failed_and_skipped_cases_give_the_reason(tmp_path):
     assert {x.invalid_why for x in two.runs} == {'failed in sanity: no bytes copied',
                                                  'skipped: dd not found'}
     # Skipped with no reference: no item, and it fails nothing.
-    results = _judged(one + [skipped], uuids, {})
-    assert results == [] and run.unexplained(results, one + [skipped], []) == []
+    only_one = {'DevZeroCopy': {'$index': ['$partition', 'num_threads'],
+                                'local:default': {1: REFS['DevZeroCopy']['local:default'][1]}}}
+    results = _judged(one + [skipped], uuids, only_one)
+    assert [r.item.id for r in results] == ['DevZeroCopy num_threads=1 @local:default copy_bw']
+    assert run.unexplained(results, one + [skipped], []) == []
     # Failed with no reference: no item, and it fails the acceptance.
     lines = run.unexplained(results, one + [failed_case], [])
     assert len(lines) == 1 and lines[0].startswith('FAILED: DevZeroCopy %num_threads=2 @local')
     assert lines[0].endswith('no item of the acceptance: failed in sanity: no bytes copied')
     # ... and the record says so
-    c = contract.from_references('local', ['default'], {}, 'local.yaml', repetitions=2)
+    c = contract.from_references('local', ['default'], only_one, 'local.yaml', repetitions=2)
     rec = record.build(c, results, unexplained=lines)
     assert rec['verdict'] == 'rejected' and rec['why'].endswith(lines[0])
 

@@ -141,6 +141,10 @@ def test_the_commands_refuse_a_selection_of_no_test_case(tmp_path, command):
     import subprocess
     env = reframe_env(tmp_path / 'results')
     del env['CLUSTERPROOF_MODE']
+    (tmp_path / 'refs').mkdir()     # a reference: acceptance refuses a system without one
+    (tmp_path / 'refs' / 'local.yaml').write_text(
+        'Stream:\n  local:default:\n    Triad: [1, -0.5, null, MB/s]\n')
+    env['CLUSTERPROOF_REFERENCES'] = str(tmp_path / 'refs')
     cmd = {'acceptance': [str(VENV_BIN / 'clusterproof'), 'acceptance', '--system', 'local',
                           '--repetitions', '1', '--', '-n', 'NoSuchCheck'],
            'nightly': [str(REPO / 'scripts' / 'nightly'), '--system', 'local', '--',

@@ -17,6 +17,7 @@ import difflib
 import hashlib
 import math
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -460,6 +461,31 @@ def check_names(c, cases, where=''):
     return c
 
 
+def _make_references(system):
+    """What to do when ``system`` has no references to accept it against."""
+    return (f'make them from sessions you trust (docs/results.md, "References and '
+            f'clusterproof bless"): clusterproof bless --system {system} --last 3 --write '
+            f'--reason "baseline"; or judge the vendor\'s committed figures: clusterproof '
+            f'acceptance --contract FILE (docs/acceptance.md)')
+
+
+def selected(c, cases, selection):
+    """Refuse the contract made from references ``c`` when none of its
+    items is for a check of ``cases`` (the test cases that the ReFrame
+    options ``selection`` select: :class:`clusterproof.reframe_io.runner.Case`):
+    the acceptance would judge nothing. Returns ``c``."""
+    checks = {x.check for x in cases}
+    if not any(item.check in checks for item in c.items):
+        raise ClusterproofError(
+            f'acceptance --system {c.system}: none of the {len(c.items)} reference(s) of '
+            f'{c.file} is for a check that {shlex.join(selection)} selects '
+            f'({", ".join(sorted(checks)) or "none"}), so there is nothing to judge the '
+            f'runs against; nothing was run: select checks that have references '
+            f'({", ".join(sorted({i.check for i in c.items}))}), or '
+            f'{_make_references(c.system)}')
+    return c
+
+
 def shipped():
     """The contract files shipped in :data:`CONTRACTS_DIR`."""
     return sorted(CONTRACTS_DIR.glob('*.yaml'))
@@ -472,7 +498,9 @@ def from_references(system, partitions, refs, file, *, repetitions, selection=()
     every reference that applies (:func:`clusterproof.references.judge.declared`)
     is a committed item, judged on the median of ``repetitions`` sessions of
     mode acceptance, each running the ReFrame options ``selection`` (``-n``,
-    ``-S``... ; empty: every check of the system)."""
+    ``-S``... ; empty: every check of the system). Refused when it would
+    have no item (no file, or none of its references applies): an
+    acceptance that judges nothing accepts nothing."""
     file = Path(file)
     try:
         sha = hashlib.sha256(file.read_bytes()).hexdigest()
@@ -487,6 +515,13 @@ def from_references(system, partitions, refs, file, *, repetitions, selection=()
                           kind='committed', statistic='median', repetitions=repetitions,
                           lower=d.reference.lower, upper=d.reference.upper,
                           parameters=params, xfail=d.reference.xfail or '', where=d.where))
+    if not items:
+        what = (f'{file} has no reference for the partitions of {system} '
+                f'({", ".join(partitions)})' if file.is_file() else
+                f'no references for {system}: {file} does not exist')
+        raise ClusterproofError(
+            f'acceptance --system {system}: {what}, so there is nothing to judge the runs '
+            f'against; nothing was run: {_make_references(system)}')
     name = f'{system}-references'
     return Contract(name=name, title=f'{system} against its declared references',
                     file=file, sha256=sha, system=system, partition='', buyer='', vendor='',

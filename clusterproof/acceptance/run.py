@@ -13,7 +13,7 @@ from clusterproof import ClusterproofError
 from clusterproof.modes import ENV_VAR
 from clusterproof.paths import CHECKS_DIR, REPO
 from clusterproof.acceptance import judge
-from clusterproof.acceptance.contract import check_names, check_site
+from clusterproof.acceptance.contract import check_names, check_site, selected
 from clusterproof.acceptance.contract import load as load_contract
 from clusterproof.reframe_io import runner
 from clusterproof.references.judge import Verdict
@@ -79,6 +79,22 @@ def load(path, checks=None):
     cases = runner.describe(['-c', str(checks or _checks_dir(c)), '--system', target,
                              '--mode', c.mode], env=_env())
     return check_names(c, cases, f'{target} in mode {c.mode}')
+
+
+def check_selection(contract, checks=None):
+    """The contract made from references ``contract``, refused when the
+    ReFrame options of its selection select no check that has an item
+    (:func:`clusterproof.acceptance.contract.selected`), as ReFrame's loader
+    selects them (:func:`clusterproof.reframe_io.runner.describe`). Without
+    a selection every check runs: nothing to ask."""
+    if not contract.selection:
+        return contract
+    args = ['-c', str(checks or _checks_dir(contract)), '--mode', contract.mode, '--system',
+            contract.system, *contract.selection]
+    cases = runner.describe(args, env=_env())
+    if not cases:
+        raise runner.NoTestCase(runner.no_case_message(args))
+    return selected(contract, cases, contract.selection)
 
 
 def run(contract, needed, checks=None, echo=True):

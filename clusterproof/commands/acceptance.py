@@ -32,7 +32,12 @@ def register(subparsers):
                     'or invalid (runs, too few valid: skipped, failed, with the reason); a '
                     'failed test case no item shows fails the acceptance too; the bless '
                     'command that freezes the measurements as references after sign-off is '
-                    'printed. With --contract: the items of a procurement contract '
+                    'printed. Refused before anything runs (exit status 2) when S has no '
+                    'references file, when none of its references applies to S, or when '
+                    'the reframe options after -- select no check that has one: an '
+                    'acceptance that judges nothing is not recorded as accepted (make '
+                    'references with clusterproof bless, or pass --contract). '
+                    'With --contract: the items of a procurement contract '
                     '(docs/acceptance.md), judged on valid runs only, reusing stored '
                     'sessions. Exit status 1 when an item fails or was not measured '
                     'validly, or when ReFrame exited non-zero for a reason no item shows.')
@@ -88,9 +93,10 @@ def run_system(args):
     partitions = [p['name'] for p in
                   find_system(load_site_configuration(), args.system)['partitions']]
     refs_file = reference_file(args.system)
-    c = contract.from_references(args.system, partitions, load_references(args.system),
+    c = contract_run.check_selection(
+        contract.from_references(args.system, partitions, load_references(args.system),
                                  refs_file, repetitions=args.repetitions,
-                                 selection=args.reframe_args)
+                                 selection=args.reframe_args), checks=args.checks)
     done = contract_run.accept(c, checks=args.checks)
     results = done.results
     path, page = _write(args, c, done, screening)
