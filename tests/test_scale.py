@@ -7,7 +7,6 @@ reads it; and, in the scale tier (``scripts/test-scale``), ``cluster up
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 
@@ -21,6 +20,17 @@ from clusterproof.site import discover
 from conftest import REPO, VENV_BIN, need_netns
 
 SCALE_LIKE = REPO / 'scripts' / 'scale-like'
+
+
+def scale_like(*args):
+    """``scripts/scale-like ARGS`` run as docs/scale.md says, from a shell
+    whose python3 is the system's (no virtual environment on PATH, none
+    active): the script finds the checkout's .venv itself."""
+    env = {k: v for k, v in os.environ.items() if k != 'VIRTUAL_ENV'}
+    env['PATH'] = os.pathsep.join(d for d in env.get('PATH', '').split(os.pathsep)
+                                  if d and not d.startswith(str(REPO / '.venv')))
+    return subprocess.run([str(SCALE_LIKE), *map(str, args)], env=env, capture_output=True,
+                          text=True, timeout=60)
 
 
 def test_probes_run_in_parallel_at_most_the_bound_at_once():
@@ -54,8 +64,7 @@ def test_probes_run_in_parallel_at_most_the_bound_at_once():
 
 def _scaled(tmp_path, nodes):
     path = tmp_path / 'scontrol-show-node.txt'
-    proc = subprocess.run([sys.executable, str(SCALE_LIKE), '--nodes', str(nodes), str(path)],
-                          capture_output=True, text=True, timeout=60)
+    proc = scale_like('--nodes', nodes, path)
     assert proc.returncode == 0, proc.stderr
     path.with_name('scontrol-show-node.txt.partitions').rename(
         path.with_name('scontrol-show-partition.txt'))
@@ -100,8 +109,7 @@ def test_a_1024_node_cluster_scaled_from_a_recorded_one_is_grouped_for_init(tmp_
 
 
 def test_scale_like_refuses_too_few_nodes(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCALE_LIKE), '--nodes', '12', str(tmp_path / 'x')],
-                          capture_output=True, text=True, timeout=60)
+    proc = scale_like('--nodes', 12, tmp_path / 'x')
     assert proc.returncode != 0 and '--nodes 12: at least 40' in proc.stderr
 
 
