@@ -9,14 +9,13 @@ import csv
 import io
 import json
 import shutil
-import subprocess
 import urllib.request
 import uuid as uuidlib
 
 import polars as pl
 import pytest
 from results_helpers import clusterproof, recorded_report, recorded_results, reframe_store
-from test_metrics import free_port, get, victoria_metrics  # noqa: F401 (a fixture)
+from servers import free_port, get, serving, victoria_metrics  # noqa: F401 (a fixture)
 
 from conftest import wait_for
 
@@ -233,17 +232,10 @@ def pushgateway(tmp_path):
     if not binary:
         pytest.skip('needs prometheus-pushgateway (Debian package; make setup installs it as root)')
     url = f'http://127.0.0.1:{free_port()}'
-    proc = subprocess.Popen(
-        [binary, f'--web.listen-address={url.removeprefix("http://")}',
-         f'--persistence.file={tmp_path / "pushgateway.data"}', '--log.level=warn'],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_for('the pushgateway answers /-/ready', lambda: get(f'{url}/-/ready') is not None,
-                 proc=proc)
+    with serving([binary, f'--web.listen-address={url.removeprefix("http://")}',
+                  f'--persistence.file={tmp_path / "pushgateway.data"}', '--log.level=warn'],
+                 'the pushgateway answers /-/ready', lambda: get(f'{url}/-/ready') is not None):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
 
 
 @pytest.mark.slow

@@ -7,11 +7,6 @@ figure is queried back through VictoriaMetrics' HTTP query API.
 
 import json
 import re
-import shutil
-import socket
-import subprocess
-import urllib.parse
-import urllib.request
 
 import pytest
 
@@ -19,51 +14,10 @@ from clusterproof import ClusterproofError
 from clusterproof.reframe_io import runner
 from clusterproof.results import metrics
 from conftest import REPO, reframe_env, run_reframe, wait_for
+from servers import free_port, get, victoria_metrics  # noqa: F401 (a fixture)
 
 CHECK = ['-c', str(REPO / 'tests' / 'checks' / 'results' / 'devzero_copy.py'),
          '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=64', '--system', 'local', '-r']
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def get(url, **params):
-    """Body of a GET on ``url``, or None when the server does not answer."""
-    try:
-        with urllib.request.urlopen(f'{url}?{urllib.parse.urlencode(params)}', timeout=10) as resp:
-            return resp.read().decode()
-    except OSError:
-        return None
-
-
-@pytest.fixture
-def victoria_metrics(tmp_path):
-    """A VictoriaMetrics server on 127.0.0.1, storage under ``tmp_path``;
-    yields its base URL and stops it at the end."""
-    binary = shutil.which('victoria-metrics')
-    if not binary:
-        pytest.skip('needs victoria-metrics (Debian package victoria-metrics; make setup installs it as root)')
-    url = f'http://127.0.0.1:{free_port()}'
-    proc = subprocess.Popen(
-        [binary, f'-httpListenAddr={url.removeprefix("http://")}',
-         f'-storageDataPath={tmp_path / "vm-data"}', '-memory.allowedBytes=64MB',
-         '-retentionPeriod=100y', '-loggerLevel=WARN',    # little output: the pipe never fills
-         # a figure is visible to queries at once (default: 30 s after it arrived)
-         '-search.latencyOffset=0s'],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_for('VictoriaMetrics answers /health', lambda: get(f'{url}/health') == 'OK', proc=proc)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def perflog_figures(results):

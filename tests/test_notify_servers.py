@@ -25,7 +25,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.handlers import Mailbox
 from aiosmtpd.smtp import AuthResult, LoginPassword
 from results_helpers import clusterproof, recorded_results
-from test_metrics import free_port, get, victoria_metrics  # noqa: F401 (a fixture)
+from servers import free_port, get, serving, victoria_metrics  # noqa: F401 (a fixture)
 from test_notify import Receiver
 
 from conftest import wait_for
@@ -41,16 +41,6 @@ SMTP_USER, SMTP_PASSWORD = 'clusterproof', 'pw-SECRET-4711'
 HOOK_PATH = '/hooks/T0SECRET/B0SECRET/tokenSECRET'
 #: the recorded sessions (oldest first): three nightly, one slowed nightly, one smoke
 SESSIONS = ('a55732ee', '9c278642', 'd8b0bc7f', '26fbb69e', 'f45191c0')
-
-
-def stop(proc):
-    """Stop a server this test started (terminate, then kill)."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope='module')
@@ -130,17 +120,12 @@ def alertmanager(tmp_path, smtp, hook, certificate):
                            'ca_file': str(certificate[0]), 'server_name': '127.0.0.1'}}]}]}
     (tmp_path / 'am.yml').write_text(yaml.safe_dump(cfg))
     url = f'http://127.0.0.1:{free_port()}'
-    proc = subprocess.Popen(
-        [binary, f'--config.file={tmp_path / "am.yml"}',
-         f'--storage.path={tmp_path / "am-data"}',
-         f'--web.listen-address={url.removeprefix("http://")}',
-         '--cluster.listen-address=', '--log.level=warn'],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait('Alertmanager is ready', lambda: get(f'{url}/-/ready') is not None, proc=proc)
+    with serving([binary, f'--config.file={tmp_path / "am.yml"}',
+                  f'--storage.path={tmp_path / "am-data"}',
+                  f'--web.listen-address={url.removeprefix("http://")}',
+                  '--cluster.listen-address=', '--log.level=warn'],
+                 'Alertmanager is ready', lambda: get(f'{url}/-/ready') is not None, WAIT_S):
         yield url
-    finally:
-        stop(proc)
 
 
 @pytest.fixture
@@ -373,27 +358,27 @@ def test_rules_pass_promtool_and_vmalert_fires_out_of_band_only(tmp_path, night,
                    '{"data":{"result":[]}}')['data']['result']) == 2)
     notified = Receiver()
     url = f'http://127.0.0.1:{free_port()}'
-    proc = subprocess.Popen(
-        [vmalert, f'-rule={rules}', f'-datasource.url={victoria_metrics}',
-         f'-notifier.url={notified.url}', f'-httpListenAddr={url.removeprefix("http://")}',
-         '-evaluationInterval=1s', '-loggerLevel=WARN'],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        def groups():
-            body = get(f'{url}/api/v1/rules')
-            return json.loads(body)['data']['groups'] if body else []
 
-        def evaluated():
-            rs = [r for g in groups() for r in g['rules']]
-            return len(rs) == 4 and all(not r['lastEvaluation'].startswith('0001') for r in rs)
-        wait('vmalert evaluated every rule', evaluated, proc=proc)
-        firing = json.loads(get(f'{url}/api/v1/alerts'))['data']['alerts']
-        assert sorted((a['labels']['test'], a['labels']['figure'], a['state'])
-                      for a in firing) == [
-            ('DevZeroCopy %num_threads=2', 'copy_bw', 'firing'),
-            ('DevZeroCopy %num_threads=2', 'copy_time', 'firing')]
-        assert all(a['labels']['alertname'] == 'ClusterproofFigureOutOfBand' for a in firing)
-        wait('vmalert notifies', lambda: notified.bodies, proc=proc)
+    def groups():
+        body = get(f'{url}/api/v1/rules')
+        return json.loads(body)['data']['groups'] if body else []
+
+    def evaluated():
+        rs = [r for g in groups() for r in g['rules']]
+        return len(rs) == 4 and all(not r['lastEvaluation'].startswith('0001') for r in rs)
+    try:
+        with serving([vmalert, f'-rule={rules}', f'-datasource.url={victoria_metrics}',
+                      f'-notifier.url={notified.url}',
+                      f'-httpListenAddr={url.removeprefix("http://")}',
+                      '-evaluationInterval=1s', '-loggerLevel=WARN'],
+                     'vmalert evaluated every rule', evaluated, WAIT_S) as proc:
+            firing = json.loads(get(f'{url}/api/v1/alerts'))['data']['alerts']
+            assert sorted((a['labels']['test'], a['labels']['figure'], a['state'])
+                          for a in firing) == [
+                ('DevZeroCopy %num_threads=2', 'copy_bw', 'firing'),
+                ('DevZeroCopy %num_threads=2', 'copy_time', 'firing')]
+            assert all(a['labels']['alertname'] == 'ClusterproofFigureOutOfBand'
+                       for a in firing)
+            wait('vmalert notifies', lambda: notified.bodies, proc=proc)
     finally:
-        stop(proc)
         notified.close()

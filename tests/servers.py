@@ -1,0 +1,71 @@
+"""Real servers that tests start on loopback (VictoriaMetrics, Alertmanager,
+a pushgateway, vmalert): a free port, a GET that says when nothing answers,
+and one way to start a server, wait for the event that says it is ready,
+and stop it (terminate, then kill) whatever the test did."""
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import WAIT_S, wait_for
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def get(url, **params):
+    """Body of a GET on ``url``, or None when the server does not answer."""
+    try:
+        with urllib.request.urlopen(f'{url}?{urllib.parse.urlencode(params)}', timeout=10) as resp:
+            return resp.read().decode()
+    except OSError:
+        return None
+
+
+def stop(proc):
+    """Stop a server a test started (terminate, then kill)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def serving(argv, what, ready, timeout=WAIT_S):
+    """Start the server ``argv`` (its output a pipe, quiet: it never fills),
+    return once ``ready()`` (the event ``what`` names; a server that ends
+    first fails the test with its output), yield its Popen, stop it at the
+    end."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(what, ready, timeout=timeout, proc=proc)
+        yield proc
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def victoria_metrics(tmp_path):
+    """A VictoriaMetrics server on 127.0.0.1, storage under ``tmp_path``;
+    yields its base URL and stops it at the end."""
+    binary = shutil.which('victoria-metrics')
+    if not binary:
+        pytest.skip('needs victoria-metrics (Debian package victoria-metrics; make setup installs it as root)')
+    url = f'http://127.0.0.1:{free_port()}'
+    with serving([binary, f'-httpListenAddr={url.removeprefix("http://")}',
+                  f'-storageDataPath={tmp_path / "vm-data"}', '-memory.allowedBytes=64MB',
+                  '-retentionPeriod=100y', '-loggerLevel=WARN',    # little output
+                  # a figure is visible to queries at once (default: 30 s after it arrived)
+                  '-search.latencyOffset=0s'],
+                 'VictoriaMetrics answers /health', lambda: get(f'{url}/health') == 'OK'):
+        yield url
