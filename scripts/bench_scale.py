@@ -21,8 +21,8 @@ For each size N (default 64,256,1024), on local-cluster instance K:
             (``screen --from-report``) and its page written (``--page``): the
             cost of reading and judging the results and of the page
   contract  ``clusterproof acceptance --contract`` of a contract with one
-            item whose job spans min(256, N) nodes (HPCC on every node,
-            ``-S Hpcc.num_nodes=...``, smoke sizes)
+            item whose job spans min(256, the nodes Slurm can run it on)
+            nodes (HPCC on every node, ``-S Hpcc.num_nodes=...``, smoke sizes)
   fingerprint  ``scripts/bench_fingerprint.py --srun N --runs 1``: the node
             fingerprint of every node of one N-node job (the probe's own step
             against an empty one: time per node), and its bytes per night
@@ -58,6 +58,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof import cluster as lc  # noqa: E402
+from clusterproof.cluster.like import read_like  # noqa: E402
 
 CP = str(REPO / '.venv' / 'bin' / 'clusterproof')
 SCALE_LIKE = REPO / 'scripts' / 'scale-like'
@@ -256,7 +257,9 @@ def run_size(n, args, directory, rows):
                 phase('judge', [CP, 'screen', '--system', 'emu', '--partition', 'srun', '--format',
                                 'json', '--page', str(work / 'page.html')]
                       + [a for r in reports for a in ('--from-report', r)], cenv)
-        k = min(256, n)
+        # the contract's job can only have nodes Slurm can run it on: the
+        # description's down and drained nodes are not
+        k = min(256, sum(1 for node in read_like(desc).nodes if not node.state))
         contract = Path(directory) / f'scale-{k}.yaml'
         contract.write_text(CONTRACT.format(nodes=k))
         phase('contract', [CP, 'acceptance', '--contract', str(contract), '--repetitions', '1',

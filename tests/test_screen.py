@@ -464,9 +464,17 @@ def test_a_repeat_runs_again_only_the_checks_that_named_a_node():
     for i in range(1, 5):
         samples += _inventory(f'n{i}', 1024 if i == 2 else 2048)
     verdicts = judge.screen(samples, {'n1': 'p', 'n2': 'p', 'n3': 'p', 'n4': 'p', 'n5': 'p'})
-    groups = run.repeat_groups(verdicts, {'n2', 'n3', 'n5'}, ['inventory', 'stream'])
-    assert sorted(groups) == [(('inventory',), ['n2']), (('inventory', 'stream'), ['n5']),
-                              (('stream',), ['n3'])]
+    # n2 is named for its memory, a fact a second run reads the same: not repeated
+    again = {v.node for v in judge.to_repeat(verdicts)}
+    assert again == {'n3', 'n5'} and 'n2' in {v.node for v in judge.outliers(verdicts)}
+    groups = run.repeat_groups(verdicts, again, ['inventory', 'stream'])
+    assert sorted(groups) == [(('inventory', 'stream'), ['n5']), (('stream',), ['n3'])]
+    # an inventory that failed to run is a measurement: run again, the inventory alone
+    failed = [s for s in samples if (s.node, s.check) != ('n4', 'inventory')]
+    failed.append(Sample('n4', 'p', 'inventory', 'result', None, '', 'sanity'))
+    verdicts = judge.screen(failed, {f'n{i}': 'p' for i in range(1, 5)})
+    assert {v.node for v in judge.to_repeat(verdicts)} == {'n3', 'n4'}
+    assert run.repeat_groups(verdicts, {'n4'}, ['inventory', 'stream']) == [(('inventory',), ['n4'])]
 
 
 def test_check_names():

@@ -31,7 +31,8 @@ def register(subparsers):
                     'gave no result or Slurm has it down or drained (before or during the '
                     "screening; Slurm's reason given). Outliers are run again "
                     '(--repeat) and judged on the best of their runs: named only when they '
-                    'are outliers every time. Checks between two nodes (osu) run on pairs of '
+                    'are outliers every time (a node named for its inventory alone is not '
+                    'run again: its hardware reads the same). Checks between two nodes (osu) run on pairs of '
                     'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
                     '0 when none, 2 on an error.' % judge.MIN_NOISE_UNITS)

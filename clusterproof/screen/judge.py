@@ -419,6 +419,23 @@ def outliers(verdicts):
     return [v for v in verdicts if v.verdict in OUTLIER]
 
 
+def measured_outliers(nv):
+    """The figures of a node verdict that another run could change: every
+    figure not PASS but the inventory mismatches, which are the hardware
+    as the node reports it (its memory, its processors), read the same
+    again. Empty for a node named for its inventory alone."""
+    facts = {m.field for m in nv.mismatches}
+    return [f for f in nv.figures if f.verdict != Verdict.PASS
+            and not (f.sample.check == 'inventory' and f.sample.figure in facts)]
+
+
+def to_repeat(verdicts):
+    """The outliers a repeat runs again: those with a measured figure
+    against them (:func:`measured_outliers`) or no result at all; a node
+    named only for its inventory is not run again."""
+    return [v for v in outliers(verdicts) if measured_outliers(v) or not v.figures]
+
+
 def drain_command(nv):
     """``scontrol update NodeName=n3 State=DRAIN Reason="..."`` for an outlier."""
     reason = f'clusterproof screen: {nv.verdict}: {nv.reason or nv.verdict}'

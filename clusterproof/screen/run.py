@@ -280,7 +280,7 @@ def repeat_groups(verdicts, nodes, checks):
     for v in verdicts:
         if v.node not in nodes:
             continue
-        bad = {f.sample.check for f in v.figures if f.verdict != Verdict.PASS} & set(checks)
+        bad = {f.sample.check for f in judge.measured_outliers(v)} & set(checks)
         key = tuple(c for c in checks if c in bad) or tuple(checks)
         groups.setdefault(key, []).append(v.node)
     return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
@@ -303,7 +303,7 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
     expected = {n: part for n in runnable if n not in gone}
     verdicts = judge.screen(samples, expected)
     runs = {n: 1 for n in runnable}
-    called = {v.node for v in judge.outliers(verdicts)} - set(gone)
+    called = {v.node for v in judge.to_repeat(verdicts)} - set(gone)
     for k in range(1, screening.repeat + 1):
         if not called:
             break
@@ -317,7 +317,7 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         for n in again:
             runs[n] += 1
         verdicts = judge.screen(samples, expected)
-        called &= {v.node for v in judge.outliers(verdicts)}
+        called &= {v.node for v in judge.to_repeat(verdicts)}
     verdicts = [v for v in verdicts if v.node not in gone]
     verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=why)
                  for n, why in sorted(gone.items())]
