@@ -7,7 +7,8 @@ For each size N (default 64,256,1024), on local-cluster instance K:
   up        ``clusterproof cluster up --like FILE`` of a heterogeneous cluster
             of N nodes scaled up from a recorded real one (``scripts/scale-like``,
             with a partition ``emu`` of every node beside the recorded ones, so
-            the ``emu`` system's checks run on all of them)
+            the ``emu`` system's checks run on all of them, and its generated
+            tree topology: a leaf switch per 32 nodes)
   status    ``clusterproof cluster status``
   init      ``clusterproof init --dry-run`` (probes one node per group; writes nothing)
   screen    ``clusterproof screen --system emu --partition srun --mode smoke
@@ -232,7 +233,7 @@ def run_size(n, args, directory, rows):
 
     try:
         up = phase('up', [CP, 'cluster', 'up', *rd, '--like', str(desc), '--like-partitions',
-                          f'{desc}.partitions'], env)
+                          f'{desc}.partitions', '--like-topology', f'{desc}.topology'], env)
         if up is not None and up['rc'] != 0:
             return
         envs = subprocess.run([CP, 'cluster', 'env', *rd], capture_output=True, text=True, check=True)
