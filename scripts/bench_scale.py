@@ -167,7 +167,8 @@ def jobs_since(env, start):
             t_en = time.mktime(time.strptime(en, '%Y-%m-%dT%H:%M:%S'))
         except ValueError:
             continue            # never started (Unknown / None)
-        jobs.append((jobid, t_st, t_en))
+        if t_st >= int(start):  # sacct -S also lists jobs that ended in that second (init's probes)
+            jobs.append((jobid, t_st, t_en))
     return jobs
 
 
