@@ -22,8 +22,9 @@ For each size N (default 64,256,1024), on local-cluster instance K:
             (``screen --from-report``) and its page written (``--page``): the
             cost of reading and judging the results and of the page
   contract  ``clusterproof acceptance --contract`` of a contract with one
-            item whose job spans min(256, the nodes Slurm can run it on)
-            nodes (HPCC on every node, ``-S Hpcc.num_nodes=...``, smoke sizes)
+            item whose job spans K nodes (``--contract-nodes``, 256: HPCC on
+            every node, ``-S Hpcc.num_nodes=K``, smoke sizes); skipped at a
+            size with fewer nodes Slurm can run a job on
   fingerprint  ``scripts/bench_fingerprint.py --srun N --runs 1``: the node
             fingerprint of every node of one N-node job (the probe's own step
             against an empty one: time per node), and its bytes per night
@@ -42,6 +43,7 @@ failure. Needs root (the local cluster).
 
     .venv/bin/python scripts/bench_scale.py [--sizes 64,256,1024] [--instance 2]
         [--phases up,status,init,screen,judge,contract] [--screen-timeout S]
+        [--contract-nodes 256]
 """
 
 import argparse
@@ -261,12 +263,16 @@ def run_size(n, args, directory, rows):
                       + [a for r in reports for a in ('--from-report', r)], cenv)
         # the contract's job can only have nodes Slurm can run it on: the
         # description's down and drained nodes are not
-        k = min(256, sum(1 for node in read_like(desc).nodes if not node.state))
-        contract = Path(directory) / f'scale-{k}.yaml'
-        contract.write_text(CONTRACT.format(nodes=k))
-        phase('contract', [CP, 'acceptance', '--contract', str(contract), '--repetitions', '1',
-                           '-o', str(Path(directory) / f'contract-{n}.json')], cenv,
-              args.screen_timeout)
+        runnable = sum(1 for node in read_like(desc).nodes if not node.state)
+        if 'contract' in args.phases and runnable < args.contract_nodes:
+            print(f'  {n:>5} contract  skipped: {runnable} nodes Slurm can run a job on, fewer '
+                  f'than the item\'s {args.contract_nodes}', flush=True)
+        else:
+            contract = Path(directory) / f'scale-{args.contract_nodes}.yaml'
+            contract.write_text(CONTRACT.format(nodes=args.contract_nodes))
+            phase('contract', [CP, 'acceptance', '--contract', str(contract), '--repetitions', '1',
+                               '-o', str(Path(directory) / f'contract-{n}.json')], cenv,
+                  args.screen_timeout)
         fp = phase('fingerprint', [sys.executable, str(REPO / 'scripts' / 'bench_fingerprint.py'),
                                    '--srun', str(n), '--runs', '1'], cenv, args.screen_timeout)
         if fp is not None:
@@ -339,6 +345,9 @@ def main():
     ap.add_argument('--phases', default=','.join(PHASES))
     ap.add_argument('--screen-timeout', type=float, default=1800,
                     help='seconds before the screen and contract phases are killed')
+    ap.add_argument('--contract-nodes', type=int, default=256, metavar='K',
+                    help="nodes of the contract's item (default 256); skipped at a size with "
+                         'fewer nodes Slurm can run a job on')
     ap.add_argument('--json', metavar='FILE', help='also write the measurements as JSON')
     args = ap.parse_args()
     args.phases = args.phases.split(',')
