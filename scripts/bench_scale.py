@@ -7,7 +7,8 @@ For each size N (default 64,256,1024), on local-cluster instance K:
   up        ``clusterproof cluster up --like FILE`` of a heterogeneous cluster
             of N nodes scaled up from a recorded real one (``scripts/scale-like``,
             with a partition ``emu`` of every node beside the recorded ones, so
-            the ``emu`` system's checks run on all of them)
+            the ``emu`` system's checks run on all of them, and its generated
+            tree topology: a leaf switch per 32 nodes)
   status    ``clusterproof cluster status``
   init      ``clusterproof init --dry-run`` (probes one node per group; writes nothing)
   screen    ``clusterproof screen --system emu --partition srun --mode smoke
@@ -21,8 +22,9 @@ For each size N (default 64,256,1024), on local-cluster instance K:
             (``screen --from-report``) and its page written (``--page``): the
             cost of reading and judging the results and of the page
   contract  ``clusterproof acceptance --contract`` of a contract with one
-            item whose job spans min(256, N) nodes (HPCC on every node,
-            ``-S Hpcc.num_nodes=...``, smoke sizes)
+            item whose job spans K nodes (``--contract-nodes``, 256: HPCC on
+            every node, ``-S Hpcc.num_nodes=K``, smoke sizes); skipped at a
+            size with fewer nodes Slurm can run a job on
   fingerprint  ``scripts/bench_fingerprint.py --srun N --runs 1``: the node
             fingerprint of every node of one N-node job (the probe's own step
             against an empty one: time per node), and its bytes per night
@@ -41,6 +43,7 @@ failure. Needs root (the local cluster).
 
     .venv/bin/python scripts/bench_scale.py [--sizes 64,256,1024] [--instance 2]
         [--phases up,status,init,screen,judge,contract] [--screen-timeout S]
+        [--contract-nodes 256]
 """
 
 import argparse
@@ -58,6 +61,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof import cluster as lc  # noqa: E402
+from clusterproof.cluster.like import read_like  # noqa: E402
 
 CP = str(REPO / '.venv' / 'bin' / 'clusterproof')
 SCALE_LIKE = REPO / 'scripts' / 'scale-like'
@@ -165,7 +169,8 @@ def jobs_since(env, start):
             t_en = time.mktime(time.strptime(en, '%Y-%m-%dT%H:%M:%S'))
         except ValueError:
             continue            # never started (Unknown / None)
-        jobs.append((jobid, t_st, t_en))
+        if t_st >= int(start):  # sacct -S also lists jobs that ended in that second (init's probes)
+            jobs.append((jobid, t_st, t_en))
     return jobs
 
 
@@ -231,7 +236,7 @@ def run_size(n, args, directory, rows):
 
     try:
         up = phase('up', [CP, 'cluster', 'up', *rd, '--like', str(desc), '--like-partitions',
-                          f'{desc}.partitions'], env)
+                          f'{desc}.partitions', '--like-topology', f'{desc}.topology'], env)
         if up is not None and up['rc'] != 0:
             return
         envs = subprocess.run([CP, 'cluster', 'env', *rd], capture_output=True, text=True, check=True)
@@ -256,12 +261,18 @@ def run_size(n, args, directory, rows):
                 phase('judge', [CP, 'screen', '--system', 'emu', '--partition', 'srun', '--format',
                                 'json', '--page', str(work / 'page.html')]
                       + [a for r in reports for a in ('--from-report', r)], cenv)
-        k = min(256, n)
-        contract = Path(directory) / f'scale-{k}.yaml'
-        contract.write_text(CONTRACT.format(nodes=k))
-        phase('contract', [CP, 'acceptance', '--contract', str(contract), '--repetitions', '1',
-                           '-o', str(Path(directory) / f'contract-{n}.json')], cenv,
-              args.screen_timeout)
+        # the contract's job can only have nodes Slurm can run it on: the
+        # description's down and drained nodes are not
+        runnable = sum(1 for node in read_like(desc).nodes if not node.state)
+        if 'contract' in args.phases and runnable < args.contract_nodes:
+            print(f'  {n:>5} contract  skipped: {runnable} nodes Slurm can run a job on, fewer '
+                  f'than the item\'s {args.contract_nodes}', flush=True)
+        else:
+            contract = Path(directory) / f'scale-{args.contract_nodes}.yaml'
+            contract.write_text(CONTRACT.format(nodes=args.contract_nodes))
+            phase('contract', [CP, 'acceptance', '--contract', str(contract), '--repetitions', '1',
+                               '-o', str(Path(directory) / f'contract-{n}.json')], cenv,
+                  args.screen_timeout)
         fp = phase('fingerprint', [sys.executable, str(REPO / 'scripts' / 'bench_fingerprint.py'),
                                    '--srun', str(n), '--runs', '1'], cenv, args.screen_timeout)
         if fp is not None:
@@ -334,6 +345,9 @@ def main():
     ap.add_argument('--phases', default=','.join(PHASES))
     ap.add_argument('--screen-timeout', type=float, default=1800,
                     help='seconds before the screen and contract phases are killed')
+    ap.add_argument('--contract-nodes', type=int, default=256, metavar='K',
+                    help="nodes of the contract's item (default 256); skipped at a size with "
+                         'fewer nodes Slurm can run a job on')
     ap.add_argument('--json', metavar='FILE', help='also write the measurements as JSON')
     args = ap.parse_args()
     args.phases = args.phases.split(',')

@@ -25,6 +25,7 @@ the end.
 usage: .venv/bin/python scripts/bench_screen.py [--nodes 5000] [--target 5]
        .venv/bin/python scripts/bench_screen.py --live 16 --instance 6 [--batch 1]
                         [--severities 2,5,10,20,30] [--checks stream,inventory]
+                        [--set StreamBuild.array_size=N]
 """
 
 import argparse
@@ -135,6 +136,8 @@ def live(args):
                '--workdir', str(work / 'screen'), '--progress-every', '30']
         if args.batch:
             cmd += ['--batch', str(args.batch)]
+        for var in args.set:
+            cmd += ['--set', var]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
@@ -197,6 +200,11 @@ def main():
     ap.add_argument('--severities', default='2,5,10,20,30',
                     help='with --live: percent slower of each slowed node (default %(default)s)')
     ap.add_argument('--checks', default='stream,inventory', help='with --live (default %(default)s)')
+    ap.add_argument('--set', action='append', default=[], metavar='VAR=VALUE',
+                    help="with --live: a variable for the checks, as screen's --set (e.g. "
+                         'StreamBuild.array_size=40000000: each STREAM iteration then spans several '
+                         'quota periods, so a node slowed by its quota is slow in its best iteration '
+                         'too); repeatable')
     args = ap.parse_args()
     if args.live:
         return live(args)

@@ -16,8 +16,10 @@ from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
 from clusterproof.commands import init
 from clusterproof.hostlist import expand
+from clusterproof.parsers.slurm import parse_topology
+from clusterproof.screen import judge, page
 from clusterproof.site import discover
-from conftest import REPO, VENV_BIN, need_netns
+from conftest import DATA, REPO, VENV_BIN, need_netns
 
 SCALE_LIKE = REPO / 'scripts' / 'scale-like'
 
@@ -71,6 +73,57 @@ def _scaled(tmp_path, nodes):
     return path
 
 
+TOPOLOGY = DATA / 'slurm' / 'scontrol-show-topology-22.05.8.txt'
+
+
+def test_a_recorded_tree_topology_is_read_and_its_leaves_lay_out_the_page():
+    """``scontrol show topology`` of Slurm 22.05.8 (recorded on the local
+    cluster of 64 nodes with a two-level tree): the spine names every node
+    and its leaves; only the leaves group nodes on the screening page."""
+    switches = parse_topology(TOPOLOGY.read_text(), str(TOPOLOGY))
+    assert [(sw.name, sw.leaf, len(sw.nodes), sw.switches) for sw in switches] == [
+        ('leaf1', True, 32, ()), ('leaf2', True, 32, ()), ('spine', False, 64, ('leaf1', 'leaf2'))]
+    leaves = page.topology_switches(TOPOLOGY.read_text())
+    assert {k: (v[0], v[-1]) for k, v in leaves.items()} == {'leaf1': ('n0001', 'n0032'),
+                                                             'leaf2': ('n0033', 'n0064')}
+    verdicts = [judge.NodeVerdict(f'n{i:04d}', 'emu', 'pass') for i in range(1, 41)]
+    verdicts.append(judge.NodeVerdict('x1', 'emu', 'pass'))
+    how, groups = page.layout(verdicts, TOPOLOGY.read_text())
+    assert how == 'switch'
+    assert [(g, len(vs)) for g, vs in groups] == [('(in no switch)', 1), ('leaf1', 32), ('leaf2', 8)]
+    # what Slurm may print instead of a topology: the page lays out by name
+    assert page.topology_switches('No topology information is available') == {}
+
+
+def test_a_topology_file_is_cut_to_the_described_nodes_and_checked(tmp_path):
+    """``cluster up --like-topology``: a topology.conf (spine first, as sites
+    write it) cut to the described nodes, a switch left empty dropped,
+    written back as topology.conf lines; clear errors for a switch named
+    but never declared, one declared twice, none reaching a node."""
+    path = _scaled(tmp_path, 64)
+    parts = path.with_name('scontrol-show-partition.txt')
+    topo = tmp_path / 'topology.conf'
+    topo.write_text('# the site tree\nSwitchName=top Switches=l[1-3]\n'
+                    'SwitchName=l1 Nodes=n[0001-0032]\nSwitchName=l2 Nodes=n[0033-0064],gone[1-4]\n'
+                    'SwitchName=l3 Nodes=gone[5-8]\n')
+    like = lc.read_like(path, parts, topo)
+    assert lc.like.topology_conf_lines(like) == [
+        'SwitchName=top Switches=l[1-2]', 'SwitchName=l1 Nodes=n[0001-0032]',
+        'SwitchName=l2 Nodes=n[0033-0064]']
+    assert lc.Like.from_dict(like.to_dict()) == like
+    assert '3 switches (2 leaves)' in lc.like.describe_like(like)
+    for text, words in [('SwitchName=top Switches=l[1-2]\nSwitchName=l1 Nodes=n0001\n',
+                         'switch top: Switches= names l2, never declared'),
+                        ('SwitchName=l1 Nodes=n0001\nSwitchName=l1 Nodes=n0002\n', 'switch l1 declared twice'),
+                        ('SwitchName=l1 Nodes=x[1-9]\n', 'no switch connects a node'),
+                        ('Nodes=n0001\n', 'line 1: no SwitchName='),
+                        ('', 'no SwitchName= line')]:
+        topo.write_text(text)
+        with pytest.raises(ClusterproofError, match=re.escape(words)) as err:
+            lc.read_like(path, parts, topo)
+        assert str(topo) in str(err.value)
+
+
 def test_a_1024_node_cluster_scaled_from_a_recorded_one_is_grouped_for_init(tmp_path):
     """The 1,024 nodes read as init reads Slurm's answers: the recorded
     shapes, partitions and states kept; one probe node per group, every one
@@ -118,18 +171,23 @@ def _cp(*args, env):
                           capture_output=True, text=True, timeout=900)
 
 
-@pytest.mark.scale
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get('CLUSTERPROOF_TEST_SCALE'),
-                    reason='the scale tier (1,024 nodes, minutes, about 4 GiB): run scripts/test-scale')
+SCALE_TIER = [pytest.mark.scale, pytest.mark.slow,
+              pytest.mark.skipif(not os.environ.get('CLUSTERPROOF_TEST_SCALE'),
+                                 reason='the scale tier (1,024 nodes, minutes, about 4 GiB): '
+                                        'run scripts/test-scale')]
+
+
 @need_netns
-@pytest.mark.parametrize('nodes', [64, lc.MAX_NODES])
+@pytest.mark.parametrize('nodes', [64, pytest.param(lc.MAX_NODES, marks=SCALE_TIER)])
 def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_path, nodes):
-    """``cluster up --like`` of the scaled description, then ``init``: one
-    probe per node shape, in parallel, within a minute; the system file has
-    one partition per group, probed ones with the probed node, the drained
-    block from Slurm's view with the reason; ``cluster status`` answers in
-    bounded time with folded node lists. Prints the wall times."""
+    """``cluster up --like`` of the scaled description with its tree
+    topology, then ``init``: one probe per node shape, in parallel, within a
+    minute; the system file has one partition per group, probed ones with
+    the probed node, the drained block from Slurm's view with the reason;
+    ``cluster status`` answers in bounded time with folded node lists;
+    Slurm runs with the declared switches and the screening page lays the
+    nodes out by them. Prints the wall times. 64 nodes in ``make test``,
+    1,024 in the scale tier."""
     from test_cluster import _leftovers, _session_cluster_replaced
     path = _scaled(tmp_path, nodes)
     name = f'scaletest{os.getpid()}'
@@ -141,9 +199,20 @@ def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_pa
         try:
             t0 = time.monotonic()
             up = _cp('cluster', 'up', *rd, '--like', str(path), '--like-partitions',
-                     str(path.with_name('scontrol-show-partition.txt')), env=env)
+                     str(path.with_name('scontrol-show-partition.txt')), '--like-topology',
+                     f'{path}.topology', env=env)
             times['up'] = time.monotonic() - t0
             assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+            leaves = nodes // 32
+            assert f'{leaves + 1} switches ({leaves} leaves)' in up.stdout, up.stdout
+            topo = subprocess.run(['scontrol', 'show', 'topology'], env=env, capture_output=True,
+                                  text=True, timeout=60)
+            switches = page.topology_switches(topo.stdout)
+            assert len(switches) == leaves and switches['leaf01' if leaves > 9 else 'leaf1'][0] == \
+                'n0001', topo.stdout + topo.stderr
+            how, groups = page.layout([judge.NodeVerdict(f'n{i:04d}', 'emu', 'pass')
+                                       for i in range(1, nodes + 1)], topo.stdout)
+            assert how == 'switch' and [len(vs) for _, vs in groups] == [32] * leaves
             t0 = time.monotonic()
             status = _cp('cluster', 'status', *rd, env=env)
             times['status'] = time.monotonic() - t0

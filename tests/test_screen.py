@@ -464,9 +464,39 @@ def test_a_repeat_runs_again_only_the_checks_that_named_a_node():
     for i in range(1, 5):
         samples += _inventory(f'n{i}', 1024 if i == 2 else 2048)
     verdicts = judge.screen(samples, {'n1': 'p', 'n2': 'p', 'n3': 'p', 'n4': 'p', 'n5': 'p'})
-    groups = run.repeat_groups(verdicts, {'n2', 'n3', 'n5'}, ['inventory', 'stream'])
-    assert sorted(groups) == [(('inventory',), ['n2']), (('inventory', 'stream'), ['n5']),
-                              (('stream',), ['n3'])]
+    # n2 is named for its memory, a fact a second run reads the same: not repeated
+    again = {v.node for v in judge.to_repeat(verdicts)}
+    assert again == {'n3', 'n5'} and 'n2' in {v.node for v in judge.outliers(verdicts)}
+    groups = run.repeat_groups(verdicts, again, ['inventory', 'stream'])
+    assert sorted(groups) == [(('inventory', 'stream'), ['n5']), (('stream',), ['n3'])]
+    # an inventory that failed to run is a measurement: run again, the inventory alone
+    failed = [s for s in samples if (s.node, s.check) != ('n4', 'inventory')]
+    failed.append(Sample('n4', 'p', 'inventory', 'result', None, '', 'sanity'))
+    verdicts = judge.screen(failed, {f'n{i}': 'p' for i in range(1, 5)})
+    assert {v.node for v in judge.to_repeat(verdicts)} == {'n3', 'n4'}
+    assert run.repeat_groups(verdicts, {'n4'}, ['inventory', 'stream']) == [(('inventory',), ['n4'])]
+
+
+def test_peers_are_nodes_of_one_kind_and_less_memory_is_still_named():
+    """A partition of two kinds of node (Slurm's shape: 48 CPUs with a GPU,
+    40 CPUs without): each node is judged against its own kind, so the
+    minority kind is not named for being different; a node Slurm gives
+    less memory than its siblings is of their kind and still named."""
+    from clusterproof.parsers.slurm import SlurmNode, parse_gres
+    gpu = [SlurmNode(f'g{i}', ('p',), 48, 2, 24, 1, 512000 if i != 2 else 256000,
+                     gres=tuple(parse_gres('gpu:a100:1'))) for i in range(1, 7)]
+    cpu = [SlurmNode(f'c{i}', ('p',), 40, 2, 20, 1, 384000) for i in range(1, 4)]
+    samples = _stream({n.name: (200.0 if n in gpu else 100.0) + i for i, n in enumerate(gpu + cpu)})
+    for n in gpu + cpu:
+        samples += [Sample(n.name, 'p', 'inventory', 'slurm_cpus', float(n.cpus), 'count'),
+                    Sample(n.name, 'p', 'inventory', 'slurm_memory_mib', float(n.real_memory_mib),
+                           'MiB')]
+    alone = {v.node for v in judge.outliers(judge.screen(samples))}
+    assert {'c1', 'c2', 'c3'} <= alone          # one group per partition names the minority
+    kinds = run.peer_kinds(gpu + cpu)
+    assert kinds['g2'] == kinds['g1'] != kinds['c1']
+    named = judge.outliers(judge.screen(samples, peers_of=kinds))
+    assert [(v.node, [m.field for m in v.mismatches]) for v in named] == [('g2', ['slurm_memory_mib'])]
 
 
 def test_check_names():

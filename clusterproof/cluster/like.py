@@ -9,7 +9,9 @@ A description is any of: the ``NodeName``/``PartitionName`` lines of a
 version); Slurm's JSON of any generation (``sinfo --json``, ``scontrol
 show node --json``, slurmrestd's nodes). A second file may give the
 partitions (``scontrol show partition`` text or JSON): node records name
-their partitions, not their limits.
+their partitions, not their limits. A third may give the tree topology
+(``topology.conf``, or ``scontrol show topology`` output): its switches,
+cut to the described nodes, become the local cluster's topology.conf.
 """
 
 import dataclasses
@@ -19,9 +21,10 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.cluster.network import MAX_NODES
-from clusterproof.parsers.slurm import (SlurmFormatError, SlurmPartition, membership, nodes_from_json,
-                                        nodes_from_scontrol, nodes_from_slurm_conf, partitions_from_json,
-                                        partitions_from_scontrol)
+from clusterproof.hostlist import compress
+from clusterproof.parsers.slurm import (SlurmFormatError, SlurmPartition, SlurmSwitch, membership,
+                                        nodes_from_json, nodes_from_scontrol, nodes_from_slurm_conf,
+                                        parse_topology, partitions_from_json, partitions_from_scontrol)
 
 #: a node's name is its hostname inside its namespace (sethostname: 64 bytes)
 NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
@@ -68,6 +71,7 @@ class Like:
     nodes: tuple
     partitions: tuple
     left_out: tuple = ()
+    switches: tuple = ()        # parsers.slurm.SlurmSwitch: the tree topology, if declared
 
     @property
     def names(self):
@@ -94,7 +98,9 @@ class Like:
                                for n in data['nodes']),
                    partitions=tuple(LikePartition(**{**p, 'nodes': tuple(p['nodes'])})
                                     for p in data['partitions']),
-                   left_out=tuple(data.get('left_out', ())))
+                   left_out=tuple(data.get('left_out', ())),
+                   switches=tuple(SlurmSwitch(w['name'], tuple(w['nodes']), tuple(w['switches']))
+                                  for w in data.get('switches', ())))
 
 
 def _kind(text):
@@ -146,10 +152,10 @@ def _reason(text):
     return re.sub(r'\s*\[[^\]@]*@[^\]]*\]$', '', text or '').strip()
 
 
-def read_like(path, partitions_path=None):
+def read_like(path, partitions_path=None, topology_path=None):
     """The :class:`Like` of a description file (and optionally a partitions
-    file); a clear error naming the file and node for what the local
-    cluster cannot hold."""
+    file and a ``topology.conf``); a clear error naming the file and node for
+    what the local cluster cannot hold."""
     source = str(path)
     text = _read(path, '--like')
     kind = _kind(text)
@@ -172,7 +178,49 @@ def read_like(path, partitions_path=None):
         nodes = membership(nodes, parts)
     except SlurmFormatError as err:
         raise ClusterproofError(f'{err}: not a description the local cluster can be built from') from None
-    return _build(source, nodes, parts)
+    like = _build(source, nodes, parts)
+    if topology_path:
+        like = dataclasses.replace(like, switches=read_topology(topology_path, like))
+    return like
+
+
+def read_topology(path, like):
+    """The switches of a ``topology.conf`` (or ``scontrol show topology``
+    output) for the described nodes: each switch cut to the nodes the
+    description holds, as partitions are; a switch left with nothing below
+    it is dropped. A clear error for a switch named below another but
+    never declared, or declared twice."""
+    source = str(path)
+    try:
+        switches = parse_topology(_read(path, '--like-topology'), source)
+    except SlurmFormatError as err:
+        raise ClusterproofError(f'{err}: not a topology the local cluster can be built from') from None
+    if not switches:
+        raise ClusterproofError(f'{source}: no SwitchName= line')
+    declared = [sw.name for sw in switches]
+    twice = sorted({n for n in declared if declared.count(n) > 1})
+    if twice:
+        raise ClusterproofError(f'{source}: switch {twice[0]} declared twice')
+    for sw in switches:
+        unknown = [n for n in sw.switches if n not in declared]
+        if unknown:
+            raise ClusterproofError(f'{source}: switch {sw.name}: Switches= names {compress(unknown)}, '
+                                    'never declared (SwitchName=)')
+    held = set(like.names)
+    kept = {sw.name: SlurmSwitch(sw.name, tuple(n for n in sw.nodes if n in held))
+            for sw in switches if not sw.switches and any(n in held for n in sw.nodes)}
+    if not kept:
+        raise ClusterproofError(f'{source}: no switch connects a node of {like.source}')
+    upper = [sw for sw in switches if sw.switches]
+    names = set(kept)
+    while True:                     # a switch is kept once a switch below it is, at any depth
+        more = {sw.name for sw in upper if sw.name not in names and names.intersection(sw.switches)}
+        if not more:
+            break
+        names |= more
+    kept.update({sw.name: SlurmSwitch(sw.name, (), tuple(n for n in sw.switches if n in names))
+                 for sw in upper if sw.name in names})
+    return tuple(kept[name] for name in declared if name in kept)
 
 
 def _build(source, nodes, parts):
@@ -292,6 +340,13 @@ def gres_conf_lines(like, gpu_dir):
     return lines
 
 
+def topology_conf_lines(like):
+    """topology.conf lines of the described tree: a leaf's nodes, an upper
+    switch's switches."""
+    return [f'SwitchName={sw.name} ' + (f'Switches={compress(sw.switches)}' if sw.switches
+                                          else f'Nodes={compress(sw.nodes)}') for sw in like.switches]
+
+
 def describe_like(like):
     """``6 nodes like FILE: 2 DRAIN, 1 DOWN; partitions gpu, preempt``."""
     states = {}
@@ -303,4 +358,7 @@ def describe_like(like):
             + f'; partitions {", ".join(p.name for p in like.partitions)}')
     if like.left_out:
         text += f'; left out (in no partition): {", ".join(like.left_out)}'
+    if like.switches:
+        leaves = sum(1 for sw in like.switches if sw.leaf)
+        text += f'; {len(like.switches)} switches ({leaves} leaves)'
     return text

@@ -52,6 +52,11 @@ def register(subparsers):
                     help="the partitions of --like's cluster ('scontrol -o show partition' output or JSON, "
                          'or slurm.conf PartitionName lines): MaxNodes, MaxTime, State, Default; node records '
                          'name only their partitions')
+    up.add_argument('--like-topology', metavar='FILE',
+                    help="the tree topology of --like's cluster (its topology.conf, or 'scontrol show "
+                         "topology' output): leaf switches and the switches above them, cut to the "
+                         'described nodes; Slurm then runs with topology/tree, and the screening page '
+                         'lays nodes out by leaf switch')
     up.add_argument('--max-submit-jobs', type=int, default=0, metavar='N',
                     help="the site's MaxSubmitJobs: jobs pending or running at once, set with sacctmgr on the "
                          "cluster's root account and enforced (AccountingStorageEnforce=associations,limits: "
@@ -82,8 +87,9 @@ def cmd_up(args):
         raise ClusterproofError('--nodes and --node-spec disagree: --node-spec names the nodes, '
                                 'leave --nodes out')
     like = None
-    if args.like_partitions and not args.like:
-        raise ClusterproofError('--like-partitions needs --like FILE: the nodes the partitions hold')
+    for opt, value in (('--like-partitions', args.like_partitions), ('--like-topology', args.like_topology)):
+        if value and not args.like:
+            raise ClusterproofError(f'{opt} needs --like FILE: the nodes it holds')
     if args.like:
         given = [opt for opt, value, default in (
             ('--nodes', args.nodes, lc.DEFAULT_NODES), ('--cpus-per-node', args.cpus_per_node, lc.DEFAULT_CPUS),
@@ -91,7 +97,7 @@ def cmd_up(args):
             if value != default]
         if given:
             raise ClusterproofError(f'--like {args.like} declares the nodes: leave out {", ".join(given)}')
-        like = lc.read_like(args.like, args.like_partitions)
+        like = lc.read_like(args.like, args.like_partitions, args.like_topology)
     spec = lc.Spec(instance=args.instance, nodes=args.nodes, cpus=args.cpus_per_node,
                    mem=args.mem_per_node, run_dir=lc.run_dir_for(args.instance, args.run_dir),
                    node_spec=args.node_spec, like=like, max_submit_jobs=args.max_submit_jobs,

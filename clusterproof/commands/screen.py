@@ -14,6 +14,7 @@ from clusterproof.modes import MODES
 from clusterproof.notify import send as notify_send
 from clusterproof.references.judge import load_references
 from clusterproof.screen import jobs, judge, page, results, run
+from clusterproof.site.inventory import tool_failure
 
 
 def register(subparsers):
@@ -31,7 +32,8 @@ def register(subparsers):
                     'gave no result or Slurm has it down or drained (before or during the '
                     "screening; Slurm's reason given). Outliers are run again "
                     '(--repeat) and judged on the best of their runs: named only when they '
-                    'are outliers every time. Checks between two nodes (osu) run on pairs of '
+                    'are outliers every time (a node named for its inventory alone is not '
+                    'run again: its hardware reads the same). Checks between two nodes (osu) run on pairs of '
                     'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
                     '0 when none, 2 on an error.' % judge.MIN_NOISE_UNITS)
@@ -91,7 +93,13 @@ def main(args):
     refs = load_references(args.system)
     note = ''
     if args.from_report:
-        verdicts = run.judge_reports(args.from_report, refs, args.partition)
+        try:
+            peers_of = run.peer_kinds(run.slurm_nodes())
+        except ClusterproofError as err:
+            peers_of = None
+            _progress(f'peers: every node of a partition (Slurm cannot say which nodes are of one '
+                      f'kind: {err})')
+        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of)
         screening_id = run.reports_id(args.from_report)
     else:
         from clusterproof.site.validate import find_partition, find_system, \
@@ -151,7 +159,7 @@ def main(args):
             elif done['rc'] == 0:
                 print(f'{line}  # done')
             else:
-                print(f'{line}  # FAILED: {(done.get("missing") or done["stderr"]).strip()}')
+                print(f'{line}  # FAILED: {tool_failure(done)}')
     return 1 if bad else 0
 
 

@@ -447,6 +447,40 @@ def _expand_nodes(expr, where):
         raise SlurmFormatError(f'{where}: Nodes={expr!r}: {err}') from None
 
 
+@dataclass(frozen=True)
+class SlurmSwitch:
+    """A switch of Slurm's tree topology: the nodes it names and the
+    switches below it (a leaf names nodes and no switch)."""
+    name: str
+    nodes: tuple = ()
+    switches: tuple = ()
+
+    @property
+    def leaf(self):
+        return bool(self.nodes) and not self.switches
+
+
+def parse_topology(text, source='topology.conf'):
+    """``[SlurmSwitch]`` of ``topology.conf`` lines or ``scontrol show
+    topology`` output (``SwitchName=s1 [Level=0 LinkSpeed=1] Nodes=n[1-32]``,
+    ``SwitchName=top Switches=s[1-32]``: scontrol also names the nodes under
+    a switch above others); comments and blank lines skipped."""
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split('#', 1)[0].strip()
+        if not line:
+            continue
+        rec = parse_scontrol_record(line)
+        where = f'{source}: line {number}'
+        name = rec.get('SwitchName')
+        if not name:
+            raise SlurmFormatError(f'{where}: no SwitchName= ({line[:60]!r})')
+        switches = _expand_nodes(rec.get('Switches'), f'{where}: switch {name}')
+        out.append(SlurmSwitch(name, _expand_nodes(rec.get('Nodes'), f'{where}: switch {name}'),
+                               switches))
+    return out
+
+
 def partitions_from_scontrol(text, source='scontrol -o show partition'):
     """``{name: SlurmPartition}`` from ``scontrol show partition`` text."""
     out = {}

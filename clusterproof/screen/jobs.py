@@ -33,7 +33,6 @@ without a report names its node missing with the node's state and reason
 import json
 import os
 import shlex
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,20 +42,13 @@ from clusterproof.hostlist import compress
 from clusterproof.parsers import slurm
 from clusterproof.paths import REPO, write_atomic
 from clusterproof.reframe_io import runner
+from clusterproof.site.inventory import run_tool, tool_failure
 
 STATE_FILE = 'screening.json'
 #: seconds between two looks at the queue
 POLL_S = float(os.environ.get('CLUSTERPROOF_SCREEN_POLL_S', '2'))
 #: node jobs queued at once when the site sets no MaxSubmitJobs
 DEFAULT_WINDOW = 1024
-
-
-def _run(argv):
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True)
-    except FileNotFoundError:
-        return {'rc': None, 'stdout': '', 'stderr': f'{argv[0]} not found on PATH'}
-    return {'rc': proc.returncode, 'stdout': proc.stdout, 'stderr': proc.stderr}
 
 
 def config_value(text, key):
@@ -75,7 +67,7 @@ def max_submit_from_sacctmgr(text):
     return min(values) if values else None
 
 
-def site_limits(run=_run):
+def site_limits(run=run_tool):
     """``{'MaxSubmitJobs': n or None, 'MaxArraySize': n or None}`` of this
     site: the accounting associations' ``MaxSubmit`` (``sacctmgr``), else a
     ``MaxSubmitJobs`` in ``scontrol show config``; ``MaxArraySize`` from it."""
@@ -273,7 +265,7 @@ def unavailable_reason(state, reason):
     return f'Slurm state {state}' + (f': {reason}' if reason and reason != 'none' else '')
 
 
-def cancel_queued(name, nodes, run=_run):
+def cancel_queued(name, nodes, run=run_tool):
     """Cancel the jobs named ``name`` still queued for any of ``nodes``
     (one ``squeue``, one ``scancel``); returns their ids."""
     out = run(QUEUE_COMMAND)
@@ -300,7 +292,7 @@ class Watch:
     window: int
     log: object = print
     progress_s: float = 60.0
-    run: object = _run
+    run: object = run_tool
     missing: dict = field(default_factory=dict)
     submitted: int = 0
 
@@ -310,8 +302,7 @@ class Watch:
         out = self.run(argv)
         self.submitted += 1
         if out['rc'] != 0:
-            text = (out['stderr'] or out['stdout']).strip().splitlines()
-            self.missing[node] = f'sbatch refused its job: {text[-1] if text else out["rc"]}'
+            self.missing[node] = f'sbatch refused its job: {tool_failure(out)}'
 
     def _cancel(self, job):
         self.run(['scancel', job])
@@ -373,7 +364,7 @@ class Watch:
         out = self.run(argv)
         if out['rc'] != 0:
             raise ClusterproofError(f'{shlex.join(argv)} failed (exit status {out["rc"]}): '
-                                    f'{out["stderr"].strip()}; the node jobs keep running: '
+                                    f'{tool_failure(out)}; the node jobs keep running: '
                                     f'continue with clusterproof screen --resume --workdir '
                                     f'{self.wd.path}')
         return out['stdout']

@@ -302,15 +302,19 @@ def typical_inventory(values):
     return out
 
 
-def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
+def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS, peers_of=None):
     """Judge every node: returns :class:`NodeVerdict` s ranked worst first.
 
     ``samples``: :class:`Sample` s; check ``inventory`` carries the inventory
     figures (:data:`INVENTORY_FIGURES`), every other check performance
     figures. ``nodes``: ``{node: partition}`` of the nodes that were to be
     screened; one without any sample is ``missing``. ``thresholds``:
-    ``{check: percent}`` over :data:`GUIDANCE_PCT`."""
+    ``{check: percent}`` over :data:`GUIDANCE_PCT`. ``peers_of``: ``{node:
+    kind}`` (``screen.run.peer_kinds``): a node's peers are the nodes of its
+    partition of the same kind; every node of a partition when None. A
+    figure between two nodes is judged among every pair of the partition."""
     limits = dict(GUIDANCE_PCT, **(thresholds or {}))
+    kind = (peers_of or {}).get
     groups = defaultdict(list)
     inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
     inv_failed = {}
@@ -324,11 +328,11 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
                 inv_runs[(s.partition, s.node)] = s.runs
             if s.figure not in INVENTORY_FIGURES:
                 continue
-        groups[(s.partition, s.check, s.figure)].append(s)
+        groups[(s.partition, None if s.pair else kind(s.node), s.check, s.figure)].append(s)
 
     per_node = defaultdict(list)
     pair_figures = []
-    for (part, check, _fig), group in groups.items():
+    for (part, _kind, check, _fig), group in groups.items():
         if check == 'inventory':
             continue
         stats = peer_stats(s.value for s in group)
@@ -359,9 +363,9 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS):
 
     by_part = defaultdict(dict)
     for (part, node), figs in inventory.items():
-        by_part[part][node] = figs
+        by_part[(part, kind(node))][node] = figs
     mismatches = {}
-    for part, found in by_part.items():
+    for (part, _kind), found in by_part.items():
         values = defaultdict(list)
         for figs in found.values():
             for fig, val in figs.items():
@@ -417,6 +421,23 @@ def rank(verdicts):
 def outliers(verdicts):
     """The node verdicts that name a node (:data:`OUTLIER`)."""
     return [v for v in verdicts if v.verdict in OUTLIER]
+
+
+def measured_outliers(nv):
+    """The figures of a node verdict that another run could change: every
+    figure not PASS but the inventory mismatches, which are the hardware
+    as the node reports it (its memory, its processors), read the same
+    again. Empty for a node named for its inventory alone."""
+    facts = {m.field for m in nv.mismatches}
+    return [f for f in nv.figures if f.verdict != Verdict.PASS
+            and not (f.sample.check == 'inventory' and f.sample.figure in facts)]
+
+
+def to_repeat(verdicts):
+    """The outliers a repeat runs again: those with a measured figure
+    against them (:func:`measured_outliers`) or no result at all; a node
+    named only for its inventory is not run again."""
+    return [v for v in outliers(verdicts) if measured_outliers(v) or not v.figures]
 
 
 def drain_command(nv):

@@ -18,7 +18,7 @@ import re
 import subprocess
 from collections import defaultdict
 
-from clusterproof.hostlist import expand
+from clusterproof.parsers.slurm import SlurmFormatError, parse_topology
 from clusterproof.paths import write_atomic
 from clusterproof.references.judge import Verdict
 from clusterproof.screen.judge import MIN_NOISE_UNITS, outliers
@@ -28,16 +28,14 @@ _TRAILING_NUMBER = re.compile(r'^(.*?)(\d+)$')
 
 
 def topology_switches(text):
-    """``{leaf switch: [nodes]}`` of ``scontrol show topology`` output (one
-    ``SwitchName=s1 Level=0 ... Nodes=n[1-16]`` a line; a switch above
-    others names their nodes too, and its ``Switches=``: not a leaf); empty
-    when Slurm has no topology."""
-    out = {}
-    for line in text.splitlines():
-        fields = dict(w.split('=', 1) for w in line.split() if '=' in w)
-        if fields.get('SwitchName') and fields.get('Nodes') and not fields.get('Switches'):
-            out[fields['SwitchName']] = expand(fields['Nodes'])
-    return out
+    """``{leaf switch: [nodes]}`` of ``scontrol show topology`` output
+    (``parsers.slurm.parse_topology``); empty when Slurm has no topology
+    or prints one this cannot read (the page then lays out by name)."""
+    try:
+        switches = parse_topology(text or '', 'scontrol show topology')
+    except SlurmFormatError:
+        return {}
+    return {sw.name: list(sw.nodes) for sw in switches if sw.leaf}
 
 
 def slurm_topology():

@@ -36,15 +36,8 @@ from clusterproof.reframe_io import runner
 from clusterproof.screen import jobs, judge, pairs, results
 from clusterproof.site import discover
 from clusterproof.site.hardware import is_emulated
+from clusterproof.site.inventory import run_tool
 from clusterproof.hostlist import compress
-
-
-def _run(argv, env=None):
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
-    except FileNotFoundError:
-        return {'rc': None, 'stdout': '', 'stderr': '', 'missing': f'{argv[0]} not found on PATH'}
-    return {'rc': proc.returncode, 'stdout': proc.stdout, 'stderr': proc.stderr}
 
 
 def slurm_partition_of(part):
@@ -74,6 +67,18 @@ def partition_nodes(slurm_nodes, slurm_partition):
         else:
             unavailable[node.name] = state
     return sorted(runnable, key=discover._node_key), unavailable
+
+
+def peer_kinds(slurm_nodes):
+    """``{node: kind}`` for ``judge.screen``'s peers: Slurm's shape of the
+    node (``SlurmNode.shape``: CPU topology, CPUs, GPUs) but its memory, so
+    a partition of several kinds of node compares each with its own kind,
+    while a node Slurm gives less memory than its siblings (RealMemory
+    lowered for a failed DIMM) is still compared with them and named."""
+    def kind(node):
+        cpus, sockets, cores, threads, _memory, gpus = node.shape()
+        return cpus, sockets, cores, threads, gpus
+    return {n.name: kind(n) for n in slurm_nodes}
 
 
 def slurm_nodes():
@@ -280,7 +285,7 @@ def repeat_groups(verdicts, nodes, checks):
     for v in verdicts:
         if v.node not in nodes:
             continue
-        bad = {f.sample.check for f in v.figures if f.verdict != Verdict.PASS} & set(checks)
+        bad = {f.sample.check for f in judge.measured_outliers(v)} & set(checks)
         key = tuple(c for c in checks if c in bad) or tuple(checks)
         groups.setdefault(key, []).append(v.node)
     return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
@@ -301,9 +306,10 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         if runnable else ([], {})
     gone = dict(screening.missing)
     expected = {n: part for n in runnable if n not in gone}
-    verdicts = judge.screen(samples, expected)
+    peers_of = peer_kinds(slurm_nodes)
+    verdicts = judge.screen(samples, expected, peers_of=peers_of)
     runs = {n: 1 for n in runnable}
-    called = {v.node for v in judge.outliers(verdicts)} - set(gone)
+    called = {v.node for v in judge.to_repeat(verdicts)} - set(gone)
     for k in range(1, screening.repeat + 1):
         if not called:
             break
@@ -316,8 +322,8 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
             samples = judge.best_of(samples, newer)
         for n in again:
             runs[n] += 1
-        verdicts = judge.screen(samples, expected)
-        called &= {v.node for v in judge.outliers(verdicts)}
+        verdicts = judge.screen(samples, expected, peers_of=peers_of)
+        called &= {v.node for v in judge.to_repeat(verdicts)}
     verdicts = [v for v in verdicts if v.node not in gone]
     verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=why)
                  for n, why in sorted(gone.items())]
@@ -344,7 +350,7 @@ def resolve_partition(config, system, partition=None):
     return part['name'], slurm_partition_of(part), is_emulated(part.get('extras', {}))
 
 
-def drain(verdicts, apply=False, run=_run):
+def drain(verdicts, apply=False, run=run_tool):
     """The ``scontrol update ... State=DRAIN`` argv of every outlier; with
     ``apply`` each is run. Returns ``[(argv, result or None)]``."""
     out = []
@@ -354,10 +360,11 @@ def drain(verdicts, apply=False, run=_run):
     return out
 
 
-def judge_reports(paths, refs=None, partition=None):
+def judge_reports(paths, refs=None, partition=None, peers_of=None):
     """Verdicts from run reports already written (``--from-report``), for
     the cases of ``partition`` (all when None); a node in several reports
-    is judged on the best of its runs, as repeats are (``judge.best_of``)."""
+    is judged on the best of its runs, as repeats are (``judge.best_of``);
+    ``peers_of`` as for ``judge.screen``."""
     samples, nodes = [], {}
     for path in paths:
         got, seen = results.samples_from_report(runner.read_report(path), refs,
@@ -370,7 +377,7 @@ def judge_reports(paths, refs=None, partition=None):
     if not nodes:
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
                                 + (f' for partition {partition}' if partition else ''))
-    return judge.screen(samples, nodes)
+    return judge.screen(samples, nodes, peers_of=peers_of)
 
 
 def reports_id(paths):

@@ -41,7 +41,7 @@ from clusterproof.parsers.slurm import SlurmNode
 from clusterproof.site import topology
 from clusterproof.site.hardware import processor_from_hardware
 from clusterproof.hostlist import compress
-from clusterproof.site.inventory import run_tool
+from clusterproof.site.inventory import run_tool, tool_failure
 
 PROBE_TAG = 'CLUSTERPROOF-PROBE'
 
@@ -77,14 +77,6 @@ def recorded_runner(directory):
     return run
 
 
-def _failure(out):
-    """Why a command gave nothing: its last line on stderr, or why it did not run."""
-    if out.get('missing'):
-        return out['missing']
-    lines = (out.get('stderr') or '').strip().splitlines()
-    return lines[-1] if lines else f'exit {out.get("rc")}'
-
-
 def _warn(text):
     print(f'init: {text}', file=sys.stderr, flush=True)
 
@@ -118,7 +110,7 @@ def read_slurm(run=run_tool, warn=_warn):
                       if text.lstrip().startswith('{') else slurm.partitions_from_scontrol(text))
         how.append('scontrol -o show partition')
     else:
-        warn(f'scontrol -o show partition failed ({_failure(parts_out)}); the partitions '
+        warn(f'scontrol -o show partition failed ({tool_failure(parts_out)}); the partitions '
              "are taken from sinfo --json's records where it has them, else from the nodes' "
              'records (no MaxNodes, MaxTime or state)')
     nodes = None
@@ -138,12 +130,12 @@ def read_slurm(run=run_tool, warn=_warn):
     elif js['rc'] == 0:
         warn('sinfo --json printed no JSON object; reading scontrol -o show node instead')
     else:
-        warn(f'sinfo --json failed ({_failure(js)}; Slurm prints JSON from 21.08 on); '
+        warn(f'sinfo --json failed ({tool_failure(js)}; Slurm prints JSON from 21.08 on); '
              'reading scontrol -o show node instead')
     if nodes is None:
         text = run(NODE_COMMAND)
         if text['rc'] != 0:
-            raise ClusterproofError(f'scontrol -o show node failed: {_failure(text)}; run '
+            raise ClusterproofError(f'scontrol -o show node failed: {tool_failure(text)}; run '
                                     'clusterproof init on a login node of the cluster '
                                     '(SLURM_CONF set if Slurm needs it)')
         out, skipped = text['stdout'], []

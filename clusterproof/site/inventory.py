@@ -175,15 +175,16 @@ def parse_reports(text, source='job output'):
     return reports
 
 
-def run_tool(argv, timeout=60):
-    """Run a reporting tool; returns {argv, rc, stdout, stderr} or the reason
-    it could not run."""
-    exe = shutil.which(argv[0])
+def run_tool(argv, timeout=60, env=None):
+    """Run a tool (a reporting tool, a Slurm command); returns {argv, rc,
+    stdout, stderr}, with ``missing`` the reason when it could not run or
+    did not finish (``rc`` None)."""
+    exe = shutil.which(argv[0], path=(env or os.environ).get('PATH'))
     if exe is None:
         return {'argv': argv, 'rc': None, 'stdout': '', 'stderr': '',
                 'missing': f'{argv[0]} not found on PATH'}
     try:
-        proc = subprocess.run([exe] + argv[1:], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([exe] + argv[1:], capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {'argv': argv, 'rc': None, 'stdout': '', 'stderr': '',
                 'missing': f'{" ".join(argv)} did not finish in {timeout} s'}
@@ -202,12 +203,20 @@ def declared_gpus(devices):
     return sum(counts) if counts else None
 
 
-def _failed(out):
-    """Why a tool run by :func:`run_tool` gave nothing."""
+def tool_failure(out):
+    """Why a command run by :func:`run_tool` gave nothing: why it did not
+    run or finish, else the last line it printed on stderr (else stdout),
+    else its exit status."""
     if out.get('missing'):
         return out['missing']
-    text = (out['stderr'] or out['stdout']).strip().splitlines()
-    return f'{" ".join(out["argv"])} failed: {text[-1] if text else "exit " + str(out["rc"])}'
+    text = (out.get('stderr') or out.get('stdout') or '').strip().splitlines()
+    return text[-1] if text else f'exit {out.get("rc")}'
+
+
+def _failed(out):
+    """Why a tool run by :func:`run_tool` gave nothing, naming the tool."""
+    return out['missing'] if out.get('missing') else \
+        f'{" ".join(out["argv"])} failed: {tool_failure(out)}'
 
 
 def gpu_report(run=None, drm_root='/sys/class/drm'):
