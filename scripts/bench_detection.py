@@ -91,12 +91,16 @@ NOISE_MODELS = {
 #: the noise of a figure at CV 1 % is 1 + 10 x the step times as large, so
 #: the steps of 2, 5, 10 and 20 % are noise 1.2, 1.5, 2 and 3 times as large,
 #: or as many times smaller when "better": a node that became jittery, or
-#: was mended)
+#: was mended); and a periodic component (``periodic``: two sessions in a
+#: row of every seven, at a phase drawn per figure, 5-10 % worse, drawn per
+#: figure: a weekend backup or scrub on the file system on the nights of the
+#: run), which must not raise changes
 CLASS_MODELS = {
     'spikes': dict(cv=0.01, spikes=2),
     'flipping': dict(cv=0.01, flip=0.5),
     'wander': dict(cv=0.005, walk=0.003),
     'jitter': dict(cv=0.01, jitter=10),
+    'periodic': dict(cv=0.01, period=7, busy=2, cron=(0.05, 0.10)),
 }
 #: the noise models the recall target applies to
 QUIET = ('gauss 1%', 'gauss 2%')
@@ -156,6 +160,9 @@ def make_series(model, rng, unit, step=0.0, worse=True):
             state = (u >= 0.3) if state else (u < 0.05)
             high[t] = state
         values[high] *= 1 + p['flip']
+    if 'period' in p:
+        phase = (np.arange(n) - rng.integers(p['period'])) % p['period']
+        values[phase < p['busy']] *= 1 + worse_sign * rng.uniform(*p['cron'])
     if 'walk' in p:
         values *= np.exp(np.cumsum(p['walk'] * rng.standard_normal(n)))
     if 'drift' in p:
@@ -322,7 +329,7 @@ def method_changes(series):
             for c in detector.scan(series.values)]
 
 
-def method_listed(series, transients=False):
+def method_listed(series, transients=False, settings=None):
     """What `clusterproof changes` lists once the whole history is seen: the
     nightly alarms that later sessions confirm, and the changes the
     retrospective segmentation finds (placed where it puts them; "raised"
@@ -330,13 +337,20 @@ def method_listed(series, transients=False):
     a change of level: it counts only with ``transients`` (the injections
     of the real series are episodes of a few sessions, which a transient
     finds)."""
-    kept, _withdrawn = detector.find(series.values)
+    kept, _withdrawn = detector.find(series.values, settings)
     last = len(series.values) - 1
     worse = 1 if series.lower_is_better else -1
     return [(last if c.found is None else c.found, c.at, 1 if c.shift > 0 else -1)
             if c.kind != 'noise' else
             (last, c.at, worse if c.shift > 0 else -worse, 'noise')
             for c in kept if transients or c.kind != 'transient']
+
+
+def method_listed_aperiodic(series, transients=False):
+    """:func:`method_listed` without taking out periodic components: the
+    listing as it was before :func:`detector.periodic_levels` (for a
+    before/after in one run)."""
+    return method_listed(series, transients, detector.Settings(periodic=False))
 
 
 def method_listed_levels(series, transients=False):
@@ -408,6 +422,8 @@ METHODS = {
                method_listed, 'ruptures'),
     'listed-levels': ('the same listing without its changes of noise (as listed before '
                       'they were found)', method_listed_levels, 'ruptures'),
+    'listed-aperiodic': ('the same listing without taking out periodic components (as '
+                         'listed before they were)', method_listed_aperiodic, 'ruptures'),
     'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
     'otava': ('apache-otava alone', method_otava, 'otava'),
     'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
@@ -689,11 +705,12 @@ def table(name, scores, cpu, base=None):
     return '\n'.join(lines)
 
 
-def side_by_side(before, after):
-    """The listing before (``listed-levels``) and after (``listed``) changes
-    of noise were listed, model by model: recall of worse steps listed at
+def side_by_side(before, after, what):
+    """The listing before and after ``what`` (``listed-levels``: changes of
+    noise listed; ``listed-aperiodic``: periodic components taken out) and
+    after (``listed``), model by model: recall of worse steps listed at
     all, and false alarms per 1000 figure-nights."""
-    lines = ['before / after listing changes of noise (recall of worse steps listed, '
+    lines = [f'before / after {what} (recall of worse steps listed, '
              'false alarms per 1000 figure-nights)',
              f'  {"noise model":<12} {"recall " + " / ".join(f"{int(x * 100)}%" for x in STEPS):<30}'
              f' {"false alarms":>16}']
@@ -892,12 +909,13 @@ def tcpd_clean(points, n):
 
 def tcpd_predict(raw):
     """Change points of one TCPD series by the retrospective view of
-    :mod:`clusterproof.analysis.detector` (log values, as for every figure;
-    missing values left out, locations mapped back): the steps and the
+    :mod:`clusterproof.analysis.detector` (log values, as for every figure,
+    a periodic component taken out as :func:`detector.find` does; missing
+    values left out, locations mapped back): the steps and the
     changes of noise it lists (the annotators marked changes of variance
     too), not the drifts (not abrupt changes)."""
     idx = [i for i, v in enumerate(raw) if v is not None]
-    y = np.log(np.asarray([raw[i] for i in idx], dtype=float))
+    y = detector.periodic_levels(np.log(np.asarray([raw[i] for i in idx], dtype=float)))
     floor = detector.noise_floor(y)
     retro = detector.segment(y, None, floor)
     steps = [c for c in retro if c.kind == 'step']
@@ -1006,7 +1024,7 @@ def main(argv=None):
     ap.add_argument('--seeds', choices=SEEDS, default='eval',
                     help='eval: the held-out seeds reported (default); tune: the seeds '
                          'the thresholds were tuned on')
-    ap.add_argument('--methods', default='today,changes,listed-levels,listed',
+    ap.add_argument('--methods', default='today,changes,listed-aperiodic,listed',
                     help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
                          'small configuration takes about 15 s of CPU per method, '
                          'ruptures-pelt 80 s; full about six times as long)')
@@ -1017,8 +1035,8 @@ def main(argv=None):
                          'default %(default)s); none: leave them out')
     ap.add_argument('--classes', action=argparse.BooleanOptionalAction, default=True,
                     help='also score the listing on the classes of false alarm: short '
-                         'spikes, figures flipping between two levels, levels that wander '
-                         '(default: on)')
+                         'spikes, figures flipping between two levels, levels that wander, '
+                         'a change of noise, a weekly periodic component (default: on)')
     ap.add_argument('--tcpd', metavar='DIR',
                     help='only score the retrospective view on the Turing Change Point '
                          'Dataset: DIR is a checkout of alan-turing-institute/TCPD (its '
@@ -1067,11 +1085,13 @@ def main(argv=None):
               'the listing; a transient is not a change of level; jitter: a change of '
               'noise)')
         print(table('listed', scores, cpu, None))
-        if 'listed-levels' in results and 'listed' in results:
-            before, _ = evaluate('listed-levels', data)
-            print()
-            print(side_by_side({**results['listed-levels'][0], **before},
-                               {**results['listed'][0], **scores}))
+        for name, what in (('listed-levels', 'listing changes of noise'),
+                           ('listed-aperiodic', 'taking out periodic components')):
+            if name in results and 'listed' in results:
+                before, _ = evaluate(name, data)
+                print()
+                print(side_by_side({**results[name][0], **before},
+                                   {**results['listed'][0], **scores}, what))
     print()
     if args.speed:
         print(speed_line(args.speed))
