@@ -50,7 +50,9 @@ import argparse
 import json
 import math
 import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -89,12 +91,16 @@ NOISE_MODELS = {
 #: the noise of a figure at CV 1 % is 1 + 10 x the step times as large, so
 #: the steps of 2, 5, 10 and 20 % are noise 1.2, 1.5, 2 and 3 times as large,
 #: or as many times smaller when "better": a node that became jittery, or
-#: was mended)
+#: was mended); and a periodic component (``periodic``: two sessions in a
+#: row of every seven, at a phase drawn per figure, 5-10 % worse, drawn per
+#: figure: a weekend backup or scrub on the file system on the nights of the
+#: run), which must not raise changes
 CLASS_MODELS = {
     'spikes': dict(cv=0.01, spikes=2),
     'flipping': dict(cv=0.01, flip=0.5),
     'wander': dict(cv=0.005, walk=0.003),
     'jitter': dict(cv=0.01, jitter=10),
+    'periodic': dict(cv=0.01, period=7, busy=2, cron=(0.05, 0.10)),
 }
 #: the noise models the recall target applies to
 QUIET = ('gauss 1%', 'gauss 2%')
@@ -154,6 +160,9 @@ def make_series(model, rng, unit, step=0.0, worse=True):
             state = (u >= 0.3) if state else (u < 0.05)
             high[t] = state
         values[high] *= 1 + p['flip']
+    if 'period' in p:
+        phase = (np.arange(n) - rng.integers(p['period'])) % p['period']
+        values[phase < p['busy']] *= 1 + worse_sign * rng.uniform(*p['cron'])
     if 'walk' in p:
         values *= np.exp(np.cumsum(p['walk'] * rng.standard_normal(n)))
     if 'drift' in p:
@@ -320,7 +329,7 @@ def method_changes(series):
             for c in detector.scan(series.values)]
 
 
-def method_listed(series, transients=False):
+def method_listed(series, transients=False, settings=None):
     """What `clusterproof changes` lists once the whole history is seen: the
     nightly alarms that later sessions confirm, and the changes the
     retrospective segmentation finds (placed where it puts them; "raised"
@@ -328,13 +337,20 @@ def method_listed(series, transients=False):
     a change of level: it counts only with ``transients`` (the injections
     of the real series are episodes of a few sessions, which a transient
     finds)."""
-    kept, _withdrawn = detector.find(series.values)
+    kept, _withdrawn = detector.find(series.values, settings)
     last = len(series.values) - 1
     worse = 1 if series.lower_is_better else -1
     return [(last if c.found is None else c.found, c.at, 1 if c.shift > 0 else -1)
             if c.kind != 'noise' else
             (last, c.at, worse if c.shift > 0 else -worse, 'noise')
             for c in kept if transients or c.kind != 'transient']
+
+
+def method_listed_aperiodic(series, transients=False):
+    """:func:`method_listed` without taking out periodic components: the
+    listing as it was before :func:`detector.periodic_levels` (for a
+    before/after in one run)."""
+    return method_listed(series, transients, detector.Settings(periodic=False))
 
 
 def method_listed_levels(series, transients=False):
@@ -406,6 +422,8 @@ METHODS = {
                method_listed, 'ruptures'),
     'listed-levels': ('the same listing without its changes of noise (as listed before '
                       'they were found)', method_listed_levels, 'ruptures'),
+    'listed-aperiodic': ('the same listing without taking out periodic components (as '
+                         'listed before they were)', method_listed_aperiodic, 'ruptures'),
     'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
     'otava': ('apache-otava alone', method_otava, 'otava'),
     'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
@@ -687,11 +705,12 @@ def table(name, scores, cpu, base=None):
     return '\n'.join(lines)
 
 
-def side_by_side(before, after):
-    """The listing before (``listed-levels``) and after (``listed``) changes
-    of noise were listed, model by model: recall of worse steps listed at
+def side_by_side(before, after, what):
+    """The listing before and after ``what`` (``listed-levels``: changes of
+    noise listed; ``listed-aperiodic``: periodic components taken out) and
+    after (``listed``), model by model: recall of worse steps listed at
     all, and false alarms per 1000 figure-nights."""
-    lines = ['before / after listing changes of noise (recall of worse steps listed, '
+    lines = [f'before / after {what} (recall of worse steps listed, '
              'false alarms per 1000 figure-nights)',
              f'  {"noise model":<12} {"recall " + " / ".join(f"{int(x * 100)}%" for x in STEPS):<30}'
              f' {"false alarms":>16}']
@@ -785,11 +804,19 @@ def print_real(directory, names):
 
 # -- the Turing Change Point Dataset (run by hand; never in the repository) --------------
 
-#: published F1 (margin 5) of the default experiment on the univariate series,
-#: van den Burg & Williams 2020, "An Evaluation of Change Point Detection
-#: Algorithms" (binary segmentation also with its best parameters)
-TCPD_PUBLISHED = (('binseg, default', 0.744), ('binseg, best', 0.856),
-                  ('pelt, default', 0.710), ('zero (no change point)', 0.669))
+#: published F1 (margin 5) on the univariate series, van den Burg & Williams
+#: 2020, "An Evaluation of Change Point Detection Algorithms": TCPDBench's
+#: current aggregate table (analysis/output/tables/aggregate_scores_wide.tex,
+#: the mean of its per-series score file over the 32 univariate series every
+#: method ran on), then its earlier one (aggregate_table_wide.tex: the
+#: figures issue 31 quotes)
+TCPD_PUBLISHED = (
+    ('current', (('binseg, default', 0.698, 0.672), ('pelt, default', 0.674, 0.652),
+                 ('zero (no change point)', 0.645, 0.566), ('binseg, best', 0.873, 0.774),
+                 ('bocpd, best (the best F1)', 0.886, 0.783))),
+    ('earlier', (('binseg, default', 0.744, 0.706), ('pelt, default', 0.710, 0.689),
+                 ('zero (no change point)', 0.669, 0.583), ('binseg, best', 0.856, 0.780),
+                 ('bocpd, best (the best F1)', 0.880, 0.789))))
 TCPD_MARGIN = 5
 #: the five series annotators trained on, not part of the benchmark
 TCPD_TRAINING = ('quality_control_',)
@@ -823,14 +850,72 @@ def tcpd_series(directory):
     return out, skipped
 
 
+#: TCPDBench's default experiment for binary segmentation and PELT, as its
+#: configuration documents it: the R package changepoint's ``cpt.mean`` on
+#: the series scaled to mean 0 and standard deviation 1, the normal test
+#: statistic, the MBIC penalty; binary segmentation with at most 5 changes
+#: (``Q``, changepoint's own default)
+TCPD_R_DEFAULTS = (('binseg, default', 'BinSeg'), ('pelt, default', 'PELT'))
+#: our own call of changepoint (R reads the values on its standard input)
+R_CPT_MEAN = """
+suppressPackageStartupMessages(library(changepoint))
+x <- as.vector(scale(scan(file("stdin"), quiet = TRUE)))
+m <- commandArgs(trailingOnly = TRUE)[1]
+cp <- suppressWarnings(cpt.mean(x, penalty = "MBIC", method = m,
+                                test.stat = "Normal", Q = 5, class = FALSE))
+if (is.list(cp)) cp <- cp$cpts
+cat(cp, sep = "\\n")
+"""
+
+
+def r_changepoint_missing():
+    """Why the R column cannot be measured here (``None`` when it can): R's
+    ``Rscript`` and its package changepoint are a measurement tool of this
+    script, not a dependency of clusterproof."""
+    if shutil.which('Rscript') is None:
+        return 'Rscript not found (install R, e.g. the Debian package r-base-core)'
+    probe = subprocess.run(['Rscript', '-e', 'library(changepoint)'],
+                           capture_output=True, text=True)
+    if probe.returncode:
+        why = [line for line in probe.stderr.splitlines() if 'rror' in line]
+        return ('the R package changepoint is not installed (install it into a library '
+                'named by R_LIBS): ' + (why or probe.stderr.splitlines() or ['?'])[0].strip())
+    return None
+
+
+def r_changepoint_predict(raw, method):
+    """Change points of one TCPD series by changepoint's ``cpt.mean`` with
+    TCPDBench's defaults for ``method`` (``BinSeg`` or ``PELT``); missing
+    values left out and locations mapped back, as for the retrospective
+    view. changepoint names the last position of each segment, counted from
+    1 (the series' last one too, which the scoring drops, :func:`tcpd_clean`);
+    as TCPDBench does, a change is placed at the last point before it."""
+    idx = [i for i, v in enumerate(raw) if v is not None]
+    values = '\n'.join(repr(float(raw[i])) for i in idx)
+    run = subprocess.run(['Rscript', '-e', R_CPT_MEAN, method], input=values,
+                         capture_output=True, text=True)
+    if run.returncode:
+        raise SystemExit(f'Rscript (changepoint cpt.mean, method {method}) failed: '
+                         f'{run.stderr.strip()}')
+    return [idx[int(float(x)) - 1] for x in run.stdout.split()]
+
+
+def tcpd_clean(points, n):
+    """The predicted points TCPDBench scores: distinct, from 1 to n - 2 (the
+    first and last positions, which several methods name by default, are
+    dropped)."""
+    return sorted({p for p in points if 1 <= p < n - 1})
+
+
 def tcpd_predict(raw):
     """Change points of one TCPD series by the retrospective view of
-    :mod:`clusterproof.analysis.detector` (log values, as for every figure;
-    missing values left out, locations mapped back): the steps and the
+    :mod:`clusterproof.analysis.detector` (log values, as for every figure,
+    a periodic component taken out as :func:`detector.find` does; missing
+    values left out, locations mapped back): the steps and the
     changes of noise it lists (the annotators marked changes of variance
     too), not the drifts (not abrupt changes)."""
     idx = [i for i, v in enumerate(raw) if v is not None]
-    y = np.log(np.asarray([raw[i] for i in idx], dtype=float))
+    y = detector.periodic_levels(np.log(np.asarray([raw[i] for i in idx], dtype=float)))
     floor = detector.noise_floor(y)
     retro = detector.segment(y, None, floor)
     steps = [c for c in retro if c.kind == 'step']
@@ -888,28 +973,47 @@ def print_tcpd(directory):
     t0 = time.process_time()
     rows = []
     for name, raw, ann in series:
-        pred = tcpd_predict(raw)
         n = len(raw)
+        pred = tcpd_clean(tcpd_predict(raw), n)
         rows.append((name, n, pred, f1_score(ann, pred), cover_score(ann, pred, n),
                      f1_score(ann, []), cover_score(ann, [], n)))
     cpu = time.process_time() - t0
+    missing = r_changepoint_missing()
+    measured = {}           # method -> [(F1, cover) per series]
+    if missing is None:
+        for label, method in TCPD_R_DEFAULTS:
+            measured[label] = []
+            for name, raw, ann in series:
+                pred = tcpd_clean(r_changepoint_predict(raw, method), len(raw))
+                measured[label].append((f1_score(ann, pred),
+                                        cover_score(ann, pred, len(raw))))
     print(f'TCPD: {len(series)} univariate series with their data in the repository '
           f'({len(skipped)} left out: ' + ', '.join(
               f'{sum(w == why for _, w in skipped)} {why}'
               for why in dict.fromkeys(w for _, w in skipped)) + ')')
     print(f'  retrospective view of clusterproof changes, thresholds as shipped (not tuned '
           f'here); {cpu:.1f} s CPU')
-    print(f'  {"series":<20} {"n":>5} {"points":>6} {"F1":>6} {"cover":>6}')
-    for name, n, pred, f1, cov, _, _ in rows:
-        print(f'  {name:<20} {n:>5} {len(pred):>6} {f1:6.3f} {cov:6.3f}')
+    if missing:
+        print(f'  binseg and pelt defaults (R changepoint) not measured: {missing}')
+    extra = ''.join(f' {label.split(",")[0] + " F1":>10}' for label in measured)
+    print(f'  {"series":<20} {"n":>5} {"points":>6} {"F1":>6} {"cover":>6}{extra}')
+    for i, (name, n, pred, f1, cov, _, _) in enumerate(rows):
+        extra = ''.join(f' {scores[i][0]:10.3f}' for scores in measured.values())
+        print(f'  {name:<20} {n:>5} {len(pred):>6} {f1:6.3f} {cov:6.3f}{extra}')
     mean = lambda k: sum(r[k] for r in rows) / len(rows)   # noqa: E731
     print(f'\n  {"method":<34} {"F1":>6} {"cover":>6}  series')
     print(f'  {"clusterproof, retrospective":<34} {mean(3):6.3f} {mean(4):6.3f}  '
           f'{len(rows)} (measured here)')
     print(f'  {"zero (no change point)":<34} {mean(5):6.3f} {mean(6):6.3f}  '
           f'{len(rows)} (measured here)')
-    for name, f1 in TCPD_PUBLISHED:
-        print(f'  {name:<34} {f1:6.3f} {"-":>6}  published, all univariate series')
+    for label, scores in measured.items():
+        f1, cov = (sum(s[k] for s in scores) / len(scores) for k in (0, 1))
+        print(f'  {label:<34} {f1:6.3f} {cov:6.3f}  {len(rows)} (measured here, '
+              'R changepoint)')
+    for table_name, published in TCPD_PUBLISHED:
+        for name, f1, cover in published:
+            print(f'  {name:<34} {f1:6.3f} {cover:6.3f}  published, univariate series '
+                  f'({table_name} table)')
     print(f'tcpd: F1 {mean(3):.3f}, cover {mean(4):.3f} on {len(rows)} series '
           f'(zero baseline on the same series: F1 {mean(5):.3f}, cover {mean(6):.3f})')
 
@@ -920,7 +1024,7 @@ def main(argv=None):
     ap.add_argument('--seeds', choices=SEEDS, default='eval',
                     help='eval: the held-out seeds reported (default); tune: the seeds '
                          'the thresholds were tuned on')
-    ap.add_argument('--methods', default='today,changes,listed-levels,listed',
+    ap.add_argument('--methods', default='today,changes,listed-aperiodic,listed',
                     help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
                          'small configuration takes about 15 s of CPU per method, '
                          'ruptures-pelt 80 s; full about six times as long)')
@@ -931,13 +1035,16 @@ def main(argv=None):
                          'default %(default)s); none: leave them out')
     ap.add_argument('--classes', action=argparse.BooleanOptionalAction, default=True,
                     help='also score the listing on the classes of false alarm: short '
-                         'spikes, figures flipping between two levels, levels that wander '
-                         '(default: on)')
+                         'spikes, figures flipping between two levels, levels that wander, '
+                         'a change of noise, a weekly periodic component (default: on)')
     ap.add_argument('--tcpd', metavar='DIR',
                     help='only score the retrospective view on the Turing Change Point '
                          'Dataset: DIR is a checkout of alan-turing-institute/TCPD (its '
                          'series with the data in the repository), F1 (margin 5) and cover '
-                         'beside the published table')
+                         'beside the published tables; also TCPDBench\'s default binary '
+                         'segmentation and PELT, measured on the same series, when R\'s '
+                         'Rscript and its package changepoint are installed (a library '
+                         'named by R_LIBS; said and skipped when absent)')
     ap.add_argument('--speed', type=int, default=SPEED_COUNT, metavar='N',
                     help='time the detector in memory on N generated figures of '
                          f'{SPEED_NIGHTS} sessions (default %(default)s; 0: not timed)')
@@ -978,11 +1085,13 @@ def main(argv=None):
               'the listing; a transient is not a change of level; jitter: a change of '
               'noise)')
         print(table('listed', scores, cpu, None))
-        if 'listed-levels' in results and 'listed' in results:
-            before, _ = evaluate('listed-levels', data)
-            print()
-            print(side_by_side({**results['listed-levels'][0], **before},
-                               {**results['listed'][0], **scores}))
+        for name, what in (('listed-levels', 'listing changes of noise'),
+                           ('listed-aperiodic', 'taking out periodic components')):
+            if name in results and 'listed' in results:
+                before, _ = evaluate(name, data)
+                print()
+                print(side_by_side({**results[name][0], **before},
+                                   {**results['listed'][0], **scores}, what))
     print()
     if args.speed:
         print(speed_line(args.speed))

@@ -290,3 +290,32 @@ def test_a_smooth_curve_has_no_change_of_noise():
     assert detector._lag1(np.diff(np.log(values))) > detector.SMOOTH
     kept, _ = detector.find(values)
     assert [c for c in kept if c.kind == 'noise'] == []
+
+
+def test_a_weekly_cron_job_raises_no_change_and_a_step_beside_it_is_found():
+    """Two sessions of every seven 8 % slower (a weekend backup on the
+    nights of the run) are a periodic component, not a change; a 3 % step
+    on top of it is one change, at its session, which the busy nights hid
+    before the component was taken out."""
+    rng = np.random.default_rng(41)
+    values = 100 * (1 + 0.01 * rng.standard_normal(120))
+    values[np.arange(120) % 7 < 2] *= 0.92
+    y = np.log(values)
+    assert np.std(np.diff(detector.periodic_levels(y))) < 0.5 * np.std(np.diff(y))
+    assert detector.find(values)[0] == []
+    values[70:] *= 0.97
+    (c,) = detector.find(values)[0]
+    assert (c.kind, c.at) == ('step', 70)
+    assert c.change == pytest.approx(-0.03, abs=0.005)
+    assert detector.find(values, detector.Settings(periodic=False))[0] == []
+
+
+def test_no_periodic_component_in_noise_steps_or_a_drift():
+    """Independent noise, a step and a slow rise keep their values: no
+    period explains their spread."""
+    rng = np.random.default_rng(43)
+    noise = np.log(100 * (1 + 0.01 * rng.standard_normal(200)))
+    step = noise + np.where(np.arange(200) >= 90, 0.1, 0.0)
+    rise = noise + 0.002 * np.arange(200)
+    for y in (noise, step, rise):
+        assert np.array_equal(detector.periodic_levels(y), y)

@@ -205,3 +205,40 @@ def test_tcpd_metrics_on_hand_worked_cases():
     # prediction at 60: [0,50) vs [0,60) = 50/60, [50,100) vs [60,100) = 40/50
     assert bench.cover_score({'a': [50]}, [60], 100) == pytest.approx(
         (50 * 50 / 60 + 50 * 40 / 50) / 100)
+
+
+def _bench():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'scripts'))
+    import bench_detection
+    return bench_detection
+
+
+def test_tcpd_scores_the_points_tcpdbench_scores():
+    """TCPDBench drops predicted points at the first and last positions
+    (several methods name them by default) and duplicates."""
+    bench = _bench()
+    assert bench.tcpd_clean([0, 5, 5, 98, 99, 140], 100) == [5, 98]
+    assert bench.tcpd_clean([], 10) == []
+
+
+def test_tcpd_r_column_says_why_when_rscript_is_absent(tmp_path, monkeypatch):
+    bench = _bench()
+    monkeypatch.setenv('PATH', str(tmp_path))
+    why = bench.r_changepoint_missing()
+    assert why is not None and 'Rscript not found' in why
+
+
+def test_tcpd_r_binseg_default_places_a_step():
+    """Measured only where R and its changepoint package are installed (a
+    measurement tool of the benchmark, not a dependency)."""
+    bench = _bench()
+    why = bench.r_changepoint_missing()
+    if why:
+        pytest.skip(why)
+    rng = np.random.default_rng(3)
+    raw = list(np.r_[np.full(60, 10.0), np.full(40, 13.0)] + 0.3 * rng.standard_normal(100))
+    raw[20] = None                       # a missing value is left out, places mapped back
+    for _, method in bench.TCPD_R_DEFAULTS:
+        assert bench.tcpd_clean(bench.r_changepoint_predict(raw, method), 100) == [59]

@@ -36,7 +36,9 @@ trend fits better is one drift. :func:`find` matches the two views, says
 which found each change, and withdraws the nightly alarms that later
 sessions disprove. The noise has a floor from the values' resolution and
 spread (:func:`noise_floor`), and the levels of the node lists are taken out
-when they explain the spread (:func:`group_levels`).
+when they explain the spread (:func:`group_levels`), and so is a periodic
+component (:func:`periodic_levels`: a weekly cron job, a file system's
+scheduled scrub), which must not raise changes.
 
 Not every move is a change of level (:func:`classify`): a short excursion
 after which the level comes back is one transient, a move to a level the
@@ -105,6 +107,11 @@ MIN_SEGMENT = 3
 MIN_GROUP = 4
 #: the groups explain the spread when it shrinks below this share
 GROUP_GAIN = 0.7
+#: the longest period of a periodic component taken out (a cron job or a
+#: file system's scheduled work repeats weekly or monthly: up to a month of
+#: nightly sessions); a period needs 4 cycles in the history
+PERIOD_MAX = 31
+PERIOD_CYCLES = 4
 #: an excursion of at most this many sessions after which the level comes
 #: back (the shift across it stays under ``z`` standard errors) is one
 #: transient, not two changes of level
@@ -159,6 +166,8 @@ class Settings:
     #: the smallest relative change that matters (0.01: one percent): a
     #: change, transient or drift smaller than it is never listed
     min_change: float = 0.0
+    #: take a periodic component out first (:func:`periodic_levels`)
+    periodic: bool = True
 
 
 @dataclass
@@ -834,11 +843,10 @@ def find(values, settings=None, groups=None):
     a dropped nightly alarm is returned as withdrawn, unless the level came
     back (:func:`_episode_end`: then the return is a change too). ``groups`` (e.g. the node list of each session)
     first removes the levels of groups that explain the spread
-    (:func:`group_levels`)."""
+    (:func:`group_levels`); a periodic component is taken out too
+    (:func:`periodic_levels`)."""
     s = settings or Settings()
-    y = _log(values)
-    if groups is not None:
-        y = group_levels(y, groups)
+    y = _levels(values, groups, s)
     floor = noise_floor(y)
     alarms = _nightly(y, s, resolution(y))
     retro = segment(y, s, floor)
@@ -1157,6 +1165,57 @@ def group_levels(y, groups):
     return adj
 
 
+def periodic_levels(y):
+    """``y`` with a periodic component taken out, when one explains the
+    spread: a cron job or a file system's scheduled work (a weekly backup
+    on the night of the run, a monthly scrub) moves the same sessions of
+    every cycle, which are neither noise nor changes. For each period of 2
+    to ``PERIOD_MAX`` sessions with ``PERIOD_CYCLES`` cycles or more in the
+    history, the level of each phase is the median, over the whole cycles,
+    of its value less its cycle's median (a step or a drift moves a cycle,
+    not a phase); a period is taken when the standard deviation of the
+    session-to-session differences with its phase levels out is below
+    ``GROUP_GAIN`` of the best so far (of the values as they are, at
+    first): the shortest period that explains the cycle, as for the levels
+    of node lists (:func:`group_levels`). Only the periods at which the
+    differences are correlated, by half of what that shrinking needs (its
+    share of their variance, 1 - ``GROUP_GAIN`` squared), are tried: a
+    component that repeats every p sessions repeats its differences."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    top = min(PERIOD_MAX, n // PERIOD_CYCLES)
+    if top < 2:
+        return y
+    d = np.diff(y)
+    d = d - d.mean()
+    best = float(np.std(d))
+    den = float(np.dot(d, d))
+    if den <= 0:
+        return y
+    need = 0.5 * (1 - GROUP_GAIN ** 2)
+    out = y
+    for p in range(2, top + 1):
+        if float(np.dot(d[p:], d[:-p])) < need * den:
+            continue
+        cycles = y[:n // p * p].reshape(-1, p)
+        phase = np.median(cycles - np.median(cycles, axis=1, keepdims=True), axis=0)
+        adj = y - (phase - _median(phase))[np.arange(n) % p]
+        spread = float(np.std(np.diff(adj)))
+        if spread < GROUP_GAIN * best:
+            best, out = spread, adj
+    return out
+
+
+def _levels(values, groups, s):
+    """The log values of a figure as the detector judges them: the levels of
+    node lists (:func:`group_levels`) and a periodic component
+    (:func:`periodic_levels`, unless ``s.periodic`` is off) taken out."""
+    y = _log(values)
+    if groups is not None:
+        y = group_levels(y, groups)
+    return periodic_levels(y) if s.periodic else y
+
+
 @dataclass
 class FigureNoise:
     """What the history says about a figure's noise."""
@@ -1173,9 +1232,7 @@ def figure_noise(values, changes=(), settings=None, groups=None):
     the fitted trend inside a drift), with the floor of :func:`noise_floor`;
     ``groups`` as for :func:`find`."""
     s = settings or Settings()
-    y = _log(values)
-    if groups is not None:
-        y = group_levels(y, groups)
+    y = _levels(values, groups, s)
     lo = max(0, len(y) - s.window)
     marks = sorted({m for c in changes for m in (c.at, c.end) if m is not None and m > lo})
     cuts = [lo] + [m for m in marks if m < len(y)] + [len(y)]
