@@ -26,7 +26,8 @@ For each size N (default 64,256,1024), on local-cluster instance K:
             every node, ``-S Hpcc.num_nodes=K``, smoke sizes); skipped at a
             size with fewer nodes Slurm can run a job on
   fingerprint  ``scripts/bench_fingerprint.py --srun N --runs 1``: the node
-            fingerprint of every node of one N-node job (the probe's own step
+            fingerprint of every node of one job over every node Slurm can
+            run it on (N less the description's down and drained nodes) (the probe's own step
             against an empty one: time per node), and its bytes per night
 
 Peak memory: the summed resident set (VmRSS, shared pages counted in each
@@ -274,7 +275,7 @@ def run_size(n, args, directory, rows):
                                '-o', str(Path(directory) / f'contract-{n}.json')], cenv,
                   args.screen_timeout)
         fp = phase('fingerprint', [sys.executable, str(REPO / 'scripts' / 'bench_fingerprint.py'),
-                                   '--srun', str(n), '--runs', '1'], cenv, args.screen_timeout)
+                                   '--srun', str(runnable), '--runs', '1'], cenv, args.screen_timeout)
         if fp is not None:
             print('    ' + fp['out'].strip().replace('\n', '\n    '), flush=True)
     finally:
