@@ -40,8 +40,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from clusterproof.checklib import fingerprint  # noqa: E402
+from clusterproof.hostlist import compress  # noqa: E402
 from clusterproof.paths import SETTINGS_FILE  # noqa: E402
 from clusterproof.reframe_io import runner  # noqa: E402
+from clusterproof.site.discover import _node_key  # noqa: E402
 
 FIELDS = ('cp_fingerprint', 'cp_binary_sha256', 'cp_mpi_library')
 
@@ -97,9 +99,9 @@ def in_allocation(binary, runs, tmp):
                          runs)
     got = fingerprint.parse(out)
     if len(got) != n:
-        sys.exit(f'the probe reported {len(got)} node(s) of {n}: {sorted(got)}')
+        sys.exit(f'the probe reported {len(got)} node(s) of {n}: {compress(sorted(got, key=_node_key))}')
     print(f'probe under Slurm, inside one allocation of {n} nodes ({runs} runs; '
-          f'{",".join(sorted(got))}):')
+          f'{compress(sorted(got, key=_node_key))}):')
     print(f'  the job line (its own step on every node): {wall * 1e3:.0f} ms median wall; '
           f'an empty step (srun true): {empty * 1e3:.0f} ms; the probe adds '
           f'{(wall - empty) * 1e3:.0f} ms')
