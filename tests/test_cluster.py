@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -337,6 +338,20 @@ def test_a_slurmd_that_fails_to_start_is_started_once_more_then_named_with_its_s
     assert daemons.start_status(-9) == 'killed by SIGKILL (exit -9)' and daemons.start_status(2) == 'exit status 2'
 
 
+@pytest.mark.skipif(not shutil.which('slurmctld'), reason='needs slurmctld (slurm-wlm)')
+def test_slurmctld_and_slurmdbd_start_with_sigpipe_ignored_and_a_failure_says_how(tmp_path):
+    c = lc.Cluster(lc.Spec(instance=0, nodes=4, run_dir=tmp_path / 'rd'))
+    (tmp_path / 'empty.conf').write_text('')
+    with pytest.raises(ClusterproofError) as err:
+        c._start_service(['slurmctld', '-f', str(tmp_path / 'empty.conf')])
+    assert str(err.value) == 'slurmctld failed to start (exit status 1): slurmctld: fatal: Unable to process ' \
+                             'configuration file'
+    # SIGPIPE is ignored in what it starts: a SIGPIPE does not end it
+    with pytest.raises(ClusterproofError) as err:
+        c._start_service(['sh', '-c', 'kill -PIPE $$; echo still here; exit 3'])
+    assert str(err.value) == 'sh failed to start (exit status 3): still here'
+
+
 @need_root
 def test_gpus_are_character_devices_that_slurmd_takes_as_gpu_files(tmp_path):
     gpu_dir = tmp_path / 'gpu'
@@ -427,9 +442,13 @@ def _assert_hello_across_4_nodes(out):
 @need_netns
 def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
     env = _env(emu_cluster)
-    proc = _run(['srun', '-N4', '--job-name=cp-hostname', 'hostname'], env)
+    proc = _run(['srun', '-N4', '--job-name=cp-hostname', 'sh', '-c',
+                 'echo "$(hostname) $(grep SigIgn /proc/self/status)"'], env)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(proc.stdout.split()) == ['n1', 'n2', 'n3', 'n4']
+    lines = sorted(line.split() for line in proc.stdout.splitlines())
+    assert [line[0] for line in lines] == ['n1', 'n2', 'n3', 'n4']
+    # slurmd runs with SIGPIPE ignored (as under systemd); its jobs' tasks get the default back
+    assert all(line[1] == 'SigIgn:' and not int(line[2], 16) & 1 << (signal.SIGPIPE - 1) for line in lines), lines
     # the accounting record arrives after the job ends (about 1 s when idle)
     rows = []
 

@@ -41,7 +41,7 @@ DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
 START_WAIT_S = 300
 #: slurmd started at once (each start is a few short processes and a registration)
 START_PARALLEL = 32
-#: the start of every slurmd (shell): SIGPIPE ignored, inherited through exec, as
+#: the start of every Slurm daemon (shell): SIGPIPE ignored, inherited through exec, as
 #: systemd starts a service (IgnoreSIGPIPE=yes, its default; Debian's slurmd.service
 #: keeps it). slurmd 22.05 blocks SIGPIPE only after its auth/munge plugin has
 #: checked munged (a credential encoded, then decoded, before it forks): when
@@ -458,9 +458,19 @@ class Cluster:
         self._step(f'network: bridge{"s" if len(net.bridges) > 1 else ""} {",".join(net.bridges)} '
                    f'{net.bridge_addr}/{net.prefix}, namespaces {inst.netns(1)}..{inst.netns(self.spec.nodes)}')
 
+    def _start_service(self, argv):
+        """Run ``argv``, a Slurm daemon that forks and returns, with SIGPIPE
+        ignored as slurmd (:data:`IGNORE_SIGPIPE`): slurmdbd too checks munged
+        before it blocks SIGPIPE (after it forked: the daemon would die)."""
+        proc = self._run(['sh', '-c', f'{IGNORE_SIGPIPE}exec "$0" "$@"', *argv], check=False)
+        if proc.returncode != 0:
+            out = (proc.stdout + proc.stderr).strip()
+            raise ClusterproofError(f'{argv[0]} failed to start ({start_status(proc.returncode)})'
+                                    + (f': {out.splitlines()[-1]}' if out else ''))
+
     def _start_slurmdbd(self):
         lay = self.lay
-        self._run(['slurmdbd'])   # reads slurmdbd.conf from the directory of $SLURM_CONF
+        self._start_service(['slurmdbd'])   # reads slurmdbd.conf from the directory of $SLURM_CONF
         port = self.inst.port('slurmdbd')
         self._wait('slurmdbd', lambda: lay.pid_file('slurmdbd').exists() and port_open(port),
                    START_WAIT_S, lay.log / 'slurmdbd.log', pid_file=lay.pid_file('slurmdbd'))
@@ -488,7 +498,7 @@ class Cluster:
 
     def _start_slurmctld(self):
         lay = self.lay
-        self._run(['slurmctld', '-i', '-f', str(lay.slurm_conf)])
+        self._start_service(['slurmctld', '-i', '-f', str(lay.slurm_conf)])
         port = self.inst.port('slurmctld')
         self._wait('slurmctld', lambda: lay.pid_file('slurmctld').exists() and port_open(port),
                    START_WAIT_S, lay.log / 'slurmctld.log', pid_file=lay.pid_file('slurmctld'))
