@@ -364,6 +364,15 @@ def test_gpus_are_character_devices_that_slurmd_takes_as_gpu_files(tmp_path):
         assert stat.S_IMODE(st.st_mode) == 0o666
     assert daemons.make_gpu_devices(gpu_dir, 3) == 'character devices'      # again: kept
     assert sorted(p.name for p in gpu_dir.iterdir()) == ['gpu0', 'gpu1', 'gpu2']
+    # without CAP_MKNOD (a container that drops it): empty files, and says so
+    if shutil.which('setpriv'):
+        code = ('import sys; from pathlib import Path; from clusterproof.cluster.daemons import make_gpu_devices; '
+                'print(make_gpu_devices(Path(sys.argv[1]), 2))')
+        proc = subprocess.run(['setpriv', '--bounding-set', '-mknod', str(VENV_BIN / 'python'), '-c', code,
+                               str(tmp_path / 'nocap')], capture_output=True, text=True)
+        assert proc.stdout.strip() == 'empty files: mknod not permitted', proc.stderr
+        assert all(p.is_file() and not p.stat().st_size for p in (tmp_path / 'nocap').iterdir())
+        assert len(list((tmp_path / 'nocap').iterdir())) == 2
 
 
 @pytest.mark.root
