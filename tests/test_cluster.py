@@ -11,7 +11,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -21,9 +23,9 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof import cli
 from clusterproof import cluster as lc
-from clusterproof.cluster import faults
+from clusterproof.cluster import daemons, faults
 from clusterproof.parsers.slurm import parse_scontrol_record
-from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns,
+from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns, need_root,
                       need_repo_open_to_others, run_reframe, wait_for)
 
 CHECKS = Path(__file__).resolve().parent / 'checks'
@@ -271,6 +273,108 @@ def test_env_lines_and_a_run_dir_of_another_instance(tmp_path):
         lc.load_spec(2, tmp_path)
 
 
+def test_a_slurmd_starts_with_sigpipe_ignored_as_systemd_starts_it(tmp_path):
+    """slurmd 22.05 writes to munged before it blocks SIGPIPE: a connection
+    munged has closed (2 s without the request, on a loaded machine) must
+    fail that write, not kill the start (exit -13, issue #29)."""
+    script = lc.Cluster(lc.Spec(instance=0, nodes=4, run_dir=tmp_path)).slurmd_argv(2)[-1]
+    assert f'hostname n2 && {daemons.IGNORE_SIGPIPE}exec taskset -c ' in script
+    # what the snippet does to the program exec'd after it: a write to a
+    # closed pipe fails (EPIPE) instead of killing it; without it, SIGPIPE kills
+
+    def write_to_a_closed_pipe(prefix):
+        proc = subprocess.Popen(['sh', '-c', f'{prefix}exec yes'], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        return proc.wait(), err
+    assert write_to_a_closed_pipe('') == (-13, '')
+    status, err = write_to_a_closed_pipe(daemons.IGNORE_SIGPIPE)
+    assert status == 1 and 'Broken pipe' in err
+
+
+class _Starts(lc.Cluster):
+    """A cluster whose slurmd starts run ``argv`` (a real program) outside
+    any node namespace: the start path without a cluster."""
+
+    def __init__(self, spec, argv, lines):
+        super().__init__(spec, log=lines.append, progress=lines.append)
+        self.argv = argv
+
+    def slurmd_argv(self, i):
+        return self.argv
+
+
+@pytest.mark.skipif(not shutil.which('slurmd'), reason='needs slurmd (slurm-wlm)')
+def test_a_slurmd_that_fails_to_start_is_started_once_more_then_named_with_its_status(tmp_path):
+    spec = lc.Spec(instance=0, nodes=4, run_dir=tmp_path / 'rd')
+    lay = lc.Layout(spec.run_dir)
+    lay.log.mkdir(parents=True)
+    # a real slurmd on an empty slurm.conf: exit status 1 at once, its log not written
+    (tmp_path / 'empty.conf').write_text('')
+    lines = []
+    with pytest.raises(ClusterproofError) as err:
+        _Starts(spec, ['slurmd', '-f', str(tmp_path / 'empty.conf')], lines).start_slurmd(3)
+    assert str(err.value) == (
+        'slurmd of n3 failed to start, twice: exit status 1, saying: slurmd: fatal: Unable to process '
+        f'configuration file; {lay.log}/slurmd-n3.log is empty or missing')
+    assert lines == ['  slurmd of n3 failed to start (exit status 1, saying: slurmd: fatal: Unable to '
+                     'process configuration file); starting it once more']
+    # a start killed by SIGPIPE after its log's last line, as under load: named as such
+    log = lay.log / 'slurmd-n2.log'
+    killed = ['sh', '-c', f'echo "[t] CPU frequency setting not configured for this node" >> {log}; kill -PIPE $$']
+    lines = []
+    with pytest.raises(ClusterproofError) as err:
+        _Starts(spec, killed, lines).start_slurmd(2)
+    assert str(err.value) == ('slurmd of n2 failed to start, twice: killed by SIGPIPE (exit -13); last line '
+                              f'of {log}: [t] CPU frequency setting not configured for this node')
+    assert len(lines) == 1 and len(log.read_text().splitlines()) == 2
+    # a start that fails once and then starts: said once, no error
+    once = ['sh', '-c', f'test -e {tmp_path}/tried || {{ touch {tmp_path}/tried; kill -PIPE $$; }}']
+    lines = []
+    _Starts(spec, once, lines).start_slurmd(4)
+    assert lines == ['  slurmd of n4 failed to start (killed by SIGPIPE (exit -13)); starting it once more']
+    assert daemons.start_status(-9) == 'killed by SIGKILL (exit -9)' and daemons.start_status(2) == 'exit status 2'
+
+
+@pytest.mark.skipif(not shutil.which('slurmctld'), reason='needs slurmctld (slurm-wlm)')
+def test_slurmctld_and_slurmdbd_start_with_sigpipe_ignored_and_a_failure_says_how(tmp_path):
+    c = lc.Cluster(lc.Spec(instance=0, nodes=4, run_dir=tmp_path / 'rd'))
+    (tmp_path / 'empty.conf').write_text('')
+    with pytest.raises(ClusterproofError) as err:
+        c._start_service(['slurmctld', '-f', str(tmp_path / 'empty.conf')])
+    assert str(err.value) == 'slurmctld failed to start (exit status 1): slurmctld: fatal: Unable to process ' \
+                             'configuration file'
+    # SIGPIPE is ignored in what it starts: a SIGPIPE does not end it
+    with pytest.raises(ClusterproofError) as err:
+        c._start_service(['sh', '-c', 'kill -PIPE $$; echo still here; exit 3'])
+    assert str(err.value) == 'sh failed to start (exit status 3): still here'
+
+
+@need_root
+def test_gpus_are_character_devices_that_slurmd_takes_as_gpu_files(tmp_path):
+    gpu_dir = tmp_path / 'gpu'
+    gpu_dir.mkdir()
+    (gpu_dir / 'gpu1').touch()          # an earlier run's empty file is replaced
+    assert daemons.make_gpu_devices(gpu_dir, 3) == 'character devices'
+    for j in range(3):
+        st = os.stat(gpu_dir / f'gpu{j}')
+        assert stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == 1 and os.minor(st.st_rdev) == 3
+        assert stat.S_IMODE(st.st_mode) == 0o666
+    assert daemons.make_gpu_devices(gpu_dir, 3) == 'character devices'      # again: kept
+    assert sorted(p.name for p in gpu_dir.iterdir()) == ['gpu0', 'gpu1', 'gpu2']
+    # without CAP_MKNOD (a container that drops it): empty files, and says so
+    if shutil.which('setpriv'):
+        code = ('import sys; from pathlib import Path; from clusterproof.cluster.daemons import make_gpu_devices; '
+                'print(make_gpu_devices(Path(sys.argv[1]), 2))')
+        proc = subprocess.run(['setpriv', '--bounding-set', '-mknod', str(VENV_BIN / 'python'), '-c', code,
+                               str(tmp_path / 'nocap')], capture_output=True, text=True)
+        assert proc.stdout.strip() == 'empty files: mknod not permitted', proc.stderr
+        assert all(p.is_file() and not p.stat().st_size for p in (tmp_path / 'nocap').iterdir())
+        assert len(list((tmp_path / 'nocap').iterdir())) == 2
+
+
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'), reason='needs root and setpriv')
 @need_repo_open_to_others
@@ -347,9 +451,13 @@ def _assert_hello_across_4_nodes(out):
 @need_netns
 def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
     env = _env(emu_cluster)
-    proc = _run(['srun', '-N4', '--job-name=cp-hostname', 'hostname'], env)
+    proc = _run(['srun', '-N4', '--job-name=cp-hostname', 'sh', '-c',
+                 'echo "$(hostname) $(grep SigIgn /proc/self/status)"'], env)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(proc.stdout.split()) == ['n1', 'n2', 'n3', 'n4']
+    lines = sorted(line.split() for line in proc.stdout.splitlines())
+    assert [line[0] for line in lines] == ['n1', 'n2', 'n3', 'n4']
+    # slurmd runs with SIGPIPE ignored (as under systemd); its jobs' tasks get the default back
+    assert all(line[1] == 'SigIgn:' and not int(line[2], 16) & 1 << (signal.SIGPIPE - 1) for line in lines), lines
     # the accounting record arrives after the job ends (about 1 s when idle)
     rows = []
 

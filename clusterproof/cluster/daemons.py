@@ -14,6 +14,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -40,6 +41,14 @@ DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
 START_WAIT_S = 300
 #: slurmd started at once (each start is a few short processes and a registration)
 START_PARALLEL = 32
+#: the start of every Slurm daemon (shell): SIGPIPE ignored, inherited through exec, as
+#: systemd starts a service (IgnoreSIGPIPE=yes, its default; Debian's slurmd.service
+#: keeps it). slurmd 22.05 blocks SIGPIPE only after its auth/munge plugin has
+#: checked munged (a credential encoded, then decoded, before it forks): when
+#: munged has closed the connection first (no request within its 2 s, the
+#: client held up on a loaded machine), that write killed the start (exit -13);
+#: ignored, the write fails and libmunge tries again.
+IGNORE_SIGPIPE = "trap '' PIPE; "
 #: a progress line (stderr) at most this often during a long wait of ``up``
 PROGRESS_EVERY_S = 2.0
 PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld', 'slurmd',
@@ -48,6 +57,51 @@ PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld',
 
 def _index(node):
     return int(node[1:]) if node[1:].isdigit() else 0
+
+
+def start_status(returncode):
+    """How a start ended, from its return code (``subprocess``: -N is
+    signal N): ``killed by SIGPIPE (exit -13)``, ``exit status 1``."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f'signal {-returncode}'
+        return f'killed by {name} (exit {returncode})'
+    return f'exit status {returncode}'
+
+
+def make_gpu_devices(gpu_dir, count):
+    """``gpu_dir/gpu0``.. ``gpu<count-1>``, standing for GPU devices (gres.conf
+    ``File=``): character devices with /dev/null's numbers (1, 3), as a GPU's
+    /dev/nvidia<i> is a character device, so slurmd 22.05 takes them without
+    a word and whatever opens one opens /dev/null. Where mknod is not permitted
+    (no CAP_MKNOD): empty files, which slurmd takes too, logging "is not a
+    valid character or block device" for each. Returns which of the two."""
+    gpu_dir.mkdir(exist_ok=True)
+    kind = 'character devices'
+    for j in range(count):
+        path = gpu_dir / f'gpu{j}'
+        if path.is_char_device():
+            continue
+        if path.is_symlink() or path.exists():
+            path.unlink()       # an empty file of an earlier run
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+            path.chmod(0o666)
+        except PermissionError:
+            path.touch()
+            kind = 'empty files: mknod not permitted'
+    return kind
+
+
+def _last_line(path):
+    """The last line of text of a log file, or None (empty, missing)."""
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(errors='replace').splitlines() if ln.strip()]
+    except OSError:
+        return None
+    return lines[-1] if lines else None
 
 
 def by_state(states):
@@ -134,6 +188,11 @@ class Cluster:
         else:
             self.log(f'  [{time.monotonic() - self._t0:4.1f} s] {text}')
 
+    def _say(self, text):
+        """A line that must be seen during ``up`` but is not its result: on
+        stderr with the command's progress lines (else with the others)."""
+        (self.progress or self.log)(text)
+
     def _progress(self, text):
         """A progress line (k/N, what ``up`` waits for) every PROGRESS_EVERY_S
         of a long start: a short one prints none."""
@@ -158,11 +217,8 @@ class Cluster:
         else:
             gone = f'{what} did not come up within {timeout:g} s'
         hint = f'; see {logfile}' if logfile else ''
-        last = ''
-        if logfile and Path(logfile).exists():
-            tail = [ln for ln in Path(logfile).read_text(errors='replace').splitlines() if ln.strip()]
-            last = f' (last log line: {tail[-1].strip()})' if tail else ''
-        raise ClusterproofError(f'{gone}{hint}{last}')
+        last = _last_line(logfile) if logfile else None
+        raise ClusterproofError(f'{gone}{hint}' + (f' (last log line: {last})' if last else ''))
 
     # ---- state
     def daemon_pids(self):
@@ -322,10 +378,9 @@ class Cluster:
             tmp = lay.tmp / node
             tmp.mkdir(exist_ok=True)
             tmp.chmod(0o1777)
-        if self.spec.like is not None:
-            lay.gpu_dir.mkdir(exist_ok=True)
-            for j in range(gpu_files(self.spec.like)):
-                (lay.gpu_dir / f'gpu{j}').touch()
+        if self.spec.like is not None and gpu_files(self.spec.like):
+            kind = make_gpu_devices(lay.gpu_dir, gpu_files(self.spec.like))
+            self._step(f'{gpu_files(self.spec.like)} GPU devices ({kind}) in {lay.gpu_dir}')
         # stale pid files of an earlier run would confuse the waits below
         for f in lay.run.glob('*.pid'):
             f.unlink()
@@ -403,9 +458,19 @@ class Cluster:
         self._step(f'network: bridge{"s" if len(net.bridges) > 1 else ""} {",".join(net.bridges)} '
                    f'{net.bridge_addr}/{net.prefix}, namespaces {inst.netns(1)}..{inst.netns(self.spec.nodes)}')
 
+    def _start_service(self, argv):
+        """Run ``argv``, a Slurm daemon that forks and returns, with SIGPIPE
+        ignored as slurmd (:data:`IGNORE_SIGPIPE`): slurmdbd too checks munged
+        before it blocks SIGPIPE (after it forked: the daemon would die)."""
+        proc = self._run(['sh', '-c', f'{IGNORE_SIGPIPE}exec "$0" "$@"', *argv], check=False)
+        if proc.returncode != 0:
+            out = (proc.stdout + proc.stderr).strip()
+            raise ClusterproofError(f'{argv[0]} failed to start ({start_status(proc.returncode)})'
+                                    + (f': {out.splitlines()[-1]}' if out else ''))
+
     def _start_slurmdbd(self):
         lay = self.lay
-        self._run(['slurmdbd'])   # reads slurmdbd.conf from the directory of $SLURM_CONF
+        self._start_service(['slurmdbd'])   # reads slurmdbd.conf from the directory of $SLURM_CONF
         port = self.inst.port('slurmdbd')
         self._wait('slurmdbd', lambda: lay.pid_file('slurmdbd').exists() and port_open(port),
                    START_WAIT_S, lay.log / 'slurmdbd.log', pid_file=lay.pid_file('slurmdbd'))
@@ -433,7 +498,7 @@ class Cluster:
 
     def _start_slurmctld(self):
         lay = self.lay
-        self._run(['slurmctld', '-i', '-f', str(lay.slurm_conf)])
+        self._start_service(['slurmctld', '-i', '-f', str(lay.slurm_conf)])
         port = self.inst.port('slurmctld')
         self._wait('slurmctld', lambda: lay.pid_file('slurmctld').exists() and port_open(port),
                    START_WAIT_S, lay.log / 'slurmctld.log', pid_file=lay.pid_file('slurmctld'))
@@ -453,30 +518,53 @@ class Cluster:
 
     def slurmd_argv(self, i):
         """argv starting node ``n<i>``'s slurmd in the node's namespaces, bound
-        (CPU affinity, inherited by its job steps) to the node's processors."""
+        (CPU affinity, inherited by its job steps) to the node's processors,
+        with SIGPIPE ignored (:data:`IGNORE_SIGPIPE`)."""
         cpus = ','.join(map(str, self.node_cpus(i)))
         group = self.spec.munge_group_of(i)
         mounts = [(self.lay.munge_group_dir(group), self.lay.munge_dir)] if group else []
         return in_node(self.inst, i, self.lay.hosts,
-                       f'exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}', mounts,
+                       f'{IGNORE_SIGPIPE}exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}', mounts,
                        name=self.spec.name_of(i))
+
+    def _try_slurmd(self, i):
+        """One start of node ``n<i>``'s slurmd (its first process returns once
+        the daemon has forked): None when it started, else what went wrong."""
+        try:
+            proc = subprocess.run(self.slurmd_argv(i), env=self.env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=START_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return f'no exit within {START_WAIT_S} s'
+        if proc.returncode == 0:
+            return None
+        out = (proc.stdout + proc.stderr).strip()
+        return start_status(proc.returncode) + (f', saying: {out.splitlines()[-1]}' if out else '')
+
+    def start_slurmd(self, i):
+        """Start node ``n<i>``'s slurmd; a start that fails is tried once more
+        (a loaded machine: said on stderr). A second failure raises, naming the
+        node, how its start ended and the last line of its log."""
+        node = self.spec.name_of(i)
+        why = self._try_slurmd(i)
+        if why is None:
+            return
+        self._say(f'  slurmd of {node} failed to start ({why}); starting it once more')
+        why = self._try_slurmd(i)
+        if why is None:
+            return
+        log = self.lay.log / f'slurmd-{node}.log'
+        last = _last_line(log)
+        raise ClusterproofError(f'slurmd of {node} failed to start, twice: {why}; '
+                                + (f'last line of {log}: {last}' if last else f'{log} is empty or missing'))
 
     def _start_slurmds(self):
         """Start every slurmd, START_PARALLEL at a time; then wait for their
-        pid files. Stops at the first that fails."""
+        pid files. Stops at the first that fails twice."""
         lay, n = self.lay, self.spec.nodes
-
-        def start(i):
-            proc = subprocess.run(self.slurmd_argv(i), env=self.env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True, timeout=START_WAIT_S)
-            if proc.returncode != 0:
-                out = (proc.stdout + proc.stderr).strip()
-                node = self.spec.name_of(i)
-                raise ClusterproofError(f'slurmd of {node} failed to start (exit {proc.returncode}): '
-                                        f'{out.splitlines()[-1] if out else "see " + str(lay.log / f"slurmd-{node}.log")}')
         pool = ThreadPoolExecutor(min(START_PARALLEL, n))
         try:
-            for done, fut in enumerate(as_completed([pool.submit(start, i) for i in range(1, n + 1)]), 1):
+            futures = [pool.submit(self.start_slurmd, i) for i in range(1, n + 1)]
+            for done, fut in enumerate(as_completed(futures), 1):
                 fut.result()
                 self._progress(f'slurmd started {done}/{n}')
         finally:

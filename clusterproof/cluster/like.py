@@ -315,15 +315,18 @@ def _gres_items(node):
 
 
 def gpu_files(like):
-    """Files standing for GPU devices a node needs: the most GPUs of a node
-    (``gpu0``...). Slurm 22.05 drops a GPU without a ``File=`` ("Ignoring
-    file-less GPU") and the node becomes INVAL; nothing opens these files."""
+    """Device files standing for GPUs the nodes need: the most GPUs of a
+    node (``gpu0``..., made by ``up``: character devices, see
+    :func:`clusterproof.cluster.daemons.make_gpu_devices`). A GPU needs a
+    ``File=``: slurmd 22.05 drops one declared by ``Count=`` alone ("Removing
+    file-less GPU"), and the node is drained as INVALID_REG ("gres/gpu count
+    reported lower than configured (0 < 1)")."""
     return max([sum(c for n, _, c in _gres_items(node) if n == 'gpu') for node in like.nodes] or [0])
 
 
 def gres_conf_lines(like, gpu_dir):
     """gres.conf lines: nothing detected (``AutoDetect=off``); each GPU of a
-    node a file ``gpu_dir/gpu<i>`` (empty, :func:`gpu_files`), any other
+    node a device file ``gpu_dir/gpu<i>`` (:func:`gpu_files`), any other
     GRES a count."""
     lines = ['AutoDetect=off']
     for node in like.nodes:
