@@ -44,7 +44,7 @@ failure. Needs root (the local cluster).
 
     .venv/bin/python scripts/bench_scale.py [--sizes 64,256,1024] [--instance 2]
         [--phases up,status,init,screen,judge,contract] [--screen-timeout S]
-        [--contract-nodes 256]
+        [--contract-nodes 256] [--keep DIR]
 """
 
 import argparse
@@ -350,13 +350,21 @@ def main():
                     help="nodes of the contract's item (default 256); skipped at a size with "
                          'fewer nodes Slurm can run a job on')
     ap.add_argument('--json', metavar='FILE', help='also write the measurements as JSON')
+    ap.add_argument('--keep', metavar='DIR',
+                    help='write the descriptions, screenings (with their page.html) and contracts '
+                         'into DIR and keep them (default: a temporary directory, removed)')
     args = ap.parse_args()
     args.phases = args.phases.split(',')
     sizes = [int(s) for s in args.sizes.split(',')]
     if max(sizes) > lc.MAX_NODES:
         raise SystemExit(f'--sizes: at most {lc.MAX_NODES} nodes')
     rows = []
-    with tempfile.TemporaryDirectory(prefix='bench-scale-') as directory:
+    with tempfile.TemporaryDirectory(prefix='bench-scale-') as scratch:
+        directory = args.keep or scratch
+        if args.keep:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            print(f'kept in {directory}: the descriptions, the screenings (their node reports '
+                  'and page.html), the contracts', flush=True)
         for n in sizes:
             print(f'{n} nodes:', flush=True)
             run_size(n, args, directory, rows)
