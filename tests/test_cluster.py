@@ -361,8 +361,10 @@ def test_gpus_are_character_devices_that_slurmd_takes_as_gpu_files(tmp_path):
     for j in range(3):
         st = os.stat(gpu_dir / f'gpu{j}')
         assert stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == 1 and os.minor(st.st_rdev) == 3
-        assert stat.S_IMODE(st.st_mode) == 0o666
+        assert stat.S_IMODE(st.st_mode) == 0o660       # writable by no one but root
+    os.chmod(gpu_dir / 'gpu2', 0o666)                   # an earlier run's, writable by others
     assert daemons.make_gpu_devices(gpu_dir, 3) == 'character devices'      # again: kept
+    assert stat.S_IMODE(os.stat(gpu_dir / 'gpu2').st_mode) == 0o660
     assert sorted(p.name for p in gpu_dir.iterdir()) == ['gpu0', 'gpu1', 'gpu2']
     # without CAP_MKNOD (a container that drops it): empty files, and says so
     if shutil.which('setpriv'):

@@ -71,6 +71,11 @@ def start_status(returncode):
     return f'exit status {returncode}'
 
 
+#: the GPU device files: root's, as slurmd is, and writable by no one else
+#: (nothing in the cluster's directory is: tests/test_reliability_users.py)
+GPU_MODE = 0o660
+
+
 def make_gpu_devices(gpu_dir, count):
     """``gpu_dir/gpu0``.. ``gpu<count-1>``, standing for GPU devices (gres.conf
     ``File=``): character devices with /dev/null's numbers (1, 3), as a GPU's
@@ -83,12 +88,13 @@ def make_gpu_devices(gpu_dir, count):
     for j in range(count):
         path = gpu_dir / f'gpu{j}'
         if path.is_char_device():
+            path.chmod(GPU_MODE)
             continue
         if path.is_symlink() or path.exists():
             path.unlink()       # an empty file of an earlier run
         try:
-            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
-            path.chmod(0o666)
+            os.mknod(path, stat.S_IFCHR | GPU_MODE, os.makedev(1, 3))
+            path.chmod(GPU_MODE)
         except PermissionError:
             path.touch()
             kind = 'empty files: mknod not permitted'
