@@ -12,6 +12,7 @@ or down), which the tests use between scenarios.
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -60,17 +61,13 @@ def restart_node(spec, node, timeout=START_WAIT_S):
     resume it in Slurm; wait until it is idle. Returns its Slurm state."""
     i = _node_index(spec, node)
     lay = Layout(spec.run_dir)
-    c = Cluster(spec, log=lambda text: None)
+    c = Cluster(spec, log=lambda text: None, progress=lambda text: print(text, file=sys.stderr))
     if c.our_pid(f'slurmd {node}', pid_from(lay.slurmd_pid_file(node))):
         raise ClusterproofError(f'slurmd of {node} is still running')
     pid_file = lay.slurmd_pid_file(node)
     if pid_file.exists():
         pid_file.unlink()
-    proc = subprocess.run(c.slurmd_argv(i), env=c.env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise ClusterproofError(f'slurmd of {node} did not start (exit {proc.returncode}): '
-                                f'{(proc.stderr or proc.stdout).strip()[-300:]}')
+    c.start_slurmd(i)       # as `up` starts it: one retry, a failure named with its log
     end = time.monotonic() + timeout
     state = ''
     while time.monotonic() < end:
