@@ -15,6 +15,7 @@ import signal
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -764,6 +765,17 @@ def _life_cycle(emu_cluster):
     proc = _clusterproof('up', *rd)
     assert proc.returncode == 0 and 'already up' in proc.stdout
     assert f'export SLURM_CONF={spec.run_dir}/etc/slurm.conf' in proc.stdout
+
+    # a run directory that did not start this cluster (what a session with a /tmp of
+    # its own sees): down refuses, naming a slurmd it would have stopped, and stops nothing
+    other = Path(tempfile.mkdtemp(prefix='clusterproof-other-run-dir-', dir='/var/tmp'))
+    try:
+        with pytest.raises(ClusterproofError, match=r'slurmd in its node namespaces \(pid \d+ in '
+                                                    rf'cp{k}n\d+.*were not started from {other}'):
+            lc.Cluster(lc.Spec(instance=k, run_dir=other), log=lambda text: None).down()
+    finally:
+        shutil.rmtree(other)
+    assert lc.Cluster(spec).is_up() and _leftovers(k) != []
 
     # down leaves no process, namespace, link or bridge
     # this session holds the users lock: down refuses without --force

@@ -695,12 +695,35 @@ class Cluster:
         self._step(f'nodes idle: {self.spec.hostlist}')
 
     # ---- down
-    def down(self, quiet=False):
+    def down(self, quiet=False, force=False):
         """Stop this cluster's daemons and every process in its node
-        namespaces; remove namespaces, links and bridge. Safe to repeat."""
+        namespaces; remove namespaces, links and bridge. Safe to repeat.
+        Refuses (unless ``force``) when a slurmd in the instance's node
+        namespaces is not one this run directory started: a cluster of the
+        same instance brought up from another mount namespace (a test session
+        under ``scripts/run-tests`` has a /tmp of its own), whose run
+        directory and lock files are not visible from here."""
         with operation_lock(self.inst.k):
             self._t0 = time.monotonic()
+            foreign = self.foreign_slurmd()
+            if foreign and not force:
+                more = f' and {len(foreign) - 5} more' if len(foreign) > 5 else ''
+                raise ClusterproofError(
+                    f'instance {self.inst.k}: {len(foreign)} slurmd in its node namespaces '
+                    f'({", ".join(f"pid {p} in {ns}" for ns, p in foreign[:5])}{more}) were not started '
+                    f'from {self.spec.run_dir} (no pid file there names them): a cluster of this '
+                    f'instance brought up in another mount namespace, such as a test session under '
+                    f'scripts/run-tests. Bring it down from there, or use --force to stop it anyway')
             self._down(quiet)
+
+    def foreign_slurmd(self):
+        """``[(namespace, pid)]`` of the slurmd running in this instance's node
+        namespaces whose pid no slurmd pid file of this run directory holds."""
+        ours = {pid_from(p) for p in self.lay.run.glob('slurmd-*.pid')} if self.lay.run.exists() else set()
+        return [(ns, pid) for ns, pids in
+                pids_by_netns([ns for ns in netns_list() if self.inst.owns_netns(ns)]).items()
+                for pid in pids
+                if pid not in ours and (proc_text(pid, 'comm') or '').strip() == 'slurmd']
 
     def _down(self, quiet):
         say = (lambda text: None) if quiet else self._step

@@ -69,7 +69,9 @@ def register(subparsers):
     down = sub.add_parser('down', help='stop the daemons, remove namespaces, links and bridge')
     _add_common(down)
     down.add_argument('--force', action='store_true',
-                      help='bring it down even while a test session holds /tmp/clusterproof-clusterK.lock')
+                      help='bring it down even while a test session holds /tmp/clusterproof-clusterK.lock, '
+                           "or when its node namespaces run a slurmd this run directory did not start "
+                           "(a cluster of the instance brought up from another mount namespace)")
     down.set_defaults(func=cmd_down)
 
     status = sub.add_parser('status', help='daemons (pid, alive), nodes and their Slurm states')
@@ -115,7 +117,7 @@ def cmd_down(args):
     if not args.force and lc.in_use(args.instance):
         raise ClusterproofError(f'instance {args.instance} is in use (a test session holds '
                                 f'{lc.users_lock_path(args.instance)}); wait for it to end, or use --force')
-    lc.Cluster(spec, log=lambda text: print(text, flush=True)).down()
+    lc.Cluster(spec, log=lambda text: print(text, flush=True)).down(force=args.force)
     return 0
 
 
