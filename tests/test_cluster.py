@@ -777,6 +777,11 @@ def _life_cycle(emu_cluster):
         shutil.rmtree(other)
     assert lc.Cluster(spec).is_up() and _leftovers(k) != []
 
+    # an allocation left open (a person's salloc, a step-less job) when the cluster goes
+    # down is not there when it comes up again: each up starts from no job
+    held = _run(['salloc', '--no-shell', '-N1', '-t', '60'], _env(emu_cluster))
+    assert held.returncode == 0 and 'Granted job allocation' in held.stderr, held.stderr
+
     # down leaves no process, namespace, link or bridge
     # this session holds the users lock: down refuses without --force
     proc = _clusterproof('down', *rd)
@@ -837,6 +842,7 @@ def _life_cycle(emu_cluster):
     assert status['nodes'] == {f'n{i}': 'idle' for i in range(1, 5)}
     srun = _run(['srun', '-N4', 'hostname'], _env(emu_cluster))
     assert sorted(srun.stdout.split()) == ['n1', 'n2', 'n3', 'n4'], srun.stderr
+    assert _run(['squeue', '-h'], _env(emu_cluster)).stdout == ''
 
 
 # ------------------------------------------- up --like: a real cluster's description

@@ -390,11 +390,6 @@ class Cluster:
         # stale pid files of an earlier run would confuse the waits below
         for f in lay.run.glob('*.pid'):
             f.unlink()
-        # every node starts in the state slurm.conf gives it: a node drained in an
-        # earlier run (a job whose tasks outlived `down`: "Kill task failed") would
-        # stay drained, and the wait for idle nodes below would end in an error
-        for f in lay.state.glob('node_state*'):
-            f.unlink()
         if not lay.munge_key.exists():
             write_private(lay.munge_key, secrets.token_bytes(1024))
         lay.munge_key.chmod(0o600)
@@ -504,7 +499,12 @@ class Cluster:
 
     def _start_slurmctld(self):
         lay = self.lay
-        self._start_service(['slurmctld', '-i', '-f', str(lay.slurm_conf)])
+        # -c: nothing of an earlier life of this run directory is recovered. Every node
+        # starts in the state slurm.conf gives it (a node drained in an earlier run, a job
+        # whose tasks outlived `down`: "Kill task failed", would stay drained, and the wait
+        # for idle nodes would end in an error), and no job is (an allocation left open
+        # at `down` would hold its nodes, running, in the next life)
+        self._start_service(['slurmctld', '-c', '-i', '-f', str(lay.slurm_conf)])
         port = self.inst.port('slurmctld')
         self._wait('slurmctld', lambda: lay.pid_file('slurmctld').exists() and port_open(port),
                    START_WAIT_S, lay.log / 'slurmctld.log', pid_file=lay.pid_file('slurmctld'))
