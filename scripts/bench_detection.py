@@ -10,7 +10,11 @@ Synthetic figures of 120 nights each (fixed seeds):
   slow drift (CV 1 %, 0.2 %/night worse from night 40 on);
 - on every model but drift: figures without a change, and figures with one
   step of 2, 5, 10 or 20 % at a known night (30 to 100), worse and better,
-  for a throughput (GB/s: worse is lower) and a time (s: worse is higher).
+  for a throughput (GB/s: worse is lower) and a time (s: worse is higher);
+- with --classes, the classes of false alarm (spikes, flipping, wander,
+  jitter, periodic) and the onset of a slow degradation (degrade: the same
+  sizes reached by a steady decline over 10 to 40 nights; the truth is the
+  night it began).
 
 Every method is run as the nightly runs would run it: at night t it sees
 the history up to night t only. Nights 20 to 119 are judged (today's rule
@@ -94,13 +98,18 @@ NOISE_MODELS = {
 #: was mended); and a periodic component (``periodic``: two sessions in a
 #: row of every seven, at a phase drawn per figure, 5-10 % worse, drawn per
 #: figure: a weekend backup or scrub on the file system on the nights of the
-#: run), which must not raise changes
+#: run), which must not raise changes; and the onset of a slow degradation
+#: (``degrade``: CV 1 %, then from a random night a linear decline of the
+#: step's size over 10 to 40 nights, held after it: a storage target
+#: filling up, a fan failing, a DIMM correcting more and more errors; the
+#: truth is the onset, the first night of the decline)
 CLASS_MODELS = {
     'spikes': dict(cv=0.01, spikes=2),
     'flipping': dict(cv=0.01, flip=0.5),
     'wander': dict(cv=0.005, walk=0.003),
     'jitter': dict(cv=0.01, jitter=10),
     'periodic': dict(cv=0.01, period=7, busy=2, cron=(0.05, 0.10)),
+    'degrade': dict(cv=0.01, ramp=(10, 40)),
 }
 #: the noise models the recall target applies to
 QUIET = ('gauss 1%', 'gauss 2%')
@@ -177,6 +186,12 @@ def make_series(model, rng, unit, step=0.0, worse=True):
         values = level * (1 + p['cv'] * z)
         return Series(model, values, unit, at, step, worse_sign if worse else -worse_sign,
                       kind='noise')
+    if step and 'ramp' in p:
+        nights = int(rng.integers(p['ramp'][0], p['ramp'][1] + 1))
+        at = int(rng.integers(STEP_NIGHTS[0], n - nights - 5 + 1))
+        sign = worse_sign if worse else -worse_sign
+        values *= 1 + sign * step * np.clip((np.arange(n) - at + 1) / nights, 0, 1)
+        return Series(model, values, unit, at, step, sign)
     if step:
         at = int(rng.integers(STEP_NIGHTS[0], STEP_NIGHTS[1] + 1))
         sign = worse_sign if worse else -worse_sign
@@ -353,6 +368,13 @@ def method_listed_aperiodic(series, transients=False):
     return method_listed(series, transients, detector.Settings(periodic=False))
 
 
+def method_listed_steps(series, transients=False):
+    """:func:`method_listed` without the onsets of slow changes (a single
+    step never made a ramp from its onset, ``detector.Settings(onsets=False)``):
+    the listing as it was before (for a before/after in one run)."""
+    return method_listed(series, transients, detector.Settings(onsets=False))
+
+
 def method_listed_levels(series, transients=False):
     """:func:`method_listed` without the changes of noise: the listing as it
     was before they were found (for a before/after in one run)."""
@@ -424,6 +446,8 @@ METHODS = {
                       'they were found)', method_listed_levels, 'ruptures'),
     'listed-aperiodic': ('the same listing without taking out periodic components (as '
                          'listed before they were)', method_listed_aperiodic, 'ruptures'),
+    'listed-steps': ('the same listing without the onsets of slow changes (a single step '
+                     'never made a ramp: as listed before)', method_listed_steps, 'ruptures'),
     'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
     'otava': ('apache-otava alone', method_otava, 'otava'),
     'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
@@ -913,7 +937,8 @@ def tcpd_predict(raw):
     a periodic component taken out as :func:`detector.find` does; missing
     values left out, locations mapped back): the steps and the
     changes of noise it lists (the annotators marked changes of variance
-    too), not the drifts (not abrupt changes)."""
+    too), and the onset of each drift (a change of slope: where a figure
+    that held its level began to move), not a drift's end."""
     idx = [i for i, v in enumerate(raw) if v is not None]
     y = detector.periodic_levels(np.log(np.asarray([raw[i] for i in idx], dtype=float)))
     floor = detector.noise_floor(y)
@@ -921,7 +946,8 @@ def tcpd_predict(raw):
     steps = [c for c in retro if c.kind == 'step']
     kept = detector.classify(y, steps, None, floor)
     kept += detector.noise_changes(y, kept + [c for c in retro if c.kind == 'drift'])
-    return sorted({idx[c.at] for c in kept if c.kind in ('step', 'noise')})
+    onsets = [c for c in retro if c.kind == 'drift']
+    return sorted({idx[c.at] for c in kept + onsets if c.kind in ('step', 'noise', 'drift')})
 
 
 def true_positives(truth, predicted, margin=TCPD_MARGIN):
@@ -1024,7 +1050,7 @@ def main(argv=None):
     ap.add_argument('--seeds', choices=SEEDS, default='eval',
                     help='eval: the held-out seeds reported (default); tune: the seeds '
                          'the thresholds were tuned on')
-    ap.add_argument('--methods', default='today,changes,listed-aperiodic,listed',
+    ap.add_argument('--methods', default='today,changes,listed-steps,listed',
                     help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
                          'small configuration takes about 15 s of CPU per method, '
                          'ruptures-pelt 80 s; full about six times as long)')
@@ -1036,7 +1062,9 @@ def main(argv=None):
     ap.add_argument('--classes', action=argparse.BooleanOptionalAction, default=True,
                     help='also score the listing on the classes of false alarm: short '
                          'spikes, figures flipping between two levels, levels that wander, '
-                         'a change of noise, a weekly periodic component (default: on)')
+                         'a change of noise, a weekly periodic component; and on the onset '
+                         'of a slow degradation (a steady decline over 10-40 nights) '
+                         '(default: on)')
     ap.add_argument('--tcpd', metavar='DIR',
                     help='only score the retrospective view on the Turing Change Point '
                          'Dataset: DIR is a checkout of alan-turing-institute/TCPD (its '
@@ -1086,7 +1114,8 @@ def main(argv=None):
               'noise)')
         print(table('listed', scores, cpu, None))
         for name, what in (('listed-levels', 'listing changes of noise'),
-                           ('listed-aperiodic', 'taking out periodic components')):
+                           ('listed-aperiodic', 'taking out periodic components'),
+                           ('listed-steps', 'the onsets of slow changes')):
             if name in results and 'listed' in results:
                 before, _ = evaluate(name, data)
                 print()

@@ -319,3 +319,40 @@ def test_no_periodic_component_in_noise_steps_or_a_drift():
     rise = noise + 0.002 * np.arange(200)
     for y in (noise, step, rise):
         assert np.array_equal(detector.periodic_levels(y), y)
+
+
+def test_a_slow_degradation_is_a_drift_from_the_night_it_began(tmp_path):
+    """A quiet figure (1 % noise) that held its level, then from session 40
+    lost 4 % steadily over 30 sessions (a storage target filling up): one
+    drift from its onset, not a step in the middle of the decline (where
+    it was placed without the rule); the morning's sentence names the
+    night it began. The same loss at once stays a step at its session."""
+    rng = np.random.default_rng(6)
+    noise = 1 + 0.01 * rng.standard_normal(90)
+    values = 100 * noise * (1 - 0.04 * np.clip((np.arange(90) - 39) / 30, 0, 1))
+    before, _ = detector.find(values, detector.Settings(onsets=False))
+    assert [(c.kind, c.at) for c in before] == [('step', 52)]
+    kept, withdrawn = detector.find(values)
+    (c,) = kept
+    assert c.kind == 'drift' and abs(c.at - 39) <= 3 and abs(c.end - 69) <= 3
+    assert c.change == pytest.approx(-0.04, abs=0.01) and withdrawn == []
+    found, *_ = detect(_history(tmp_path, values))
+    (f,) = found
+    assert f['kind'] == 'drift' and f['at'].startswith('2026-11-11')
+    assert 'drifted' in f['summary'] and 'since 2026-11-11' in f['summary']
+    abrupt = 100 * noise * np.where(np.arange(90) >= 40, 0.96, 1.0)
+    kept, _ = detector.find(abrupt)
+    assert [(c.kind, c.at) for c in kept] == [('step', 40)]
+
+
+def test_a_wandering_figure_has_no_onsets():
+    """A level that wanders (a random walk under 0.5 % noise) fits a line by
+    chance: its steps are never made ramps (the rule applies only where the
+    residuals hold a level, ``detector.inflation`` 1)."""
+    rng = np.random.default_rng(6)
+    values = 100 * np.exp(np.cumsum(0.003 * rng.standard_normal(120))
+                          + 0.005 * rng.standard_normal(120))
+    y = np.log(values)
+    plain = detector.segment(y, detector.Settings(onsets=False))
+    assert plain and detector.inflation(y, [c.at for c in plain if c.kind == 'step']) > 1
+    assert [(c.kind, c.at) for c in detector.segment(y)] == [('step', 105)]

@@ -32,13 +32,15 @@ the two-sided p-value of the shift).
 A second view, retrospective, segments the whole history at once
 (:func:`segment`): a change the nightly screen did not raise in its first
 nights, or years of imported history, is found there; a row of steps that a
-trend fits better is one drift. :func:`find` matches the two views, says
-which found each change, and withdraws the nightly alarms that later
-sessions disprove. The noise has a floor from the values' resolution and
-spread (:func:`noise_floor`), and the levels of the node lists are taken out
-when they explain the spread (:func:`group_levels`), and so is a periodic
-component (:func:`periodic_levels`: a weekly cron job, a file system's
-scheduled scrub), which must not raise changes.
+trend fits better is one drift, and so is a single step that a ramp fits
+better, from the night the ramp began (the onset of a slow degradation).
+:func:`find` matches the two views, says which found each change, and
+withdraws the nightly alarms that later sessions disprove. The noise has
+a floor from the values' resolution and spread (:func:`noise_floor`), and
+the levels of the node lists are taken out when they explain the spread
+(:func:`group_levels`), and so is a periodic component
+(:func:`periodic_levels`: a weekly cron job, a file system's scheduled
+scrub), which must not raise changes.
 
 Not every move is a change of level (:func:`classify`): a short excursion
 after which the level comes back is one transient, a move to a level the
@@ -168,6 +170,9 @@ class Settings:
     min_change: float = 0.0
     #: take a periodic component out first (:func:`periodic_levels`)
     periodic: bool = True
+    #: a single step that a ramp fits better is the onset of a slow change
+    #: (:func:`_drifts`)
+    onsets: bool = True
 
 
 @dataclass
@@ -666,7 +671,7 @@ def segment(y, settings=None, floor=1e-6):
     sigma = _segments_scale(y, bkps, floor)
     cps = [Change(b, None, 0.0, 0.0, view='retrospective') for b in bkps]
     cps = refine(y, cps, s, sigma)
-    return _drifts(y, cps, sigma, s)
+    return _drifts(y, cps, sigma, s, inflation(y, bkps))
 
 
 def _segments_scale(y, bkps, floor):
@@ -725,21 +730,29 @@ def _judge_bounds(y, bkps, sigma, s):
     return out
 
 
-def _drifts(y, cps, sigma, s):
+def _drifts(y, cps, sigma, s, wide=1.0):
     """Rows of two or more steps in one direction that a trend fits better
     become one drift: each row's span (from the segment before its first
     step to the segment after its last) is fitted by the steps (one level
     per segment) and by a continuous line bending at each step (flat before
     a start and after an end searched in the outer segments), both in noise
     units with ``penalty x log(n)`` per step, per bend and per end; the
-    cheaper one is kept. A smooth rise, curved or not, is one drift."""
+    cheaper one is kept. A smooth rise, curved or not, is one drift.
+
+    A single step (``s.onsets``) that a ramp fits better is one drift too,
+    from its onset (:func:`_fit_onset`): a figure that held its level and
+    then declined steadily (a storage target filling up, a fan failing) is
+    a drift from the night the decline began, not a step in its middle;
+    only on a figure that holds its level between changes (``wide``, the
+    :func:`inflation` of its residuals, is 1): a level that wanders fits a
+    line by chance."""
     out, i = [], 0
     while i < len(cps):
         j = i
         while j + 1 < len(cps) and (cps[j + 1].shift > 0) == (cps[i].shift > 0):
             j += 1
-        if j > i:
-            drift = _fit_drift(y, cps, i, j, sigma, s)
+        if j > i or (s.onsets and wide <= 1.0):
+            drift = _fit_drift(y, cps, i, j, sigma, s) if j > i else _fit_onset(y, cps, i, sigma, s)
             if drift is not None:
                 out.append(drift)
                 i = j + 1
@@ -797,6 +810,60 @@ def _fit_drift(y, cps, i, j, sigma, s):
     err = sigma * math.sqrt(12.0 / max(b - a, 2))     # of the whole change
     return Change(lo + a, None, total, err, a, m - b, view='retrospective', kind='drift',
                   end=lo + b, rate=rate)
+
+
+def _fit_onset(y, cps, i, sigma, s):
+    """The step ``cps[i]`` as a ramp, when one fits better: over the span
+    from the change before it to the change after it (values in noise units,
+    clipped at ``CLIP`` about the step's two levels, so a few outliers
+    neither make nor unmake a ramp), the line flat before an onset ``a``,
+    rising or falling steadily to an end ``b`` and flat after it, searched
+    at every onset before the step and every end after it, longer than a
+    transient (``TRANSIENT`` sessions: a shorter ramp is a step). The ramp's
+    onset and end are charged ``penalty x log(n)`` each, the step's place
+    once: a ramp pays one more than the step it replaces, as a row's line
+    pays one more than its steps (:func:`_fit_drift`). Least squares of
+    every line at once from prefix sums: the line is a level plus a slope
+    times ``clip(t - a, 0, b - a)``. Returns a drift from ``a`` to ``b``,
+    or None."""
+    lo = cps[i - 1].at if i > 0 else 0
+    hi = cps[i + 1].at if i + 1 < len(cps) else len(y)
+    seg = y[lo:hi] / sigma
+    m = len(seg)
+    cut = cps[i].at - lo
+    pen = s.penalty * math.log(len(y))
+    before, after = seg[:cut], seg[cut:]
+    level = np.where(np.arange(m) < cut, _median(before), _median(after))
+    seg = level + np.clip(seg - level, -CLIP, CLIP)
+    step = sum(float(((p - p.mean()) ** 2).sum()) for p in (seg[:cut], seg[cut:])) + pen
+    a = np.arange(0, cut, dtype=float)[:, None]
+    b = np.arange(cut + 1, m + 1, dtype=float)[None, :]
+    L = b - a
+    ok = L > TRANSIENT
+    if not ok.any():
+        return None
+    t = np.arange(m, dtype=float)
+    p0 = np.concatenate(([0.0], np.cumsum(seg)))
+    p1 = np.concatenate(([0.0], np.cumsum(t * seg)))
+    ai, bi = a.astype(int), b.astype(int)
+    # x(t) = clip(t - a, 0, L): 1 .. L - 1 inside the ramp, L from b on
+    sx = (L - 1) * L / 2 + (m - b) * L
+    sxx = (L - 1) * L * (2 * L - 1) / 6 + (m - b) * L * L
+    sxy = (p1[bi] - p1[ai + 1]) - a * (p0[bi] - p0[ai + 1]) + L * (p0[m] - p0[bi])
+    cxx = sxx - sx * sx / m
+    cxy = sxy - sx * p0[m] / m
+    syy = float(((seg - seg.mean()) ** 2).sum())
+    ss = np.where(ok & (cxx > 0), syy - cxy * cxy / np.where(cxx > 0, cxx, 1.0), np.inf)
+    k = np.unravel_index(int(np.argmin(ss)), ss.shape)
+    if not float(ss[k]) + 2 * pen < step:
+        return None
+    a0, b0 = int(a[k[0], 0]), int(b[0, k[1]])
+    x = np.clip(t - a0, 0, b0 - a0)
+    slope = float(np.dot(x - x.mean(), seg)) / float(np.dot(x - x.mean(), x - x.mean()))
+    total = slope * (b0 - a0) * sigma
+    err = sigma * math.sqrt(12.0 / max(b0 - a0, 2))     # of the whole change
+    return Change(lo + a0, None, total, err, a0, m - b0, view='retrospective', kind='drift',
+                  end=lo + b0, rate=total / (b0 - a0))
 
 
 def _line_costs(seg, t, inner, combos, m, pen, chunk=256):
