@@ -101,20 +101,16 @@ class ReferenceProbe(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
 def run_probe(tmp_path, refs, mode, text=CHECK):
     """Run a real check (``text``) through ReFrame with a references file
-    for ``local``.
-
-    The references directory of the repository is used as ReFrame sees it,
-    so the test writes ``local.yaml`` there and always removes it."""
+    for ``local``, in a references directory of the test's own
+    (``CLUSTERPROOF_REFERENCES``): nothing is written into the repository."""
     check = tmp_path / 'probe.py'
     check.write_text(text)
-    ref = REFERENCES_DIR / 'local.yaml'
-    assert not ref.exists(), 'local has no references in the repository'
-    ref.write_text(refs)
-    try:
-        return run_reframe(['-c', str(check), '-r', '--system', 'local'],
-                           tmp_path / 'results', mode)
-    finally:
-        ref.unlink()
+    assert not (REFERENCES_DIR / 'local.yaml').exists(), 'local has no references in the repository'
+    refs_dir = tmp_path / 'references'
+    refs_dir.mkdir()
+    (refs_dir / 'local.yaml').write_text(refs)
+    return run_reframe(['-c', str(check), '-r', '--system', 'local'],
+                       tmp_path / 'results', mode, extra_env={'CLUSTERPROOF_REFERENCES': str(refs_dir)})
 
 
 def test_references_indexed_on_threads_apply_for_real(tmp_path):
