@@ -20,7 +20,10 @@ For each size N (default 64,256,1024), on local-cluster instance K:
             clusterproof's own overhead is the wall time outside that union
   judge     the same screening judged again from its nodes' run reports
             (``screen --from-report``) and its page written (``--page``): the
-            cost of reading and judging the results and of the page
+            cost of reading and judging the results and of the page. That
+            page (page-from-reports.html) has the nodes of the reports only;
+            the screening's own page (page.html, written by the screen phase)
+            also has the nodes it named missing, with Slurm's reason
   contract  ``clusterproof acceptance --contract`` of a contract with one
             item whose job spans K nodes (``--contract-nodes``, 256: HPCC on
             every node, ``-S Hpcc.num_nodes=K``, smoke sizes); skipped at a
@@ -153,7 +156,8 @@ def screen_command(workdir):
     """Today's screening of every node of the emu system's srun partition,
     as one process (the one place the screen command line is written)."""
     return [CP, 'screen', '--system', 'emu', '--partition', 'srun', '--mode', 'smoke',
-            '--checks', 'inventory', '--format', 'json', '--workdir', str(workdir)]
+            '--checks', 'inventory', '--format', 'json', '--workdir', str(workdir),
+            '--page', str(workdir / 'page.html')]
 
 
 def jobs_since(env, start):
@@ -260,7 +264,7 @@ def run_size(n, args, directory, rows):
             reports = sorted(str(p) for p in (work / 'nodes').glob('*.json'))
             if reports:
                 phase('judge', [CP, 'screen', '--system', 'emu', '--partition', 'srun', '--format',
-                                'json', '--page', str(work / 'page.html')]
+                                'json', '--page', str(work / 'page-from-reports.html')]
                       + [a for r in reports for a in ('--from-report', r)], cenv)
         # the contract's job can only have nodes Slurm can run it on: the
         # description's down and drained nodes are not
