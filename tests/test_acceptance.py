@@ -286,6 +286,19 @@ def test_failed_and_skipped_cases_give_the_reason(tmp_path):
     assert rec['verdict'] == 'rejected' and rec['why'].endswith(lines[0])
 
 
+def test_a_record_with_nothing_counted_still_says_emulated(tmp_path):
+    """An emulated smoke run that timed out is counted nowhere; the record
+    still says what was run (never 'full' for want of a counted run)."""
+    uuids, recs = _recorded(tmp_path)
+    results = _judged(recs, uuids)
+    results = [dataclasses.replace(r, counted=[], runs=[
+        dataclasses.replace(x, valid=False, invalid_why='failed in sanity: timeout',
+                            flags=('emulated', 'smoke')) for x in r.runs]) for r in results]
+    c = contract.from_references('local', ['default'], REFS, 'local.yaml', repetitions=2)
+    rec = record.build(c, results)
+    assert (rec['mode'], rec['emulated'], rec['smoke']) == ('emulated', True, True)
+
+
 def test_xfail_is_not_counted_and_xpass_is(tmp_path):
     uuids, recs = _recorded(tmp_path)
     slow = {'DevZeroCopy': {'$index': ['$partition', 'num_threads'], 'local:default': {

@@ -79,7 +79,9 @@ def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(
     ``not_judged`` the figures measured that no item judges
     (:func:`clusterproof.acceptance.judge.not_judged`), shown only."""
     from clusterproof.checklib.provenance import git_revision
-    flags = {f for r in results for x in r.counted for f in x.flags}
+    # every run looked at, counted or not: an acceptance whose every run was an
+    # emulated one that timed out is as emulated as one that passed
+    flags = {f for r in results for x in r.runs for f in x.flags}
     failed = [r for r in results if r.failing]
     why = (f'{len(failed)} committed item(s) failed: '
            f'{", ".join(r.item.id for r in failed)}' if failed else
