@@ -829,6 +829,28 @@ def test_page_layout_by_switch_by_rack_or_by_partition():
     assert how == 'partition' and [g for g, _ in groups] == ['p']
 
 
+def test_a_block_missing_for_one_reason_is_one_row(tmp_path):
+    """At a thousand nodes a block the site drained is one row of the
+    outliers, its nodes folded, on the page and in the text; a slow node and
+    a node missing for another reason keep rows of their own."""
+    verdicts = _thousand_nodes()
+    drained = 'Slurm state IDLE+DRAIN: gpu_board; not run'
+    for n in ('r20n01', 'r20n02', 'r20n03', 'r21n05'):
+        verdicts = [v for v in verdicts if v.node != n]
+        verdicts.append(judge.NodeVerdict(n, 'p', judge.Verdict.MISSING, note=drained))
+    verdicts = judge.rank(verdicts)
+    bad = judge.outliers(verdicts)
+    rows = [(nodes, len(row), str(row[0].verdict)) for nodes, row in judge.outlier_rows(bad)]
+    assert sorted(rows) == sorted([('r07n13', 1, 'slow'), ('r19n02', 1, 'FAILED'),
+                                   ('r03n40', 1, 'missing'),
+                                   ('r20n[01-03],r21n05', 4, 'missing')]), rows
+    findings = {v.node: judge.finding_of(v, 'big', 'sid') for v in bad}
+    text = page.render(verdicts, system='big', screening_id='sid', findings=findings)
+    assert '<tr data-node="r20n[01-03],r21n05"><td>r20n[01-03],r21n05 (4)</td><td>r20, r21</td>' in text
+    assert f'title="{" ".join(findings[n] for n in ("r20n01", "r20n02", "r20n03", "r21n05"))}">4 findings' in text
+    assert text.count('<tr data-node=') == 4 and 'Outliers (7)' in text
+
+
 CHROMIUM = shutil.which('chromium')
 
 

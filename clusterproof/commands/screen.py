@@ -145,10 +145,13 @@ def main(args):
         print(json.dumps(judge.as_json(verdicts, note, findings, screening_id)))
     else:
         print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
+        rows = judge.outlier_rows(bad)
         print(f'\n{len(verdicts)} node(s), {len(bad)} outlier(s)'
-              + (': ' + ', '.join(f'{v.node} {v.verdict}' for v in bad) if bad else ''))
-        for v in bad:
-            print(f'  finding {findings[v.node]}  {v.node} {v.verdict}: {v.reason}')
+              + (': ' + ', '.join(f'{nodes} {row[0].verdict}' for nodes, row in rows) if bad else ''))
+        for nodes, row in rows:
+            ids = (findings[row[0].node] if len(row) == 1 else
+                   f'{findings[row[0].node]} .. {findings[row[-1].node]} ({len(row)}, each in --format json)')
+            print(f'  finding {ids}  {nodes} {row[0].verdict}: {row[0].reason}')
         if note:
             print(note)
     if args.drain:

@@ -423,6 +423,25 @@ def outliers(verdicts):
     return [v for v in verdicts if v.verdict in OUTLIER]
 
 
+def outlier_rows(bad):
+    """The outliers as a person reads them: ``[(hostlist, [verdicts])]`` in
+    their order, the nodes named missing for one same reason (a block the
+    site drained, a rack down) folded into one row at the place of the
+    first; every other outlier a row of its own (its figure is its own)."""
+    from clusterproof.hostlist import compress
+    rows, missing = [], {}
+    for v in bad:
+        if v.verdict == Verdict.MISSING:
+            if v.reason in missing:
+                missing[v.reason].append(v)
+                continue
+            missing[v.reason] = [v]
+            rows.append(missing[v.reason])
+        else:
+            rows.append([v])
+    return [(compress([v.node for v in row]), row) for row in rows]
+
+
 def measured_outliers(nv):
     """The figures of a node verdict that another run could change: every
     figure not PASS but the inventory mismatches, which are the hardware

@@ -21,7 +21,7 @@ from collections import defaultdict
 from clusterproof.parsers.slurm import SlurmFormatError, parse_topology
 from clusterproof.paths import write_atomic
 from clusterproof.references.judge import Verdict
-from clusterproof.screen.judge import MIN_NOISE_UNITS, outliers
+from clusterproof.screen.judge import MIN_NOISE_UNITS, outlier_rows, outliers
 from clusterproof.site.discover import _node_key
 
 _TRAILING_NUMBER = re.compile(r'^(.*?)(\d+)$')
@@ -183,13 +183,18 @@ def render(verdicts, system='', screening_id='', note='', findings=None, topolog
     if bad:
         out.append('<table id="outliers"><tr><th>node</th><th>group</th><th>verdict</th>'
                    '<th>figure</th><th>from peers</th><th>reason</th><th>finding</th></tr>')
-        for v in bad:
-            w = v.worst
+        for nodes, row in outlier_rows(bad):
+            v, w = row[0], row[0].worst
             fig = f'{w.sample.check} {w.sample.figure}' if w is not None else ''
-            out.append(f'<tr data-node="{e(v.node)}"><td>{e(v.node)}</td>'
-                       f'<td>{e(group_of.get(v.node, ""))}</td><td>{e(str(v.verdict))}</td>'
+            groups_of_row = ', '.join(dict.fromkeys(group_of.get(x.node, '') for x in row))
+            ids = [findings.get(x.node, '') for x in row]
+            found = (f'<code>{e(ids[0])}</code>' if len(row) == 1 else
+                     f'<span title="{e(" ".join(ids))}">{len(row)} findings</span>')
+            out.append(f'<tr data-node="{e(nodes)}"><td>{e(nodes)}'
+                       + (f' ({len(row)})' if len(row) > 1 else '') + '</td>'
+                       f'<td>{e(groups_of_row)}</td><td>{e(str(v.verdict))}</td>'
                        f'<td>{e(fig)}</td><td>{e(_distance(v))}</td><td>{e(v.reason)}</td>'
-                       f'<td><code>{e(findings.get(v.node, ""))}</code></td></tr>')
+                       f'<td>{found}</td></tr>')
         out.append('</table>')
     else:
         out.append('<p>None: every node is within its peers.</p>')
