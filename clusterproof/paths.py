@@ -10,6 +10,12 @@ SETTINGS_FILE = SITE_CONFIG / 'settings.py'
 #: reference values, one YAML file per system; ``CLUSTERPROOF_REFERENCES`` names
 #: another directory (a site's own references, kept outside the repository)
 REFERENCES_DIR = Path(os.environ.get('CLUSTERPROOF_REFERENCES', SITE_CONFIG / 'references'))
+#: the system files shipped with clusterproof; a site keeps its own in the
+#: directory ``CLUSTERPROOF_SYSTEMS`` names (:func:`system_files`)
+SHIPPED_SYSTEMS = SITE_CONFIG / 'systems'
+#: the shipped systems ReFrame tries first, in this order; ``local`` (any
+#: host) is always last
+SPECIFIC_SYSTEMS = ('pmserver', 'pixstor', 'minerva', 'emu')
 CHECKS_DIR = REPO / 'reframe_checks'
 CHECK_SOURCES = CHECKS_DIR / 'src'
 
@@ -18,6 +24,55 @@ def references_dir():
     """Where ``<system>.yaml`` reference files live: ``CLUSTERPROOF_REFERENCES``
     or ``site_config/references/`` of the repository."""
     return Path(os.environ.get('CLUSTERPROOF_REFERENCES', REFERENCES_DIR)).resolve()
+
+
+def site_systems_dir():
+    """Where ``clusterproof init`` writes a system file:
+    ``CLUSTERPROOF_SYSTEMS`` (a site's own directory, outside the
+    repository) or ``site_config/systems/`` of the repository."""
+    return Path(os.environ.get('CLUSTERPROOF_SYSTEMS', SHIPPED_SYSTEMS)).resolve()
+
+
+def system_files(shipped=None):
+    """The system files ReFrame's configuration assembles, in the order it
+    tries their hostnames: the specific shipped systems, then every other
+    file of ``shipped`` (default ``site_config/systems/``; a settings file
+    names the directory beside it) and of ``CLUSTERPROOF_SYSTEMS`` in name
+    order, ``local`` (any host) last. A file whose name starts with ``_`` is
+    not a system. One system name in both directories is an error naming
+    the two files (which one ReFrame would use cannot be guessed)."""
+    from clusterproof import ClusterproofError
+    dirs = [Path(shipped or SHIPPED_SYSTEMS).resolve()]
+    if os.environ.get('CLUSTERPROOF_SYSTEMS') and site_systems_dir() != dirs[0]:
+        site = site_systems_dir()
+        if not site.is_dir():
+            raise ClusterproofError(f'CLUSTERPROOF_SYSTEMS={site}: no such directory')
+        dirs.append(site)
+    found = {}
+    for d in dirs:
+        for path in sorted(d.glob('*.py')):
+            if path.stem.startswith('_'):
+                continue
+            if path.stem in found:
+                raise ClusterproofError(f'system {path.stem} is defined twice: '
+                                        f'{found[path.stem]} and {path}; keep one')
+            found[path.stem] = path
+    first = [found[n] for n in SPECIFIC_SYSTEMS if n in found]
+    rest = [found[n] for n in sorted(found) if n not in SPECIFIC_SYSTEMS and n != 'local']
+    return first + rest + ([found['local']] if 'local' in found else [])
+
+
+def system_file(name):
+    """The file that declares system ``name``: the one of that name that
+    :func:`system_files` assembles, else the one named by the part of
+    ``name`` before its first ``-`` (a file may declare several systems:
+    ``pmserver.py`` declares ``pmserver-mm`` too), else where
+    ``clusterproof init`` would write it."""
+    files = {path.stem: path for path in system_files()}
+    for stem in (name, name.split('-')[0]):
+        if stem in files:
+            return files[stem]
+    return site_systems_dir() / f'{name}.py'
 
 
 def results_dir(environ=None):

@@ -1,6 +1,8 @@
 """ReFrame site configuration of clusterproof.
 
-One file per system in ``site_config/systems/``; this file assembles them.
+One file per system in ``site_config/systems/`` (and in the directory
+``$CLUSTERPROOF_SYSTEMS`` names, a site's own, outside the repository); this
+file assembles them (``clusterproof.paths.system_files``).
 Each system file defines ``system`` (a ReFrame system entry) or ``systems``
 (a list of them) and may define ``environments`` (a list of ReFrame
 environment entries).
@@ -23,7 +25,7 @@ import importlib.util
 from pathlib import Path
 
 from clusterproof.modes import reframe_modes
-from clusterproof.paths import results_dir
+from clusterproof.paths import results_dir, system_files
 from clusterproof.store.perflog import perflog_format
 from clusterproof.results.metrics import logging_entries
 from clusterproof.site.hardware import processor_from_hardware
@@ -34,17 +36,10 @@ _repo = _here.parent
 # .venv by scripts/setup. (Do not touch sys.path here: ReFrame restores it by
 # position after loading this file.)
 
-# Order matters for auto-detection: specific systems first, ``local`` last.
-# Any other file in systems/ (``clusterproof init`` writes one) comes before
-# ``local``, in name order.
-SYSTEM_FILES = ['pmserver', 'pixstor', 'minerva', 'emu', 'local']
-SYSTEM_FILES[-1:-1] = sorted(p.stem for p in (_here / 'systems').glob('*.py')
-                             if p.stem not in SYSTEM_FILES and not p.stem.startswith('_'))
-
-
-def _load(name):
-    path = _here / 'systems' / f'{name}.py'
-    spec = importlib.util.spec_from_file_location(f'clusterproof_site_{name}', path)
+# Order matters for auto-detection: specific systems first, ``local`` last,
+# any other file (``clusterproof init`` writes one) between, in name order.
+def _load(path):
+    spec = importlib.util.spec_from_file_location(f'clusterproof_site_{path.stem}', path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -55,8 +50,8 @@ _results = results_dir()
 _results.mkdir(parents=True, exist_ok=True)
 
 _systems, _environments, _metrics_urls = [], [], {}
-for _name in SYSTEM_FILES:
-    _mod = _load(_name)
+for _path in system_files(_here / 'systems'):
+    _mod = _load(_path)
     for _entry in getattr(_mod, 'systems', None) or [_mod.system]:
         # figures to a time-series database: optional ``metrics_url`` of the system file
         _metrics_urls[_entry['name']] = getattr(_mod, 'metrics_url', None)

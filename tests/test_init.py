@@ -427,25 +427,62 @@ def test_init_as_a_black_box_on_recorded_output(tmp_path):
     """``clusterproof init --slurm-output DIR`` on the 17.11 recording (no
     JSON: it says so and reads scontrol; its only node is drained)."""
     rec = _recorded_dir(tmp_path, '17.11')
-    name = f'rec1711p{os.getpid()}'
-    target = REPO / 'site_config' / 'systems' / f'{name}.py'
-    refs = REPO / 'site_config' / 'references' / f'{name}.yaml'
-    try:
-        proc = _cp('init', '--name', name, '--slurm-output', str(rec))
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert 'sinfo --json failed (no sinfo.json in' in proc.stderr
-        assert "SlurmDefault gn0101.twcc.ai: declared from Slurm's view alone" in proc.stderr
-        [part] = _load_system(target.read_text(), str(target))['partitions']
-        assert part['devices'] == [{'type': 'gpu', 'num_devices': 8}]
-        assert part['processor'] == {'num_sockets': 2, 'num_cpus_per_core': 1,
-                                     'num_cpus_per_socket': 18, 'num_cpus': 36}
-        missing = _cp('init', '--name', name, '--slurm-output', str(tmp_path / 'none'),
-                      '--force')
-        assert missing.returncode == 2 and 'no such directory' in missing.stderr
-    finally:
-        for path in (target, refs):
-            if path.exists():
-                path.unlink()
+    name = 'rec1711'
+    env, systems, references = _site_dirs(tmp_path)
+    target, refs = systems / f'{name}.py', references / f'{name}.yaml'
+    proc = _cp('init', '--name', name, '--slurm-output', str(rec), env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f'init: wrote {target}' in proc.stdout and refs.is_file()
+    assert 'sinfo --json failed (no sinfo.json in' in proc.stderr
+    assert "SlurmDefault gn0101.twcc.ai: declared from Slurm's view alone" in proc.stderr
+    [part] = _load_system(target.read_text(), str(target))['partitions']
+    assert part['devices'] == [{'type': 'gpu', 'num_devices': 8}]
+    assert part['processor'] == {'num_sockets': 2, 'num_cpus_per_core': 1,
+                                 'num_cpus_per_socket': 18, 'num_cpus': 36}
+    missing = _cp('init', '--name', name, '--slurm-output', str(tmp_path / 'none'),
+                  '--force', env=env)
+    assert missing.returncode == 2 and 'no such directory' in missing.stderr
+    assert not (REPO / 'site_config' / 'systems' / f'{name}.py').exists()
+
+
+def _site_dirs(tmp_path):
+    """An environment whose system files and references go to directories
+    of the test's own (``CLUSTERPROOF_SYSTEMS``, ``CLUSTERPROOF_REFERENCES``),
+    never into the repository."""
+    systems, references = tmp_path / 'site-systems', tmp_path / 'site-references'
+    systems.mkdir()
+    references.mkdir()
+    return (dict(os.environ, CLUSTERPROOF_SYSTEMS=str(systems),
+                 CLUSTERPROOF_REFERENCES=str(references)), systems, references)
+
+
+def test_a_sites_own_system_files_are_assembled_in_order(tmp_path):
+    """``CLUSTERPROOF_SYSTEMS``: the site's files beside the shipped ones,
+    in the order ReFrame tries them (specific shipped systems, the others by
+    name, ``local`` last); one name twice, or no such directory, refused
+    naming what is wrong."""
+    env, systems, _references = _site_dirs(tmp_path)
+    (systems / 'zeta.py').write_text('system = None\n')
+    (systems / 'alpha.py').write_text('system = None\n')
+    (systems / '_helper.py').write_text('')
+    code = ('from clusterproof import paths; '
+            'print(" ".join(p.stem for p in paths.system_files())); '
+            'print(paths.system_file("alpha")); print(paths.system_file("pmserver-mm"))')
+    proc = subprocess.run([str(VENV_BIN / 'python'), '-c', code], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    order, alpha, pmserver = proc.stdout.splitlines()
+    assert order == 'pmserver pixstor minerva emu alpha zeta local'
+    assert alpha == str((systems / 'alpha.py').resolve())
+    assert pmserver == str(REPO / 'site_config' / 'systems' / 'pmserver.py')
+    (systems / 'emu.py').write_text('system = None\n')
+    twice = _cp('validate', env=env)
+    assert twice.returncode == 2
+    assert (f"system emu is defined twice: {REPO / 'site_config' / 'systems' / 'emu.py'} "
+            f"and {(systems / 'emu.py').resolve()}; keep one") in twice.stderr
+    none = _cp('validate', env=dict(env, CLUSTERPROOF_SYSTEMS=str(tmp_path / 'nowhere')))
+    assert none.returncode == 2
+    assert f"CLUSTERPROOF_SYSTEMS={tmp_path / 'nowhere'}: no such directory" in none.stderr
 
 
 # ------------------------------------------------------------------ for real
@@ -475,15 +512,15 @@ def _inventory(name, tmp_path, env):
 
 
 def test_init_on_a_heterogeneous_cluster(emu_cluster, tmp_path):
-    name = f'inittest{os.getpid()}'
-    system_file = REPO / 'site_config' / 'systems' / f'{name}.py'
-    refs = REPO / 'site_config' / 'references' / f'{name}.yaml'
+    name = 'inittest'
+    site_env, systems, references = _site_dirs(tmp_path)
+    system_file, refs = systems / f'{name}.py', references / f'{name}.yaml'
     scratch = tmp_path / 'scratch'
     scratch.mkdir()
     with emu_cluster_exclusive():
         spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
         rd = ['--instance', str(EMU_INSTANCE), '--run-dir', str(spec.run_dir)]
-        env = dict(os.environ, **emu_cluster)
+        env = dict(site_env, **emu_cluster)
         try:
             _restart(rd, env, 'n[1-2]:cpus=2,mem=2048;n[3-4]:cpus=1,mem=1024')
             # n1 drained: init probes n2 for n[1-2], never waits on n1
@@ -530,9 +567,6 @@ def test_init_on_a_heterogeneous_cluster(emu_cluster, tmp_path):
             assert 'n2: slurm_memory_mib: expected 2048, found 1536' in reason, reason
             assert 'n1:' not in reason
         finally:
-            for path in (system_file, refs):
-                if path.exists():
-                    path.unlink()
             _cp('cluster', 'down', '--force', *rd, env=env)
             back = _cp('cluster', 'up', *rd, '--nodes', str(spec.nodes), '--cpus-per-node',
                        str(spec.cpus), '--mem-per-node', str(spec.mem), env=env)

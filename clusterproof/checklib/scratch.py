@@ -93,7 +93,8 @@ def check_scratch(scratch):
     if scratch is None or str(scratch).strip() == '':
         raise ClusterproofError(
             "no scratch directory: declare extras['storage']['scratch'] in the system's "
-            'site_config/systems/<system>.py (a directory on the file system under test)')
+            'file (site_config/systems/<system>.py, or in $CLUSTERPROOF_SYSTEMS: a '
+            'directory on the file system under test)')
     _check_chars(scratch, 'scratch directory')
     if not os.path.isabs(str(scratch)):
         raise ClusterproofError(f'scratch directory {str(scratch)!r}: must be an absolute path')

@@ -12,7 +12,7 @@ import time
 
 from clusterproof import ClusterproofError
 from clusterproof.hostlist import compress
-from clusterproof.paths import REPO, SITE_CONFIG, references_dir, write_atomic
+from clusterproof.paths import REPO, references_dir, system_file, write_atomic
 from clusterproof.parsers import slurm
 from clusterproof.site import discover
 
@@ -35,11 +35,12 @@ def register(sub):
                     'each group that Slurm can run on (never a drained, down or powered-down '
                     f'one; each node once, at most {PROBE_WORKERS} at once) through srun (lscpu, /proc/meminfo, sysfs caches, dmidecode, '
                     'ndctl, ipmctl, the scratch file system), then writes '
-                    'site_config/systems/NAME.py (one ReFrame partition per node group, its '
+                    'site_config/systems/NAME.py, or NAME.py in the directory '
+                    '$CLUSTERPROOF_SYSTEMS names (one ReFrame partition per node group, its '
                     'GPUs as "devices"; a group that cannot be probed is written from '
                     'Slurm\'s view alone; values no tool reports are commented out and '
                     'marked "not discovered" with the reason) and an empty '
-                    'site_config/references/NAME.yaml. Next: clusterproof validate --system '
+                    'site_config/references/NAME.yaml (or in $CLUSTERPROOF_REFERENCES). Next: clusterproof validate --system '
                     'NAME, then reframe -c reframe_checks/inventory.py -r --system NAME.')
     p.add_argument('--name', required=True, help='the system name (lower case, digits, - and _)')
     p.add_argument('--partition', action='append', metavar='P',
@@ -57,10 +58,6 @@ def register(sub):
     p.add_argument('--dry-run', action='store_true',
                    help='probe, then print the diff against the existing file; write nothing')
     p.set_defaults(func=run)
-
-
-def system_file(name):
-    return SITE_CONFIG / 'systems' / f'{name}.py'
 
 
 def probe(group, node, scratch):

@@ -7,7 +7,7 @@ import sys
 
 from clusterproof import ClusterproofError
 from clusterproof.methods import sizing
-from clusterproof.paths import SETTINGS_FILE
+from clusterproof.paths import SETTINGS_FILE, system_file
 
 
 def register(subparsers):
@@ -52,7 +52,7 @@ def storage_of(system, partition=None):
             return f'{system}:{part["name"]}', storage
     where = f'{system}:{partition}' if partition else system
     raise ClusterproofError(f"{where}: no partition declares extras['storage'] in "
-                            f'site_config/systems/{system}.py')
+                            f'{system_file(system)}')
 
 
 def run(args):

@@ -24,6 +24,7 @@ names system, partition and key, never a silent default.
 """
 
 from clusterproof import ClusterproofError
+from clusterproof.paths import system_file
 
 HARDWARE_INT_KEYS = ('sockets', 'cores_per_socket', 'threads_per_core', 'numa_nodes')
 HARDWARE_NUM_KEYS = ('memory_gib',)
@@ -43,7 +44,7 @@ def declared(partition, section, key=None, default=KeyError):
             return default
         raise ClusterproofError(
             f'site configuration of {name}: partition extras have no {section!r} '
-            f'section; declare it in site_config/systems/{name.split(":")[0]}.py')
+            f'section; declare it in {system_file(name.split(":")[0])}')
     if key is None:
         return sect
     if key not in sect:
@@ -51,7 +52,7 @@ def declared(partition, section, key=None, default=KeyError):
             return default
         raise ClusterproofError(
             f'site configuration of {name}: extras[{section!r}] has no key {key!r}; '
-            f'declare it in site_config/systems/{name.split(":")[0]}.py')
+            f'declare it in {system_file(name.split(":")[0])}')
     return sect[key]
 
 
@@ -60,7 +61,7 @@ def _name(partition):
 
 
 def _system_file(partition):
-    return f'site_config/systems/{_name(partition).split(":")[0]}.py'
+    return str(system_file(_name(partition).split(':')[0]))
 
 
 def partition_node_count(partition):

@@ -10,7 +10,7 @@ from clusterproof import ClusterproofError
 from clusterproof.checklib.scratch import check_scratch
 from clusterproof.site.hardware import (is_emulated, partition_node_count, processor_disagreements,
                                         validate_hardware, validate_pmem)
-from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE
+from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE, system_file
 
 #: characters that would make a value a shell command
 SHELL_META = re.compile(r'[;&|`$<>(){}\\\n\r\t*?!#~"\']')
@@ -59,7 +59,7 @@ def safe_word(where, value):
 def validate_system(system):
     """Validate one system entry; return a list of what was checked."""
     name = system['name']
-    where = f'site_config/systems/{name.split("-")[0]}.py: system {name}'
+    where = f'{system_file(name)}: system {name}'
     checked = []
     for pattern in system.get('hostnames', []):
         try:
