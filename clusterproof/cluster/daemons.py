@@ -384,9 +384,10 @@ class Cluster:
             tmp = lay.tmp / node
             tmp.mkdir(exist_ok=True)
             tmp.chmod(0o1777)
-        if self.spec.like is not None and gpu_files(self.spec.like):
-            kind = make_gpu_devices(lay.gpu_dir, gpu_files(self.spec.like))
-            self._step(f'{gpu_files(self.spec.like)} GPU devices ({kind}) in {lay.gpu_dir}')
+        gpus = gpu_files(self.spec.like) if self.spec.like is not None else 0
+        if gpus:
+            kind = make_gpu_devices(lay.gpu_dir, gpus)
+            self._step(f'{gpus} GPU devices ({kind}) in {lay.gpu_dir}')
         # stale pid files of an earlier run would confuse the waits below
         for f in lay.run.glob('*.pid'):
             f.unlink()
