@@ -162,13 +162,26 @@ def test_all_clear_once_a_day_when_asked(tmp_path, monkeypatch, receiver):
 channels:
   webhook: {url_env: CP_TEST_WEBHOOK, heartbeat: true}
 ''', 'local')
+    other = write_config(tmp_path / 'emu.yaml', '''
+channels:
+  webhook: {url_env: CP_TEST_WEBHOOK, heartbeat: true}
+''', 'emu')
     for t in (NOW, NOW + 60, NOW + 86400):
         send.run(cfg, [], tmp_path / 'results', now=t)
+    # another system of the same results directory, on a channel of the same
+    # name: its own quiet day, its own all clear
+    send.run(other, [], tmp_path / 'results', now=NOW + 86400 + 60)
+    send.run(other, [], tmp_path / 'results', now=NOW + 86400 + 120)
     texts = [b['text'] for _, b in receiver.bodies]
     assert texts == ['clusterproof: all clear on local (2026-11-23): nothing new needs a '
                      'person\n',
                      'clusterproof: all clear on local (2026-11-24): nothing new needs a '
+                     'person\n',
+                     'clusterproof: all clear on emu (2026-11-24): nothing new needs a '
                      'person\n']
+    led = json.loads((tmp_path / 'results' / 'notify' / 'ledger.json').read_text())
+    assert led['channels']['webhook']['heartbeat'] == {'local': '2026-11-24',
+                                                       'emu': '2026-11-24'}
 
 
 def test_a_receiver_down_is_retried_named_and_loses_nothing(tmp_path, monkeypatch, receiver,

@@ -1,7 +1,8 @@
 """The ledger of what was sent: ``<results>/notify/ledger.json``, per
 channel the ids of the items sent (and when), the items found but not yet
-sent (a channel that was down: sent on the next run), and the day of the
-last "all clear"; and every item queued, by id, with when a run last found
+sent (a channel that was down: sent on the next run), and per system the
+day of its last "all clear" (systems of one results directory may share a
+channel name; each has its own quiet day); and every item queued, by id, with when a run last found
 it (:func:`item`): what ``clusterproof triage`` reads to record a verdict
 on a finding the figure store cannot name again (a screening outlier, a
 failure of a session that is no longer the newest).
@@ -41,7 +42,7 @@ class Ledger:
 
     def _channel(self, channel):
         return self.data['channels'].setdefault(channel, {'sent': {}, 'pending': {},
-                                                          'heartbeat': None})
+                                                          'heartbeat': {}})
 
     def sent(self, channel):
         """``{id: when sent}`` of ``channel``."""
@@ -51,8 +52,18 @@ class Ledger:
         """``{id: item dict}``: found, not yet sent on ``channel``."""
         return self._channel(channel)['pending']
 
-    def last_heartbeat(self, channel):
-        return self._channel(channel)['heartbeat']
+    def last_heartbeat(self, channel, system):
+        """The day ``system`` last sent an all clear on ``channel``, or None."""
+        return self._heartbeats(channel).get(system)
+
+    def _heartbeats(self, channel):
+        ch = self._channel(channel)
+        # a ledger written before the days were kept per system held one day
+        # for the channel, of no known system: forgotten (at most one all
+        # clear more, that day)
+        if not isinstance(ch['heartbeat'], dict):
+            ch['heartbeat'] = {}
+        return ch['heartbeat']
 
     def _found(self):
         return self.data.setdefault('found', {})
@@ -103,8 +114,8 @@ class Ledger:
             ch['sent'][i] = when
             ch['pending'].pop(i, None)
 
-    def mark_heartbeat(self, channel, day):
-        self._channel(channel)['heartbeat'] = day
+    def mark_heartbeat(self, channel, system, day):
+        self._heartbeats(channel)[system] = day
 
     def save(self):
         text = json.dumps(self.data, indent=1, sort_keys=True)

@@ -75,7 +75,7 @@ def run(cfg, items, results, now=None, sleep=time.sleep, log=None, triaged=froze
                        if d['system'] == cfg.system]
             if pending:
                 msg = message.render(pending, cfg)
-            elif ch.get('heartbeat') and led.last_heartbeat(channel) != day:
+            elif ch.get('heartbeat') and led.last_heartbeat(channel, cfg.system) != day:
                 msg = message.all_clear(cfg, day)
             else:
                 out.append(Outcome(channel))
@@ -89,7 +89,7 @@ def run(cfg, items, results, now=None, sleep=time.sleep, log=None, triaged=froze
                               datetime.datetime.fromtimestamp(
                                   now, datetime.timezone.utc).isoformat(timespec='seconds'))
             else:
-                led.mark_heartbeat(channel, day)
+                led.mark_heartbeat(channel, cfg.system, day)
             led.save()
             out.append(Outcome(channel, msg, '', 0, attempts))
         if led.forget(cfg.system, cfg.channels, now, cfg.forget_after * 86400):
