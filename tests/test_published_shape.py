@@ -12,6 +12,7 @@ import json
 import os
 import re
 import runpy
+import signal
 import subprocess
 from pathlib import Path
 
@@ -99,6 +100,30 @@ def _cp(*args, env):
                           capture_output=True, text=True, timeout=600)
 
 
+def _run_to_its_cleanup(argv, timeout, **kw):
+    """``subprocess.run`` of a script that brings its own cluster up and
+    down: interrupted (Ctrl-C) or out of time, the script gets SIGINT and is
+    waited for while it takes its cluster down (subprocess.run would kill
+    it, and its cluster would outlive the test's mount namespace). In a
+    session of its own, so that it gets that one SIGINT and no second one
+    from the terminal to cut its cleanup short."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True, **kw) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=CLEANUP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+#: how long an interrupted published-shape run may take to bring its cluster down
+CLEANUP_S = 300
+
 #: the instance of the reduced run's own 16-node cluster, beside the session's
 SHAPE_INSTANCE = int(os.environ.get('CLUSTERPROOF_TEST_SHAPE_INSTANCE', '5'))
 
@@ -118,12 +143,12 @@ def shape(tmp_path_factory):
     env.update(POLL_ENV)
     if (IOR_DIR / 'ior').is_file():
         env['PATH'] = f'{IOR_DIR}:{env["PATH"]}'
-    proc = subprocess.run(
+    proc = _run_to_its_cleanup(
         [str(VENV_BIN / 'python'), str(REPO / 'scripts' / 'published-shape'),
          '--instance', str(SHAPE_INSTANCE), '--threads', ','.join(map(str, THREADS)),
          '--limit', f'ior={MPI_LIMIT}', '--limit', f'mdtest={MPI_LIMIT}',
          '--results', str(results), '--keep-work', '--', '--keep-stage-files'],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=WAIT_S)
+        cwd=REPO, env=env, timeout=WAIT_S)
     assert not (REPO / 'site_config' / 'systems' / f'{NAME}.py').exists()
     out = proc.stdout + proc.stderr
     cases = {(tc['name'].split()[0], tc['threads']): tc for tc in report_cases(results)}
