@@ -180,6 +180,20 @@ def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=WAIT_S,
     return proc
 
 
+@pytest.fixture(scope='session')
+def local_iozone_run(tmp_path_factory):
+    """One real IOzone run on this machine, shared by the tests that read
+    it (tests/test_iozone.py: the run and its scratch directory;
+    tests/test_perflog.py: its perflog against its results database):
+    ``reframe -c reframe_checks/iozone.py --system local -r -n
+    IOzoneSequential%threads=2`` in smoke mode. Returns ``(proc, results)``;
+    nothing is written under ``results`` after the run."""
+    results = tmp_path_factory.mktemp('local-iozone') / 'results'
+    proc = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'local', '-r',
+                        '-n', 'IOzoneSequential%threads=2'], results, mode='smoke')
+    return proc, results
+
+
 def database_intact(path):
     """``(ok, message)``: sqlite's own integrity check of a results database,
     opened read-only."""

@@ -197,10 +197,8 @@ def _check_run(out, results, scratch_dir, expected):
 
 
 @pytest.mark.slow
-def test_end_to_end_on_this_machine(tmp_path):
-    results = tmp_path / 'results'
-    out = run_reframe(['-c', 'reframe_checks/iozone.py', '--system', 'local', '-r',
-                       '-n', 'IOzoneSequential%threads=2'], results, mode='smoke')
+def test_end_to_end_on_this_machine(local_iozone_run):
+    out, results = local_iozone_run
     _check_run(out, results, results / 'scratch', 1)
     assert 'P: read_gbs' in out.stdout
 
