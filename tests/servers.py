@@ -1,9 +1,10 @@
 """Real servers that tests start on loopback (VictoriaMetrics, Alertmanager,
 a pushgateway, vmalert): a free port, a GET that says when nothing answers,
-and one way to start a server, wait for the event that says it is ready,
+a VictoriaMetrics query that sees what was just sent, and one way to start a server, wait for the event that says it is ready,
 and stop it (terminate, then kill) whatever the test did."""
 
 import contextlib
+import json
 import shutil
 import socket
 import subprocess
@@ -28,6 +29,17 @@ def get(url, **params):
             return resp.read().decode()
     except OSError:
         return None
+
+
+def vm_query(url, query, **params):
+    """The result list of the instant query ``query`` on the VictoriaMetrics
+    at ``url`` ([] when it does not answer). It first asks the server to
+    make what it was sent searchable (``/internal/force_flush``, which its
+    documentation gives for tests): otherwise it buffers new samples in
+    memory for some 10 s before a query sees them."""
+    get(f'{url}/internal/force_flush')
+    body = get(f'{url}/api/v1/query', query=query, **params)
+    return json.loads(body)['data']['result'] if body else []
 
 
 def stop(proc):

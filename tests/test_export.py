@@ -15,7 +15,7 @@ import uuid as uuidlib
 import polars as pl
 import pytest
 from results_helpers import clusterproof, recorded_report, recorded_results, reframe_store
-from servers import free_port, get, serving, victoria_metrics  # noqa: F401 (a fixture)
+from servers import free_port, get, serving, victoria_metrics, vm_query  # noqa: F401 (a fixture)
 
 from conftest import wait_for
 
@@ -215,8 +215,7 @@ def test_openmetrics_imports_into_victoria_metrics(judged, tmp_path, victoria_me
     query = 'clusterproof_figure_MB_per_s{figure="copy_bw",system="local"}'
 
     def answer():
-        got = get(f'{victoria_metrics}/api/v1/query', query=query)
-        res = json.loads(got)['data']['result'] if got else []
+        res = vm_query(victoria_metrics, query)
         return res if len(res) == len(want) else None
     wait_for('VictoriaMetrics answers the query with every imported figure', answer)
     got = {r['metric']['test']: float(r['value'][1]) for r in answer()}

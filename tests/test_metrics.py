@@ -5,7 +5,6 @@ in the test's directory: a real check runs on system ``local``, and its
 figure is queried back through VictoriaMetrics' HTTP query API.
 """
 
-import json
 import re
 
 import pytest
@@ -14,7 +13,7 @@ from clusterproof import ClusterproofError
 from clusterproof.reframe_io import runner
 from clusterproof.results import metrics
 from conftest import REPO, reframe_env, run_reframe, wait_for
-from servers import free_port, get, victoria_metrics  # noqa: F401 (a fixture)
+from servers import free_port, victoria_metrics, vm_query  # noqa: F401 (a fixture)
 
 CHECK = ['-c', str(REPO / 'tests' / 'checks' / 'results' / 'devzero_copy.py'),
          '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=64', '--system', 'local', '-r']
@@ -46,8 +45,7 @@ def test_figures_reach_victoria_metrics_and_query_back(tmp_path, victoria_metric
         found = []
 
         def answered():
-            body = get(f'{victoria_metrics}/api/v1/query', query=query, time=f'{when:.3f}')
-            found[:] = json.loads(body)['data']['result'] if body else []
+            found[:] = vm_query(victoria_metrics, query, time=f'{when:.3f}')
             return bool(found)
 
         wait_for(f'VictoriaMetrics returns {query}', answered)

@@ -25,7 +25,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.handlers import Mailbox
 from aiosmtpd.smtp import AuthResult, LoginPassword
 from results_helpers import clusterproof, recorded_results
-from servers import free_port, get, serving, victoria_metrics  # noqa: F401 (a fixture)
+from servers import free_port, get, serving, victoria_metrics, vm_query  # noqa: F401 (a fixture)
 from test_notify import Receiver
 
 from conftest import wait_for
@@ -352,10 +352,8 @@ def test_rules_pass_promtool_and_vmalert_fires_out_of_band_only(tmp_path, night,
     with urllib.request.urlopen(req, timeout=30) as resp:
         assert resp.status == 204
     wait('VictoriaMetrics holds the 4 figures with the newest values', lambda: len(
-        json.loads(get(f'{victoria_metrics}/api/v1/query',
-                       query='{__name__=~"clusterproof_figure.*"} > 0.5 and '
-                             '{__name__=~"clusterproof_figure.*"} < 1000') or
-                   '{"data":{"result":[]}}')['data']['result']) == 2)
+        vm_query(victoria_metrics, '{__name__=~"clusterproof_figure.*"} > 0.5 and '
+                                   '{__name__=~"clusterproof_figure.*"} < 1000')) == 2)
     notified = Receiver()
     url = f'http://127.0.0.1:{free_port()}'
 
