@@ -603,6 +603,17 @@ QUOTA_US, PERIOD_US = 1000, 20000
 STREAM_NTIMES = 3
 
 
+#: the screening looks at the queue every half second in these tests, not
+#: every 2 s (its default, CLUSTERPROOF_SCREEN_POLL_S): a node's job that
+#: ended is seen within 0.5 s, one squeue and one sinfo a poll
+SCREEN_POLL = {'CLUSTERPROOF_SCREEN_POLL_S': '0.5'}
+
+
+def _screen_env(tmp_path, emu_cluster):
+    """The environment of ``clusterproof screen`` on the session's cluster."""
+    return reframe_env(tmp_path / 'results', extra={**emu_cluster, **SCREEN_POLL})
+
+
 def _cp(args, env, timeout=WAIT_S):
     return subprocess.run([str(VENV_BIN / 'clusterproof'), *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -619,7 +630,7 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
         k = EMU_INSTANCE
         spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
         rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
-        env = reframe_env(tmp_path / 'results', extra=emu_cluster)
+        env = _screen_env(tmp_path, emu_cluster)
         node_spec = 'n1:mem=2048;n2:mem=1024;n[3-4]:mem=2048'
         try:
             if spec.node_spec != node_spec:
@@ -672,8 +683,7 @@ def test_a_node_drained_during_the_screening_is_missing_and_an_interrupted_one_r
     anything again; n4 is drained meanwhile: its job is cancelled and n4
     named missing with Slurm's reason; n1-n3 are judged from the results
     the first run kept."""
-    env = reframe_env(tmp_path / 'results', extra=emu_cluster)
-    env['CLUSTERPROOF_SCREEN_POLL_S'] = '0.5'
+    env = _screen_env(tmp_path, emu_cluster)
     hold = subprocess.run(['sbatch', '--parsable', '-N1', '--exclusive', '--nodelist=n4',
                            '--partition=emu', f'--output={tmp_path / "hold.log"}',
                            '--wrap', 'sleep 600'], env=env,
@@ -743,7 +753,7 @@ def _screen_every_node(checks, emu_cluster, tmp_path):
     the session's cluster (the figures are asserted, not the verdicts of
     emulated nodes: no repeat): (process, its JSON, {node: row}); every
     node has a row."""
-    env = reframe_env(tmp_path / 'results', extra=emu_cluster)
+    env = _screen_env(tmp_path, emu_cluster)
     proc = _cp(['screen', '--system', 'emu', '--checks', checks, '--mode', 'smoke',
                 '--repeat', '0', '--format', 'json', '--workdir', str(tmp_path / 'screen')], env)
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
