@@ -589,12 +589,29 @@ def test_mpi_init_waits_for_every_node_at_two_ranks_per_node(emu_cluster, mpi_he
     assert len(list(marks.glob('passed.*'))) == 8
 
 
+#: Slurm job states before the end of a job
+JOB_NOT_ENDED = ('PENDING', 'CONFIGURING', 'RUNNING', 'COMPLETING', 'SUSPENDED')
+
+
 @need_netns
 def test_mpi_with_mpirun_in_sbatch(emu_cluster, mpi_hello, tmp_path):
+    # The job's end is watched here: sbatch --wait looks after 2 s, then
+    # after 8 s more, so a job of 3 s held the test 10 s.
     out = tmp_path / 'mpirun.out'
-    proc = _run(['sbatch', '--wait', '-N4', '-n4', f'--output={out}', f'--chdir={tmp_path}',
-                 '--wrap', f'mpirun {mpi_hello}'], _env(emu_cluster, **MPI_ENV))
-    assert proc.returncode == 0, proc.stderr + (out.read_text() if out.exists() else '')
+    env = _env(emu_cluster, **MPI_ENV)
+    sub = _run(['sbatch', '--parsable', '-N4', '-n4', f'--output={out}', f'--chdir={tmp_path}',
+                '--wrap', f'mpirun {mpi_hello}'], env)
+    assert sub.returncode == 0, sub.stderr
+    job = sub.stdout.strip().split(';')[0]
+    record = {}
+
+    def ended():
+        shown = parse_scontrol_record(_run(['scontrol', '-o', 'show', 'job', job], env).stdout)
+        record.update(shown)
+        return 'JobState' in shown and shown['JobState'] not in JOB_NOT_ENDED
+    wait_for(f'the end of job {job} (mpirun in sbatch)', ended)
+    assert (record['JobState'], record['ExitCode']) == ('COMPLETED', '0:0'), \
+        str(record) + (out.read_text() if out.exists() else '')
     _assert_hello_across_4_nodes(out.read_text())
 
 
