@@ -314,6 +314,14 @@ def test_nothing_listening_is_named_without_the_secret(tmp_path, monkeypatch):
      "kinds: want a list of regression, failure, change, outlier; found ['regressions']"),
     ('retries: 0\nchannels: {alertmanager: {url: "http://127.0.0.1:9093"}}',
      'retries: want a number >= 1; found 0'),
+    ('channels: {alertmanager: {resolve_after_hours: 1}}',
+     'channels.alertmanager.url is required (or channels.alertmanager.url_env or url_file'),
+    ('channels: {alertmanager: {url: "http://am:9093", url_env: AM_URL}}',
+     'channels.alertmanager: give one of url, url_env, url_file'),
+    ('channels: {email: {host: "smtp://smtp.example.org", from: a@example.org, '
+     'to: [b@example.org]}}', "channels.email.host: want a host name or address"),
+    ('channels: {email: {host: smtp.example.org, from: a@example.org, '
+     'to: ["b@example.org\\r\\nBcc: c@example.org"]}}', 'channels.email.to: want e-mail addresses'),
 ])
 def test_bad_settings_are_named(tmp_path, text, message_part):
     path = tmp_path / 'local.yaml'

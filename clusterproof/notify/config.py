@@ -112,22 +112,31 @@ def load(path, system):
 
 
 def _alertmanager(path, where, ch):
-    if 'url' in ch:
-        if 'url_env' in ch or 'url_file' in ch:
-            raise ClusterproofError(f'{path}: {where}: give one of url, url_env, url_file')
-        url = redact.checked(ch['url'], f'{path}: {where}.url')
-        if redact.credentials(url)[1]:
-            raise ClusterproofError(
-                f'{path}: {where}.url holds a user and password: a secret is never in this '
-                f'file; put the URL in a file named by {where}.url_file or a variable named '
-                f'by {where}.url_env (docs/notify.md)')
-        ch['url'] = url.rstrip('/')
-    else:
-        _one_secret(path, where, ch, 'url', required=True)
+    _alertmanager_url(path, where, ch)
     ch['resolve_after_hours'] = _number(path, f'{where}.resolve_after_hours',
                                         ch.get('resolve_after_hours', 24), 0.01)
     ch['heartbeat'] = bool(ch.get('heartbeat', False))
     return ch
+
+
+def _alertmanager_url(path, where, ch):
+    """An Alertmanager's ``url`` in the file (no user or password in it),
+    or the ``url_env`` or ``url_file`` that names where one is."""
+    if 'url_env' in ch or 'url_file' in ch:
+        if 'url' in ch:
+            raise ClusterproofError(f'{path}: {where}: give one of url, url_env, url_file')
+        _one_secret(path, where, ch, 'url', required=True)
+        return
+    if 'url' not in ch:
+        raise ClusterproofError(f'{path}: {where}.url is required (or {where}.url_env or '
+                                f'url_file, naming where a URL with a user and password is)')
+    url = redact.checked(ch['url'], f'{path}: {where}.url')
+    if redact.credentials(url)[1]:
+        raise ClusterproofError(
+            f'{path}: {where}.url holds a user and password: a secret is never in this '
+            f'file; put the URL in a file named by {where}.url_file or a variable named '
+            f'by {where}.url_env (docs/notify.md)')
+    ch['url'] = url.rstrip('/')
 
 
 def _email(path, where, ch):
