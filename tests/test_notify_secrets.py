@@ -306,3 +306,35 @@ def test_a_line_break_in_a_test_name_leaves_the_headers_one_line(tmp_path, smtp,
     assert alert['labels']['figure'] == 'n3 Bcc: x@example.org'
     assert '\n' not in alert['annotations']['summary']
     assert message.header('a\r\n\tb\u2028c\x00') == 'a b c'
+
+
+def test_the_notify_command_shows_no_secret(tmp_path, monkeypatch, capfd, echo):
+    """``clusterproof notify`` on a recorded night, every channel holding
+    the token and failing (the webhook's server echoes its path, the
+    Alertmanager and the SMTP server are not there), then with a password in
+    the settings file: exit 4, then 2, and the token nowhere."""
+    from results_helpers import recorded_results
+
+    from clusterproof.cli import main
+    monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(recorded_results(tmp_path)))
+    monkeypatch.setenv('CLUSTERPROOF_REFERENCES', str(tmp_path / 'refs'))
+    monkeypatch.setenv('CP_HOOK', f'http://{echo.netloc}/hooks/T0/B0/{TOKEN}')
+    monkeypatch.setenv('CP_AM', f'http://{USER}:{TOKEN}@127.0.0.1:{free_port()}')
+    monkeypatch.setenv('CP_PASSWORD', TOKEN)
+    path = tmp_path / 'local.yaml'
+    path.write_text(HEAD + f'''\
+  webhook: {{url_env: CP_HOOK, heartbeat: true}}
+  alertmanager: {{url_env: CP_AM, heartbeat: true}}
+  email: {{host: 127.0.0.1, port: {free_port()}, security: none, user: cp,
+          password_env: CP_PASSWORD, from: a@example.org, to: b@example.org, heartbeat: true}}
+''')
+    assert main(['notify', '26fbb69e', '--config', str(path)]) == send.NOT_SENT
+    out, err = capfd.readouterr()
+    assert err.count('NOT SENT after 2 attempt(s)') == 3, err
+    assert f'chat webhook http://{echo.netloc} refused the message: HTTP 404' in err
+    path.write_text(HEAD + f'  alertmanager: {{url: "http://{USER}:{TOKEN}@127.0.0.1:9093"}}\n')
+    assert main(['notify', '26fbb69e', '--config', str(path)]) == 2
+    out2, err2 = capfd.readouterr()
+    assert 'channels.alertmanager.url holds a user and password' in err2
+    ledger = (tmp_path / 'results' / 'notify' / 'ledger.json').read_text()
+    assert leaks(out, err, out2, err2, ledger) == [] and 'Traceback' not in err + err2
