@@ -30,7 +30,7 @@ HIDDEN = '<secret>'
 SHORTEST = 4
 _DEFAULT_PORT = {'http': 80, 'https': 443}
 _KNOWN = {'file', 'ftp', 'ftps', 'smtp', 'smtps', 'ws', 'wss', 'mailto', 'data', 'unix',
-          'ldap', 'ldaps', 'gopher', 'javascript'}
+          'ldap', 'ldaps'}
 _UNSAFE = re.compile(r'[\s\x00-\x1f\x7f]')
 
 
