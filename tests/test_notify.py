@@ -192,8 +192,8 @@ def test_a_receiver_down_is_retried_named_and_loses_nothing(tmp_path, monkeypatc
     slept = []
     [o] = send.run(cfg, [regression(1)], results, now=NOW, sleep=slept.append)
     assert o.sent is None and o.attempts == 3 and o.pending == 1
-    assert o.error == ('chat webhook at 127.0.0.1 refused the message: HTTP 503 Service '
-                       'Unavailable: ')
+    assert o.error == (f'chat webhook {receiver.url} refused the message: HTTP 503 Service '
+                       f'Unavailable: ')
     assert slept == [0.0, 0.0]              # bounded: three attempts, two waits
     err = capsys.readouterr().err
     assert err.count('notify: webhook: attempt') == 3 and 'HTTP 503' in err
@@ -297,7 +297,7 @@ def test_nothing_listening_is_named_without_the_secret(tmp_path, monkeypatch):
     r.close()                           # nothing listens on its port any more
     cfg = webhook_config(tmp_path, monkeypatch, url + SECRET_URL_PATH)
     [o] = send.run(cfg, [regression()], tmp_path / 'results', now=NOW, sleep=lambda s: None)
-    assert o.error.startswith('chat webhook at 127.0.0.1 did not answer: ')
+    assert o.error.startswith(f'chat webhook {url} did not answer: ')
     assert 'Connection refused' in o.error and 'SECRET' not in o.error
 
 
@@ -314,6 +314,14 @@ def test_nothing_listening_is_named_without_the_secret(tmp_path, monkeypatch):
      "kinds: want a list of regression, failure, change, outlier; found ['regressions']"),
     ('retries: 0\nchannels: {alertmanager: {url: "http://127.0.0.1:9093"}}',
      'retries: want a number >= 1; found 0'),
+    ('channels: {alertmanager: {resolve_after_hours: 1}}',
+     'channels.alertmanager.url is required (or channels.alertmanager.url_env or url_file'),
+    ('channels: {alertmanager: {url: "http://am:9093", url_env: AM_URL}}',
+     'channels.alertmanager: give one of url, url_env, url_file'),
+    ('channels: {email: {host: "smtp://smtp.example.org", from: a@example.org, '
+     'to: [b@example.org]}}', "channels.email.host: want a host name or address"),
+    ('channels: {email: {host: smtp.example.org, from: a@example.org, '
+     'to: ["b@example.org\\r\\nBcc: c@example.org"]}}', 'channels.email.to: want e-mail addresses'),
 ])
 def test_bad_settings_are_named(tmp_path, text, message_part):
     path = tmp_path / 'local.yaml'

@@ -5,24 +5,28 @@ AUTH where a user is configured) and a chat incoming webhook (the JSON
 
 Each ``send_<channel>(cfg, message, now)`` sends one message once and raises
 :class:`ChannelError` naming the server (never a secret) when it cannot;
-retrying is :mod:`.send`'s.
+retrying is :mod:`.send`'s. A server is named by its scheme, host and port,
+and what it or the system answered is quoted through
+:func:`clusterproof.notify.redact.redact` with the channel's secrets; an
+alert's labels have their control characters replaced
+(:func:`~clusterproof.notify.message.header`).
 """
 
 import datetime
 import hashlib
+import http.client
 import json
 import smtplib
 import ssl
 import urllib.error
-import urllib.parse
 import urllib.request
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
 from clusterproof import __version__
-from clusterproof.notify import config
+from clusterproof.notify import config, redact
 from clusterproof.notify.items import SEVERITY
-from clusterproof.notify.message import cause, headline
+from clusterproof.notify.message import cause, header, headline
 
 USER_AGENT = f'clusterproof/{__version__}'
 #: the Alertmanager alert names: one finding, a summary of many, an all clear
@@ -41,27 +45,29 @@ def _iso(t):
         timespec='seconds').replace('+00:00', 'Z')
 
 
-def _post_json(url, body, timeout, name, secrets=()):
-    data = json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method='POST', headers={
-        'Content-Type': 'application/json', 'User-Agent': USER_AGENT})
+def _post_json(url, body, timeout, what, secret=None):
+    """POST ``body`` as JSON to the http(s) ``url`` (its user and password,
+    if any, sent as HTTP Basic); ``what`` names the server in errors, with
+    :func:`~clusterproof.notify.redact.shown` ``url``; what is quoted is
+    redacted of ``secret`` (default: ``url``)."""
+    secrets = [secret or url]
+    name = f'{what} {redact.shown(url)}'
+    target, login = redact.credentials(redact.checked(url, name))
+    headers = {'Content-Type': 'application/json', 'User-Agent': USER_AGENT}
+    if login:
+        headers['Authorization'] = redact.basic_auth(*login)
+    req = urllib.request.Request(target, data=json.dumps(body).encode(), method='POST',
+                                 headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             resp.read()
     except urllib.error.HTTPError as err:
         detail = err.read()[:300].decode(errors='replace').strip()
-        raise ChannelError(_scrub(f'{name} refused the message: HTTP {err.code} '
-                                  f'{err.reason}: {detail}', secrets)) from None
-    except (urllib.error.URLError, OSError) as err:
+        raise ChannelError(f'{name} refused the message: HTTP {err.code} '
+                           f'{redact.redact(f"{err.reason}: {detail}", secrets)}') from None
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
         reason = getattr(err, 'reason', err)
-        raise ChannelError(_scrub(f'{name} did not answer: {reason}', secrets)) from None
-
-
-def _scrub(text, secrets):
-    for s in secrets:
-        if s:
-            text = text.replace(s, '<secret>')
-    return text
+        raise ChannelError(f'{name} did not answer: {redact.redact(reason, secrets)}') from None
 
 
 # -- Alertmanager ----------------------------------------------------------------------
@@ -69,7 +75,14 @@ def _scrub(text, secrets):
 def alerts(cfg, message, now):
     """The Alertmanager alerts of ``message``: one per item, or one that
     summarises, or one all clear; each ends ``resolve_after_hours`` after
-    ``now`` (a finding is told once, not kept firing)."""
+    ``now`` (a finding is told once, not kept firing). Their labels and
+    summaries are one line each (:func:`~clusterproof.notify.message.header`)."""
+    return [dict(a, labels={k: header(v) for k, v in a['labels'].items()},
+                 annotations=dict(a['annotations'], summary=header(a['annotations']['summary'])))
+            for a in _alerts(cfg, message, now)]
+
+
+def _alerts(cfg, message, now):
     ch = cfg.channels['alertmanager']
     ends = _iso(now + ch['resolve_after_hours'] * 3600)
     common = {'endsAt': ends}
@@ -102,9 +115,9 @@ def alerts(cfg, message, now):
 
 
 def send_alertmanager(cfg, message, now):
-    url = cfg.channels['alertmanager']['url']
+    url = config.url(cfg, 'alertmanager').rstrip('/')
     _post_json(f'{url}/api/v2/alerts', alerts(cfg, message, now), cfg.timeout,
-               f'Alertmanager {url}')
+               'Alertmanager', secret=url)
 
 
 # -- e-mail ----------------------------------------------------------------------------
@@ -120,8 +133,8 @@ def send_email(cfg, message, now):
     mail['Date'] = formatdate(now, usegmt=True)
     mail['Message-ID'] = make_msgid('clusterproof')
     mail.set_content(message.text)
-    context = ssl.create_default_context(cafile=ch.get('cafile'))
     try:
+        context = ssl.create_default_context(cafile=ch.get('cafile'))
         if ch['security'] == 'tls':
             smtp = smtplib.SMTP_SSL(ch['host'], ch['port'], timeout=cfg.timeout,
                                     context=context)
@@ -134,17 +147,17 @@ def send_email(cfg, message, now):
                 smtp.login(ch['user'], password)
             refused = smtp.send_message(mail)
     except smtplib.SMTPAuthenticationError as err:
-        raise ChannelError(f'{name} refused the login of user {ch["user"]}: '
-                           f'{err.smtp_code} {_text(err.smtp_error)}') from None
+        raise ChannelError(f'{name} refused the login of user {ch["user"]}: {err.smtp_code} '
+                           f'{redact.redact(_text(err.smtp_error), [password])}') from None
     except smtplib.SMTPRecipientsRefused as err:
         raise ChannelError(f'{name} refused every recipient: '
                            f'{", ".join(sorted(err.recipients))}') from None
     except smtplib.SMTPResponseException as err:
-        raise ChannelError(_scrub(f'{name} refused the message: {err.smtp_code} '
-                                  f'{_text(err.smtp_error)}', [password])) from None
-    except (smtplib.SMTPException, OSError) as err:
-        raise ChannelError(_scrub(f'{name} did not take the message: {err}',
-                                  [password])) from None
+        raise ChannelError(f'{name} refused the message: {err.smtp_code} '
+                           f'{redact.redact(_text(err.smtp_error), [password])}') from None
+    except (smtplib.SMTPException, OSError, ValueError) as err:
+        raise ChannelError(f'{name} did not take the message: '
+                           f'{redact.redact(err, [password])}') from None
     if refused:
         raise ChannelError(f'{name} refused recipient(s) {", ".join(sorted(refused))}')
 
@@ -156,10 +169,8 @@ def _text(b):
 # -- chat webhook ----------------------------------------------------------------------
 
 def send_webhook(cfg, message, now):
-    url = config.secret(cfg, 'webhook', 'url')
-    host = urllib.parse.urlsplit(url).hostname or '?'
-    name = f'chat webhook at {host}'
-    _post_json(url, {'text': message.text}, cfg.timeout, name, [url])
+    _post_json(config.url(cfg, 'webhook'), {'text': message.text}, cfg.timeout,
+               'chat webhook')
 
 
 SEND = {'alertmanager': send_alertmanager, 'email': send_email, 'webhook': send_webhook}

@@ -3,19 +3,24 @@
 outside the repository), read and checked here; the schema is documented in
 docs/notify.md.
 
-Secrets (the webhook's URL, the SMTP password) are never in the file: the
-file names an environment variable (``*_env``) or a file (``*_file``) that
-holds them, read when a message is sent (:func:`secret`). No error message
-and no log line of this package shows a secret's value.
+Secrets (the webhook's URL, an Alertmanager URL with a user and password,
+the SMTP password) are never in the file: the file names an environment
+variable (``*_env``) or a file (``*_file``) that holds them, read when a
+message is sent (:func:`secret`). A URL, in the file or a secret, is
+accepted only as http(s) (:func:`clusterproof.notify.redact.checked`). No
+error message and no log line of this package shows a secret's value
+(:mod:`.redact`).
 """
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from clusterproof import ClusterproofError
+from clusterproof.notify import redact
 from clusterproof.paths import SITE_CONFIG
 
 CHANNELS = ('alertmanager', 'email', 'webhook')
@@ -25,7 +30,7 @@ KINDS = ('regression', 'failure', 'change', 'outlier')
 _TOP_KEYS = {'page', 'kinds', 'min_change_percent', 'summarise_above', 'top', 'retries',
              'retry_delay', 'timeout', 'forget_after_days', 'channels'}
 _CHANNEL_KEYS = {
-    'alertmanager': {'url', 'resolve_after_hours', 'heartbeat'},
+    'alertmanager': {'url', 'url_env', 'url_file', 'resolve_after_hours', 'heartbeat'},
     'email': {'host', 'port', 'security', 'cafile', 'user', 'password_env', 'password_file',
               'from', 'to', 'heartbeat'},
     'webhook': {'url_env', 'url_file', 'heartbeat'},
@@ -67,8 +72,11 @@ def load(path, system):
     except OSError as err:
         raise ClusterproofError(f'{path}: cannot read the notification settings: '
                                 f'{err.strerror}') from None
+    except UnicodeDecodeError:
+        raise ClusterproofError(f'{path}: the notification settings are not UTF-8 text') \
+            from None
     except yaml.YAMLError as err:
-        raise ClusterproofError(f'{path}: not YAML: {err}') from None
+        raise ClusterproofError(f'{path}: not YAML: {_yaml_problem(err)}') from None
     if not isinstance(data, dict):
         raise ClusterproofError(f'{path}: want a mapping of settings (docs/notify.md)')
     _unknown(path, '', data, _TOP_KEYS)
@@ -104,23 +112,48 @@ def load(path, system):
 
 
 def _alertmanager(path, where, ch):
-    _required(path, where, ch, 'url')
-    ch['url'] = _typed(path, f'{where}.url', ch['url'], str).rstrip('/')
+    _alertmanager_url(path, where, ch)
     ch['resolve_after_hours'] = _number(path, f'{where}.resolve_after_hours',
                                         ch.get('resolve_after_hours', 24), 0.01)
     ch['heartbeat'] = bool(ch.get('heartbeat', False))
     return ch
 
 
+def _alertmanager_url(path, where, ch):
+    """An Alertmanager's ``url`` in the file (no user or password in it),
+    or the ``url_env`` or ``url_file`` that names where one is."""
+    if 'url_env' in ch or 'url_file' in ch:
+        if 'url' in ch:
+            raise ClusterproofError(f'{path}: {where}: give one of url, url_env, url_file')
+        _one_secret(path, where, ch, 'url', required=True)
+        return
+    if 'url' not in ch:
+        raise ClusterproofError(f'{path}: {where}.url is required (or {where}.url_env or '
+                                f'url_file, naming where a URL with a user and password is)')
+    url = redact.checked(ch['url'], f'{path}: {where}.url')
+    if redact.credentials(url)[1]:
+        raise ClusterproofError(
+            f'{path}: {where}.url holds a user and password: a secret is never in this '
+            f'file; put the URL in a file named by {where}.url_file or a variable named '
+            f'by {where}.url_env (docs/notify.md)')
+    ch['url'] = url.rstrip('/')
+
+
 def _email(path, where, ch):
     for key in ('host', 'from', 'to'):
         _required(path, where, ch, key)
+    host = _typed(path, f'{where}.host', ch['host'], str)
+    if not re.fullmatch(r'[A-Za-z0-9.:\[\]_-]+', host):
+        raise ClusterproofError(f'{path}: {where}.host: want a host name or address (e.g. '
+                                f'smtp.example.org); found {host!r}')
     if isinstance(ch['to'], str):
         ch['to'] = [ch['to']]
-    if not isinstance(ch['to'], list) or not all(isinstance(t, str) and '@' in t
-                                                  for t in ch['to']):
+    if not isinstance(ch['to'], list) or not all(_address(t) for t in ch['to']):
         raise ClusterproofError(f'{path}: {where}.to: want e-mail addresses; found '
                                 f'{ch["to"]!r}')
+    if not _address(ch['from']):
+        raise ClusterproofError(f'{path}: {where}.from: want an e-mail address; found '
+                                f'{ch["from"]!r}')
     ch['security'] = ch.get('security', 'starttls')
     if ch['security'] not in SECURITY:
         raise ClusterproofError(f'{path}: {where}.security: {ch["security"]!r}; want one of '
@@ -145,6 +178,13 @@ def _webhook(path, where, ch):
 _CHECK = {'alertmanager': _alertmanager, 'email': _email, 'webhook': _webhook}
 
 
+def _address(text):
+    """An e-mail address: one ``@``, no space or control character (a line
+    break in a header would end it)."""
+    return isinstance(text, str) and '@' in text and not re.search(r'[\s\x00-\x1f\x7f]',
+                                                                   text)
+
+
 def _one_secret(path, where, ch, name, required):
     given = [k for k in (f'{name}_env', f'{name}_file') if k in ch]
     if len(given) > 1:
@@ -155,19 +195,26 @@ def _one_secret(path, where, ch, name, required):
                                 f'file ({name}_file); never the {name} itself')
 
 
+def url(cfg, channel):
+    """The URL of ``channel``: its ``url`` setting, or the secret its
+    ``url_env`` or ``url_file`` names (:func:`secret`)."""
+    return cfg.channels[channel].get('url') or secret(cfg, channel, 'url')
+
+
 def secret(cfg, channel, name):
     """The value of the secret ``name`` of ``channel`` (from the variable or
-    file the settings name), or None when none is configured; an error names
-    the variable or file, never the value."""
+    file the settings name), or None when none is configured; a URL
+    (``name`` ``url``) must be an http(s) one. An error names the variable
+    or file, never the value."""
     ch = cfg.channels[channel]
     where = f'{cfg.path}: channels.{channel}'
     if f'{name}_env' in ch:
         var = ch[f'{name}_env']
         value = os.environ.get(var)
-        if not value:
+        if not value or not value.strip():
             raise ClusterproofError(f'{where}.{name}_env: the environment variable {var} is '
                                     f'not set or empty')
-        return value.strip()
+        return _checked(value.strip(), name, f'{where}.{name}_env (the variable {var})')
     if f'{name}_file' in ch:
         file = Path(ch[f'{name}_file'])
         try:
@@ -175,10 +222,25 @@ def secret(cfg, channel, name):
         except OSError as err:
             raise ClusterproofError(f'{where}.{name}_file: cannot read {file}: '
                                     f'{err.strerror}') from None
+        except UnicodeDecodeError:
+            raise ClusterproofError(f'{where}.{name}_file: {file} is not UTF-8 text') \
+                from None
         if not value:
             raise ClusterproofError(f'{where}.{name}_file: {file} is empty')
-        return value
+        return _checked(value, name, f'{where}.{name}_file ({file})')
     return None
+
+
+def _checked(value, name, where):
+    return redact.checked(value, where) if name == 'url' else value
+
+
+def _yaml_problem(err):
+    """Where and what the YAML error ``err`` is, without the line it quotes
+    (a line of a settings file may hold what must not be shown)."""
+    mark = getattr(err, 'problem_mark', None)
+    where = f'line {mark.line + 1}, column {mark.column + 1}: ' if mark else ''
+    return where + (getattr(err, 'problem', None) or 'cannot be parsed')
 
 
 def _unknown(path, prefix, data, known):

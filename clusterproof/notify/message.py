@@ -2,10 +2,13 @@
 suspected cause and the link to the page (:func:`render`); a run with more
 items than the site's ``summarise_above`` is one message that summarises
 (counts by kind and system, the largest few, the link), never one per item;
-a quiet day may send an "all clear" (:func:`all_clear`)."""
+a quiet day may send an "all clear" (:func:`all_clear`). The subject is one
+line without control characters (:func:`header`): a line break in a test's
+name would end an e-mail's Subject header."""
 
 import collections
 import datetime
+import re
 from dataclasses import dataclass
 
 from clusterproof.notify.items import NAMES, rank
@@ -17,6 +20,12 @@ class Message:
     text: str               # the whole text, the subject first
     items: list             # what it tells of (empty: an all clear)
     summary: bool = False   # one message summarising many items
+
+
+def header(text):
+    """``text`` fit for a header or a label: each run of control characters
+    (and of Unicode line and paragraph separators) one space."""
+    return re.sub(r'[\x00-\x1f\x7f-\x9f\u2028\u2029]+', ' ', str(text)).strip()
 
 
 def _count(n, kind):
@@ -58,7 +67,7 @@ def render(items, cfg):
     page = cfg.page or '(no page configured: see page in ' + str(cfg.path) + ')'
     if len(items) == 1:
         [i] = items
-        lines = [f'clusterproof: {headline(i)}',
+        lines = [header(f'clusterproof: {headline(i)}'),
                  f'what: {NAMES[i.kind][0]}; {i.detail}' if i.detail else
                  f'what: {NAMES[i.kind][0]}',
                  f'where: system {i.system}, partition {i.partition}, {i.test}'
@@ -69,8 +78,8 @@ def render(items, cfg):
                  f'page: {page}',
                  f'id: {i.id}']
         return Message(lines[0], '\n'.join(lines) + '\n', items)
-    subject = (f'clusterproof: {len(items)} new findings on {_systems(items)} '
-               f'({_counts(items)})')
+    subject = header(f'clusterproof: {len(items)} new findings on {_systems(items)} '
+                     f'({_counts(items)})')
     lines = [subject]
     summary = len(items) > cfg.summarise_above
     if summary:
@@ -93,6 +102,7 @@ def render(items, cfg):
 
 def all_clear(cfg, day):
     """The daily "all clear" of a quiet day."""
-    subject = f'clusterproof: all clear on {cfg.system} ({day}): nothing new needs a person'
+    subject = header(f'clusterproof: all clear on {cfg.system} ({day}): nothing new needs '
+                     f'a person')
     page = f'page: {cfg.page}\n' if cfg.page else ''
     return Message(subject, f'{subject}\n{page}', [])
