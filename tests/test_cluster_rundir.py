@@ -9,6 +9,7 @@ import os
 import pwd
 import shlex
 import signal
+import socket
 import stat
 import subprocess
 import uuid
@@ -125,6 +126,18 @@ def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_r
     with pytest.raises(ClusterproofError, match=r'munge.key is a file of root \(uid 0\), mode 666: others may write it'):
         rundir.check_run_dir(run_dir)
     (etc / 'munge.key').chmod(0o600)
+    # what the daemons make is taken: MariaDB's files (0660, group root), munged's socket (0777)
+    (run_dir / 'db').mkdir()
+    (run_dir / 'db' / 'ibdata1').write_bytes(b'')
+    (run_dir / 'db' / 'ibdata1').chmod(0o660)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(run_dir / 'munge.socket.2'))
+        (run_dir / 'munge.socket.2').chmod(0o777)
+        assert rundir.check_run_dir(run_dir) is True
+    os.chown(run_dir / 'db' / 'ibdata1', 0, pwd.getpwnam(name).pw_gid)
+    with pytest.raises(ClusterproofError, match=r'ibdata1 is a file of root \(uid 0\), mode 660: others may write it'):
+        rundir.check_run_dir(run_dir)
+    (run_dir / 'db' / 'ibdata1').unlink()
     run_dir.chmod(0o777)
     with pytest.raises(ClusterproofError, match=rf'{run_dir} is a directory of root \(uid 0\), mode 777: '
                                                 'others may write in it'):

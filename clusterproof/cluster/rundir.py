@@ -70,7 +70,9 @@ def _said(path, st):
 
 
 def _writable_by_others(st):
-    return bool(st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    """Writable by a user not root: by all, or by a group not root's (MariaDB
+    makes its files 0660, group root)."""
+    return bool(st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and st.st_gid != 0))
 
 
 def parent_problem(path):
@@ -100,7 +102,7 @@ def entry_problem(path, st, top):
     if stat.S_ISDIR(st.st_mode):
         if _writable_by_others(st) and (path == top or st.st_mode & OPEN_STICKY != OPEN_STICKY):
             return f'{_said(path, st)}: others may write in it'
-    elif _writable_by_others(st) and not stat.S_ISCHR(st.st_mode):
+    elif _writable_by_others(st) and stat.S_ISREG(st.st_mode):    # a socket is for all to reach
         return f'{_said(path, st)}: others may write it'
     return None
 
