@@ -201,6 +201,9 @@ def open_lock(path):
     lock_dir()
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except PermissionError:
+        raise ClusterproofError(f'cannot open the lock file {path}: it is root\'s; run as root, '
+                                'e.g. sudo clusterproof cluster ...') from None
     except OSError as err:
         raise ClusterproofError(f'cannot open the lock file {path}: {err.strerror}') from None
     return os.fdopen(fd, 'r+')
