@@ -213,9 +213,11 @@ def test_up_with_a_run_directory_that_would_run_a_command_refuses_and_runs_nothi
     assert not mark.exists() and not list(tmp_path.iterdir())
 
 
-def test_the_paths_in_a_nodes_shell_line_are_quoted():
-    """Belt and braces: a node's ``sh -c`` line quotes what it puts in,
-    even a path the run directory's check would have refused."""
+def test_the_paths_in_a_nodes_shell_line_and_in_the_export_lines_are_quoted():
+    """Belt and braces: a node's ``sh -c`` line and the ``export`` lines of
+    ``cluster env`` (read by ``eval``) quote what they put in, even a path
+    the run directory's check would have refused."""
+    assert shlex.split(lc.env_lines("/tmp/it's $(id)")[0]) == ["export", "SLURM_CONF=/tmp/it's $(id)/etc/slurm.conf"]
     argv = in_node(lc.Instance(INSTANCE), 1, Path("/tmp/it's $(id)/etc/hosts"), 'true',
                    [(Path('/tmp/g 1'), Path('/tmp/m'))], name='n;1')
     words = shlex.split(argv[-1])

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import string
 from pathlib import Path
 
@@ -392,19 +393,21 @@ def render_all(spec, controller_host, db_pass):
     }
 
 
-def env_lines(spec_or_run_dir):
-    """The ``export`` lines that point client commands (and ReFrame's emu
-    system) at a cluster."""
+def env_dict(spec_or_run_dir):
+    """The variables that point client commands (and ReFrame's emu system)
+    at a cluster: ``{name: value}``."""
     run_dir = spec_or_run_dir.run_dir if isinstance(spec_or_run_dir, Spec) else Path(spec_or_run_dir)
-    lines = [f'export SLURM_CONF={Layout(run_dir).slurm_conf}']
+    env = {'SLURM_CONF': str(Layout(run_dir).slurm_conf)}
     if isinstance(spec_or_run_dir, Spec):
-        lines += [f'export CLUSTERPROOF_EMU_NODES={spec_or_run_dir.nodes}',
-                  f'export CLUSTERPROOF_EMU_CPUS={spec_or_run_dir.min_cpus}']
-    return lines
+        env.update(CLUSTERPROOF_EMU_NODES=str(spec_or_run_dir.nodes),
+                   CLUSTERPROOF_EMU_CPUS=str(spec_or_run_dir.min_cpus))
+    return env
 
 
-def env_dict(spec):
-    return dict(line[len('export '):].split('=', 1) for line in env_lines(spec))
+def env_lines(spec_or_run_dir):
+    """:func:`env_dict` as ``export`` lines for a shell's ``eval``, each
+    value quoted."""
+    return [f'export {name}={shlex.quote(value)}' for name, value in env_dict(spec_or_run_dir).items()]
 
 
 def load_spec(instance, run_dir=None):
