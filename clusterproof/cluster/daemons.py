@@ -11,8 +11,8 @@ import fcntl
 import json
 import os
 import secrets
-import shutil
 import shlex
+import shutil
 import signal
 import socket
 import stat
@@ -170,6 +170,7 @@ def in_use(k):
 
 
 def operation_lock_path(k):
+    """Lock file of instance ``k`` that one ``up`` or ``down`` holds at a time."""
     return LOCK_DIR / f'cluster{k}.op.lock'
 
 
