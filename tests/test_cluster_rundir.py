@@ -107,7 +107,13 @@ def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_r
     job.mkdir(parents=True)
     (job / 'slurm_script').write_text('#!/bin/sh\n')
     os.chown(job / 'slurm_script', uid, -1)
+    (run_dir / 'spool' / 'n1' / 'pmix.42.0').mkdir(mode=0o700)
+    os.chown(run_dir / 'spool' / 'n1' / 'pmix.42.0', uid, -1)
     assert rundir.check_run_dir(run_dir) is True
+    os.symlink('/etc', run_dir / 'spool' / 'n1' / 'job00043')       # but not a link
+    with pytest.raises(ClusterproofError, match=r'job00043 is a symbolic link of root'):
+        rundir.check_run_dir(run_dir)
+    (run_dir / 'spool' / 'n1' / 'job00043').unlink()
     # a link anywhere else, even root's
     (etc / 'slurm.conf').symlink_to('/etc/passwd')
     with pytest.raises(ClusterproofError, match=rf'{etc}/slurm.conf is a symbolic link of root \(uid 0\), '

@@ -35,8 +35,10 @@ PATH_CHARS = r'A-Za-z0-9._+/-'
 PATH_CHARS_SAID = 'letters, digits and . _ + - /'
 #: a directory the jobs of a node write (the node's /tmp): open to all, sticky; not looked into
 OPEN_STICKY = stat.S_IWOTH | stat.S_ISVTX
-#: under spool/<node>/: the directory of a job, whose script slurmd gives to the job's user
-JOB_DIR = re.compile(r'job[0-9]+')
+#: under spool/<node>/: what Slurm makes for a job and gives to its user (the
+#: batch script in job<id>/, the PMIx plugin's pmix.<job>.<step>/); left
+#: behind when a job was killed at ``down``
+JOB_DIR = re.compile(r'job[0-9]+|pmix\.[0-9]+\.[0-9]+')
 
 
 def check_path_chars(path, where):
@@ -107,13 +109,15 @@ def entry_problem(path, st, top):
     return None
 
 
-def _not_looked_into(path, st, top):
-    """A node's /tmp (open to all, sticky: its files are the jobs') and a
-    job's directory in a node's spool (its script is the job user's)."""
-    if stat.S_ISDIR(st.st_mode) and st.st_mode & OPEN_STICKY == OPEN_STICKY:
-        return True
+def _jobs(path, top):
+    """True for what Slurm makes for a job in a node's spool (:data:`JOB_DIR`)."""
     rel = Path(path).relative_to(top).parts
     return len(rel) == 3 and rel[0] == 'spool' and JOB_DIR.fullmatch(rel[2]) is not None
+
+
+def _open_sticky(st):
+    """A node's /tmp: open to all and sticky, its files the jobs'."""
+    return stat.S_ISDIR(st.st_mode) and st.st_mode & OPEN_STICKY == OPEN_STICKY
 
 
 def tree_problem(top):
@@ -128,11 +132,14 @@ def tree_problem(top):
         for name in sorted(dirnames + filenames):
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
-            why = entry_problem(path, st, top)
+            jobs = _jobs(path, top)
+            if jobs and stat.S_ISLNK(st.st_mode):
+                return f'{_said(path, st)}: a symbolic link'
+            why = None if jobs else entry_problem(path, st, top)
             if why:
                 return why
-            if name in dirnames and _not_looked_into(path, st, top):
-                dirnames.remove(name)
+            if name in dirnames and (jobs or _open_sticky(st)):
+                dirnames.remove(name)       # the jobs': not looked into
     return None
 
 
