@@ -47,6 +47,7 @@ Figures: sequential in GB/s (10^9 B/s, as published; IOzone's kB/s are
 import os
 import shlex
 import shutil
+from pathlib import Path
 
 import reframe as rfm
 from reframe.core.backends import getlauncher
@@ -57,7 +58,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.methods import iozone
 from clusterproof.modes import by_mode
 from clusterproof.parsers import iozone as iozone_parser
-from clusterproof.paths import REPO
+from clusterproof.paths import REPO, private_dir, user_path
 from clusterproof.checklib.base import ClusterproofCheck, ThreadPlacement
 from clusterproof.checklib.storage import StorageScale
 from clusterproof.checklib.testdirs import TestDirectories
@@ -67,11 +68,11 @@ from clusterproof.reframe_io.figures import performance_figure
 IOZONE_SPEC = pinned_spec('iozone')
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'
 THREADLIST = 'threadlist'
-#: serializes IOzone runs on a machine without scheduler (fixed ports), of
-#: every user: whoever comes first creates it readable by all (umask 022), and
-#: each run locks it opened read-only, never creating or truncating another
-#: user's file (which /tmp's sticky bit and fs.protected_regular refuse)
-LOCAL_LOCK = '/tmp/clusterproof-iozone.lock'
+#: serializes one user's IOzone runs on a machine without scheduler (fixed
+#: ports), in the user's private tmpfs directory (mode 0700): no other user can
+#: create, replace or hold it. A lock every user may take is one any user may
+#: hold forever; two users' runs are not kept apart (docs/reliability.md)
+LOCAL_LOCK = 'iozone.lock'
 
 
 class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, StorageScale,
@@ -143,6 +144,15 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
     def start_master_in_job_script(self):
         self.job.launcher = getlauncher('local')()
 
+    def local_lock(self):
+        """The lock of this user's local IOzone runs (the job runs on this
+        machine): in the user's own /dev/shm/clusterproof-<uid> (0700)."""
+        mine = Path(user_path('/dev/shm/clusterproof'))
+        if not self.is_dry_run():
+            with self.configuration():
+                private_dir(mine)
+        return mine / LOCAL_LOCK
+
     @run_before('run')
     def set_commands(self):
         shutil.copy2(RSH_WRAPPER, os.path.join(self.stagedir, RSH_WRAPPER.name))
@@ -151,8 +161,7 @@ class IOzoneBase(rfm.RunOnlyRegressionTest, ClusterproofCheck, ThreadPlacement, 
         else:
             nodes = '$SLURM_JOB_NODELIST'
         self.prerun_cmds = [] if nodes != '$(hostname)' else [
-            f'[ -e {shlex.quote(LOCAL_LOCK)} ] || (umask 022 && : >> {shlex.quote(LOCAL_LOCK)}) '
-            f'2>/dev/null; exec 9<{shlex.quote(LOCAL_LOCK)} && flock 9',
+            f'exec 9>>{shlex.quote(str(self.local_lock()))} && flock 9',
         ]
         self.prerun_cmds += [
             self.placement_command(nodes, 'threadlist', '--workdir', str(self.test_dir),

@@ -57,6 +57,25 @@ def have_netns():
     return probe.returncode == 0
 
 
+@pytest.fixture
+def ordinary_user():
+    """``(name, home)`` of a user made for the test with useradd (removed
+    after it), its home a new directory of its own."""
+    import pwd
+    import tempfile
+    import uuid
+    name = f'cprel{uuid.uuid4().hex[:6]}'
+    subprocess.run(['useradd', '--no-create-home', '--shell', '/bin/sh', name], check=True)
+    home = Path(tempfile.mkdtemp(prefix=f'{name}-'))
+    try:
+        pw = pwd.getpwnam(name)
+        os.chown(home, pw.pw_uid, pw.pw_gid)
+        yield name, home
+    finally:
+        subprocess.run(['userdel', name], check=False)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def closed_ancestor(path=REPO):
     """The first directory above ``path`` that other users cannot enter
     (no o+x), or None: tests that run commands of this checkout as another
@@ -259,7 +278,7 @@ def emu_cluster():
     run_dir = lc.Instance(EMU_INSTANCE).default_run_dir()
     spec = lc.Spec(instance=EMU_INSTANCE, nodes=4, run_dir=run_dir)
     cluster = lc.Cluster(spec, log=lambda text: None)
-    _emu_lock = open(lc.users_lock_path(EMU_INSTANCE), 'a+')
+    _emu_lock = lc.open_users_lock(EMU_INSTANCE)
     fcntl.flock(_emu_lock, fcntl.LOCK_EX)
     try:
         if cluster.is_up():

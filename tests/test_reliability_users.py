@@ -8,8 +8,6 @@ import pwd
 import shutil
 import stat
 import subprocess
-import tempfile
-import uuid
 from pathlib import Path
 
 import pytest
@@ -79,20 +77,6 @@ def test_local_cluster_secrets_have_safe_permissions(emu_cluster, record_propert
 def _reachable_by_others(path):
     """True when every directory above ``path`` is searchable by others."""
     return all(os.stat(p).st_mode & stat.S_IXOTH for p in Path(path).parents)
-
-
-@pytest.fixture
-def ordinary_user():
-    name = f'cprel{uuid.uuid4().hex[:6]}'
-    subprocess.run(['useradd', '--no-create-home', '--shell', '/bin/sh', name], check=True)
-    home = Path(tempfile.mkdtemp(prefix=f'{name}-'))
-    try:
-        pw = pwd.getpwnam(name)
-        os.chown(home, pw.pw_uid, pw.pw_gid)
-        yield name, home
-    finally:
-        subprocess.run(['userdel', name], check=False)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @need_root

@@ -25,8 +25,8 @@ def test_seen():
 def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster):
     """Run ``scripts/run-tests`` inside this session, the session's cluster
     up at ``$CLUSTERPROOF_TEST_INSTANCE``, a run directory of another
-    instance left as an earlier run would leave it (a ``cluster.json`` and
-    lock files, no daemon): the inner session sees the first, not the
+    instance left as an earlier run would leave it (a ``cluster.json``, no
+    daemon): the inner session sees the first, not the
     second."""
     if os.geteuid() != 0:
         pytest.skip('scripts/run-tests makes its private mount namespace as root only')
@@ -41,8 +41,6 @@ def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster):
     try:
         with open(f'{left}/cluster.json', 'w') as f:
             f.write(f'{{"instance": {other}, "nodes": 4, "cpus": 1, "mem": 1024}}\n')
-        for lock in (f'{left}.lock', f'{left}.op.lock'):
-            open(lock, 'w').close()
         (tmp_path / 'test_seen.py').write_text(SEEN)
         env = {k: v for k, v in os.environ.items() if k != 'CLUSTERPROOF_TEST_FRESH'}
         env.update(CLUSTERPROOF_TEST_INSTANCE=str(EMU_INSTANCE),
@@ -52,9 +50,8 @@ def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster):
                                str(tmp_path / 'test_seen.py')],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=WAIT_S)
     finally:
-        for path in (f'{left}/cluster.json', f'{left}.lock', f'{left}.op.lock'):
-            if os.path.exists(path):
-                os.remove(path)
+        if os.path.exists(f'{left}/cluster.json'):
+            os.remove(f'{left}/cluster.json')
         os.rmdir(left)
         shutil.rmtree(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

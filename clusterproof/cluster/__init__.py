@@ -14,7 +14,8 @@ Several clusters coexist through *instances* K in 0..7: instance K has its
 own bridges ``cpbr<K>...``, subnets (``198.18.0.<32K>/27`` up to 29 nodes,
 ``198.19.<8K>.0/21`` up to 1,024), ports, namespace names ``cp<K>n<i>``,
 cluster name ``cp<K>`` and run directory. Everything the cluster writes
-lives under the run directory; nothing goes to /etc.
+lives under the run directory (root's: :mod:`~clusterproof.cluster.rundir`)
+but its lock files, in /run/clusterproof; nothing goes to /etc.
 
 One module per concern:
 
@@ -26,6 +27,8 @@ One module per concern:
   and the configuration files rendered from ``slurm/local-cluster/``;
 - :mod:`~clusterproof.cluster.daemons`: starting and stopping the daemons
   (:class:`Cluster`), the locks that keep ``up``/``down`` and users apart;
+- :mod:`~clusterproof.cluster.rundir`: what only root may have made (the
+  run directory, the lock files), refused when another user could have;
 - :mod:`~clusterproof.cluster.like`: a cluster shaped like a real one's
   description (``up --like FILE``): its node names, hardware, GRES,
   features, partitions and drained nodes;
@@ -41,21 +44,24 @@ from clusterproof.cluster.config import (DB_NAME, DB_USER, DEFAULT_CPUS, DEFAULT
                                          render, render_all, render_hosts, run_dir_for,
                                          template_values)
 from clusterproof.cluster.daemons import (DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster, by_state, in_use,
-                                          operation_lock, summary, users_lock_path)
+                                          open_users_lock, operation_lock, operation_lock_path, summary,
+                                          users_lock_path)
 from clusterproof.cluster.like import Like, read_like
 from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, NODES_PER_BRIDGE, PORT_OFFSETS,
                                           SMALL_MAX_NODES, Instance, Network, links, netns_list,
                                           netns_pids)
 from clusterproof.cluster.procs import alive, pid_from
+from clusterproof.cluster.rundir import LOCK_DIR, check_run_dir
 
 __all__ = [
     'DB_NAME', 'DB_USER', 'DEFAULT_CPUS', 'DEFAULT_MEM_MIB', 'DEFAULT_NODES', 'TEMPLATES',
     'Layout', 'Spec', 'describe', 'env_dict', 'env_lines', 'hostlist', 'load_spec', 'node_names',
     'parse_node_spec', 'render',
     'render_all', 'render_hosts', 'run_dir_for', 'template_values',
-    'DAEMONS', 'NEEDS_ROOT', 'PROGRAMS', 'Cluster', 'by_state', 'in_use', 'operation_lock', 'summary',
-    'users_lock_path',
+    'DAEMONS', 'NEEDS_ROOT', 'PROGRAMS', 'Cluster', 'by_state', 'in_use', 'open_users_lock',
+    'operation_lock', 'operation_lock_path', 'summary', 'users_lock_path',
     'Like', 'read_like',
     'INSTANCES', 'MAX_NODES', 'NETWORK', 'NODES_PER_BRIDGE', 'PORT_OFFSETS', 'SMALL_MAX_NODES',
     'Instance', 'Network', 'links', 'netns_list', 'netns_pids', 'alive', 'pid_from',
+    'LOCK_DIR', 'check_run_dir',
 ]

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import string
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from clusterproof import ClusterproofError
 from clusterproof.cluster.like import (Like, describe_like, gres_conf_lines, node_line, partition_line,
                                       topology_conf_lines)
 from clusterproof.cluster.network import MAX_NODES, Instance, Network
+from clusterproof.cluster.rundir import check_path_chars
 from clusterproof.paths import REPO
 from clusterproof.hostlist import compress
 
@@ -49,12 +51,18 @@ def hostlist(nodes):
 
 
 def run_dir_for(k, run_dir=None):
-    """--run-dir, else $CLUSTERPROOF_CLUSTER_DIR, else /tmp/clusterproof-cluster<K>."""
+    """--run-dir, else $CLUSTERPROOF_CLUSTER_DIR, else /tmp/clusterproof-cluster<K>;
+    refused (naming which) when it holds a character a run directory does not
+    need. The directories above it are resolved once, here; the last part, a
+    link, is not followed (``up`` refuses it)."""
     if run_dir:
-        return Path(run_dir).resolve()
-    if os.environ.get('CLUSTERPROOF_CLUSTER_DIR'):
-        return Path(os.environ['CLUSTERPROOF_CLUSTER_DIR']).resolve()
-    return Instance(k).default_run_dir()
+        given, where = run_dir, '--run-dir'
+    elif os.environ.get('CLUSTERPROOF_CLUSTER_DIR'):
+        given, where = os.environ['CLUSTERPROOF_CLUSTER_DIR'], '$CLUSTERPROOF_CLUSTER_DIR'
+    else:
+        return Instance(k).default_run_dir()
+    path = Path(os.path.abspath(check_path_chars(given, where)))
+    return check_path_chars(path.parent.resolve() / path.name, f'{where} {given!r} leads to')
 
 
 def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
@@ -153,7 +161,7 @@ class Spec:
             raise ClusterproofError(f'--nodes {self.nodes}: use 1..{MAX_NODES}')
         if self.run_dir is None:
             object.__setattr__(self, 'run_dir', inst.default_run_dir())
-        object.__setattr__(self, 'run_dir', Path(self.run_dir))
+        object.__setattr__(self, 'run_dir', Path(check_path_chars(self.run_dir, 'run directory')))
 
     @property
     def inst(self):
@@ -385,19 +393,21 @@ def render_all(spec, controller_host, db_pass):
     }
 
 
-def env_lines(spec_or_run_dir):
-    """The ``export`` lines that point client commands (and ReFrame's emu
-    system) at a cluster."""
+def env_dict(spec_or_run_dir):
+    """The variables that point client commands (and ReFrame's emu system)
+    at a cluster: ``{name: value}``."""
     run_dir = spec_or_run_dir.run_dir if isinstance(spec_or_run_dir, Spec) else Path(spec_or_run_dir)
-    lines = [f'export SLURM_CONF={Layout(run_dir).slurm_conf}']
+    env = {'SLURM_CONF': str(Layout(run_dir).slurm_conf)}
     if isinstance(spec_or_run_dir, Spec):
-        lines += [f'export CLUSTERPROOF_EMU_NODES={spec_or_run_dir.nodes}',
-                  f'export CLUSTERPROOF_EMU_CPUS={spec_or_run_dir.min_cpus}']
-    return lines
+        env.update(CLUSTERPROOF_EMU_NODES=str(spec_or_run_dir.nodes),
+                   CLUSTERPROOF_EMU_CPUS=str(spec_or_run_dir.min_cpus))
+    return env
 
 
-def env_dict(spec):
-    return dict(line[len('export '):].split('=', 1) for line in env_lines(spec))
+def env_lines(spec_or_run_dir):
+    """:func:`env_dict` as ``export`` lines for a shell's ``eval``, each
+    value quoted."""
+    return [f'export {name}={shlex.quote(value)}' for name, value in env_dict(spec_or_run_dir).items()]
 
 
 def load_spec(instance, run_dir=None):

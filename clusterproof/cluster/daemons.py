@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -30,7 +31,8 @@ from clusterproof.hostlist import compress
 from clusterproof.cluster.network import (in_node, make_network, netns_list, network_leftovers,
                                           pids_by_netns, port_free, port_open, remove_network)
 from clusterproof.cluster.procs import (alive, is_ours, pid_from, proc_text, run, slurm_job_of,
-                                        write_private)
+                                        write_file, write_private)
+from clusterproof.cluster.rundir import LOCK_DIR, check_run_dir, make_run_dir, open_lock
 
 NEEDS_ROOT = 'needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up'
 #: daemons in the order ``up`` starts them; ``down`` stops them in reverse
@@ -143,8 +145,14 @@ def _fold(names):
 
 def users_lock_path(k):
     """Lock file of instance ``k`` held shared by whoever uses the cluster
-    for a while (a test session); ``down`` refuses while it is held."""
-    return Path(f'/tmp/clusterproof-cluster{k}.lock')
+    for a while (a test session); ``down`` refuses while it is held. Root's,
+    in :data:`~clusterproof.cluster.rundir.LOCK_DIR`."""
+    return LOCK_DIR / f'cluster{k}.lock'
+
+
+def open_users_lock(k):
+    """The users lock of instance ``k``, opened for flock (created root's)."""
+    return open_lock(users_lock_path(k))
 
 
 def in_use(k):
@@ -152,7 +160,7 @@ def in_use(k):
     path = users_lock_path(k)
     if not path.exists():
         return False
-    with open(path) as f:
+    with open_lock(path) as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -161,13 +169,17 @@ def in_use(k):
     return False
 
 
+def operation_lock_path(k):
+    """Lock file of instance ``k`` that one ``up`` or ``down`` holds at a time."""
+    return LOCK_DIR / f'cluster{k}.op.lock'
+
+
 @contextlib.contextmanager
 def operation_lock(k):
     """One ``up`` or ``down`` of instance ``k`` at a time."""
-    with open(f'/tmp/clusterproof-cluster{k}.op.lock', 'a') as f:
+    with open_lock(operation_lock_path(k)) as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         yield
-
 
 
 class Cluster:
@@ -322,7 +334,8 @@ class Cluster:
     # ---- up
     def up(self):
         if os.geteuid() != 0:
-            raise ClusterproofError(NEEDS_ROOT)     # before the lock file, which may be root's
+            raise ClusterproofError(NEEDS_ROOT)     # before the lock file, which is root's
+        check_run_dir(self.spec.run_dir)            # at once, not after another up; again under the lock
         with operation_lock(self.inst.k):
             return self._up()
 
@@ -330,6 +343,7 @@ class Cluster:
         t0 = self._t0 = time.monotonic()
         if os.geteuid() != 0:
             raise ClusterproofError(NEEDS_ROOT)
+        check_run_dir(self.spec.run_dir)    # before anything in it is read or written
         if self.is_up():
             self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
             return False
@@ -364,7 +378,7 @@ class Cluster:
                     except subprocess.TimeoutExpired:
                         proc.kill()
             raise
-        self.lay.marker.write_text(json.dumps(self.spec.to_dict()) + '\n')
+        write_file(self.lay.marker, (json.dumps(self.spec.to_dict()) + '\n').encode(), 0o644)
         self.log(f'cluster {self.inst.cluster} is up in {time.monotonic() - t0:.1f} s; for client commands:')
         for line in env_lines(self.spec):
             self.log(line)
@@ -372,7 +386,7 @@ class Cluster:
 
     def _prepare_files(self):
         lay = self.lay
-        lay.root.mkdir(parents=True, exist_ok=True)
+        make_run_dir(lay.root)
         lay.root.chmod(0o755)           # ordinary users read slurm.conf and reach the munge socket
         for d, mode in [(lay.etc, 0o755), (lay.run, 0o755), (lay.log, 0o755), (lay.state, 0o700),
                         (lay.spool, 0o755), (lay.tmp, 0o755), (lay.munge_dir, 0o711),
@@ -403,8 +417,7 @@ class Cluster:
             if private:
                 write_private(path, text.encode())
             else:
-                path.write_text(text)
-                path.chmod(0o755 if name.endswith('.sh') else 0o644)
+                write_file(path, text.encode(), 0o755 if name.endswith('.sh') else 0o644)
         self._step(f'configuration written to {lay.etc}')
 
     def _start_munged(self):
@@ -531,7 +544,7 @@ class Cluster:
         group = self.spec.munge_group_of(i)
         mounts = [(self.lay.munge_group_dir(group), self.lay.munge_dir)] if group else []
         return in_node(self.inst, i, self.lay.hosts,
-                       f'{IGNORE_SIGPIPE}exec taskset -c {cpus} slurmd -f {self.lay.slurm_conf}', mounts,
+                       f'{IGNORE_SIGPIPE}exec taskset -c {cpus} slurmd -f {shlex.quote(str(self.lay.slurm_conf))}', mounts,
                        name=self.spec.name_of(i))
 
     def _try_slurmd(self, i):
@@ -704,7 +717,9 @@ class Cluster:
         same instance brought up from another mount namespace (a test session
         under ``scripts/run-tests`` has a /tmp of its own), whose run
         directory and lock files are not visible from here."""
+        check_run_dir(self.spec.run_dir)
         with operation_lock(self.inst.k):
+            check_run_dir(self.spec.run_dir)
             self._t0 = time.monotonic()
             foreign = self.foreign_slurmd()
             if foreign and not force:

@@ -23,6 +23,7 @@ import dataclasses
 import fcntl
 import ipaddress
 import os
+import shlex
 import socket
 import struct
 import subprocess
@@ -347,7 +348,9 @@ def in_node(inst, i, hosts, script, mounts=(), name=None):
     namespace, with its own hostname (UTS; ``name``, by default ``n<i>``:
     slurmd takes its Slurm node name from it) and mount namespace, the
     cluster's hosts file bind-mounted over /etc/hosts, and each ``(source,
-    target)`` of ``mounts`` too."""
-    binds = ''.join(f'mount --bind {src} {dst} && ' for src, dst in [(hosts, '/etc/hosts'), *mounts])
+    target)`` of ``mounts`` too. Paths and the name are quoted for the shell."""
+    q = shlex.quote
+    binds = ''.join(f'mount --bind {q(str(src))} {q(str(dst))} && '
+                    for src, dst in [(hosts, '/etc/hosts'), *mounts])
     return ['nsenter', f'--net=/run/netns/{inst.netns(i)}', 'unshare', '--uts', '--mount',
-            'sh', '-c', f'{binds}hostname {name or f"n{i}"} && {script}']
+            'sh', '-c', f'{binds}hostname {q(name or f"n{i}")} && {script}']

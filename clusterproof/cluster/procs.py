@@ -69,8 +69,14 @@ def slurm_job_of(pid):
     return None
 
 
-def write_private(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def write_file(path, data, mode):
+    """Write ``data`` to ``path`` with ``mode``, never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     with os.fdopen(fd, 'wb') as f:
+        os.fchmod(f.fileno(), mode)
         f.write(data)
-    os.chmod(path, 0o600)
+
+
+def write_private(path, data):
+    """Write ``data`` to ``path``, readable by root only (mode 0600)."""
+    write_file(path, data, 0o600)

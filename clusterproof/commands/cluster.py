@@ -14,7 +14,8 @@ def _add_common(p):
                         '(several clusters can run side by side; default 0)')
     p.add_argument('--run-dir', metavar='DIR',
                    help='where all state lives (default $CLUSTERPROOF_CLUSTER_DIR, '
-                        'else /tmp/clusterproof-clusterK)')
+                        'else /tmp/clusterproof-clusterK): root\'s alone, letters, digits and . _ + - / '
+                        'only; up refuses one another user could have made or changed')
 
 
 def register(subparsers):
@@ -69,7 +70,7 @@ def register(subparsers):
     down = sub.add_parser('down', help='stop the daemons, remove namespaces, links and bridge')
     _add_common(down)
     down.add_argument('--force', action='store_true',
-                      help='bring it down even while a test session holds /tmp/clusterproof-clusterK.lock, '
+                      help='bring it down even while a test session holds /run/clusterproof/clusterK.lock, '
                            "or when its node namespaces run a slurmd this run directory did not start "
                            "(a cluster of the instance brought up from another mount namespace)")
     down.set_defaults(func=cmd_down)
