@@ -100,8 +100,8 @@ def _shell_launches(text):
 def test_reframe_is_started_and_configured_in_one_module():
     """Only clusterproof/reframe_io/runner.py starts ``reframe`` and decides
     RFM_CONFIG_FILES; everything else calls it (``runner.run``, ``start``,
-    ``invoke``, ``reframe_env``; ``python -m clusterproof.reframe_io.runner
-    run|config`` from a shell)."""
+    ``invoke``, ``reframe_env``; ``clusterproof run|nightly`` and ``python -m
+    clusterproof.reframe_io.runner config`` from a shell)."""
     found, pending_seen = [], set()
     for name, text, is_python in _sources():
         if name in RUNNER:
