@@ -24,7 +24,6 @@ import glob
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
