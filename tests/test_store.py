@@ -334,8 +334,7 @@ def test_a_figure_is_one_figure_in_every_command(tmp_path):
     the report's multiples) and as changes found (the report's first
     screen); smoke-size figures have a history of their own."""
     from clusterproof.references.judge import Verdict
-    from clusterproof.analysis import compare
-    from clusterproof.results import report
+    from clusterproof.analysis import compare, recent
     from clusterproof.store import history
     db = recorded_results(tmp_path) / 'results.db'
     sessions = load_sessions(db)
@@ -344,8 +343,8 @@ def test_a_figure_is_one_figure_in_every_command(tmp_path):
     assert {r.key for r in recs} == {h.key for h in hists}
     assert all(len(k) == len(store.IDENTITY) for k in {r.key for r in recs})
     # the report finds a change's figure by the key of its finding
-    assert all(report._fkey({'system': h.system, 'partition': h.partition, 'test': h.test,
-                             'figure': h.figure, 'flags': list(h.flags)}) == h.key
+    assert all(recent.change_key({'system': h.system, 'partition': h.partition, 'test': h.test,
+                                  'figure': h.figure, 'flags': list(h.flags)}) == h.key
                for h in hists)
     # a session compared with itself: every figure found in the base
     newest = [r for r in records(sessions[-1:])]

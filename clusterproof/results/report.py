@@ -38,14 +38,14 @@ import re
 from pathlib import Path
 
 import jinja2
-import numpy as np
 import plotly.io
 import polars as pl
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError, store
-from clusterproof.analysis import detector, findings, smallest, triage
+from clusterproof.analysis import findings, smallest, triage
+from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
@@ -55,16 +55,6 @@ from clusterproof.store.sessions import THREAD_ATTRS, check_name, records
 TEMPLATES = Path(__file__).with_name('templates')
 #: the system whose references are the published figures (scaling curves)
 PUBLISHED_SYSTEM = 'pixstor'
-#: changes found in this many newest sessions are on the first screen
-RECENT_NIGHTS = 14
-#: sessions of each figure's history the change detector sees
-SCAN_SESSIONS = 90
-#: a figure is scanned when the mean of its newest sessions after some split
-#: in the last RECENT_NIGHTS is this many standard errors from the mean
-#: before it (:func:`moved`)
-SCAN_Z = 3.0
-#: variance of a median against a mean (Gaussian)
-_HL = math.pi / 2
 #: changes and failures listed on the first screen (the rest below)
 FIRST_SCREEN_ROWS = 8
 #: small multiples beyond the figures that changed or did not pass
@@ -128,7 +118,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
              for f, state, v, carried in triage.states(
                  smallest.keep(recent_changes(histories, kept=kept), smallest.load()),
                  triaged or [])]
-    changed = {_fkey(f) for f in found}
+    changed = {change_key(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []
     families = _families(judged, hist_by_key, found, changed, refs, plots)
@@ -159,11 +149,6 @@ def _num(x):
     return f'{x:.5g}'
 
 
-def _fkey(f):
-    """The key of the figure of a change found (that of its history)."""
-    return history.key(f['system'], f['partition'], f['test'], f['figure'], f['flags'])
-
-
 #: the buckets that need no attention
 _QUIET = (Bucket.PASS, Bucket.NOT_JUDGED)
 #: the section a count links to (else the families)
@@ -180,75 +165,6 @@ def _counts(rows, n_changes):
 
 
 # -- changes --------------------------------------------------------------------------
-
-def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
-    """The changes found in the newest ``nights`` sessions of each history,
-    ranked by size x confidence: what ``clusterproof changes`` lists for
-    them (the same :func:`detect`; nightly alarms since withdrawn left out).
-    ``kept`` (``{key: changes}``, :func:`clusterproof.analysis.findings.current`)
-    gives the changes of the whole history of some figures, as ``clusterproof
-    changes`` lists them: those are taken, not judged again.
-    Only the figures that :func:`moved` in those sessions are scanned (the
-    others cost a few vector operations), each on its last
-    :data:`SCAN_SESSIONS` values."""
-    kept = kept or {}
-    suspects = []
-    for h in histories:
-        if (h.key in kept
-                or len(h.points) < detector.DEFAULT_MIN_BEFORE + detector.DEFAULT_MIN_AFTER):
-            continue
-        vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
-        if (vals > 0).all() and moved(np.log(vals)):
-            suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
-    found, _quiet, _noisy, _skipped = findings.detect(suspects)
-    cut = {h.key: h.points[-min(nights, len(h.points))].time
-           for h in suspects + [h for h in histories if h.key in kept and len(h.points)]}
-    keep = []
-    for f, h in [*_with_history(found, suspects),
-                 *((f, h) for h in histories if h.key in cut and h.key in kept
-                   for f in kept[h.key])]:
-        if not f['withdrawn'] and _time(f['at']) >= cut[h.key]:
-            f['rank'] = abs(f['change']) * f['confidence']
-            keep.append(f)
-    keep.sort(key=lambda f: (-f['rank'], f['system'], f['test'], f['figure']))
-    return keep
-
-
-def moved(y, nights=RECENT_NIGHTS):
-    """True when a level shift may start in the newest ``nights`` log values
-    of ``y`` (at least ``detector.DEFAULT_MIN_AFTER`` sessions after it): for
-    some split, the median of the sessions after it (of two middle values,
-    the one nearer the level before) is :data:`SCAN_Z` standard errors or
-    more from the mean of the sessions before it, those values clipped to 3
-    noise units about the median (the noise from session-to-session
-    differences, which a step does not widen). A step eight sessions old is
-    seen as well as one of last night; one bad night alone is not. The
-    detector itself decides; this only spares it the figures that cannot
-    have changed."""
-    n = len(y)
-    need = detector.DEFAULT_MIN_AFTER
-    if n < need + 2:
-        return False
-    sigma = detector.diff_scale(y)
-    mid = float(np.median(y))
-    cs = np.cumsum(np.clip(y, mid - 3 * sigma, mid + 3 * sigma))
-    for k in range(need, min(nights, n - 2) + 1):
-        base = cs[n - k - 1] / (n - k)
-        last = np.sort(y[n - k:])
-        lo, hi = last[(k - 1) // 2], last[k // 2]
-        med = lo if abs(lo - base) <= abs(hi - base) else hi
-        if abs(med - base) >= SCAN_Z * sigma * math.sqrt(_HL / k + 1.0 / (n - k)):
-            return True
-    return False
-
-
-def _with_history(found, hists):
-    by = {h.key: h for h in hists}
-    for f in found:
-        h = by.get(_fkey(f))
-        if h is not None:
-            yield f, h
-
 
 def _time(iso):
     return datetime.datetime.fromisoformat(iso).timestamp()
@@ -306,7 +222,7 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
         fams.setdefault(family_of(rec), []).append((rec, row))
     change_at = {}
     for f in found:
-        change_at.setdefault(_fkey(f), []).append(f['at'])
+        change_at.setdefault(change_key(f), []).append(f['at'])
     wanted = sorted(
         ((rec, row) for rec, row in judged if rec.figure),
         key=lambda rr: (rr[0].key not in changed,
