@@ -301,18 +301,21 @@ def test_the_declared_direction_is_stored_and_decides(tmp_path):
 
 def test_a_store_of_format_1_is_read_and_rebuilt_by_ingest(tmp_path):
     """A store written before the direction was a column (format 1, files
-    without declared_lower_is_better) reads with the column null; the next
-    ingest derives it anew from the database, keeping imported history."""
+    without declared_lower_is_better and time_run) reads with the columns
+    null; the next ingest derives them anew from the database, keeping
+    imported history."""
     db, where, rep = _declaring(tmp_path, {'copy_bw': False, 'copy_time': True})
     store.ingest(db, where)
     before = _rows(where).height
     m = json.loads((where / store.MANIFEST).read_text())
     for f in m['files']:
-        pl.read_parquet(where / f).drop('declared_lower_is_better').write_parquet(where / f)
+        pl.read_parquet(where / f).drop('declared_lower_is_better', 'time_run') \
+            .write_parquet(where / f)
     m['format'] = 1
     (where / store.MANIFEST).write_text(json.dumps(m))
     old = _rows(where)
     assert old.height == before and old['declared_lower_is_better'].null_count() == before
+    assert old['time_run'].null_count() == before
     sources.import_history([REPO / 'tests' / 'data' / 'history' / 'perflogs'], where)
     imported = _rows(where).height - before
     assert imported > 0
@@ -322,6 +325,7 @@ def test_a_store_of_format_1_is_read_and_rebuilt_by_ingest(tmp_path):
     assert df.height == before + imported
     new = df.filter(pl.col('session') == rep['session_info']['uuid'])
     assert sorted(new['declared_lower_is_better'].unique().to_list()) == [False, True]
+    assert new['time_run'].null_count() == 0 and (new['time_run'] > 0).all()
     (where / store.MANIFEST).write_text(json.dumps(dict(m, format=0)))
     with pytest.raises(ClusterproofError, match=r'manifest.json: figure store of format 0, '
                                                 r'this clusterproof reads formats 1, 2'):

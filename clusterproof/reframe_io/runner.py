@@ -331,13 +331,6 @@ def describe(args, *, env=None, cwd=REPO):
 
 
 
-def run_times(report):
-    """``{(name, partition, environ): time_run}`` of the test cases of a run
-    report's data that recorded their run time (seconds)."""
-    return {(tc.get('name'), tc.get('partition'), tc.get('environ')): tc['time_run']
-            for tc in testcases(report) if isinstance(tc.get('time_run'), (int, float))}
-
-
 def main(argv=None):
     """``python -m clusterproof.reframe_io.runner config`` prints the
     configuration ``reframe`` reads (:func:`config_files`), for
