@@ -115,3 +115,22 @@ def test_reframe_is_started_and_configured_in_one_module():
     assert not found, '\n'.join(found)
     assert pending_seen == PENDING, \
         f'{sorted(PENDING - pending_seen)} now use(s) the runner: remove from PENDING'
+
+
+def test_a_check_imports_the_shared_names_from_one_module():
+    """A check author's names (the base class, the mixins, performance_figure,
+    by_mode, pinned_spec...: ``clusterproof.checklib.api.__all__``) come from
+    that one module in every check of reframe_checks/, never from where
+    they live."""
+    api = ast.parse((PACKAGE / 'checklib' / 'api.py').read_text())
+    [names] = [ast.literal_eval(n.value) for n in api.body if isinstance(n, ast.Assign)
+               and getattr(n.targets[0], 'id', None) == '__all__']
+    found = []
+    for path in sorted((ROOT / 'reframe_checks').glob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('clusterproof') \
+                    and node.module != 'clusterproof.checklib.api':
+                found += [f'{path.relative_to(ROOT)}:{node.lineno}: {a.name} from {node.module}; '
+                          'import it from clusterproof.checklib.api'
+                          for a in node.names if a.name in names]
+    assert not found, '\n'.join(found)
