@@ -11,7 +11,8 @@
    a plain ``sbatch`` job on the same nodes, alternating, median of
    ``--repeat`` runs each (target: within 5 %).
 
-    .venv/bin/python scripts/bench_storage.py [--instance K] [--threads 4] [--total 256m] [--repeat 3]
+    .venv/bin/python scripts/bench_storage.py [--instance K] [--threads 4] [--total 256m]
+                                              [--repeat 3]
 
 The second part needs the local cluster (``clusterproof cluster up
 --instance K``); without it only the first part runs.

@@ -15,6 +15,7 @@ import uuid as uuidlib
 
 import polars as pl
 import pytest
+import yaml
 from results_helpers import clusterproof, recorded_report, recorded_results, reframe_store
 from servers import free_port, get, serving, victoria_metrics, vm_query  # noqa: F401 (a fixture)
 
@@ -307,26 +308,39 @@ Stream:
     copy: ['$xfail', 'known slow', [900, -0.05, null, MB/s]]
 '''
 
-#: promtool's unit test of the rules: series as ``openmetrics`` exports them
-RULES_TEST = '''\
-rule_files: [{rules}]
-evaluation_interval: 1m
-tests:
-- interval: 1m
-  input_series:
-  - series: 'clusterproof_figure_GB_per_s{{system="tiny",partition="compute",environ="gnu",test="IOzoneSequential %threads=8",figure="write_gbs",unit="GB/s",mode="nightly",smoke="false",emulated="false"}}'
-    values: '20'
-  - series: 'clusterproof_figure_GB_per_s{{system="tiny",partition="compute",environ="gnu",test="IOzoneSequential %threads=16",figure="write_gbs",unit="GB/s",mode="nightly",smoke="false",emulated="false"}}'
-    values: '20'
-  - series: 'clusterproof_figure_MB_per_s{{system="tiny",partition="compute",environ="gnu",test="Stream",figure="triad",unit="MB/s",mode="nightly",smoke="false",emulated="false"}}'
-    values: '1000'
-  alert_rule_test:
-  - eval_time: 0m
-    alertname: ClusterproofFigureOutOfBand
-    exp_alerts:
-    - exp_labels: {{system: tiny, partition: compute, environ: gnu, test: IOzoneSequential %threads=8, figure: write_gbs, unit: GB/s, mode: nightly, smoke: 'false', emulated: 'false', severity: critical, kind: regression, reference: '28.5', entry: 'tiny.yaml: IOzoneSequential.tiny:compute.8.write_gbs'}}
-      exp_annotations: {{summary: 'IOzoneSequential %threads=8 write_gbs on tiny:compute is 20 GB/s, outside its reference band [25.65, +inf] GB/s (reference 28.5 GB/s, -10.0%/+inf)'}}
-'''
+#: the labels ``openmetrics`` gives a figure of system tiny
+TINY = {'system': 'tiny', 'partition': 'compute', 'environ': 'gnu', 'mode': 'nightly',
+        'smoke': 'false', 'emulated': 'false'}
+
+
+def _series(family, value, **labels):
+    text = ','.join(f'{k}="{v}"' for k, v in {**TINY, **labels}.items())
+    return {'series': f'{family}{{{text}}}', 'values': str(value)}
+
+
+def _rules_test(rules):
+    """promtool's unit test of the rules file ``rules``: three series as
+    ``openmetrics`` exports them, one of them out of its band."""
+    out_of_band = dict(TINY, test='IOzoneSequential %threads=8', figure='write_gbs', unit='GB/s')
+    return {'rule_files': [rules], 'evaluation_interval': '1m', 'tests': [{
+        'interval': '1m',
+        'input_series': [
+            _series('clusterproof_figure_GB_per_s', 20, **{k: out_of_band[k] for k in
+                                                           ('test', 'figure', 'unit')}),
+            _series('clusterproof_figure_GB_per_s', 20, test='IOzoneSequential %threads=16',
+                    figure='write_gbs', unit='GB/s'),
+            _series('clusterproof_figure_MB_per_s', 1000, test='Stream', figure='triad',
+                    unit='MB/s')],
+        'alert_rule_test': [{
+            'eval_time': '0m', 'alertname': 'ClusterproofFigureOutOfBand',
+            'exp_alerts': [{
+                'exp_labels': dict(out_of_band, severity='critical', kind='regression',
+                                   reference='28.5',
+                                   entry='tiny.yaml: IOzoneSequential.tiny:compute.8.write_gbs'),
+                'exp_annotations': {'summary': (
+                    'IOzoneSequential %threads=8 write_gbs on tiny:compute is 20 GB/s, outside '
+                    'its reference band [25.65, +inf] GB/s (reference 28.5 GB/s, '
+                    '-10.0%/+inf)')}}]}]}]}
 
 
 def test_rules_come_from_the_references_alone_without_a_results_database(tmp_path, monkeypatch,
@@ -350,7 +364,7 @@ def test_rules_come_from_the_references_alone_without_a_results_database(tmp_pat
     promtool = shutil.which('promtool')
     if not promtool:
         pytest.skip('needs promtool (Debian package prometheus)')
-    (tmp_path / 'test.yml').write_text(RULES_TEST.format(rules=rules.name))
+    (tmp_path / 'test.yml').write_text(yaml.safe_dump(_rules_test(rules.name)))
     for cmd in (['check', 'rules', str(rules)], ['test', 'rules', 'test.yml']):
         done = subprocess.run([promtool, *cmd], cwd=tmp_path, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
