@@ -39,18 +39,17 @@ from pathlib import Path
 
 import jinja2
 import plotly.io
-import polars as pl
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from clusterproof import ClusterproofError, store
+from clusterproof import ClusterproofError
 from clusterproof.analysis import findings, smallest, triage
 from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
-from clusterproof.reframe_io import database as rfdb
 from clusterproof.store import history
-from clusterproof.store.sessions import THREAD_ATTRS, check_name, records
+from clusterproof.store.overview import frame_of, overview
+from clusterproof.store.sessions import THREAD_ATTRS, check_name
 
 TEMPLATES = Path(__file__).with_name('templates')
 #: the system whose references are the published figures (scaling curves)
@@ -105,7 +104,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     the newest session)."""
     refs = dict(refs_by_system or {})
     if view is None:
-        view = overview(_frame_of(sessions))
+        view = overview(frame_of(sessions))
     latest = sessions[-1] if sessions else None
     latest_recs = [r for r in recs if latest and r.session == latest.uuid]
     rows = against_references(latest_recs, refs)
@@ -526,7 +525,7 @@ def _latency_plot(group, plots):
     return _plot(plots, fig, 'plot', labels=labels)
 
 
-# -- mmap ratios, provenance --------------------------------------------------------------
+# -- mmap ratios --------------------------------------------------------------
 
 def _mmap_rows(recs):
     """Memory/device wall-time ratios of each mmap sweep test case: the
@@ -550,58 +549,3 @@ def _mmap_rows(recs):
                              'ratio': '-' if ratio is None else f'{ratio:.3f}',
                              'labels': sorted(set(mem.flags) | set(dev.flags))})
     return rows
-
-
-#: provenance columns of the table of sessions
-_PROV_COLS = ('cp_git_rev', 'cp_config_hash', 'job_nodelist', 'binary_path', 'binary_version',
-              'spack_spec', 'spack_lock_hash')
-_OVERVIEW_COLS = ('session', 'start', 'time_start', 'cmdline', 'system', 'mode', 'smoke',
-                  'emulated', 'test', *_PROV_COLS)
-
-
-def overview(lf):
-    """The page's header and its table of sessions, from the store rows
-    ``lf`` (a lazy frame; aggregated by the engine, nothing per figure in
-    Python): ``{'sessions': [row per session, oldest first], 'systems',
-    'smoke', 'emulated': [test names]}``."""
-    def given(c):
-        return pl.when(pl.col(c) != '').then(pl.col(c))
-
-    def listed(c, sep):
-        return given(c).drop_nulls().unique().sort().str.join(sep)
-
-    bins = pl.concat_str([given(c) for c in ('binary_path', 'binary_version', 'spack_spec',
-                                               'spack_lock_hash')],
-                         separator=' ', ignore_nulls=True)
-    lf = lf.select(_OVERVIEW_COLS)
-    per_session = lf.group_by('session').agg(
-        pl.col('start').first(), pl.col('time_start').first(), pl.col('cmdline').first(),
-        listed('system', ', ').alias('systems'), listed('mode', ', ').alias('modes'),
-        pl.col('smoke').any(), pl.col('emulated').any(),
-        listed('cp_git_rev', ' ').alias('revs'), listed('cp_config_hash', ' ').alias('confs'),
-        listed('job_nodelist', '; ').alias('nodes'),
-        bins.filter(bins != '').unique().sort().alias('bins')).sort('start', 'session')
-    names = [lf.filter(pl.col(c)).select(pl.col('test').unique().sort()) for c in
-             ('smoke', 'emulated')]
-    systems = lf.select(given('system').drop_nulls().unique().sort())
-    sess, smoke, emulated, systems = pl.collect_all([per_session, *names, systems])
-    return {'sessions': [
-        {'uuid': r['session'], 'start': r['time_start'] or '', 'systems': r['systems'],
-         'modes': r['modes'], 'labels': (['smoke'] if r['smoke'] else [])
-         + (['emulated'] if r['emulated'] else []), 'revs': r['revs'], 'confs': r['confs'],
-         'nodes': r['nodes'], 'bins': r['bins'], 'cmd': r['cmdline'] or ''}
-        for r in sess.iter_rows(named=True)],
-        'systems': systems.to_series().to_list(), 'smoke': smoke.to_series().to_list(),
-        'emulated': emulated.to_series().to_list()}
-
-
-def _frame_of(sessions):
-    """The rows :func:`overview` reads, of sessions in memory."""
-    info = {s.uuid: s.info for s in sessions}
-    cases = {(r.session, id(r.case)): r for r in records(sessions)}   # one row a test case
-    rows = [(r.session, r.start, info[r.session].get('time_start') or '',
-             info[r.session].get('cmdline') or '', r.system, r.mode, r.smoke, r.emulated,
-             r.test, *(rfdb.provenance_text(r.case.get(k)) for k in _PROV_COLS))
-            for r in cases.values()]
-    return pl.DataFrame(rows, schema=[(c, store.SCHEMA[c]) for c in _OVERVIEW_COLS],
-                        orient='row').lazy()
