@@ -56,21 +56,20 @@ def test_the_selection_named_is_only_what_selects():
         "-c x -n 'A B' --system=local -R -P threads=2"
 
 
-def test_scripts_apply_the_same_rule(tmp_path):
+def test_scripts_apply_the_same_rule(tmp_path, monkeypatch, capsys):
     """``clusterproof run -- ARGS`` (scripts/run-local, and through the same
     function ``clusterproof nightly``): exit 2 and the line when nothing is
     selected."""
-    import subprocess
-    cmd = [str(VENV_BIN / 'clusterproof'), 'run', '--system', 'local', '--mode', 'smoke',
-           '--report-file', str(tmp_path / 'r.json'), '--', '-n', 'NoSuchCheck']
+    from clusterproof.cli import main
     env = reframe_env(tmp_path / 'results')
     env['CLUSTERPROOF_CHECKS'] = str(SELFTEST_CHECKS)
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=WAIT_S)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith('clusterproof: ReFrame selected no test case: nothing '
-                                  f'matches -c {SELFTEST_CHECKS} --mode smoke --system local '
-                                  '-n NoSuchCheck;'), proc.stderr
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert main(['run', '--system', 'local', '--mode', 'smoke', '--report-file',
+                 str(tmp_path / 'r.json'), '--', '-n', 'NoSuchCheck']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('clusterproof: ReFrame selected no test case: nothing matches '
+                          f'-c {SELFTEST_CHECKS} --mode smoke --system local -n NoSuchCheck;'), err
 
 
 def test_one_place_decides_the_configuration(tmp_path):
