@@ -3,12 +3,13 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup run test test-fast spack acceptance published-shape cluster-up cluster-down clean help
+.PHONY: setup run lint test test-fast spack acceptance published-shape cluster-up cluster-down clean help
 
 help:
 	@echo "make run         set up, then run the suite on this machine (system local, mode smoke)"
 	@echo "make test        set up, then run the whole test suite on an empty /tmp and /dev/shm of its own (PYTEST_ARGS='...' for pytest)"
 	@echo "make test-fast   the tests that need neither the local cluster nor root and are not slow (minutes)"
+	@echo "make lint        ruff (pinned) with the rules of pyproject.toml; make test and make test-fast run it first"
 	@echo "make setup       set up only (Debian packages as root, .venv/ with pinned packages)"
 	@echo "make spack       concretize and install the Spack environment (needs spack)"
 	@echo "make acceptance SYSTEM=S   the full methodology on system S"
@@ -20,13 +21,20 @@ setup:
 run: setup
 	@bash scripts/run-local
 
-test: setup
+# The Python of the repository: the package, tests, checks, site files and
+# scripts (those without .py found by their first line).
+LINT_PATHS := clusterproof tests scripts reframe_checks site_config \
+              $(shell grep -ls '^\#!/usr/bin/env python' scripts/*)
+lint: setup
+	@$(VENV)/bin/ruff check --quiet $(LINT_PATHS) && echo "lint: ruff found nothing"
+
+test: setup lint
 	@bash scripts/run-tests $(PYTEST_ARGS)
 
 # The fast tier (docs/testing.md): parsers, the store, configuration, docs;
 # in one worker process per processor (pytest-xdist).
 FAST := not cluster and not root and not slow
-test-fast: setup
+test-fast: setup lint
 	@bash scripts/run-tests -m "$(FAST)" -n auto $(PYTEST_ARGS)
 
 spack: setup

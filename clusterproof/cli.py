@@ -34,6 +34,8 @@ COMMANDS = [
     'store',        # the figure store every command reads
     'export',       # figures of the store as CSV, Parquet, BMF, OpenMetrics
     'notify',       # what is new and needs a person, sent once
+    'run',          # the checks through ReFrame in one mode
+    'nightly',      # the nightly run: checks, page, compare, store, notify
 ]
 
 

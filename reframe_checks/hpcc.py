@@ -20,11 +20,9 @@ from reframe.core.builtins import run_after, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import hpl
-from clusterproof.site.hardware import partition_node_count
+from clusterproof.checklib.api import (ClusterproofCheck, OneRankPerCore, partition_node_count,
+                                       performance_figure, pinned_spec)
 from clusterproof.parsers import hpcc as hpcc_parser
-from clusterproof.checklib.base import ClusterproofCheck, OneRankPerCore
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 1000

@@ -25,12 +25,9 @@ from reframe.core.builtins import (parameter, run_after, run_before,
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import hpl
-from clusterproof.modes import by_mode
+from clusterproof.checklib.api import (ClusterproofCheck, OneRankPerCore, by_mode,
+                                       partition_node_count, performance_figure, pinned_spec)
 from clusterproof.parsers import hpl as hpl_parser
-from clusterproof.checklib.base import ClusterproofCheck, OneRankPerCore
-from clusterproof.site.hardware import partition_node_count
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
 
 #: N of smoke runs (seconds on two cores)
 SMOKE_N = 2000

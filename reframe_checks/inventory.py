@@ -35,8 +35,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.site import inventory
 from clusterproof.parsers import ipmctl
 from clusterproof.site import pmem
-from clusterproof.site.hardware import partition_node_count
-from clusterproof.checklib.base import ClusterproofCheck
+from clusterproof.checklib.api import ClusterproofCheck, partition_node_count
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -45,14 +45,9 @@ from reframe.core.builtins import (parameter, run_after, run_before,
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import ior
-from clusterproof.modes import by_mode
-from clusterproof.parsers import ParseError
+from clusterproof.checklib.api import (ClusterproofCheck, ParseError, RoundRobinRanks, StorageScale,
+                                       TestDirectories, by_mode, performance_figure, pinned_spec)
 from clusterproof.parsers import ior as ior_parser
-from clusterproof.checklib.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checklib.storage import StorageScale
-from clusterproof.checklib.testdirs import TestDirectories
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
 
 IOR_SPEC = pinned_spec('ior')
 

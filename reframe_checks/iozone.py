@@ -56,14 +56,10 @@ from reframe.core.builtins import (parameter, run_after, run_before,
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import iozone
-from clusterproof.modes import by_mode
+from clusterproof.checklib.api import (ClusterproofCheck, REPO, StorageScale, TestDirectories,
+                                       ThreadPlacement, by_mode, performance_figure, pinned_spec)
 from clusterproof.parsers import iozone as iozone_parser
-from clusterproof.paths import REPO, private_dir, user_path
-from clusterproof.checklib.base import ClusterproofCheck, ThreadPlacement
-from clusterproof.checklib.storage import StorageScale
-from clusterproof.checklib.testdirs import TestDirectories
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
+from clusterproof.paths import private_dir, user_path
 
 IOZONE_SPEC = pinned_spec('iozone')
 RSH_WRAPPER = REPO / 'slurm' / 'iozone-rsh'

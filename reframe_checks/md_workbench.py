@@ -34,15 +34,12 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checklib.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checklib.storage import METADATA_THREADS, StorageScale
-from clusterproof.checklib.testdirs import TestDirectories
+from clusterproof.checklib.api import (ClusterproofCheck, METADATA_THREADS, RoundRobinRanks,
+                                       StorageScale, TestDirectories, by_mode, performance_figure,
+                                       pinned_spec)
 from clusterproof.methods import sizing
-from clusterproof.modes import by_mode
 from clusterproof.parsers import md_workbench as mdwb_parser
 from clusterproof.parsers.mdtest import stride
-from clusterproof.reframe_io.figures import performance_figure
-from clusterproof.site.spackenv import pinned_spec
 
 MD_WORKBENCH_SPEC = pinned_spec('ior')      # md-workbench comes with IOR 4
 

@@ -32,15 +32,11 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.modes import by_mode
-from clusterproof.parsers import ParseError
+from clusterproof.checklib.api import (ClusterproofCheck, METADATA_THREADS, ParseError,
+                                       RoundRobinRanks, StorageScale, TestDirectories, by_mode,
+                                       performance_figure, pinned_spec)
 from clusterproof.parsers import mdtest as mdtest_parser
-from clusterproof.checklib.base import ClusterproofCheck, RoundRobinRanks
-from clusterproof.checklib.storage import METADATA_THREADS, StorageScale
-from clusterproof.checklib.testdirs import TestDirectories
 from clusterproof.methods import sizing
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
 
 MDTEST_SPEC = pinned_spec('ior')      # mdtest comes with IOR
 

@@ -27,12 +27,9 @@ from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import mmap_sweep
 from clusterproof.modes import current_mode
-from clusterproof.parsers import ParseError
+from clusterproof.checklib.api import (ClusterproofCheck, ParseError, TestDirectories, node_cores,
+                                       performance_figure_function)
 from clusterproof.parsers import mmap_sweep as parser
-from clusterproof.checklib.base import ClusterproofCheck
-from clusterproof.reframe_io.figures import performance_figure_function
-from clusterproof.site.hardware import node_cores
-from clusterproof.checklib.testdirs import TestDirectories
 
 SWEEP_SCRIPT = 'sweep_targets.sh'
 

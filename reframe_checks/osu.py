@@ -31,13 +31,10 @@ from reframe.core.builtins import (parameter, run_after, run_before,
 from reframe.core.exceptions import SanityError
 
 from clusterproof.methods import hpl
-from clusterproof.modes import by_mode
+from clusterproof.checklib.api import (ClusterproofCheck, MpiRanks, by_mode, is_emulated,
+                                       partition_node_count, performance_figure, pinned_spec)
 from clusterproof.parsers import osu as osu_parser
-from clusterproof.checklib.base import ClusterproofCheck, MpiRanks
 from clusterproof.screen.pairs import parse_pair
-from clusterproof.site.hardware import is_emulated, partition_node_count
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
 
 OSU_SPEC = pinned_spec('osu-micro-benchmarks')
 #: directions a benchmark moves data in at once (the line rate counts per direction)

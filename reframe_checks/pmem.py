@@ -44,12 +44,10 @@ from reframe.core.builtins import (parameter, run_after, run_before,
 
 from clusterproof.methods import fiojob
 from clusterproof.parsers import fio as fioparser
-from clusterproof.checklib.base import ClusterproofCheck, ConfigurationError
+from clusterproof.checklib.api import (ClusterproofCheck, ConfigurationError, TestDirectories,
+                                       performance_figure, pinned_spec)
 from clusterproof.paths import private_dir, user_path
 from clusterproof.site import pmem as node
-from clusterproof.checklib.testdirs import TestDirectories
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
 
 JOB_FILE = 'worst_case.fio'
 FIO_SPEC = pinned_spec('fio')

@@ -30,14 +30,10 @@ from reframe.core.builtins import (fixture, parameter, run_after,
                                    run_before, sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.site import binaries
+from clusterproof.checklib.api import (REPO, ClusterproofCheck, binaries, by_mode,
+                                       performance_figure, pinned_spec)
 from clusterproof.methods import memory
-from clusterproof.modes import by_mode
 from clusterproof.parsers import stream as stream_parser
-from clusterproof.paths import REPO
-from clusterproof.checklib.base import ClusterproofCheck
-from clusterproof.site.spackenv import pinned_spec
-from clusterproof.reframe_io.figures import performance_figure
 
 STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
 STREAM_SPEC = pinned_spec('stream')

@@ -41,13 +41,12 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from clusterproof import cluster as lc
+from clusterproof.cluster.network import pids_by_netns
+from clusterproof.paths import SETTINGS_FILE
+from clusterproof.reframe_io import runner
 
-from clusterproof import cluster as lc  # noqa: E402
-from clusterproof.cluster.network import pids_by_netns  # noqa: E402
-from clusterproof.paths import SETTINGS_FILE  # noqa: E402
-from clusterproof.reframe_io import runner  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 CLUSTERPROOF = REPO / '.venv' / 'bin' / 'clusterproof'
 CHECK = REPO / 'tests' / 'checks' / 'node_hostnames.py'

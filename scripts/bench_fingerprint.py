@@ -36,14 +36,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from clusterproof.checklib import fingerprint
+from clusterproof.hostlist import compress
+from clusterproof.paths import SETTINGS_FILE
+from clusterproof.reframe_io import runner
+from clusterproof.site.discover import _node_key
 
-from clusterproof.checklib import fingerprint  # noqa: E402
-from clusterproof.hostlist import compress  # noqa: E402
-from clusterproof.paths import SETTINGS_FILE  # noqa: E402
-from clusterproof.reframe_io import runner  # noqa: E402
-from clusterproof.site.discover import _node_key  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 FIELDS = ('cp_fingerprint', 'cp_binary_sha256', 'cp_mpi_library')
 

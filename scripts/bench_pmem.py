@@ -24,18 +24,16 @@ import glob
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from clusterproof.methods import fiojob
+from clusterproof.paths import SETTINGS_FILE
+from clusterproof.reframe_io import runner
+from clusterproof.parsers import fio as fioparser
+from clusterproof.parsers import mmap_sweep as sweepparser
 
-from clusterproof.methods import fiojob  # noqa: E402
-from clusterproof.paths import SETTINGS_FILE  # noqa: E402
-from clusterproof.reframe_io import runner  # noqa: E402
-from clusterproof.parsers import fio as fioparser  # noqa: E402
-from clusterproof.parsers import mmap_sweep as sweepparser  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 FIGS = ('iops', 'bw', 'lat_mean', 'lat_p50', 'lat_p99')
 SECTION = 'randwrite_8files'

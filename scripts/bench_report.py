@@ -40,14 +40,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from clusterproof.checklib import fingerprint
+from clusterproof.analysis import compare
+from clusterproof.results import report
+from clusterproof.store import history
+from clusterproof.store.sessions import Record, Session
 
-from clusterproof.checklib import fingerprint  # noqa: E402
-from clusterproof.analysis import compare  # noqa: E402
-from clusterproof.results import report  # noqa: E402
-from clusterproof.store import history  # noqa: E402
-from clusterproof.store.sessions import Record, Session  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 FAMILIES = 20           # check names per system
 THREADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

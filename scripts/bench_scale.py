@@ -61,11 +61,10 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from clusterproof import cluster as lc
+from clusterproof.cluster.like import read_like
 
-from clusterproof import cluster as lc  # noqa: E402
-from clusterproof.cluster.like import read_like  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 CP = str(REPO / '.venv' / 'bin' / 'clusterproof')
 SCALE_LIKE = REPO / 'scripts' / 'scale-like'

@@ -11,7 +11,8 @@
    a plain ``sbatch`` job on the same nodes, alternating, median of
    ``--repeat`` runs each (target: within 5 %).
 
-    scripts/bench_storage.py [--instance K] [--threads 4] [--total 256m] [--repeat 3]
+    .venv/bin/python scripts/bench_storage.py [--instance K] [--threads 4] [--total 256m]
+                                              [--repeat 3]
 
 The second part needs the local cluster (``clusterproof cluster up
 --instance K``); without it only the first part runs.
@@ -27,14 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from clusterproof.methods import placement
+from clusterproof import hostlist
+from clusterproof.paths import SETTINGS_FILE
+from clusterproof.reframe_io import runner
+from clusterproof.parsers import iozone as parser
 
-from clusterproof.methods import placement  # noqa: E402
-from clusterproof import hostlist  # noqa: E402
-from clusterproof.paths import SETTINGS_FILE  # noqa: E402
-from clusterproof.reframe_io import runner  # noqa: E402
-from clusterproof.parsers import iozone as parser        # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def bench_placement(nodes=10_000, per_node=1024):

@@ -21,12 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from clusterproof.site import topology
+from clusterproof.methods import memory
+from clusterproof.parsers import stream as stream_parser
 
-from clusterproof.site import topology  # noqa: E402
-from clusterproof.methods import memory  # noqa: E402
-from clusterproof.parsers import stream as stream_parser  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
 TARGET = 0.95

@@ -9,11 +9,13 @@ import csv
 import io
 import json
 import shutil
+import subprocess
 import urllib.request
 import uuid as uuidlib
 
 import polars as pl
 import pytest
+import yaml
 from results_helpers import clusterproof, recorded_report, recorded_results, reframe_store
 from servers import free_port, get, serving, victoria_metrics, vm_query  # noqa: F401 (a fixture)
 
@@ -290,3 +292,79 @@ def test_a_session_without_figures_is_no_export(tmp_path):
                              unit='', result='fail')])
     with pytest.raises(Exception, match=r'no figures to export: .*\(s1\).* 1 test case row'):
         export.export(rows, 'csv')
+
+
+#: references of one system: one figure indexed by partition and parameter,
+#: one by partition only, one expected failure (no rule)
+RULES_REFS = '''\
+IOzoneSequential:
+  $index: [$partition, threads]
+  tiny:compute:
+    8:
+      write_gbs: [28.5, -0.10, null, GB/s]
+Stream:
+  tiny:compute:
+    triad: [1000, -0.05, 0.05, MB/s]
+    copy: ['$xfail', 'known slow', [900, -0.05, null, MB/s]]
+'''
+
+#: the labels ``openmetrics`` gives a figure of system tiny
+TINY = {'system': 'tiny', 'partition': 'compute', 'environ': 'gnu', 'mode': 'nightly',
+        'smoke': 'false', 'emulated': 'false'}
+
+
+def _series(family, value, **labels):
+    text = ','.join(f'{k}="{v}"' for k, v in {**TINY, **labels}.items())
+    return {'series': f'{family}{{{text}}}', 'values': str(value)}
+
+
+def _rules_test(rules):
+    """promtool's unit test of the rules file ``rules``: three series as
+    ``openmetrics`` exports them, one of them out of its band."""
+    out_of_band = dict(TINY, test='IOzoneSequential %threads=8', figure='write_gbs', unit='GB/s')
+    return {'rule_files': [rules], 'evaluation_interval': '1m', 'tests': [{
+        'interval': '1m',
+        'input_series': [
+            _series('clusterproof_figure_GB_per_s', 20, **{k: out_of_band[k] for k in
+                                                           ('test', 'figure', 'unit')}),
+            _series('clusterproof_figure_GB_per_s', 20, test='IOzoneSequential %threads=16',
+                    figure='write_gbs', unit='GB/s'),
+            _series('clusterproof_figure_MB_per_s', 1000, test='Stream', figure='triad',
+                    unit='MB/s')],
+        'alert_rule_test': [{
+            'eval_time': '0m', 'alertname': 'ClusterproofFigureOutOfBand',
+            'exp_alerts': [{
+                'exp_labels': dict(out_of_band, severity='critical', kind='regression',
+                                   reference='28.5',
+                                   entry='tiny.yaml: IOzoneSequential.tiny:compute.8.write_gbs'),
+                'exp_annotations': {'summary': (
+                    'IOzoneSequential %threads=8 write_gbs on tiny:compute is 20 GB/s, outside '
+                    'its reference band [25.65, +inf] GB/s (reference 28.5 GB/s, '
+                    '-10.0%/+inf)')}}]}]}]}
+
+
+def test_rules_come_from_the_references_alone_without_a_results_database(tmp_path, monkeypatch,
+                                                                         capsys):
+    """No results database: one rule per bounded reference, selecting its
+    series by labels; promtool fires the one out of its band only (the
+    other thread count and the figure in its band stay quiet)."""
+    from clusterproof.cli import main
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    (refs / 'tiny.yaml').write_text(RULES_REFS)
+    monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(tmp_path / 'results'))
+    monkeypatch.setenv('CLUSTERPROOF_REFERENCES', str(refs))
+    monkeypatch.delenv('CLUSTERPROOF_STORE', raising=False)
+    rules = tmp_path / 'rules.yml'
+    assert main(['export', '--format', 'rules', '-o', str(rules)]) == 0
+    assert f'rules: 2 reference(s) of {refs} to {rules}' in capsys.readouterr().err
+    assert main(['export', '--format', 'rules', '--system', 'other']) == 2
+    err = capsys.readouterr().err
+    assert 'no bounded reference in' in err and 'for system other' in err, err
+    promtool = shutil.which('promtool')
+    if not promtool:
+        pytest.skip('needs promtool (Debian package prometheus)')
+    (tmp_path / 'test.yml').write_text(yaml.safe_dump(_rules_test(rules.name)))
+    for cmd in (['check', 'rules', str(rules)], ['test', 'rules', 'test.yml']):
+        done = subprocess.run([promtool, *cmd], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr

@@ -100,8 +100,8 @@ def _shell_launches(text):
 def test_reframe_is_started_and_configured_in_one_module():
     """Only clusterproof/reframe_io/runner.py starts ``reframe`` and decides
     RFM_CONFIG_FILES; everything else calls it (``runner.run``, ``start``,
-    ``invoke``, ``reframe_env``; ``python -m clusterproof.reframe_io.runner
-    run|config`` from a shell)."""
+    ``invoke``, ``reframe_env``; ``clusterproof run|nightly`` and ``python -m
+    clusterproof.reframe_io.runner config`` from a shell)."""
     found, pending_seen = [], set()
     for name, text, is_python in _sources():
         if name in RUNNER:
@@ -115,3 +115,22 @@ def test_reframe_is_started_and_configured_in_one_module():
     assert not found, '\n'.join(found)
     assert pending_seen == PENDING, \
         f'{sorted(PENDING - pending_seen)} now use(s) the runner: remove from PENDING'
+
+
+def test_a_check_imports_the_shared_names_from_one_module():
+    """A check author's names (the base class, the mixins, performance_figure,
+    by_mode, pinned_spec...: ``clusterproof.checklib.api.__all__``) come from
+    that one module in every check of reframe_checks/, never from where
+    they live."""
+    api = ast.parse((PACKAGE / 'checklib' / 'api.py').read_text())
+    [names] = [ast.literal_eval(n.value) for n in api.body if isinstance(n, ast.Assign)
+               and getattr(n.targets[0], 'id', None) == '__all__']
+    found = []
+    for path in sorted((ROOT / 'reframe_checks').glob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('clusterproof') \
+                    and node.module != 'clusterproof.checklib.api':
+                found += [f'{path.relative_to(ROOT)}:{node.lineno}: {a.name} from {node.module}; '
+                          'import it from clusterproof.checklib.api'
+                          for a in node.names if a.name in names]
+    assert not found, '\n'.join(found)

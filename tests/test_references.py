@@ -6,7 +6,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.references import judge as references
 from clusterproof.paths import REFERENCES_DIR
-from conftest import REPO, run_reframe
+from conftest import run_reframe
 
 
 def write(tmp_path, text, name='sys.yaml'):

@@ -50,6 +50,8 @@ def test_two_nightly_runs_at_once(tmp_path, record_property):
     assert 'Use --wait' in second.stderr
     assert first.returncode in (0, 1), out[-3000:]      # 1: no references to compare with
     assert 'Current session stored with UUID' in out
+    # the page ingested the night already: store ingest says so, never "0 new"
+    assert 'ingested 0 new session' not in out and 'holds every session' in out, out[-3000:]
     ok, msg = database_intact(tmp_path / 'results.db')
     record_property('results_lost', 0 if ok else 1)
     assert ok, msg

@@ -378,7 +378,7 @@ def test_which_figures_are_scanned_for_changes():
     one 8 sessions old), or a new level followed by a bad night the other
     way; not one bad night."""
     import numpy as np
-    from clusterproof.results.report import moved
+    from clusterproof.analysis.recent import moved
     noise = np.log([100 + (i * 7) % 5 - 2 for i in range(40)])   # about 1.4 %
     step = noise.copy()
     step[-3:] -= 0.2

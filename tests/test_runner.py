@@ -56,19 +56,20 @@ def test_the_selection_named_is_only_what_selects():
         "-c x -n 'A B' --system=local -R -P threads=2"
 
 
-def test_scripts_apply_the_same_rule(tmp_path):
-    """``python -m clusterproof.reframe_io.runner run -- ARGS`` (scripts/nightly,
-    scripts/run-local): exit 2 and the line when nothing is selected."""
-    import subprocess
-    import sys
-    cmd = [sys.executable, '-m', 'clusterproof.reframe_io.runner', 'run',
-           '--report-file', str(tmp_path / 'r.json'), '--', *ARGS, '-n', 'NoSuchCheck']
-    proc = subprocess.run(cmd, cwd=REPO, env=reframe_env(tmp_path / 'results'),
-                          capture_output=True, text=True, timeout=WAIT_S)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith('clusterproof: ReFrame selected no test case: nothing '
-                                  f'matches -c {SELFTEST_CHECKS} --system local -n NoSuchCheck;'), \
-        proc.stderr
+def test_scripts_apply_the_same_rule(tmp_path, monkeypatch, capsys):
+    """``clusterproof run -- ARGS`` (scripts/run-local, and through the same
+    function ``clusterproof nightly``): exit 2 and the line when nothing is
+    selected."""
+    from clusterproof.cli import main
+    env = reframe_env(tmp_path / 'results')
+    env['CLUSTERPROOF_CHECKS'] = str(SELFTEST_CHECKS)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert main(['run', '--system', 'local', '--mode', 'smoke', '--report-file',
+                 str(tmp_path / 'r.json'), '--', '-n', 'NoSuchCheck']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('clusterproof: ReFrame selected no test case: nothing matches '
+                          f'-c {SELFTEST_CHECKS} --mode smoke --system local -n NoSuchCheck;'), err
 
 
 def test_one_place_decides_the_configuration(tmp_path):
@@ -135,9 +136,9 @@ def test_mode_option_of_the_reframe_command_line():
 @pytest.mark.slow
 @pytest.mark.parametrize('command', ['acceptance', 'nightly'])
 def test_the_commands_refuse_a_selection_of_no_test_case(tmp_path, command):
-    """``clusterproof acceptance --system`` and ``scripts/nightly`` on a
-    selection that matches nothing: exit 2, one line naming the selection,
-    never a green night (ReFrame itself exits 0)."""
+    """``clusterproof acceptance --system`` and ``scripts/nightly`` (``clusterproof
+    nightly``) on a selection that matches nothing: exit 2, one line naming the
+    selection, never a green night (ReFrame itself exits 0)."""
     import subprocess
     env = reframe_env(tmp_path / 'results')
     del env['CLUSTERPROOF_MODE']

@@ -301,18 +301,21 @@ def test_the_declared_direction_is_stored_and_decides(tmp_path):
 
 def test_a_store_of_format_1_is_read_and_rebuilt_by_ingest(tmp_path):
     """A store written before the direction was a column (format 1, files
-    without declared_lower_is_better) reads with the column null; the next
-    ingest derives it anew from the database, keeping imported history."""
+    without declared_lower_is_better and time_run) reads with the columns
+    null; the next ingest derives them anew from the database, keeping
+    imported history."""
     db, where, rep = _declaring(tmp_path, {'copy_bw': False, 'copy_time': True})
     store.ingest(db, where)
     before = _rows(where).height
     m = json.loads((where / store.MANIFEST).read_text())
     for f in m['files']:
-        pl.read_parquet(where / f).drop('declared_lower_is_better').write_parquet(where / f)
+        pl.read_parquet(where / f).drop('declared_lower_is_better', 'time_run') \
+            .write_parquet(where / f)
     m['format'] = 1
     (where / store.MANIFEST).write_text(json.dumps(m))
     old = _rows(where)
     assert old.height == before and old['declared_lower_is_better'].null_count() == before
+    assert old['time_run'].null_count() == before
     sources.import_history([REPO / 'tests' / 'data' / 'history' / 'perflogs'], where)
     imported = _rows(where).height - before
     assert imported > 0
@@ -322,6 +325,7 @@ def test_a_store_of_format_1_is_read_and_rebuilt_by_ingest(tmp_path):
     assert df.height == before + imported
     new = df.filter(pl.col('session') == rep['session_info']['uuid'])
     assert sorted(new['declared_lower_is_better'].unique().to_list()) == [False, True]
+    assert new['time_run'].null_count() == 0 and (new['time_run'] > 0).all()
     (where / store.MANIFEST).write_text(json.dumps(dict(m, format=0)))
     with pytest.raises(ClusterproofError, match=r'manifest.json: figure store of format 0, '
                                                 r'this clusterproof reads formats 1, 2'):
@@ -334,8 +338,7 @@ def test_a_figure_is_one_figure_in_every_command(tmp_path):
     the report's multiples) and as changes found (the report's first
     screen); smoke-size figures have a history of their own."""
     from clusterproof.references.judge import Verdict
-    from clusterproof.analysis import compare
-    from clusterproof.results import report
+    from clusterproof.analysis import compare, recent
     from clusterproof.store import history
     db = recorded_results(tmp_path) / 'results.db'
     sessions = load_sessions(db)
@@ -344,8 +347,8 @@ def test_a_figure_is_one_figure_in_every_command(tmp_path):
     assert {r.key for r in recs} == {h.key for h in hists}
     assert all(len(k) == len(store.IDENTITY) for k in {r.key for r in recs})
     # the report finds a change's figure by the key of its finding
-    assert all(report._fkey({'system': h.system, 'partition': h.partition, 'test': h.test,
-                             'figure': h.figure, 'flags': list(h.flags)}) == h.key
+    assert all(recent.change_key({'system': h.system, 'partition': h.partition, 'test': h.test,
+                                  'figure': h.figure, 'flags': list(h.flags)}) == h.key
                for h in hists)
     # a session compared with itself: every figure found in the base
     newest = [r for r in records(sessions[-1:])]

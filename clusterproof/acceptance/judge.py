@@ -25,12 +25,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterproof import ClusterproofError
 from clusterproof.checklib import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.reframe_io import runner
 from clusterproof.store.sessions import check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
@@ -105,17 +103,11 @@ def matches(item, contract, rec):
     return all(params.get(k) == v for k, v in item.parameters.items())
 
 
-def run_times(sessions, db=None):
-    """``{(session, test, partition, environ): time_run}`` from the run
-    reports of ``sessions`` in the results database (``{}`` where it has
-    none of them or cannot be read)."""
-    out = {}
-    try:
-        for uuid, _s, _e, report, _src in rfdb.read_sessions(db or _db(), sessions):
-            out.update({(uuid, *case): t for case, t in runner.run_times(report).items()})
-    except ClusterproofError:
-        pass
-    return out
+def run_times(recs):
+    """``{(session, test, partition, environ): time_run}`` of the test cases
+    of the records ``recs`` that recorded their run time (seconds)."""
+    return {(r.session, r.test, r.partition, r.environ): r.time_run for r in recs
+            if r.time_run is not None}
 
 
 def _db():
@@ -260,10 +252,11 @@ def candidate_sessions(contract, ids=(), now=None, db=None):
     return load_sessions(db, since=since, system=contract.system, mode=contract.mode)
 
 
-def judge_contract(contract, sessions, results=None, db=None):
-    """``[Result]`` of every item of ``contract`` on ``sessions``."""
+def judge_contract(contract, sessions, results=None):
+    """``[Result]`` of every item of ``contract`` on ``sessions`` (read from
+    the figure store, run times too)."""
     recs = records(sessions)
-    runtimes = run_times([s.uuid for s in sessions], db) if sessions else {}
+    runtimes = run_times(recs)
     return [judge_item(item, contract, recs, runtimes, results) for item in contract.items]
 
 

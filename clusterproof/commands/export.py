@@ -4,8 +4,8 @@ import sys
 
 from clusterproof import ClusterproofError
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
-from clusterproof.paths import references_dir
-from clusterproof.store.sessions import load_sessions, records, select
+from clusterproof.paths import references_dir, results_db
+from clusterproof.store.sessions import load_sessions, records, select, store_paths
 from clusterproof.store import export
 
 
@@ -29,7 +29,11 @@ def register(subparsers):
                     'reference in site_config/references/<system>.yaml today (not smoke, not '
                     '$xfail), alert ClusterproofFigureOutOfBand firing while that figure, '
                     'as openmetrics exports it, is outside its reference band; select many '
-                    'sessions (--last 30) to cover every figure. Only figures with a finite '
+                    'sessions (--last 30) to cover every figure. Without a results database '
+                    '(and no --store), the rules come from the reference files alone (of '
+                    '--system, else of every system): one per bounded reference, selecting '
+                    'its series by system, check, index parameters (%%name=value in the test '
+                    'name), partition, figure and unit. Only figures with a finite '
                     'value are exported. See docs/results.md and docs/notify.md.')
     p.add_argument('--format', required=True, choices=export.FORMATS,
                    help='the output format')
@@ -64,6 +68,8 @@ def _emit(args, data, what):
 
 
 def _rules(args):
+    if not results_db().exists() and not store_paths():
+        return _rules_of_references(args)
     sessions = load_sessions(**selection(args, args.system, args.mode))
     if not sessions:
         none_selected(args, args.system, args.mode)
@@ -75,3 +81,16 @@ def _rules(args):
             f'$xfail references have none); bless references first (clusterproof bless)')
     return _emit(args, export.to_rules(pairs),
                  f'{len(pairs)} figure(s) of {len(sessions)} session(s)')
+
+
+def _rules_of_references(args):
+    """The rules of the reference files alone: there is no figure to select."""
+    text, n = export.rules_of_references(references_dir(), args.system)
+    if not n:
+        raise ClusterproofError(
+            f'no rules to write: no results database at {results_db()}, and no bounded '
+            f'reference in {references_dir()}'
+            + (f' for system {args.system}' if args.system else '')
+            + ' (smoke figures and $xfail references have none); bless references first '
+              '(clusterproof bless)')
+    return _emit(args, text, f'{n} reference(s) of {references_dir()}')

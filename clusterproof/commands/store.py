@@ -46,7 +46,9 @@ def run(args):
         print(f'rebuilt {where} from {n} session(s) of {db}')
     else:
         n = store.ingest(db, where)
-        print(f'ingested {n} new session(s) of {db} into {where}')
+        print(f'ingested {n} new session(s) of {db} into {where}' if n else
+              f'{where} holds every session of {db} already (each command ingests what '
+              'it lacks when it reads the store)')
     if not args.no_findings:
         n, seconds = findings.derive(where)
         print(f'findings derived for {n} figures in {seconds:.1f} s')

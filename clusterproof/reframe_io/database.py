@@ -201,6 +201,7 @@ def _testcase_rows(tc, uuid, start, end, info, source):
     common = dict(
         session=uuid, start=float(start), end=float(end or start),
         time=float(tc.get('job_completion_time_unix') or start),
+        time_run=_float(tc.get('time_run')),
         system=tc.get('system', '') or '', partition=tc.get('partition', '') or '',
         environ=tc.get('environ', '') or '', test=name,
         result=result, fail_phase=tc.get('fail_phase') or '',

@@ -7,7 +7,7 @@ the one the environment names, else the project's
 ``site_config/settings.py``). A caller runs a session with :func:`run`, or
 starts ``reframe`` with :func:`start` (to watch or interrupt it) or
 :func:`invoke` (to list, describe or show its configuration); a shell script
-uses ``python -m clusterproof.reframe_io.runner run -- ARGS`` (:func:`main`).
+runs it with ``clusterproof run`` or ``clusterproof nightly``.
 Every run is given ``--report-file`` and the session (its UUID, its test
 cases) is read from that JSON run report, never from ReFrame's console
 text. A run whose
@@ -331,50 +331,19 @@ def describe(args, *, env=None, cwd=REPO):
 
 
 
-def run_times(report):
-    """``{(name, partition, environ): time_run}`` of the test cases of a run
-    report's data that recorded their run time (seconds)."""
-    return {(tc.get('name'), tc.get('partition'), tc.get('environ')): tc['time_run']
-            for tc in testcases(report) if isinstance(tc.get('time_run'), (int, float))}
-
-
 def main(argv=None):
-    """The runner for shell scripts and ``.venv/bin/activate``:
-
-    - ``python -m clusterproof.reframe_io.runner run [--report-file F] [--log L] -- ARGS``
-      runs ``reframe ARGS`` (:func:`run`, its output copied as it comes to
-      stdout and ``L``) and exits with ReFrame's status; 2 with the reason on
-      stderr (and in ``L``) when it selected no test case or wrote no run report;
-    - ``python -m clusterproof.reframe_io.runner config`` prints the
-      configuration ``reframe`` reads (:func:`config_files`)."""
+    """``python -m clusterproof.reframe_io.runner config`` prints the
+    configuration ``reframe`` reads (:func:`config_files`), for
+    ``.venv/bin/activate``, which sets ``RFM_CONFIG_FILES`` from it. A script
+    runs ReFrame with ``clusterproof run`` or ``clusterproof nightly``."""
     parser = argparse.ArgumentParser(
         prog='python -m clusterproof.reframe_io.runner',
-        description='Run ReFrame as clusterproof does, or print its configuration path.')
-    sub = parser.add_subparsers(dest='what', required=True)
-    run_p = sub.add_parser('run', help='run reframe ARGS with its run report; exit status: '
-                           "ReFrame's, or 2 when it selected no test case or wrote no report")
-    run_p.add_argument('--report-file', type=Path,
-                       help='where ReFrame writes its run report (default: a new file under '
-                            '<results>/reports)')
-    run_p.add_argument('--log', type=Path,
-                       help="a file ReFrame's output is appended to as it comes, and the "
-                            'reason of an exit status 2')
-    run_p.add_argument('reframe_args', nargs=argparse.REMAINDER, metavar='-- ARGS')
-    sub.add_parser('config', help='print the ReFrame configuration file(s) a run reads '
-                                  '(RFM_CONFIG_FILES, else site_config/settings.py)')
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.what == 'config':
-        print(config_files())
-        return 0
-    rfm_args = args.reframe_args[1:] if args.reframe_args[:1] == ['--'] else args.reframe_args
-    try:
-        return run(rfm_args, report_file=args.report_file, echo=True, log=args.log).returncode
-    except ClusterproofError as err:
-        print(f'clusterproof: {err}', file=sys.stderr)
-        if args.log:
-            with open(args.log, 'a') as log:
-                print(f'clusterproof: {err}', file=log)
-        return 2
+        description='Print the ReFrame configuration file(s) a run reads '
+                    '(RFM_CONFIG_FILES, else site_config/settings.py).')
+    parser.add_argument('what', choices=['config'])
+    parser.parse_args(sys.argv[1:] if argv is None else argv)
+    print(config_files())
+    return 0
 
 
 if __name__ == '__main__':

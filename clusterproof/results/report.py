@@ -38,33 +38,22 @@ import re
 from pathlib import Path
 
 import jinja2
-import numpy as np
 import plotly.io
-import polars as pl
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from clusterproof import ClusterproofError, store
-from clusterproof.analysis import detector, findings, smallest, triage
+from clusterproof import ClusterproofError
+from clusterproof.analysis import findings, smallest, triage
+from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
-from clusterproof.reframe_io import database as rfdb
 from clusterproof.store import history
-from clusterproof.store.sessions import THREAD_ATTRS, check_name, records
+from clusterproof.store.overview import frame_of, overview
+from clusterproof.store.sessions import THREAD_ATTRS, check_name
 
 TEMPLATES = Path(__file__).with_name('templates')
 #: the system whose references are the published figures (scaling curves)
 PUBLISHED_SYSTEM = 'pixstor'
-#: changes found in this many newest sessions are on the first screen
-RECENT_NIGHTS = 14
-#: sessions of each figure's history the change detector sees
-SCAN_SESSIONS = 90
-#: a figure is scanned when the mean of its newest sessions after some split
-#: in the last RECENT_NIGHTS is this many standard errors from the mean
-#: before it (:func:`moved`)
-SCAN_Z = 3.0
-#: variance of a median against a mean (Gaussian)
-_HL = math.pi / 2
 #: changes and failures listed on the first screen (the rest below)
 FIRST_SCREEN_ROWS = 8
 #: small multiples beyond the figures that changed or did not pass
@@ -115,7 +104,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     the newest session)."""
     refs = dict(refs_by_system or {})
     if view is None:
-        view = overview(_frame_of(sessions))
+        view = overview(frame_of(sessions))
     latest = sessions[-1] if sessions else None
     latest_recs = [r for r in recs if latest and r.session == latest.uuid]
     rows = against_references(latest_recs, refs)
@@ -128,7 +117,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
              for f, state, v, carried in triage.states(
                  smallest.keep(recent_changes(histories, kept=kept), smallest.load()),
                  triaged or [])]
-    changed = {_fkey(f) for f in found}
+    changed = {change_key(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []
     families = _families(judged, hist_by_key, found, changed, refs, plots)
@@ -159,11 +148,6 @@ def _num(x):
     return f'{x:.5g}'
 
 
-def _fkey(f):
-    """The key of the figure of a change found (that of its history)."""
-    return history.key(f['system'], f['partition'], f['test'], f['figure'], f['flags'])
-
-
 #: the buckets that need no attention
 _QUIET = (Bucket.PASS, Bucket.NOT_JUDGED)
 #: the section a count links to (else the families)
@@ -180,75 +164,6 @@ def _counts(rows, n_changes):
 
 
 # -- changes --------------------------------------------------------------------------
-
-def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
-    """The changes found in the newest ``nights`` sessions of each history,
-    ranked by size x confidence: what ``clusterproof changes`` lists for
-    them (the same :func:`detect`; nightly alarms since withdrawn left out).
-    ``kept`` (``{key: changes}``, :func:`clusterproof.analysis.findings.current`)
-    gives the changes of the whole history of some figures, as ``clusterproof
-    changes`` lists them: those are taken, not judged again.
-    Only the figures that :func:`moved` in those sessions are scanned (the
-    others cost a few vector operations), each on its last
-    :data:`SCAN_SESSIONS` values."""
-    kept = kept or {}
-    suspects = []
-    for h in histories:
-        if (h.key in kept
-                or len(h.points) < detector.DEFAULT_MIN_BEFORE + detector.DEFAULT_MIN_AFTER):
-            continue
-        vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
-        if (vals > 0).all() and moved(np.log(vals)):
-            suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
-    found, _quiet, _noisy, _skipped = findings.detect(suspects)
-    cut = {h.key: h.points[-min(nights, len(h.points))].time
-           for h in suspects + [h for h in histories if h.key in kept and len(h.points)]}
-    keep = []
-    for f, h in [*_with_history(found, suspects),
-                 *((f, h) for h in histories if h.key in cut and h.key in kept
-                   for f in kept[h.key])]:
-        if not f['withdrawn'] and _time(f['at']) >= cut[h.key]:
-            f['rank'] = abs(f['change']) * f['confidence']
-            keep.append(f)
-    keep.sort(key=lambda f: (-f['rank'], f['system'], f['test'], f['figure']))
-    return keep
-
-
-def moved(y, nights=RECENT_NIGHTS):
-    """True when a level shift may start in the newest ``nights`` log values
-    of ``y`` (at least ``detector.DEFAULT_MIN_AFTER`` sessions after it): for
-    some split, the median of the sessions after it (of two middle values,
-    the one nearer the level before) is :data:`SCAN_Z` standard errors or
-    more from the mean of the sessions before it, those values clipped to 3
-    noise units about the median (the noise from session-to-session
-    differences, which a step does not widen). A step eight sessions old is
-    seen as well as one of last night; one bad night alone is not. The
-    detector itself decides; this only spares it the figures that cannot
-    have changed."""
-    n = len(y)
-    need = detector.DEFAULT_MIN_AFTER
-    if n < need + 2:
-        return False
-    sigma = detector.diff_scale(y)
-    mid = float(np.median(y))
-    cs = np.cumsum(np.clip(y, mid - 3 * sigma, mid + 3 * sigma))
-    for k in range(need, min(nights, n - 2) + 1):
-        base = cs[n - k - 1] / (n - k)
-        last = np.sort(y[n - k:])
-        lo, hi = last[(k - 1) // 2], last[k // 2]
-        med = lo if abs(lo - base) <= abs(hi - base) else hi
-        if abs(med - base) >= SCAN_Z * sigma * math.sqrt(_HL / k + 1.0 / (n - k)):
-            return True
-    return False
-
-
-def _with_history(found, hists):
-    by = {h.key: h for h in hists}
-    for f in found:
-        h = by.get(_fkey(f))
-        if h is not None:
-            yield f, h
-
 
 def _time(iso):
     return datetime.datetime.fromisoformat(iso).timestamp()
@@ -306,7 +221,7 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
         fams.setdefault(family_of(rec), []).append((rec, row))
     change_at = {}
     for f in found:
-        change_at.setdefault(_fkey(f), []).append(f['at'])
+        change_at.setdefault(change_key(f), []).append(f['at'])
     wanted = sorted(
         ((rec, row) for rec, row in judged if rec.figure),
         key=lambda rr: (rr[0].key not in changed,
@@ -610,7 +525,7 @@ def _latency_plot(group, plots):
     return _plot(plots, fig, 'plot', labels=labels)
 
 
-# -- mmap ratios, provenance --------------------------------------------------------------
+# -- mmap ratios --------------------------------------------------------------
 
 def _mmap_rows(recs):
     """Memory/device wall-time ratios of each mmap sweep test case: the
@@ -634,58 +549,3 @@ def _mmap_rows(recs):
                              'ratio': '-' if ratio is None else f'{ratio:.3f}',
                              'labels': sorted(set(mem.flags) | set(dev.flags))})
     return rows
-
-
-#: provenance columns of the table of sessions
-_PROV_COLS = ('cp_git_rev', 'cp_config_hash', 'job_nodelist', 'binary_path', 'binary_version',
-              'spack_spec', 'spack_lock_hash')
-_OVERVIEW_COLS = ('session', 'start', 'time_start', 'cmdline', 'system', 'mode', 'smoke',
-                  'emulated', 'test', *_PROV_COLS)
-
-
-def overview(lf):
-    """The page's header and its table of sessions, from the store rows
-    ``lf`` (a lazy frame; aggregated by the engine, nothing per figure in
-    Python): ``{'sessions': [row per session, oldest first], 'systems',
-    'smoke', 'emulated': [test names]}``."""
-    def given(c):
-        return pl.when(pl.col(c) != '').then(pl.col(c))
-
-    def listed(c, sep):
-        return given(c).drop_nulls().unique().sort().str.join(sep)
-
-    bins = pl.concat_str([given(c) for c in ('binary_path', 'binary_version', 'spack_spec',
-                                               'spack_lock_hash')],
-                         separator=' ', ignore_nulls=True)
-    lf = lf.select(_OVERVIEW_COLS)
-    per_session = lf.group_by('session').agg(
-        pl.col('start').first(), pl.col('time_start').first(), pl.col('cmdline').first(),
-        listed('system', ', ').alias('systems'), listed('mode', ', ').alias('modes'),
-        pl.col('smoke').any(), pl.col('emulated').any(),
-        listed('cp_git_rev', ' ').alias('revs'), listed('cp_config_hash', ' ').alias('confs'),
-        listed('job_nodelist', '; ').alias('nodes'),
-        bins.filter(bins != '').unique().sort().alias('bins')).sort('start', 'session')
-    names = [lf.filter(pl.col(c)).select(pl.col('test').unique().sort()) for c in
-             ('smoke', 'emulated')]
-    systems = lf.select(given('system').drop_nulls().unique().sort())
-    sess, smoke, emulated, systems = pl.collect_all([per_session, *names, systems])
-    return {'sessions': [
-        {'uuid': r['session'], 'start': r['time_start'] or '', 'systems': r['systems'],
-         'modes': r['modes'], 'labels': (['smoke'] if r['smoke'] else [])
-         + (['emulated'] if r['emulated'] else []), 'revs': r['revs'], 'confs': r['confs'],
-         'nodes': r['nodes'], 'bins': r['bins'], 'cmd': r['cmdline'] or ''}
-        for r in sess.iter_rows(named=True)],
-        'systems': systems.to_series().to_list(), 'smoke': smoke.to_series().to_list(),
-        'emulated': emulated.to_series().to_list()}
-
-
-def _frame_of(sessions):
-    """The rows :func:`overview` reads, of sessions in memory."""
-    info = {s.uuid: s.info for s in sessions}
-    cases = {(r.session, id(r.case)): r for r in records(sessions)}   # one row a test case
-    rows = [(r.session, r.start, info[r.session].get('time_start') or '',
-             info[r.session].get('cmdline') or '', r.system, r.mode, r.smoke, r.emulated,
-             r.test, *(rfdb.provenance_text(r.case.get(k)) for k in _PROV_COLS))
-            for r in cases.values()]
-    return pl.DataFrame(rows, schema=[(c, store.SCHEMA[c]) for c in _OVERVIEW_COLS],
-                        orient='row').lazy()

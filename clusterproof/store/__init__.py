@@ -40,6 +40,7 @@ SCHEMA = {
     'start': pl.Float64,        # session start (unix time)
     'end': pl.Float64,          # session end
     'time': pl.Float64,         # job completion (unix time)
+    'time_run': pl.Float64,     # the test case's run time (s, ReFrame's time_run)
     'system': pl.Utf8,
     'partition': pl.Utf8,
     'environ': pl.Utf8,
@@ -84,11 +85,12 @@ MANIFEST = 'manifest.json'
 #: the findings of the change detector kept beside the parts
 #: (:mod:`clusterproof.analysis.findings`): derived from the store's rows
 FINDINGS = 'findings.parquet'
-#: the store's format: 2 added ``declared_lower_is_better``
-FORMAT = 2
-#: formats read: a format-1 store reads with that column null (the unit
-#: decides the direction, as it did), and :func:`ingest` rebuilds it
-READS = (1, 2)
+#: the store's format: 2 added ``declared_lower_is_better``, 3 ``time_run``
+FORMAT = 3
+#: formats read: an older store reads with the columns it lacks null (the
+#: unit decides the direction, as it did; no run time), and :func:`ingest`
+#: rebuilds it
+READS = (1, 2, 3)
 #: a month's files are merged into one when it has more than this many
 MERGE_AT = 8
 
@@ -363,7 +365,7 @@ def scan(paths):
             break               # else a merge replaced some since: read the manifest again
     if not files:
         return frame([]).lazy()
-    # files of format 1 lack declared_lower_is_better: read as null
+    # files of an older format lack declared_lower_is_better, time_run: read as null
     return pl.scan_parquet(files, schema=SCHEMA, missing_columns='insert')
 
 

@@ -13,7 +13,8 @@
   for a Prometheus pushgateway (or VictoriaMetrics' Prometheus import);
 - ``rules``: Prometheus alerting rules (:func:`to_rules`), one per figure of
   the selection that has a reference today, firing when the figure as
-  ``openmetrics`` exports it leaves its reference band.
+  ``openmetrics`` exports it leaves its reference band; or, with no figure
+  to select, from the reference files alone (:func:`rules_of_references`).
 
 Only rows with a figure and a finite value are figures (a test case that
 measured nothing has none to export; Parquet keeps its row). Within one
@@ -269,28 +270,134 @@ def _num(x):
     return repr(float(x))
 
 
+def _rule(system, selector, ref, unit, what):
+    """``(system, rule)``: the alert firing while the series ``selector``
+    (of ``what``, a text of its test, figure and place) leaves the band of
+    ``ref``."""
+    low, high = ref.limits
+    parts = ([f'{selector} < {_num(low)}'] if low is not None else []) + \
+            ([f'{selector} > {_num(high)}'] if high is not None else [])
+    expr = parts[0] if len(parts) == 1 else f'({parts[0]}) or ({parts[1]})'
+    band = (f'[{"-inf" if low is None else f"{low:.6g}"}, '
+            f'{"+inf" if high is None else f"{high:.6g}"}]')
+    unit = f' {unit}' if unit else ''
+    return system, {
+        'alert': RULE_ALERT, 'expr': expr,
+        'labels': {'severity': 'critical', 'kind': 'regression', 'reference': f'{ref.value:g}'},
+        'annotations': {
+            'summary': f'{what} is {{{{ $value }}}}{unit}, outside its reference band '
+                       f'{band}{unit} (reference {ref.value:g}{unit}, {ref.tolerance})'}}
+
+
 def to_rules(pairs):
     """Prometheus alerting rules (YAML, the format ``promtool check rules``
     and vmalert read) of ``pairs`` (:func:`banded`): per system one group,
     per figure one rule whose expression selects the figure's series and
     keeps it when below the band's low limit or above its high limit."""
+    return _rules_yaml(_rule(r.system, _om_selector(r), ref, r.unit,
+                             f'{r.test} {r.figure} on {r.system}:{r.partition}')
+                       for r, ref in pairs)
+
+
+def _rules_yaml(rules):
+    """The rules file of ``(system, rule)`` pairs: one group per system."""
     groups = {}
-    for r, ref in pairs:
-        low, high = ref.limits
-        sel = _om_selector(r)
-        parts = ([f'{sel} < {_num(low)}'] if low is not None else []) + \
-                ([f'{sel} > {_num(high)}'] if high is not None else [])
-        expr = parts[0] if len(parts) == 1 else f'({parts[0]}) or ({parts[1]})'
-        band = (f'[{"-inf" if low is None else f"{low:.6g}"}, '
-                f'{"+inf" if high is None else f"{high:.6g}"}]')
-        unit = f' {r.unit}' if r.unit else ''
-        groups.setdefault(r.system, []).append({
-            'alert': RULE_ALERT, 'expr': expr,
-            'labels': {'severity': 'critical', 'kind': 'regression', 'reference': f'{ref.value:g}'},
-            'annotations': {
-                'summary': f'{r.test} {r.figure} on {r.system}:{r.partition} is '
-                           f'{{{{ $value }}}}{unit}, outside its reference band {band}{unit} '
-                           f'(reference {ref.value:g}{unit}, {ref.tolerance})'}})
+    for system, rule in rules:
+        groups.setdefault(system, []).append(rule)
     doc = {'groups': [{'name': f'{RULE_GROUP}-{system}', 'rules': rules}
                       for system, rules in sorted(groups.items())]}
     return yaml.safe_dump(doc, sort_keys=False, width=1000)
+
+
+# -- alerting rules from the reference files alone ----------------------------------
+
+def reference_files(directory, system=None):
+    """``[(system, emulated, path)]`` of the reference files in ``directory``
+    (``<system>.yaml``, ``<system>.emulated.yaml``), of ``system`` only when given."""
+    out = []
+    for path in sorted(Path(directory).glob('*.yaml')):
+        name, emulated = path.name.removesuffix('.yaml'), path.name.endswith('.emulated.yaml')
+        name = name.removesuffix('.emulated')
+        if system in (None, name):
+            out.append((name, emulated, path))
+    return out
+
+
+def _regex(key):
+    """A reference key (a value, or a regular expression ReFrame matches
+    whole) as a PromQL regular expression (RE2, matched whole), escaped."""
+    return str(key).replace('\\', '\\\\').replace('"', '\\"')
+
+
+def _place_matchers(attr, key):
+    """The label matchers one index level (``attr`` at ``key``) of an entry
+    selects: a partition, an environment or a parameter of the test name."""
+    if attr == '$system':
+        return []
+    if attr == '$partition':
+        part = str(key).split(':', 1)[1] if ':' in str(key) else str(key)
+        return [f'partition=~"{_regex(part)}"']
+    if attr == '$environ':
+        return [f'environ=~"{_regex(key)}"']
+    return [f'test=~".* %{re.escape(attr)}=(?:{_regex(key)})( .*)?"']
+
+
+def _entry_matchers(index, keys):
+    """The matchers of an entry reached through ``keys``: by ``index`` (its
+    ``$index``), else a key ``system:partition``, ``system`` or ``*``."""
+    if index:
+        return [m for attr, key in zip(index, keys) for m in _place_matchers(attr, key)]
+    key = str(keys[0])
+    return [f'partition="{_om_escape(key.split(":", 1)[1])}"'] if ':' in key else []
+
+
+def _entries(data):
+    """``(check, index, keys, figure, entry)`` of every entry of the parsed
+    reference file ``data``: ``keys`` the keys of its index levels."""
+    for check, body in data.items():
+        index = judge.index_of(body)
+        rest = {k: v for k, v in body.items() if k != '$index'}
+        yield from ((check, index, keys, figure, entry)
+                    for keys, figure, entry in _walk(rest, len(index) if index else 1))
+
+
+def _walk(node, depth, keys=()):
+    for key, val in node.items():
+        if depth == 0:
+            yield keys, key, val
+        elif isinstance(val, dict):
+            yield from _walk(val, depth - 1, (*keys, key))
+
+
+def reference_rules(files):
+    """``(system, rule)`` of every bounded reference (no ``$xfail``) of the
+    reference ``files`` (:func:`reference_files`): the rule of each series
+    ``openmetrics`` would export of that figure, found by its labels
+    (system, the test's check and its index parameters as ``%name=value`` of
+    the test name, partition, environment, figure, unit, not smoke,
+    emulated for ``<system>.emulated.yaml``), labelled ``entry`` with the
+    file and keys of its reference: no results database needed."""
+    for system, emulated, path in files:
+        judge.validate_file(path)
+        for check, index, keys, figure, entry in _entries(judge.load(path)):
+            ref = judge.entry_reference(entry)
+            if ref is None or ref.xfail or ref.limits == (None, None):
+                continue
+            labels = [f'system="{_om_escape(system)}"', f'test=~"{re.escape(check)}( .*)?"',
+                      *_entry_matchers(index, keys), f'figure="{_om_escape(figure)}"',
+                      f'unit="{_om_escape(ref.unit or "")}"', 'smoke="false"',
+                      f'emulated="{str(emulated).lower()}"']
+            system, rule = _rule(system, f'{om_family(ref.unit)}{{{",".join(labels)}}}', ref,
+                                 ref.unit, f'{{{{ $labels.test }}}} {figure} on {system}:'
+                                           f'{{{{ $labels.partition }}}}')
+            # the entry it comes from, which also tells two rules of one band apart
+            entry = '.'.join(map(str, (check, *keys, figure)))
+            rule['labels']['entry'] = f'{path.name}: {entry}'
+            yield system, rule
+
+
+def rules_of_references(directory, system=None):
+    """The alerting rules of the reference files of ``directory`` (of
+    ``system`` only when given), and how many figures they cover."""
+    rules = list(reference_rules(reference_files(directory, system)))
+    return _rules_yaml(rules), len(rules)

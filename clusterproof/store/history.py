@@ -32,9 +32,10 @@ MAX_ERRORS = 20
 
 
 def key(system, partition, test, figure, flags=()):
-    """What identifies a figure of a history or a change found in one
-    (:func:`clusterproof.store.identity`): ``test`` is the test name, then
-    `` +<environment>`` when it has one; ``flags`` may hold smoke, emulated."""
+    """What identifies a figure of a history or a change found in one: the
+    key :func:`clusterproof.store.identity` decides, of a history's names
+    (``test`` is the test name, then `` +<environment>`` when it has one;
+    ``flags`` may hold smoke, emulated)."""
     name, _, environ = test.partition(' +')
     return store.identity(system, partition, environ, name, figure, 'smoke' in flags,
                           'emulated' in flags)

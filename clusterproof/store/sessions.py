@@ -89,6 +89,7 @@ class Record:
     reason: str = ''        # why the test case failed or was skipped
     #: the direction its check declared (None: none, see judge.lower_is_better)
     declared_lower_is_better: bool = None
+    time_run: float = None  # the test case's run time (s); None where not recorded
 
     @property
     def key(self):
@@ -164,7 +165,8 @@ def check_name(name):
 #: the columns of the store a :class:`Record` is made of (its fields of the same names)
 _REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figure', 'value',
              'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
-             'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better')
+             'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better',
+             'time_run')
 #: the columns of its test case (:func:`_case`)
 _CASE_COLS = ('attrs',) + rfdb.PROVENANCE
 _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')

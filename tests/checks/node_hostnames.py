@@ -5,6 +5,7 @@ ReFrame's own overhead per test (``scripts/bench_cluster.py``)."""
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+from reframe.core.builtins import run_before, sanity_function
 
 
 @rfm.simple_test
