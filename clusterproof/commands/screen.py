@@ -13,7 +13,7 @@ from clusterproof import ClusterproofError
 from clusterproof.modes import MODES
 from clusterproof.notify import send as notify_send
 from clusterproof.references.judge import load_references
-from clusterproof.screen import jobs, judge, page, results, run
+from clusterproof.screen import jobs, judge, page, results, rule, run
 from clusterproof.site.inventory import tool_failure
 
 
@@ -25,8 +25,10 @@ def register(subparsers):
                     '(ReFrame inside the job), all queued at once within the site\'s '
                     'MaxSubmitJobs, and judge each node against its peers: the '
                     "peers' median and MAD per figure; a node is slow when it is worse than "
-                    'the median by more than the guidance (STREAM, HPL: 10 %%; network: 4 %%) '
-                    'and by more than %g noise units (scaled MADs), or worse than the '
+                    'the median by more than k noise units (the peers\' scaled MAD, or the '
+                    "check's repeatability where larger; k %g) and by more than the smallest "
+                    'slowdown that matters (%g %%), both set per check or figure in '
+                    'site_config/screening.yaml ($CLUSTERPROOF_SCREENING), or worse than the '
                     "system's reference; failed when a check failed on it or its inventory "
                     'differs from its peers (less memory: a missing DIMM); missing when it '
                     'gave no result or Slurm has it down or drained (before or during the '
@@ -36,7 +38,8 @@ def register(subparsers):
                     'run again: its hardware reads the same). Checks between two nodes (osu) run on pairs of '
                     'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
-                    '0 when none, 2 on an error.' % judge.MIN_NOISE_UNITS)
+                    '0 when none, 2 on an error.' % (rule.DEFAULT_NOISE_UNITS,
+                                                      rule.DEFAULT_SMALLEST_PCT['default']))
     p.add_argument('--system', required=True, help='system of the site configuration')
     p.add_argument('--partition', help='its partition (default: its first)')
     p.add_argument('--checks', default=','.join(results.DEFAULT_CHECKS),
@@ -91,6 +94,7 @@ def main(args):
                                 '--workdir of the screening to resume')
     checks = results.check_names(args.checks)
     refs = load_references(args.system)
+    judged_by = rule.load()
     note = ''
     if args.from_report:
         try:
@@ -99,7 +103,8 @@ def main(args):
             peers_of = None
             _progress(f'peers: every node of a partition (Slurm cannot say which nodes are of one '
                       f'kind: {err})')
-        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of)
+        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of,
+                                     judged_by)
         screening_id = run.reports_id(args.from_report)
     else:
         from clusterproof.site.validate import find_partition, find_system, \
@@ -124,7 +129,7 @@ def main(args):
                   f'results in {screening.workdir}'
                   + (' (resumed)' if args.resume else ''))
         try:
-            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part)
+            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part, judged_by)
         except KeyboardInterrupt:
             _progress(f'interrupted: the results so far are kept in {screening.workdir / "nodes"}'
                       '; node jobs already queued keep running; continue with: clusterproof '
@@ -136,13 +141,13 @@ def main(args):
     findings = {v.node: judge.finding_of(v, system, screening_id) for v in bad}
     if args.page:
         page.write(args.page, verdicts, system=system, screening_id=screening_id, note=note,
-                   findings=findings, topology_text=page.slurm_topology())
+                   findings=findings, topology_text=page.slurm_topology(), rule=judged_by)
         _progress(f'page: {args.page}')
     # the outliers, sent once on the site's channels (docs/notify.md)
     notify_send.after_screening(args.system, bad, screening_id)
     if args.format == 'json':
         # one line, written at once: json.dump with indent writes piece by piece (slow)
-        print(json.dumps(judge.as_json(verdicts, note, findings, screening_id)))
+        print(json.dumps(judge.as_json(verdicts, note, findings, screening_id, judged_by)))
     else:
         print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
         rows = judge.outlier_rows(bad)

@@ -15,10 +15,13 @@ and figure. For each (partition, check, figure):
   ``references.judge.lower_is_better``):
   :func:`distance`;
 - the verdict (``references.judge.Verdict``, the one vocabulary): ``slow`` when the node is worse than the median by more
-  than the guidance percent of its check (:data:`GUIDANCE_PCT`) **and** by
-  more than :data:`MIN_NOISE_UNITS` noise units (both: a spread-out
+  than k noise units **and** by more than the smallest slowdown that
+  matters for the figure (``screen.rule``: the site's
+  ``site_config/screening.yaml``; a noise unit is the peers' spread or
+  the check's repeatability, the larger; both conditions: a spread-out
   partition does not name half its nodes, a tight one does not name a node
-  for 1 %), or worse than its reference where the system has one;
+  for a slowdown nobody would notice), or worse than its reference where
+  the system has one;
   ``FAILED`` when the check failed on the node or its inventory differs
   from its peers; ``missing`` when the node gave no result; else ``pass``.
 
@@ -34,27 +37,17 @@ from dataclasses import dataclass, field, replace
 from clusterproof.references import judge as refjudge
 from clusterproof.references.judge import Verdict
 from clusterproof.screen import pairs as nodepairs
+from clusterproof.screen.rule import Rule
 from clusterproof.site import inventory as inv
 
 #: the MAD of normally distributed noise times this is its standard deviation
 MAD_TO_SIGMA = 1.4826
-
-#: how far below the peers' median (percent) a node may be, per check.
-#: STREAM and HPL: within 10 % of each other (Intel's cluster-checker
-#: guidance for node-level memory bandwidth and DGEMM/HPL); node pairs
-#: within 4 % for the network (OSU). Checks not named here: ``DEFAULT_PCT``.
-GUIDANCE_PCT = {'stream': 10.0, 'hpl': 10.0, 'osu': 4.0, 'fio': 10.0}
-DEFAULT_PCT = 10.0
 
 #: below this many nodes a node's peers are the other nodes (the node left
 #: out of the median and MAD: among 4 nodes, one slow and one very fast
 #: would otherwise make the MAD as wide as the outliers); from it on the
 #: node's own weight is negligible and the statistics are computed once
 LEAVE_ONE_OUT_BELOW = 20
-
-#: a node is an outlier only when it is also this many noise units (scaled
-#: MADs) beyond the median
-MIN_NOISE_UNITS = 3.0
 
 #: units of the inventory figures
 INVENTORY_UNITS = {'memory_gib': 'GiB', 'slurm_memory_mib': 'MiB'}
@@ -75,7 +68,9 @@ class Sample:
     of the system for this figure, or None; ``runs``: how many runs of the
     check on this node the value is the best of; ``pair``: the two nodes of
     a figure measured between them (``screen.pairs``), ``node`` then being
-    the pair's label."""
+    the pair's label; ``component``: the part of the node the figure is of
+    (``socket 1``, ``gpu 3``), judged among the same components of the
+    peers; '' for the whole node."""
     node: str
     partition: str
     check: str
@@ -88,6 +83,7 @@ class Sample:
     pair: tuple = ()            # a figure between two nodes: the two (``node`` is ``a+b``)
     #: the direction its check declared (``cp_lower_is_better``); None: none
     declared_lower_is_better: bool = None
+    component: str = ''
 
     @property
     def lower_is_better(self):
@@ -115,6 +111,8 @@ class FigureVerdict:
     percent: float = None           # signed, negative = worse than the peers
     why: str = ''
     group: PeerStats = None         # every node of the figure, the node included
+    noise_pct: float = None         # one noise unit, in percent of the median
+    smallest_pct: float = None      # the smallest slowdown that matters (percent)
 
 
 @dataclass
@@ -216,23 +214,24 @@ def peer_stats(values):
     return PeerStats(med, mad, len(vals), log_mad)
 
 
-def distance(value, peers, lower_is_better):
+def distance(value, peers, lower_is_better, floor=0.0):
     """``(noise_units, percent)`` of ``value`` from the peers' median, signed
     so that negative is worse. Noise units: the distance over the scaled
     MAD, on the logarithmic scale where the peers and the value are
     positive (a node at half the median is as far as one at twice it, and
     a few very fast peers do not hide a very slow node); infinite when the
     peers do not spread at all and the value differs. Percent is None when
-    the median is 0."""
+    the median is 0. ``floor``: the check's repeatability (a fraction),
+    the smallest a noise unit may be."""
     diff = value - peers.median
     if lower_is_better:
         diff = -diff
     if peers.log_mad is not None and value > 0:
-        spread, step = peers.log_mad, math.log(value / peers.median)
+        spread, step = max(peers.log_mad, math.log1p(floor)), math.log(value / peers.median)
         if lower_is_better:
             step = -step
     else:
-        spread, step = peers.mad, diff
+        spread, step = max(peers.mad, floor * abs(peers.median)), diff
     if spread > 0:
         units = step / spread
     else:
@@ -241,26 +240,55 @@ def distance(value, peers, lower_is_better):
     return units, pct
 
 
-def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
-    """The :class:`FigureVerdict` of one sample against its peers."""
+def noise_pct(peers, floor=0.0):
+    """One noise unit of ``peers`` in percent of their median (the
+    larger of their spread and ``floor``, a fraction), or None."""
+    if peers is None:
+        return None
+    if peers.log_mad is not None:
+        return math.expm1(max(peers.log_mad, math.log1p(floor))) * 100
+    if not peers.median:
+        return None
+    return max(peers.mad / abs(peers.median), floor) * 100
+
+
+def past_line(units, pct, k, smallest_pct):
+    """Whether a figure ``units`` noise units and ``pct`` percent from its
+    peers (negative: worse) is beyond the line: more than ``k`` units and
+    more than ``smallest_pct`` percent worse."""
+    return pct is not None and units is not None and pct < -smallest_pct and units < -k
+
+
+def judge_figure(sample, peers, rule=None):
+    """The :class:`FigureVerdict` of one sample against its peers under
+    ``rule`` (a ``screen.rule.Rule``; its defaults when None)."""
     if sample.value is None or not math.isfinite(sample.value):
         return FigureVerdict(sample, Verdict.FAILED, peers,
                              why=f'{sample.check}: {sample.reason or "no value"}')
+    rule = rule or Rule()
     lib = sample.lower_is_better
-    units, pct = distance(sample.value, peers, lib)
+    smallest = rule.smallest_pct(sample.check, sample.figure)
+    floor = rule.repeatability_pct(sample.check, sample.figure) / 100
+    units, pct = distance(sample.value, peers, lib, floor)
+    noise = noise_pct(peers, floor)
     what = f'{sample.check} {sample.figure} {sample.value:g} {sample.unit}'.rstrip()
+    if sample.component:
+        what = f'{sample.component}: {what}'
     if sample.pair:
         what += f' between {nodepairs.pair_label(sample.pair)}'
-    if pct is not None and pct < -threshold_pct and units < -min_units:
-        return FigureVerdict(sample, Verdict.SLOW, peers, units, pct,
-                             f'{what}: {pct:+.1f} % from the peers\' median '
-                             f'{peers.median:g} (limit -{threshold_pct:g} %)')
+    judged = dict(peers=peers, noise_units=units, percent=pct, noise_pct=noise,
+                  smallest_pct=smallest)
+    if past_line(units, pct, rule.noise_units, smallest):
+        return FigureVerdict(sample, Verdict.SLOW, why=(
+            f'{what}: {pct:+.1f} %, {units:+.1f} noise units from the peers\' median '
+            f'{peers.median:g} (line: {rule.noise_units:g} noise units of '
+            f'{_fmt(noise, "{:.2g}")} % and {smallest:g} %)'), **judged)
     ref = sample.reference
     if ref is not None and refjudge.judge_reference(sample.value, ref, lib).verdict \
             is Verdict.REGRESSION:
-        return FigureVerdict(sample, Verdict.SLOW, peers, units, pct,
-                             f'{what}: worse than the reference {ref}')
-    return FigureVerdict(sample, Verdict.PASS, peers, units, pct, what)
+        return FigureVerdict(sample, Verdict.SLOW, why=f'{what}: worse than the reference {ref}',
+                             **judged)
+    return FigureVerdict(sample, Verdict.PASS, why=what, **judged)
 
 
 def inventory_mismatches(node, found, typical):
@@ -302,18 +330,19 @@ def typical_inventory(values):
     return out
 
 
-def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS, peers_of=None):
+def screen(samples, nodes=None, rule=None, peers_of=None):
     """Judge every node: returns :class:`NodeVerdict` s ranked worst first.
 
     ``samples``: :class:`Sample` s; check ``inventory`` carries the inventory
     figures (:data:`INVENTORY_FIGURES`), every other check performance
     figures. ``nodes``: ``{node: partition}`` of the nodes that were to be
-    screened; one without any sample is ``missing``. ``thresholds``:
-    ``{check: percent}`` over :data:`GUIDANCE_PCT`. ``peers_of``: ``{node:
+    screened; one without any sample is ``missing``. ``rule``: the
+    ``screen.rule.Rule`` (its defaults when None). ``peers_of``: ``{node:
     kind}`` (``screen.run.peer_kinds``): a node's peers are the nodes of its
     partition of the same kind; every node of a partition when None. A
-    figure between two nodes is judged among every pair of the partition."""
-    limits = dict(GUIDANCE_PCT, **(thresholds or {}))
+    figure between two nodes is judged among every pair of the partition; a
+    figure of a component (``Sample.component``) among the same component
+    of the peers."""
     kind = (peers_of or {}).get
     groups = defaultdict(list)
     inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
@@ -328,19 +357,19 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS, peer
                 inv_runs[(s.partition, s.node)] = s.runs
             if s.figure not in INVENTORY_FIGURES:
                 continue
-        groups[(s.partition, None if s.pair else kind(s.node), s.check, s.figure)].append(s)
+        groups[(s.partition, None if s.pair else kind(s.node), s.check, s.figure,
+                s.component)].append(s)
 
     per_node = defaultdict(list)
     pair_figures = []
-    for (part, _kind, check, _fig), group in groups.items():
+    for (part, _kind, check, _fig, _comp), group in groups.items():
         if check == 'inventory':
             continue
         stats = peer_stats(s.value for s in group)
-        limit = limits.get(check, DEFAULT_PCT)
         small = len(group) < LEAVE_ONE_OUT_BELOW
         for s in group:
             peers = peer_stats(o.value for o in group if o is not s) if small else stats
-            fv = judge_figure(s, peers or stats, limit, min_units)
+            fv = judge_figure(s, peers or stats, rule)
             fv.group = stats
             if s.pair:
                 pair_figures.append(fv)
@@ -349,7 +378,7 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS, peer
     for key, figs in nodepairs.attribute(pair_figures).items():
         per_node[key] += figs
     for key, s in inv_failed.items():
-        per_node[key].append(judge_figure(s, None, 0))
+        per_node[key].append(judge_figure(s, None, rule))
 
     wanted = dict(nodes or {})
     reported = defaultdict(set)                     # (partition, check) -> nodes
@@ -466,11 +495,18 @@ def drain_command(nv):
     return ['scontrol', 'update', f'NodeName={nv.node}', 'State=DRAIN', f'Reason={reason}']
 
 
+def figure_name(fv):
+    """``stream triad``, ``socket 1: stream triad``: what a figure verdict is of."""
+    s = fv.sample
+    name = f'{s.check} {s.figure}'
+    return f'{s.component}: {name}' if s.component else name
+
+
 def as_row(nv):
     """The table row of a node: node, partition, figure, value, noise units,
     percent, verdict, inventory mismatch."""
     w = nv.worst
-    fig = f'{w.sample.check} {w.sample.figure}' if w else ''
+    fig = figure_name(w) if w else ''
     value = f'{w.sample.value:g} {w.sample.unit}'.strip() if w and w.sample.value is not None else ''
     units = _fmt(w.noise_units, '{:+.1f}') if w else ''
     pct = _fmt(w.percent, '{:+.1f} %') if w else ''
@@ -501,8 +537,10 @@ def as_dict(nv):
         s = fv.sample
         return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
                 'pair': list(s.pair) or None, 'runs': s.runs, 'verdict': fv.verdict,
+                'component': s.component or None,
                 'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
+                'noise_pct': _json_num(fv.noise_pct), 'smallest_pct': fv.smallest_pct,
                 'reference': str(s.reference) if s.reference is not None else None}
     return {'node': nv.node, 'partition': nv.partition, 'verdict': nv.verdict,
             'reason': nv.reason, 'worst': fig(nv.worst) if nv.worst else None,
@@ -527,17 +565,20 @@ def finding_of(nv, system, screening_id):
     return finding_id('outlier', system, nv.partition, named_by(nv), nv.node, screening_id)
 
 
-def as_json(verdicts, note='', findings=None, screening_id=None):
+def as_json(verdicts, note='', findings=None, screening_id=None, rule=None):
     """The whole screening as plain data, the output of ``--format json``
     (its shape is documented in docs/screening.md, "JSON output", and read
     by the acceptance report: keep it). ``findings``: ``{node: finding
-    id}`` of the outliers (:func:`finding_of`)."""
+    id}`` of the outliers (:func:`finding_of`); ``rule``: the
+    ``screen.rule.Rule`` the verdicts were judged by (its defaults when None)."""
     findings = findings or {}
+    rule = rule or Rule()
     nodes = [dict(as_dict(v), finding=findings.get(v.node)) for v in verdicts]
     return {'nodes': nodes, 'screening_id': screening_id,
             'outliers': [v.node for v in outliers(verdicts)],
             'peers': peers_dict(verdicts), 'note': note,
-            'thresholds_pct': dict(GUIDANCE_PCT), 'min_noise_units': MIN_NOISE_UNITS}
+            'thresholds_pct': dict(rule.smallest), 'min_noise_units': rule.noise_units,
+            'rule': rule.as_dict()}
 
 
 def peers_dict(verdicts):

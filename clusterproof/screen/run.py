@@ -291,11 +291,12 @@ def repeat_groups(verdicts, nodes, checks):
     return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
 
 
-def screen_partition(screening, slurm_nodes, slurm_partition):
+def screen_partition(screening, slurm_nodes, slurm_partition, rule=None):
     """Screen every node of a partition: ``(verdicts, runs)`` where
     ``runs`` is ``{node: number of runs}``. A node Slurm cannot run a job on
     is not run; one whose job gave no result (drained, down) is missing,
-    Slurm's reason given."""
+    Slurm's reason given. ``rule``: the ``screen.rule.Rule`` (its defaults
+    when None)."""
     runnable, unavailable = partition_nodes(slurm_nodes, slurm_partition)
     if not runnable and not unavailable:
         raise ClusterproofError(f'Slurm partition {slurm_partition!r} has no nodes')
@@ -307,7 +308,7 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
     gone = dict(screening.missing)
     expected = {n: part for n in runnable if n not in gone}
     peers_of = peer_kinds(slurm_nodes)
-    verdicts = judge.screen(samples, expected, peers_of=peers_of)
+    verdicts = judge.screen(samples, expected, rule, peers_of=peers_of)
     runs = {n: 1 for n in runnable}
     called = {v.node for v in judge.to_repeat(verdicts)} - set(gone)
     for k in range(1, screening.repeat + 1):
@@ -322,7 +323,7 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
             samples = judge.best_of(samples, newer)
         for n in again:
             runs[n] += 1
-        verdicts = judge.screen(samples, expected, peers_of=peers_of)
+        verdicts = judge.screen(samples, expected, rule, peers_of=peers_of)
         called &= {v.node for v in judge.to_repeat(verdicts)}
     verdicts = [v for v in verdicts if v.node not in gone]
     verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=why)
@@ -360,11 +361,11 @@ def drain(verdicts, apply=False, run=run_tool):
     return out
 
 
-def judge_reports(paths, refs=None, partition=None, peers_of=None):
+def judge_reports(paths, refs=None, partition=None, peers_of=None, rule=None):
     """Verdicts from run reports already written (``--from-report``), for
     the cases of ``partition`` (all when None); a node in several reports
     is judged on the best of its runs, as repeats are (``judge.best_of``);
-    ``peers_of`` as for ``judge.screen``."""
+    ``peers_of`` and ``rule`` as for ``judge.screen``."""
     samples, nodes = [], {}
     for path in paths:
         got, seen = results.samples_from_report(runner.read_report(path), refs,
@@ -377,7 +378,7 @@ def judge_reports(paths, refs=None, partition=None, peers_of=None):
     if not nodes:
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
                                 + (f' for partition {partition}' if partition else ''))
-    return judge.screen(samples, nodes, peers_of=peers_of)
+    return judge.screen(samples, nodes, rule, peers_of=peers_of)
 
 
 def reports_id(paths):
