@@ -32,9 +32,10 @@ def register(subparsers):
                     "system's reference; failed when a check failed on it or its inventory "
                     'differs from its peers (less memory: a missing DIMM); missing when it '
                     'gave no result or Slurm has it down or drained (before or during the '
-                    "screening; Slurm's reason given). Outliers are run again "
-                    '(--repeat) and judged on the best of their runs: named only when they '
-                    'are outliers every time (a node named for its inventory alone is not '
+                    "screening; Slurm's reason given). Outliers and suspects "
+                    '(near the line) are run again (--repeat) and judged on the mean of their '
+                    'runs: named only when every run was near or past the line ("confirmed '
+                    'in 2 of 2 runs"; a node named for its inventory alone is not '
                     'run again: its hardware reads the same). Checks between two nodes (osu) run on pairs of '
                     'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
@@ -47,8 +48,8 @@ def register(subparsers):
                         '(default %(default)s)')
     p.add_argument('--format', choices=('table', 'json'), default='table')
     p.add_argument('--repeat', type=int, default=1, metavar='N',
-                   help='run outliers again up to N times, judging each on the best of its '
-                        'runs, before naming them (default '
+                   help='run outliers and suspects again up to N times, judging each on '
+                        'the mean of its runs, before naming them (default '
                         '%(default)s; 0: judge on one run)')
     p.add_argument('--batch', type=int, metavar='N',
                    help="node jobs in the queue at once (default: the site's MaxSubmitJobs "

@@ -84,6 +84,9 @@ class Sample:
     #: the direction its check declared (``cp_lower_is_better``); None: none
     declared_lower_is_better: bool = None
     component: str = ''
+    #: the value of every run, in order, where there are several (a suspect
+    #: run again: :func:`best_of`); judged by :func:`judge_figure` on their mean
+    run_values: tuple = ()
 
     @property
     def lower_is_better(self):
@@ -113,6 +116,7 @@ class FigureVerdict:
     group: PeerStats = None         # every node of the figure, the node included
     noise_pct: float = None         # one noise unit, in percent of the median
     smallest_pct: float = None      # the smallest slowdown that matters (percent)
+    confirmed: tuple = None         # (runs near or past the line, runs) after a repeat
 
 
 @dataclass
@@ -183,14 +187,19 @@ def best_of(samples, newer):
         out += [s for s in (after or before) if s.value is None and _scope(s.figure) not in scopes]
         best = {}
         for s in measured:
-            fig = s.figure
+            fig = (s.figure, s.component)
             if fig in best:
                 runs = best[fig].runs + s.runs
-                best[fig] = replace(better(best[fig], s), runs=runs)
+                values = _values(best[fig]) + _values(s)
+                best[fig] = replace(better(best[fig], s), runs=runs, run_values=values)
             else:
                 best[fig] = s
         out += best.values()
     return out
+
+
+def _values(sample):
+    return sample.run_values or (sample.value,)
 
 
 def _scope(figure):
@@ -259,9 +268,41 @@ def past_line(units, pct, k, smallest_pct):
     return pct is not None and units is not None and pct < -smallest_pct and units < -k
 
 
+def mean_of_runs(values):
+    """The mean of a figure's runs: geometric where all are positive (the
+    noise of rates is multiplicative, as the noise units'), else arithmetic."""
+    if all(v > 0 for v in values):
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+    return sum(values) / len(values)
+
+
+def confirmation(sample, peers, lib, floor, rule, smallest):
+    """``(value, confirmed)`` of a figure run more than once: the mean of
+    its runs (:func:`mean_of_runs`) and ``(m, n)``, the runs of ``n`` near
+    or past the line (``rule.suspect_units`` noise units and ``smallest``
+    percent). A figure of one run: its value and None."""
+    values = [v for v in sample.run_values if v is not None and math.isfinite(v)]
+    if len(values) < 2:
+        return sample.value, None
+    near = sum(past_line(*distance(v, peers, lib, floor), rule.suspect_units, smallest)
+               for v in values)
+    return mean_of_runs(values), (near, len(values))
+
+
+def confirmation_text(confirmed):
+    """``confirmed in 2 of 2 runs`` / ``not confirmed (near the line in 1 of 2 runs)``."""
+    near, n = confirmed
+    if near == n:
+        return f'confirmed in {near} of {n} runs'
+    return f'not confirmed (near the line in {near} of {n} runs)'
+
+
 def judge_figure(sample, peers, rule=None):
     """The :class:`FigureVerdict` of one sample against its peers under
-    ``rule`` (a ``screen.rule.Rule``; its defaults when None)."""
+    ``rule`` (a ``screen.rule.Rule``; its defaults when None). A figure run
+    more than once (a suspect run again) is judged on the mean of its runs
+    and is slow only when every run was near or past the line
+    (:func:`confirmation`): one unlucky run neither names nor clears it."""
     if sample.value is None or not math.isfinite(sample.value):
         return FigureVerdict(sample, Verdict.FAILED, peers,
                              why=f'{sample.check}: {sample.reason or "no value"}')
@@ -269,20 +310,28 @@ def judge_figure(sample, peers, rule=None):
     lib = sample.lower_is_better
     smallest = rule.smallest_pct(sample.check, sample.figure)
     floor = rule.repeatability_pct(sample.check, sample.figure) / 100
-    units, pct = distance(sample.value, peers, lib, floor)
+    value, confirmed = confirmation(sample, peers, lib, floor, rule, smallest)
+    units, pct = distance(value, peers, lib, floor)
     noise = noise_pct(peers, floor)
-    what = f'{sample.check} {sample.figure} {sample.value:g} {sample.unit}'.rstrip()
+    what = f'{sample.check} {sample.figure} {value:g} {sample.unit}'.rstrip()
+    if confirmed:
+        what += f' (mean of {confirmed[1]} runs)'
     if sample.component:
         what = f'{sample.component}: {what}'
     if sample.pair:
         what += f' between {nodepairs.pair_label(sample.pair)}'
     judged = dict(peers=peers, noise_units=units, percent=pct, noise_pct=noise,
-                  smallest_pct=smallest)
-    if past_line(units, pct, rule.noise_units, smallest):
+                  smallest_pct=smallest, confirmed=confirmed)
+    line = past_line(units, pct, rule.noise_units, smallest)
+    if line and (confirmed is None or confirmed[0] == confirmed[1]):
         return FigureVerdict(sample, Verdict.SLOW, why=(
             f'{what}: {pct:+.1f} %, {units:+.1f} noise units from the peers\' median '
             f'{peers.median:g} (line: {rule.noise_units:g} noise units of '
-            f'{_fmt(noise, "{:.2g}")} % and {smallest:g} %)'), **judged)
+            f'{_fmt(noise, "{:.2g}")} % and {smallest:g} %)'
+            + (f'; {confirmation_text(confirmed)}' if confirmed else '')), **judged)
+    if confirmed:
+        what += f': {pct:+.1f} %, {units:+.1f} noise units; {confirmation_text(confirmed)}'
+
     ref = sample.reference
     if ref is not None and refjudge.judge_reference(sample.value, ref, lib).verdict \
             is Verdict.REGRESSION:
@@ -471,21 +520,40 @@ def outlier_rows(bad):
     return [(compress([v.node for v in row]), row) for row in rows]
 
 
-def measured_outliers(nv):
+def measured_outliers(nv, rule=None):
     """The figures of a node verdict that another run could change: every
     figure not PASS but the inventory mismatches, which are the hardware
     as the node reports it (its memory, its processors), read the same
-    again. Empty for a node named for its inventory alone."""
+    again; for a suspect (:func:`suspect`), its figures near the line.
+    Empty for a node named for its inventory alone."""
     facts = {m.field for m in nv.mismatches}
+    if suspect(nv, rule):
+        rule = rule or Rule()
+        return [f for f in nv.figures if past_line(f.noise_units, f.percent,
+                                                   rule.suspect_units, f.smallest_pct or 0.0)]
     return [f for f in nv.figures if f.verdict != Verdict.PASS
             and not (f.sample.check == 'inventory' and f.sample.figure in facts)]
 
 
-def to_repeat(verdicts):
-    """The outliers a repeat runs again: those with a measured figure
-    against them (:func:`measured_outliers`) or no result at all; a node
-    named only for its inventory is not run again."""
-    return [v for v in outliers(verdicts) if measured_outliers(v) or not v.figures]
+def suspect(nv, rule=None):
+    """Whether a node that passed has a figure near the line: worse than
+    its peers by more than ``rule.suspect_units`` noise units and the
+    smallest slowdown that matters, on one run (a figure already
+    confirmed or cleared by a repeat is not a suspect again)."""
+    rule = rule or Rule()
+    return nv.verdict == Verdict.PASS and any(
+        f.confirmed is None and past_line(f.noise_units, f.percent, rule.suspect_units,
+                                          f.smallest_pct or 0.0)
+        for f in nv.figures)
+
+
+def to_repeat(verdicts, rule=None):
+    """The nodes a repeat runs again: the outliers with a measured figure
+    against them (:func:`measured_outliers`) or no result at all, and the
+    suspects, near the line (:func:`suspect`); a node named only for its
+    inventory is not run again."""
+    return [v for v in verdicts if v.verdict in OUTLIER and (measured_outliers(v) or not v.figures)
+            or suspect(v, rule)]
 
 
 def drain_command(nv):
@@ -538,6 +606,7 @@ def as_dict(nv):
         return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
                 'pair': list(s.pair) or None, 'runs': s.runs, 'verdict': fv.verdict,
                 'component': s.component or None,
+                'confirmed': confirmation_text(fv.confirmed) if fv.confirmed else None,
                 'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
                 'noise_pct': _json_num(fv.noise_pct), 'smallest_pct': fv.smallest_pct,
