@@ -947,3 +947,39 @@ def test_suspects_are_run_again_and_named_only_when_every_run_confirms():
     n8 = judge.as_dict(by_node['n8'])['worst']
     assert n8['confirmed'] == 'not confirmed (near the line in 1 of 2 runs)'
     assert by_node['n8'].verdict == 'pass'
+
+
+def test_one_slow_numa_domain_is_named_from_per_component_figures(tmp_path):
+    """The real run report with its STREAM cases made into 24 nodes of two
+    NUMA domains each (``triad@numa0``, ``triad@numa1``, as a check bound to
+    each domain in turn names them), n5's domain 1 6 % slow: the node
+    average hides it (-3 %), the component does not."""
+    import copy
+    report = json.loads((DATA / 'report-emu-stream-inventory.json').read_text())
+    cases = [tc for r in report['runs'] for tc in r['testcases']]
+    stream = next(tc for tc in cases if tc['name'].startswith('Stream '))
+    rnd = random.Random(4)
+    out = []
+    for i in range(1, 25):
+        tc = copy.deepcopy(stream)
+        node = f'n{i}'
+        tc.update(job_nodelist=[node], display_name=f'{stream["name"]} %.nid={node}')
+        values = [3500 * (1 + rnd.uniform(-0.01, 0.01)) for _ in range(2)]
+        if node == 'n5':
+            values[1] *= 0.94
+        tc['perfvalues'] = {f'emu:srun:triad@numa{d}': [v, 0, None, None, 'MB/s', 'pass']
+                            for d, v in enumerate(values)}
+        out.append(tc)
+    report['runs'] = [{'run_index': 0, 'testcases': out}]
+    path = tmp_path / 'report.json'
+    path.write_text(json.dumps(report))
+    samples, _ = results.samples_from_report(runner.read_report(path))
+    assert {s.component for s in samples} == {'numa 0', 'numa 1'}
+    verdicts = run.judge_reports([path])
+    named = judge.outliers(verdicts)
+    assert [v.node for v in named] == ['n5']
+    assert named[0].reason.startswith('numa 1: stream triad')
+    assert re.search(r': -6\.\d %, -\d+\.\d noise units', named[0].reason)
+    assert judge.as_row(named[0])[2] == 'numa 1: stream triad'
+    assert judge.as_dict(named[0])['worst']['component'] == 'numa 1'
+    assert results.component_name('gpu3') == 'gpu 3' and results.component_name('eth0') == 'eth 0'

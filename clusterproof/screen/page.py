@@ -21,7 +21,7 @@ from collections import defaultdict
 from clusterproof.parsers.slurm import SlurmFormatError, parse_topology
 from clusterproof.paths import write_atomic
 from clusterproof.references.judge import Verdict
-from clusterproof.screen.judge import outlier_rows, outliers
+from clusterproof.screen.judge import figure_name, outlier_rows, outliers
 from clusterproof.screen.rule import DEFAULT_NOISE_UNITS, Rule
 from clusterproof.site.discover import _node_key
 
@@ -121,7 +121,7 @@ def _distance(v):
 
 def _title(v):
     w = v.worst
-    fig = f'{w.sample.check} {w.sample.figure}' if w is not None else ''
+    fig = figure_name(w) if w is not None else ''
     return ' | '.join(p for p in (v.node, str(v.verdict), fig, _distance(v),
                                   v.reason if v.verdict != Verdict.PASS else '') if p)
 
@@ -190,7 +190,7 @@ def render(verdicts, system='', screening_id='', note='', findings=None, topolog
                    '<th>figure</th><th>from peers</th><th>reason</th><th>finding</th></tr>')
         for nodes, row in outlier_rows(bad):
             v, w = row[0], row[0].worst
-            fig = f'{w.sample.check} {w.sample.figure}' if w is not None else ''
+            fig = figure_name(w) if w is not None else ''
             groups_of_row = ', '.join(dict.fromkeys(group_of.get(x.node, '') for x in row))
             ids = [findings.get(x.node, '') for x in row]
             found = (f'<code>{e(ids[0])}</code>' if len(row) == 1 else
