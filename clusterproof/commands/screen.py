@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import sys
+import time
 
 from tabulate import tabulate
 
@@ -13,7 +14,7 @@ from clusterproof import ClusterproofError
 from clusterproof.modes import MODES
 from clusterproof.notify import send as notify_send
 from clusterproof.references.judge import load_references
-from clusterproof.screen import jobs, judge, page, results, rule, run
+from clusterproof.screen import jobs, judge, memory, page, results, rule, run
 from clusterproof.site.inventory import tool_failure
 
 
@@ -138,6 +139,7 @@ def main(args):
             return 130
         _progress(f'jobs submitted: {screening.submitted} for {len(nodes)} node(s)')
     system = args.system
+    verdicts = _remembered(verdicts, system, screening_id, judged_by)
     bad = judge.outliers(verdicts)
     findings = {v.node: judge.finding_of(v, system, screening_id) for v in bad}
     if args.page:
@@ -181,6 +183,21 @@ def _resume_args(args, workdir):
     for s in args.set:
         out += ['--set', s]
     return out
+
+
+def _remembered(verdicts, system, screening_id, judged_by):
+    """The verdicts with the node's earlier screenings (``screen.memory``),
+    this screening then kept in the store (``store.screenings``: the first
+    of --store / CLUSTERPROOF_STORE, else the results database's)."""
+    from clusterproof.paths import results_db
+    from clusterproof.store import default_path, screenings, sessions
+    where = (sessions.store_paths() or [default_path(results_db())])[0]
+    verdicts = memory.remember(verdicts, screenings.read(where, system), judged_by,
+                               screening_id)
+    screenings.write(where, screenings.rows_of(verdicts, system, screening_id, time.time()),
+                     screening_id)
+    _progress(f'kept in {screenings.path_of(where)}')
+    return verdicts
 
 
 def _progress(line):

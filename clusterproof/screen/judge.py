@@ -117,6 +117,7 @@ class FigureVerdict:
     noise_pct: float = None         # one noise unit, in percent of the median
     smallest_pct: float = None      # the smallest slowdown that matters (percent)
     confirmed: tuple = None         # (runs near or past the line, runs) after a repeat
+    history: str = ''               # slow in k of the last n screenings (``screen.memory``)
 
 
 @dataclass
@@ -607,6 +608,7 @@ def as_dict(nv):
                 'pair': list(s.pair) or None, 'runs': s.runs, 'verdict': fv.verdict,
                 'component': s.component or None,
                 'confirmed': confirmation_text(fv.confirmed) if fv.confirmed else None,
+                'history': fv.history or None,
                 'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
                 'noise_pct': _json_num(fv.noise_pct), 'smallest_pct': fv.smallest_pct,
