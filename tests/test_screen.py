@@ -96,7 +96,7 @@ def test_one_slow_node_of_many_is_named_with_its_distance():
     assert (first.node, first.verdict) == ('n17', 'slow')
     assert first.worst.percent == pytest.approx(-20, abs=1.5)
     assert first.worst.noise_units < -screenrule.DEFAULT_NOISE_UNITS
-    assert '-19.9 %, -31.8 noise units from the peers' in first.reason
+    assert '-19.9 %, -26.9 noise units from the peers' in first.reason
     assert 'line: 3.5 noise units of' in first.reason and 'and 2 %' in first.reason
     assert all(v.verdict == 'pass' for v in verdicts[1:])
 

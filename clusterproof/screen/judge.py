@@ -43,6 +43,11 @@ from clusterproof.site import inventory as inv
 #: the MAD of normally distributed noise times this is its standard deviation
 MAD_TO_SIGMA = 1.4826
 
+#: the relative standard error of a scaled MAD from n normal values is about
+#: this over sqrt(n) (its asymptotic efficiency, 37 %, against the standard
+#: deviation's: sqrt(1 / (2 x 0.37)) = 1.17)
+MAD_ERROR = 1.17
+
 #: below this many nodes a node's peers are the other nodes (the node left
 #: out of the median and MAD: among 4 nodes, one slow and one very fast
 #: would otherwise make the MAD as wide as the outliers); from it on the
@@ -224,7 +229,7 @@ def peer_stats(values):
     return PeerStats(med, mad, len(vals), log_mad)
 
 
-def distance(value, peers, lower_is_better, floor=0.0):
+def distance(value, peers, lower_is_better, floor=0.0, widen=1.0):
     """``(noise_units, percent)`` of ``value`` from the peers' median, signed
     so that negative is worse. Noise units: the distance over the scaled
     MAD, on the logarithmic scale where the peers and the value are
@@ -232,16 +237,18 @@ def distance(value, peers, lower_is_better, floor=0.0):
     a few very fast peers do not hide a very slow node); infinite when the
     peers do not spread at all and the value differs. Percent is None when
     the median is 0. ``floor``: the check's repeatability (a fraction),
-    the smallest a noise unit may be."""
+    the smallest a noise unit may be; ``widen``: the scaled MAD times it
+    is the peers' spread (:func:`widening`)."""
     diff = value - peers.median
     if lower_is_better:
         diff = -diff
     if peers.log_mad is not None and value > 0:
-        spread, step = max(peers.log_mad, math.log1p(floor)), math.log(value / peers.median)
+        spread = max(peers.log_mad * widen, math.log1p(floor))
+        step = math.log(value / peers.median)
         if lower_is_better:
             step = -step
     else:
-        spread, step = max(peers.mad, floor * abs(peers.median)), diff
+        spread, step = max(peers.mad * widen, floor * abs(peers.median)), diff
     if spread > 0:
         units = step / spread
     else:
@@ -250,16 +257,25 @@ def distance(value, peers, lower_is_better, floor=0.0):
     return units, pct
 
 
-def noise_pct(peers, floor=0.0):
+def noise_pct(peers, floor=0.0, widen=1.0):
     """One noise unit of ``peers`` in percent of their median (the
     larger of their spread and ``floor``, a fraction), or None."""
     if peers is None:
         return None
     if peers.log_mad is not None:
-        return math.expm1(max(peers.log_mad, math.log1p(floor))) * 100
+        return math.expm1(max(peers.log_mad * widen, math.log1p(floor))) * 100
     if not peers.median:
         return None
-    return max(peers.mad / abs(peers.median), floor) * 100
+    return max(peers.mad * widen / abs(peers.median), floor) * 100
+
+
+def widening(count):
+    """How much wider a noise unit is than the peers' scaled MAD: by the
+    uncertainty of a MAD from ``count`` peers (its relative standard error
+    is about :data:`MAD_ERROR` / sqrt(count) for normal noise), so that a
+    small population whose MAD came out low does not name its tail: x1.12
+    among 100 peers, x1.04 among 1,000."""
+    return 1.0 + MAD_ERROR / math.sqrt(count) if count else 1.0
 
 
 def past_line(units, pct, k, smallest_pct):
@@ -285,7 +301,8 @@ def confirmation(sample, peers, lib, floor, rule, smallest):
     values = [v for v in sample.run_values if v is not None and math.isfinite(v)]
     if len(values) < 2:
         return sample.value, None
-    near = sum(past_line(*distance(v, peers, lib, floor), rule.suspect_units, smallest)
+    widen = widening(peers.count) if rule.widen else 1.0
+    near = sum(past_line(*distance(v, peers, lib, floor, widen), rule.suspect_units, smallest)
                for v in values)
     return mean_of_runs(values), (near, len(values))
 
@@ -312,8 +329,9 @@ def judge_figure(sample, peers, rule=None):
     smallest = rule.smallest_pct(sample.check, sample.figure)
     floor = rule.repeatability_pct(sample.check, sample.figure) / 100
     value, confirmed = confirmation(sample, peers, lib, floor, rule, smallest)
-    units, pct = distance(value, peers, lib, floor)
-    noise = noise_pct(peers, floor)
+    widen = widening(peers.count) if rule.widen else 1.0
+    units, pct = distance(value, peers, lib, floor, widen)
+    noise = noise_pct(peers, floor, widen)
     what = f'{sample.check} {sample.figure} {value:g} {sample.unit}'.rstrip()
     if confirmed:
         what += f' (mean of {confirmed[1]} runs)'

@@ -40,8 +40,10 @@ from clusterproof.paths import SITE_CONFIG
 
 #: k: how many noise units beyond the peers' median a node must be. 3.5 keeps
 #: one figure's false positives near 2 in 10,000 healthy nodes of normal
-#: noise (one-sided), with room for the error of a MAD from 100 peers and
-#: for the several correlated figures of a check (scripts/bench_screen.py)
+#: noise (one-sided), with room for the several correlated figures of a
+#: node (its components); measured: 0.1 to 0.5 false positives per 1,000
+#: healthy nodes, where 3.25 gives about 1 and 3 about 2
+#: (scripts/bench_screen_judgement.py)
 DEFAULT_NOISE_UNITS = 3.5
 
 #: the smallest slowdown that matters (percent), per check or figure; a site
@@ -66,6 +68,9 @@ class Rule:
     smallest: dict = field(default_factory=lambda: dict(DEFAULT_SMALLEST_PCT))
     repeatability: dict = field(default_factory=dict)
     source: str = 'defaults'
+    #: a noise unit is the peers' scaled MAD widened by its own uncertainty
+    #: (``screen.judge.widening``); False only to measure the rule before it
+    widen: bool = True
 
     def smallest_pct(self, check, figure):
         """The smallest slowdown that matters (percent) of ``figure`` of ``check``."""
