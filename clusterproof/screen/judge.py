@@ -354,8 +354,9 @@ def judge_figure(sample, peers, rule=None):
     ref = sample.reference
     if ref is not None and refjudge.judge_reference(sample.value, ref, lib).verdict \
             is Verdict.REGRESSION:
-        return FigureVerdict(sample, Verdict.SLOW, why=f'{what}: worse than the reference {ref}',
-                             **judged)
+        return FigureVerdict(sample, Verdict.SLOW, why=(
+            f'{what}: worse than the reference {ref} ({_fmt(pct, "{:+.1f} %")}, '
+            f'{_fmt(units, "{:+.1f}")} noise units from the peers\' median)'), **judged)
     return FigureVerdict(sample, Verdict.PASS, why=what, **judged)
 
 
