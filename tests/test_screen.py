@@ -982,3 +982,13 @@ def test_one_slow_numa_domain_is_named_from_per_component_figures(tmp_path):
     assert judge.as_row(named[0])[2] == 'numa 1: stream triad'
     assert judge.as_dict(named[0])['worst']['component'] == 'numa 1'
     assert results.component_name('gpu3') == 'gpu 3' and results.component_name('eth0') == 'eth 0'
+
+
+def test_suspects_run_again_are_at_most_a_tenth_of_the_nodes_the_worst_first():
+    values = _noisy(20, spread=0.001)
+    values.update(n1=97.0, n2=96.6, n3=96.8, n4=50.0)   # three suspects and an outlier
+    # a repeatability of 1 % puts the suspects between 2.5 and 3.5 noise units
+    site = screenrule.Rule(repeatability={'stream': 1.0})
+    verdicts = judge.screen(_stream(values), rule=site)
+    assert {v.node for v in verdicts if judge.suspect(v, site)} == {'n1', 'n2', 'n3'}
+    assert [v.node for v in judge.to_repeat(verdicts, site)] == ['n4', 'n2', 'n3']

@@ -567,13 +567,26 @@ def suspect(nv, rule=None):
         for f in nv.figures)
 
 
+#: the suspects a repeat runs again are at most this share of the nodes
+#: (the worst first), so that a screening submits at most about 1.1 jobs
+#: per node whatever the population; the outliers are all run again
+SUSPECTS_SHARE = 0.1
+
+
 def to_repeat(verdicts, rule=None):
     """The nodes a repeat runs again: the outliers with a measured figure
     against them (:func:`measured_outliers`) or no result at all, and the
-    suspects, near the line (:func:`suspect`); a node named only for its
+    suspects, near the line (:func:`suspect`), the worst first, at most
+    :data:`SUSPECTS_SHARE` of the nodes; a node named only for its
     inventory is not run again."""
-    return [v for v in verdicts if v.verdict in OUTLIER and (measured_outliers(v) or not v.figures)
-            or suspect(v, rule)]
+    out = [v for v in verdicts
+           if v.verdict in OUTLIER and (measured_outliers(v) or not v.figures)]
+    near = sorted((v for v in verdicts if suspect(v, rule)), key=_suspect_rank)
+    return out + near[:int(SUSPECTS_SHARE * len(verdicts))]
+
+
+def _suspect_rank(nv):
+    return min((f.noise_units for f in nv.figures if f.noise_units is not None), default=0.0)
 
 
 def drain_command(nv):
