@@ -3,13 +3,14 @@
 Pure functions over plain data. A :class:`Sample` is one figure of one
 node (STREAM Triad of n17, the memory of n17 from the inventory); the peers
 of a node are the other nodes of its partition that report the same check
-and figure. For each (partition, check, figure):
+and figure. For each (partition, check, figure, component):
 
 - the peers' median and MAD (median absolute deviation, scaled by
   :data:`MAD_TO_SIGMA` so that it estimates the standard deviation of
   normal noise): :func:`peer_stats`;
 - each node's distance from the median in noise units (distance / scaled
-  MAD, on the logarithmic scale for positive figures) and in percent of
+  MAD widened for few peers, :func:`widening`, on the logarithmic scale
+  for positive figures) and in percent of
   the median, signed so that negative is worse
   (the direction of a figure is the one its check declared,
   ``references.judge.lower_is_better``):
@@ -24,6 +25,12 @@ and figure. For each (partition, check, figure):
   the system has one;
   ``FAILED`` when the check failed on the node or its inventory differs
   from its peers; ``missing`` when the node gave no result; else ``pass``.
+
+A figure of one component of a node (``Sample.component``: a NUMA domain,
+a GPU) is judged among the same components of the peers. A figure run
+more than once (an outlier or a suspect run again, :func:`to_repeat`) is
+judged on the mean of its runs and named only when every run was near or
+past the line (:func:`confirmation`).
 
 :func:`screen` returns one :class:`NodeVerdict` per node, ranked worst
 first (:func:`rank`).
