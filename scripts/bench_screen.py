@@ -4,8 +4,9 @@ nodes: a ReFrame run report of a screening run (STREAM, single-node HPL and
 the inventory, one test case per node and check) generated from the real
 recorded report in tests/data/screen/ by copying its test cases with new
 nodes and values, and one inventory job output per node. Some nodes are made
-slow and some get less memory; the script checks that exactly those are
-named. Prints the whole-process time of
+slow and some get less memory; the script checks that those are named (and
+counts the healthy nodes past the line on their one run: a report is one
+run, without the repeat that clears them). Prints the whole-process time of
 
     clusterproof screen --system benchsys --from-report REPORT --format json
 
@@ -223,10 +224,15 @@ def main():
         sys.exit(f'clusterproof screen exited {proc.returncode}, want 1: {proc.stderr[-2000:]}')
     data = json.loads(proc.stdout)
     named = set(data['outliers'])
-    if named != slow | small:
-        sys.exit(f'named {sorted(named)}, want {sorted(slow | small)}')
+    if not slow | small <= named:
+        sys.exit(f'named {sorted(named)}, want {sorted(slow | small)} among them')
+    # one report is one run: a healthy node past the line on its one run (its
+    # 2 % noise beyond 3.5 noise units, about 2 in 10,000 per figure) is named
+    # here, where a screening would run it again (--repeat) and clear it
+    tail = sorted(named - slow - small)
     print(f'clusterproof screen --from-report, {args.nodes} nodes x 3 checks '
-          f'({len(data["nodes"])} rows, {len(named)} outliers named as generated): '
+          f'({len(data["nodes"])} rows, {len(slow | small)} outliers named as generated, '
+          f'{len(tail)} healthy node(s) past the line on their one run): '
           f'{elapsed:.2f} s whole process; target {args.target:g} s; '
           f'ratio {elapsed / args.target:.2f}')
 

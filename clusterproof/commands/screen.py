@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import sys
+import time
 
 from tabulate import tabulate
 
@@ -13,7 +14,7 @@ from clusterproof import ClusterproofError
 from clusterproof.modes import MODES
 from clusterproof.notify import send as notify_send
 from clusterproof.references.judge import load_references
-from clusterproof.screen import jobs, judge, page, results, run
+from clusterproof.screen import jobs, judge, memory, page, results, rule, run
 from clusterproof.site.inventory import tool_failure
 
 
@@ -25,18 +26,22 @@ def register(subparsers):
                     '(ReFrame inside the job), all queued at once within the site\'s '
                     'MaxSubmitJobs, and judge each node against its peers: the '
                     "peers' median and MAD per figure; a node is slow when it is worse than "
-                    'the median by more than the guidance (STREAM, HPL: 10 %%; network: 4 %%) '
-                    'and by more than %g noise units (scaled MADs), or worse than the '
+                    'the median by more than k noise units (the peers\' scaled MAD, or the '
+                    "check's repeatability where larger; k %g) and by more than the smallest "
+                    'slowdown that matters (%g %%), both set per check or figure in '
+                    'site_config/screening.yaml ($CLUSTERPROOF_SCREENING), or worse than the '
                     "system's reference; failed when a check failed on it or its inventory "
                     'differs from its peers (less memory: a missing DIMM); missing when it '
                     'gave no result or Slurm has it down or drained (before or during the '
-                    "screening; Slurm's reason given). Outliers are run again "
-                    '(--repeat) and judged on the best of their runs: named only when they '
-                    'are outliers every time (a node named for its inventory alone is not '
+                    "screening; Slurm's reason given). Outliers and suspects "
+                    '(near the line) are run again (--repeat) and judged on the mean of their '
+                    'runs: named only when every run was near or past the line ("confirmed '
+                    'in 2 of 2 runs"; a node named for its inventory alone is not '
                     'run again: its hardware reads the same). Checks between two nodes (osu) run on pairs of '
                     'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
-                    '0 when none, 2 on an error.' % judge.MIN_NOISE_UNITS)
+                    '0 when none, 2 on an error.' % (rule.DEFAULT_NOISE_UNITS,
+                                                      rule.DEFAULT_SMALLEST_PCT['default']))
     p.add_argument('--system', required=True, help='system of the site configuration')
     p.add_argument('--partition', help='its partition (default: its first)')
     p.add_argument('--checks', default=','.join(results.DEFAULT_CHECKS),
@@ -44,8 +49,8 @@ def register(subparsers):
                         '(default %(default)s)')
     p.add_argument('--format', choices=('table', 'json'), default='table')
     p.add_argument('--repeat', type=int, default=1, metavar='N',
-                   help='run outliers again up to N times, judging each on the best of its '
-                        'runs, before naming them (default '
+                   help='run outliers and suspects again up to N times, judging each on '
+                        'the mean of its runs, before naming them (default '
                         '%(default)s; 0: judge on one run)')
     p.add_argument('--batch', type=int, metavar='N',
                    help="node jobs in the queue at once (default: the site's MaxSubmitJobs "
@@ -91,6 +96,7 @@ def main(args):
                                 '--workdir of the screening to resume')
     checks = results.check_names(args.checks)
     refs = load_references(args.system)
+    judged_by = rule.load()
     note = ''
     if args.from_report:
         try:
@@ -99,7 +105,8 @@ def main(args):
             peers_of = None
             _progress(f'peers: every node of a partition (Slurm cannot say which nodes are of one '
                       f'kind: {err})')
-        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of)
+        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of,
+                                     judged_by)
         screening_id = run.reports_id(args.from_report)
     else:
         from clusterproof.site.validate import find_partition, find_system, \
@@ -124,7 +131,7 @@ def main(args):
                   f'results in {screening.workdir}'
                   + (' (resumed)' if args.resume else ''))
         try:
-            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part)
+            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part, judged_by)
         except KeyboardInterrupt:
             _progress(f'interrupted: the results so far are kept in {screening.workdir / "nodes"}'
                       '; node jobs already queued keep running; continue with: clusterproof '
@@ -132,17 +139,18 @@ def main(args):
             return 130
         _progress(f'jobs submitted: {screening.submitted} for {len(nodes)} node(s)')
     system = args.system
+    verdicts = _remembered(verdicts, system, screening_id, judged_by)
     bad = judge.outliers(verdicts)
     findings = {v.node: judge.finding_of(v, system, screening_id) for v in bad}
     if args.page:
         page.write(args.page, verdicts, system=system, screening_id=screening_id, note=note,
-                   findings=findings, topology_text=page.slurm_topology())
+                   findings=findings, topology_text=page.slurm_topology(), rule=judged_by)
         _progress(f'page: {args.page}')
     # the outliers, sent once on the site's channels (docs/notify.md)
     notify_send.after_screening(args.system, bad, screening_id)
     if args.format == 'json':
         # one line, written at once: json.dump with indent writes piece by piece (slow)
-        print(json.dumps(judge.as_json(verdicts, note, findings, screening_id)))
+        print(json.dumps(judge.as_json(verdicts, note, findings, screening_id, judged_by)))
     else:
         print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
         rows = judge.outlier_rows(bad)
@@ -175,6 +183,21 @@ def _resume_args(args, workdir):
     for s in args.set:
         out += ['--set', s]
     return out
+
+
+def _remembered(verdicts, system, screening_id, judged_by):
+    """The verdicts with the node's earlier screenings (``screen.memory``),
+    this screening then kept in the store (``store.screenings``: the first
+    of --store / CLUSTERPROOF_STORE, else the results database's)."""
+    from clusterproof.paths import results_db
+    from clusterproof.store import default_path, screenings, sessions
+    where = (sessions.store_paths() or [default_path(results_db())])[0]
+    verdicts = memory.remember(verdicts, screenings.read(where, system), judged_by,
+                               screening_id)
+    screenings.write(where, screenings.rows_of(verdicts, system, screening_id, time.time()),
+                     screening_id)
+    _progress(f'kept in {screenings.path_of(where)}')
+    return verdicts
 
 
 def _progress(line):

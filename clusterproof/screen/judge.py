@@ -3,24 +3,34 @@
 Pure functions over plain data. A :class:`Sample` is one figure of one
 node (STREAM Triad of n17, the memory of n17 from the inventory); the peers
 of a node are the other nodes of its partition that report the same check
-and figure. For each (partition, check, figure):
+and figure. For each (partition, check, figure, component):
 
 - the peers' median and MAD (median absolute deviation, scaled by
   :data:`MAD_TO_SIGMA` so that it estimates the standard deviation of
   normal noise): :func:`peer_stats`;
 - each node's distance from the median in noise units (distance / scaled
-  MAD, on the logarithmic scale for positive figures) and in percent of
+  MAD widened for few peers, :func:`widening`, on the logarithmic scale
+  for positive figures) and in percent of
   the median, signed so that negative is worse
   (the direction of a figure is the one its check declared,
   ``references.judge.lower_is_better``):
   :func:`distance`;
 - the verdict (``references.judge.Verdict``, the one vocabulary): ``slow`` when the node is worse than the median by more
-  than the guidance percent of its check (:data:`GUIDANCE_PCT`) **and** by
-  more than :data:`MIN_NOISE_UNITS` noise units (both: a spread-out
+  than k noise units **and** by more than the smallest slowdown that
+  matters for the figure (``screen.rule``: the site's
+  ``site_config/screening.yaml``; a noise unit is the peers' spread or
+  the check's repeatability, the larger; both conditions: a spread-out
   partition does not name half its nodes, a tight one does not name a node
-  for 1 %), or worse than its reference where the system has one;
+  for a slowdown nobody would notice), or worse than its reference where
+  the system has one;
   ``FAILED`` when the check failed on the node or its inventory differs
   from its peers; ``missing`` when the node gave no result; else ``pass``.
+
+A figure of one component of a node (``Sample.component``: a NUMA domain,
+a GPU) is judged among the same components of the peers. A figure run
+more than once (an outlier or a suspect run again, :func:`to_repeat`) is
+judged on the mean of its runs and named only when every run was near or
+past the line (:func:`confirmation`).
 
 :func:`screen` returns one :class:`NodeVerdict` per node, ranked worst
 first (:func:`rank`).
@@ -34,27 +44,22 @@ from dataclasses import dataclass, field, replace
 from clusterproof.references import judge as refjudge
 from clusterproof.references.judge import Verdict
 from clusterproof.screen import pairs as nodepairs
+from clusterproof.screen.rule import Rule
 from clusterproof.site import inventory as inv
 
 #: the MAD of normally distributed noise times this is its standard deviation
 MAD_TO_SIGMA = 1.4826
 
-#: how far below the peers' median (percent) a node may be, per check.
-#: STREAM and HPL: within 10 % of each other (Intel's cluster-checker
-#: guidance for node-level memory bandwidth and DGEMM/HPL); node pairs
-#: within 4 % for the network (OSU). Checks not named here: ``DEFAULT_PCT``.
-GUIDANCE_PCT = {'stream': 10.0, 'hpl': 10.0, 'osu': 4.0, 'fio': 10.0}
-DEFAULT_PCT = 10.0
+#: the relative standard error of a scaled MAD from n normal values is about
+#: this over sqrt(n) (its asymptotic efficiency, 37 %, against the standard
+#: deviation's: sqrt(1 / (2 x 0.37)) = 1.17)
+MAD_ERROR = 1.17
 
 #: below this many nodes a node's peers are the other nodes (the node left
 #: out of the median and MAD: among 4 nodes, one slow and one very fast
 #: would otherwise make the MAD as wide as the outliers); from it on the
 #: node's own weight is negligible and the statistics are computed once
 LEAVE_ONE_OUT_BELOW = 20
-
-#: a node is an outlier only when it is also this many noise units (scaled
-#: MADs) beyond the median
-MIN_NOISE_UNITS = 3.0
 
 #: units of the inventory figures
 INVENTORY_UNITS = {'memory_gib': 'GiB', 'slurm_memory_mib': 'MiB'}
@@ -75,7 +80,9 @@ class Sample:
     of the system for this figure, or None; ``runs``: how many runs of the
     check on this node the value is the best of; ``pair``: the two nodes of
     a figure measured between them (``screen.pairs``), ``node`` then being
-    the pair's label."""
+    the pair's label; ``component``: the part of the node the figure is of
+    (``socket 1``, ``gpu 3``), judged among the same components of the
+    peers; '' for the whole node."""
     node: str
     partition: str
     check: str
@@ -88,6 +95,10 @@ class Sample:
     pair: tuple = ()            # a figure between two nodes: the two (``node`` is ``a+b``)
     #: the direction its check declared (``cp_lower_is_better``); None: none
     declared_lower_is_better: bool = None
+    component: str = ''
+    #: the value of every run, in order, where there are several (a suspect
+    #: run again: :func:`best_of`); judged by :func:`judge_figure` on their mean
+    run_values: tuple = ()
 
     @property
     def lower_is_better(self):
@@ -115,6 +126,10 @@ class FigureVerdict:
     percent: float = None           # signed, negative = worse than the peers
     why: str = ''
     group: PeerStats = None         # every node of the figure, the node included
+    noise_pct: float = None         # one noise unit, in percent of the median
+    smallest_pct: float = None      # the smallest slowdown that matters (percent)
+    confirmed: tuple = None         # (runs near or past the line, runs) after a repeat
+    history: str = ''               # slow in k of the last n screenings (``screen.memory``)
 
 
 @dataclass
@@ -185,14 +200,19 @@ def best_of(samples, newer):
         out += [s for s in (after or before) if s.value is None and _scope(s.figure) not in scopes]
         best = {}
         for s in measured:
-            fig = s.figure
+            fig = (s.figure, s.component)
             if fig in best:
                 runs = best[fig].runs + s.runs
-                best[fig] = replace(better(best[fig], s), runs=runs)
+                values = _values(best[fig]) + _values(s)
+                best[fig] = replace(better(best[fig], s), runs=runs, run_values=values)
             else:
                 best[fig] = s
         out += best.values()
     return out
+
+
+def _values(sample):
+    return sample.run_values or (sample.value,)
 
 
 def _scope(figure):
@@ -216,23 +236,26 @@ def peer_stats(values):
     return PeerStats(med, mad, len(vals), log_mad)
 
 
-def distance(value, peers, lower_is_better):
+def distance(value, peers, lower_is_better, floor=0.0, widen=1.0):
     """``(noise_units, percent)`` of ``value`` from the peers' median, signed
     so that negative is worse. Noise units: the distance over the scaled
     MAD, on the logarithmic scale where the peers and the value are
     positive (a node at half the median is as far as one at twice it, and
     a few very fast peers do not hide a very slow node); infinite when the
     peers do not spread at all and the value differs. Percent is None when
-    the median is 0."""
+    the median is 0. ``floor``: the check's repeatability (a fraction),
+    the smallest a noise unit may be; ``widen``: the scaled MAD times it
+    is the peers' spread (:func:`widening`)."""
     diff = value - peers.median
     if lower_is_better:
         diff = -diff
     if peers.log_mad is not None and value > 0:
-        spread, step = peers.log_mad, math.log(value / peers.median)
+        spread = max(peers.log_mad * widen, math.log1p(floor))
+        step = math.log(value / peers.median)
         if lower_is_better:
             step = -step
     else:
-        spread, step = peers.mad, diff
+        spread, step = max(peers.mad * widen, floor * abs(peers.median)), diff
     if spread > 0:
         units = step / spread
     else:
@@ -241,26 +264,107 @@ def distance(value, peers, lower_is_better):
     return units, pct
 
 
-def judge_figure(sample, peers, threshold_pct, min_units=MIN_NOISE_UNITS):
-    """The :class:`FigureVerdict` of one sample against its peers."""
+def noise_pct(peers, floor=0.0, widen=1.0):
+    """One noise unit of ``peers`` in percent of their median (the
+    larger of their spread and ``floor``, a fraction), or None."""
+    if peers is None:
+        return None
+    if peers.log_mad is not None:
+        return math.expm1(max(peers.log_mad * widen, math.log1p(floor))) * 100
+    if not peers.median:
+        return None
+    return max(peers.mad * widen / abs(peers.median), floor) * 100
+
+
+def widening(count):
+    """How much wider a noise unit is than the peers' scaled MAD: by the
+    uncertainty of a MAD from ``count`` peers (its relative standard error
+    is about :data:`MAD_ERROR` / sqrt(count) for normal noise), so that a
+    small population whose MAD came out low does not name its tail: x1.12
+    among 100 peers, x1.04 among 1,000."""
+    return 1.0 + MAD_ERROR / math.sqrt(count) if count else 1.0
+
+
+def past_line(units, pct, k, smallest_pct):
+    """Whether a figure ``units`` noise units and ``pct`` percent from its
+    peers (negative: worse) is beyond the line: more than ``k`` units and
+    more than ``smallest_pct`` percent worse."""
+    return pct is not None and units is not None and pct < -smallest_pct and units < -k
+
+
+def mean_of_runs(values):
+    """The mean of a figure's runs: geometric where all are positive (the
+    noise of rates is multiplicative, as the noise units'), else arithmetic."""
+    if all(v > 0 for v in values):
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+    return sum(values) / len(values)
+
+
+def confirmation(sample, peers, lib, floor, rule, smallest):
+    """``(value, confirmed)`` of a figure run more than once: the mean of
+    its runs (:func:`mean_of_runs`) and ``(m, n)``, the runs of ``n`` near
+    or past the line (``rule.suspect_units`` noise units and ``smallest``
+    percent). A figure of one run: its value and None."""
+    values = [v for v in sample.run_values if v is not None and math.isfinite(v)]
+    if len(values) < 2:
+        return sample.value, None
+    widen = widening(peers.count) if rule.widen else 1.0
+    near = sum(past_line(*distance(v, peers, lib, floor, widen), rule.suspect_units, smallest)
+               for v in values)
+    return mean_of_runs(values), (near, len(values))
+
+
+def confirmation_text(confirmed):
+    """``confirmed in 2 of 2 runs`` / ``not confirmed (near the line in 1 of 2 runs)``."""
+    near, n = confirmed
+    if near == n:
+        return f'confirmed in {near} of {n} runs'
+    return f'not confirmed (near the line in {near} of {n} runs)'
+
+
+def judge_figure(sample, peers, rule=None):
+    """The :class:`FigureVerdict` of one sample against its peers under
+    ``rule`` (a ``screen.rule.Rule``; its defaults when None). A figure run
+    more than once (a suspect run again) is judged on the mean of its runs
+    and is slow only when every run was near or past the line
+    (:func:`confirmation`): one unlucky run neither names nor clears it."""
     if sample.value is None or not math.isfinite(sample.value):
         return FigureVerdict(sample, Verdict.FAILED, peers,
                              why=f'{sample.check}: {sample.reason or "no value"}')
+    rule = rule or Rule()
     lib = sample.lower_is_better
-    units, pct = distance(sample.value, peers, lib)
-    what = f'{sample.check} {sample.figure} {sample.value:g} {sample.unit}'.rstrip()
+    smallest = rule.smallest_pct(sample.check, sample.figure)
+    floor = rule.repeatability_pct(sample.check, sample.figure) / 100
+    value, confirmed = confirmation(sample, peers, lib, floor, rule, smallest)
+    widen = widening(peers.count) if rule.widen else 1.0
+    units, pct = distance(value, peers, lib, floor, widen)
+    noise = noise_pct(peers, floor, widen)
+    what = f'{sample.check} {sample.figure} {value:g} {sample.unit}'.rstrip()
+    if confirmed:
+        what += f' (mean of {confirmed[1]} runs)'
+    if sample.component:
+        what = f'{sample.component}: {what}'
     if sample.pair:
         what += f' between {nodepairs.pair_label(sample.pair)}'
-    if pct is not None and pct < -threshold_pct and units < -min_units:
-        return FigureVerdict(sample, Verdict.SLOW, peers, units, pct,
-                             f'{what}: {pct:+.1f} % from the peers\' median '
-                             f'{peers.median:g} (limit -{threshold_pct:g} %)')
+    judged = dict(peers=peers, noise_units=units, percent=pct, noise_pct=noise,
+                  smallest_pct=smallest, confirmed=confirmed)
+    line = past_line(units, pct, rule.noise_units, smallest)
+    if line and (confirmed is None or confirmed[0] == confirmed[1]):
+        return FigureVerdict(sample, Verdict.SLOW, why=(
+            f'{what}: {pct:+.1f} %, {units:+.1f} noise units from the peers\' median '
+            f'{peers.median:g} (line: {rule.noise_units:g} noise units of '
+            f'{_fmt(noise, "{:.2g}")} % and {smallest:g} %)'
+            + (f'; {confirmation_text(confirmed)}' if confirmed else '')), **judged)
+    if confirmed:
+        what += f': {pct:+.1f} %, {units:+.1f} noise units; {confirmation_text(confirmed)}'
+
     ref = sample.reference
     if ref is not None and refjudge.judge_reference(sample.value, ref, lib).verdict \
             is Verdict.REGRESSION:
-        return FigureVerdict(sample, Verdict.SLOW, peers, units, pct,
-                             f'{what}: worse than the reference {ref}')
-    return FigureVerdict(sample, Verdict.PASS, peers, units, pct, what)
+        return FigureVerdict(sample, Verdict.SLOW, why=(
+            f'{what}: worse than the reference {ref} ({_fmt(pct, "{:+.1f} %")}, '
+            f'{_fmt(units, "{:+.1f}")} noise units from the peers\' median)'), **judged)
+    return FigureVerdict(sample, Verdict.PASS, why=what, **judged)
 
 
 def inventory_mismatches(node, found, typical):
@@ -302,18 +406,19 @@ def typical_inventory(values):
     return out
 
 
-def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS, peers_of=None):
+def screen(samples, nodes=None, rule=None, peers_of=None):
     """Judge every node: returns :class:`NodeVerdict` s ranked worst first.
 
     ``samples``: :class:`Sample` s; check ``inventory`` carries the inventory
     figures (:data:`INVENTORY_FIGURES`), every other check performance
     figures. ``nodes``: ``{node: partition}`` of the nodes that were to be
-    screened; one without any sample is ``missing``. ``thresholds``:
-    ``{check: percent}`` over :data:`GUIDANCE_PCT`. ``peers_of``: ``{node:
+    screened; one without any sample is ``missing``. ``rule``: the
+    ``screen.rule.Rule`` (its defaults when None). ``peers_of``: ``{node:
     kind}`` (``screen.run.peer_kinds``): a node's peers are the nodes of its
     partition of the same kind; every node of a partition when None. A
-    figure between two nodes is judged among every pair of the partition."""
-    limits = dict(GUIDANCE_PCT, **(thresholds or {}))
+    figure between two nodes is judged among every pair of the partition; a
+    figure of a component (``Sample.component``) among the same component
+    of the peers."""
     kind = (peers_of or {}).get
     groups = defaultdict(list)
     inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
@@ -328,19 +433,19 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS, peer
                 inv_runs[(s.partition, s.node)] = s.runs
             if s.figure not in INVENTORY_FIGURES:
                 continue
-        groups[(s.partition, None if s.pair else kind(s.node), s.check, s.figure)].append(s)
+        groups[(s.partition, None if s.pair else kind(s.node), s.check, s.figure,
+                s.component)].append(s)
 
     per_node = defaultdict(list)
     pair_figures = []
-    for (part, _kind, check, _fig), group in groups.items():
+    for (part, _kind, check, _fig, _comp), group in groups.items():
         if check == 'inventory':
             continue
         stats = peer_stats(s.value for s in group)
-        limit = limits.get(check, DEFAULT_PCT)
         small = len(group) < LEAVE_ONE_OUT_BELOW
         for s in group:
             peers = peer_stats(o.value for o in group if o is not s) if small else stats
-            fv = judge_figure(s, peers or stats, limit, min_units)
+            fv = judge_figure(s, peers or stats, rule)
             fv.group = stats
             if s.pair:
                 pair_figures.append(fv)
@@ -349,7 +454,7 @@ def screen(samples, nodes=None, thresholds=None, min_units=MIN_NOISE_UNITS, peer
     for key, figs in nodepairs.attribute(pair_figures).items():
         per_node[key] += figs
     for key, s in inv_failed.items():
-        per_node[key].append(judge_figure(s, None, 0))
+        per_node[key].append(judge_figure(s, None, rule))
 
     wanted = dict(nodes or {})
     reported = defaultdict(set)                     # (partition, check) -> nodes
@@ -442,21 +547,53 @@ def outlier_rows(bad):
     return [(compress([v.node for v in row]), row) for row in rows]
 
 
-def measured_outliers(nv):
+def measured_outliers(nv, rule=None):
     """The figures of a node verdict that another run could change: every
     figure not PASS but the inventory mismatches, which are the hardware
     as the node reports it (its memory, its processors), read the same
-    again. Empty for a node named for its inventory alone."""
+    again; for a suspect (:func:`suspect`), its figures near the line.
+    Empty for a node named for its inventory alone."""
     facts = {m.field for m in nv.mismatches}
+    if suspect(nv, rule):
+        rule = rule or Rule()
+        return [f for f in nv.figures if past_line(f.noise_units, f.percent,
+                                                   rule.suspect_units, f.smallest_pct or 0.0)]
     return [f for f in nv.figures if f.verdict != Verdict.PASS
             and not (f.sample.check == 'inventory' and f.sample.figure in facts)]
 
 
-def to_repeat(verdicts):
-    """The outliers a repeat runs again: those with a measured figure
-    against them (:func:`measured_outliers`) or no result at all; a node
-    named only for its inventory is not run again."""
-    return [v for v in outliers(verdicts) if measured_outliers(v) or not v.figures]
+def suspect(nv, rule=None):
+    """Whether a node that passed has a figure near the line: worse than
+    its peers by more than ``rule.suspect_units`` noise units and the
+    smallest slowdown that matters, on one run (a figure already
+    confirmed or cleared by a repeat is not a suspect again)."""
+    rule = rule or Rule()
+    return nv.verdict == Verdict.PASS and any(
+        f.confirmed is None and past_line(f.noise_units, f.percent, rule.suspect_units,
+                                          f.smallest_pct or 0.0)
+        for f in nv.figures)
+
+
+#: the suspects a repeat runs again are at most this share of the nodes
+#: (the worst first), so that a screening submits at most about 1.1 jobs
+#: per node whatever the population; the outliers are all run again
+SUSPECTS_SHARE = 0.1
+
+
+def to_repeat(verdicts, rule=None):
+    """The nodes a repeat runs again: the outliers with a measured figure
+    against them (:func:`measured_outliers`) or no result at all, and the
+    suspects, near the line (:func:`suspect`), the worst first, at most
+    :data:`SUSPECTS_SHARE` of the nodes; a node named only for its
+    inventory is not run again."""
+    out = [v for v in verdicts
+           if v.verdict in OUTLIER and (measured_outliers(v) or not v.figures)]
+    near = sorted((v for v in verdicts if suspect(v, rule)), key=_suspect_rank)
+    return out + near[:int(SUSPECTS_SHARE * len(verdicts))]
+
+
+def _suspect_rank(nv):
+    return min((f.noise_units for f in nv.figures if f.noise_units is not None), default=0.0)
 
 
 def drain_command(nv):
@@ -466,11 +603,18 @@ def drain_command(nv):
     return ['scontrol', 'update', f'NodeName={nv.node}', 'State=DRAIN', f'Reason={reason}']
 
 
+def figure_name(fv):
+    """``stream triad``, ``socket 1: stream triad``: what a figure verdict is of."""
+    s = fv.sample
+    name = f'{s.check} {s.figure}'
+    return f'{s.component}: {name}' if s.component else name
+
+
 def as_row(nv):
     """The table row of a node: node, partition, figure, value, noise units,
     percent, verdict, inventory mismatch."""
     w = nv.worst
-    fig = f'{w.sample.check} {w.sample.figure}' if w else ''
+    fig = figure_name(w) if w else ''
     value = f'{w.sample.value:g} {w.sample.unit}'.strip() if w and w.sample.value is not None else ''
     units = _fmt(w.noise_units, '{:+.1f}') if w else ''
     pct = _fmt(w.percent, '{:+.1f} %') if w else ''
@@ -501,8 +645,12 @@ def as_dict(nv):
         s = fv.sample
         return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
                 'pair': list(s.pair) or None, 'runs': s.runs, 'verdict': fv.verdict,
+                'component': s.component or None,
+                'confirmed': confirmation_text(fv.confirmed) if fv.confirmed else None,
+                'history': fv.history or None,
                 'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
+                'noise_pct': _json_num(fv.noise_pct), 'smallest_pct': fv.smallest_pct,
                 'reference': str(s.reference) if s.reference is not None else None}
     return {'node': nv.node, 'partition': nv.partition, 'verdict': nv.verdict,
             'reason': nv.reason, 'worst': fig(nv.worst) if nv.worst else None,
@@ -527,17 +675,20 @@ def finding_of(nv, system, screening_id):
     return finding_id('outlier', system, nv.partition, named_by(nv), nv.node, screening_id)
 
 
-def as_json(verdicts, note='', findings=None, screening_id=None):
+def as_json(verdicts, note='', findings=None, screening_id=None, rule=None):
     """The whole screening as plain data, the output of ``--format json``
     (its shape is documented in docs/screening.md, "JSON output", and read
     by the acceptance report: keep it). ``findings``: ``{node: finding
-    id}`` of the outliers (:func:`finding_of`)."""
+    id}`` of the outliers (:func:`finding_of`); ``rule``: the
+    ``screen.rule.Rule`` the verdicts were judged by (its defaults when None)."""
     findings = findings or {}
+    rule = rule or Rule()
     nodes = [dict(as_dict(v), finding=findings.get(v.node)) for v in verdicts]
     return {'nodes': nodes, 'screening_id': screening_id,
             'outliers': [v.node for v in outliers(verdicts)],
             'peers': peers_dict(verdicts), 'note': note,
-            'thresholds_pct': dict(GUIDANCE_PCT), 'min_noise_units': MIN_NOISE_UNITS}
+            'thresholds_pct': dict(rule.smallest), 'min_noise_units': rule.noise_units,
+            'rule': rule.as_dict()}
 
 
 def peers_dict(verdicts):

@@ -21,7 +21,8 @@ from collections import defaultdict
 from clusterproof.parsers.slurm import SlurmFormatError, parse_topology
 from clusterproof.paths import write_atomic
 from clusterproof.references.judge import Verdict
-from clusterproof.screen.judge import MIN_NOISE_UNITS, outlier_rows, outliers
+from clusterproof.screen.judge import figure_name, outlier_rows, outliers
+from clusterproof.screen.rule import DEFAULT_NOISE_UNITS, Rule
 from clusterproof.site.discover import _node_key
 
 _TRAILING_NUMBER = re.compile(r'^(.*?)(\d+)$')
@@ -87,9 +88,10 @@ def layout(verdicts, topology_text=''):
     return how, out
 
 
-def colour(v):
+def colour(v, k=DEFAULT_NOISE_UNITS):
     """The square's colour: the verdict's for an outlier, else a shade from
-    green (at the peers' median or better) to yellow (near the limit)."""
+    green (at the peers' median or better) to yellow (near the line, ``k``
+    noise units)."""
     if v.verdict == Verdict.FAILED:
         return '#c62828'
     if v.verdict == Verdict.MISSING:
@@ -99,7 +101,7 @@ def colour(v):
     units = v.worst.noise_units if v.worst is not None else None
     if units is None or math.isnan(units) or units >= 0:
         return '#2e7d32'
-    frac = min(1.0, -units / MIN_NOISE_UNITS) if math.isfinite(units) else 1.0
+    frac = min(1.0, -units / k) if math.isfinite(units) else 1.0
     hue = 120 - 65 * frac                  # 120 green .. 55 yellow
     return f'hsl({hue:.0f}, 60%, {38 + 14 * frac:.0f}%)'
 
@@ -119,7 +121,7 @@ def _distance(v):
 
 def _title(v):
     w = v.worst
-    fig = f'{w.sample.check} {w.sample.figure}' if w is not None else ''
+    fig = figure_name(w) if w is not None else ''
     return ' | '.join(p for p in (v.node, str(v.verdict), fig, _distance(v),
                                   v.reason if v.verdict != Verdict.PASS else '') if p)
 
@@ -145,9 +147,12 @@ code { font-size: 12px; }
 '''
 
 
-def render(verdicts, system='', screening_id='', note='', findings=None, topology_text=''):
-    """The page (HTML text) of a screening's verdicts."""
+def render(verdicts, system='', screening_id='', note='', findings=None, topology_text='',
+           rule=None):
+    """The page (HTML text) of a screening's verdicts, judged by ``rule`` (a
+    ``screen.rule.Rule``; its defaults when None)."""
     findings = findings or {}
+    k = (rule or Rule()).noise_units
     how, groups = layout(verdicts, topology_text)
     bad = outliers(verdicts)
     counts = defaultdict(int)
@@ -164,7 +169,7 @@ def render(verdicts, system='', screening_id='', note='', findings=None, topolog
            + (f' {e(note)}.' if note else '') + '</p>',
            '<p class="legend"><span><i style="background:#2e7d32"></i>at the peers\' median '
            'or better</span><span><i style="background:hsl(55,60%,52%)"></i>'
-           f'{MIN_NOISE_UNITS:g} noise units below (the limit)</span>'
+           f'{k:g} noise units below (the line)</span>'
            '<span><i style="background:#ef6c00"></i>slow</span>'
            '<span><i style="background:#c62828"></i>FAILED</span>'
            '<span><i style="background:#9e9e9e"></i>missing</span></p>',
@@ -174,7 +179,7 @@ def render(verdicts, system='', screening_id='', note='', findings=None, topolog
         out.append(f'<div class="group" data-group="{e(name)}"><h2>{e(name)} '
                    f'({len(members)})</h2><div class="cells" style="--cols:{cols}">')
         out += [f'<div class="n {e(str(v.verdict))}" data-node="{e(v.node)}" '
-                f'data-verdict="{e(str(v.verdict))}" style="background:{colour(v)}" '
+                f'data-verdict="{e(str(v.verdict))}" style="background:{colour(v, k)}" '
                 f'title="{e(_title(v))}"></div>' for v in members]
         out.append('</div></div>')
     out.append('</div>')
@@ -185,7 +190,7 @@ def render(verdicts, system='', screening_id='', note='', findings=None, topolog
                    '<th>figure</th><th>from peers</th><th>reason</th><th>finding</th></tr>')
         for nodes, row in outlier_rows(bad):
             v, w = row[0], row[0].worst
-            fig = f'{w.sample.check} {w.sample.figure}' if w is not None else ''
+            fig = figure_name(w) if w is not None else ''
             groups_of_row = ', '.join(dict.fromkeys(group_of.get(x.node, '') for x in row))
             ids = [findings.get(x.node, '') for x in row]
             found = (f'<code>{e(ids[0])}</code>' if len(row) == 1 else

@@ -9,6 +9,13 @@ check one per hardware figure of the node's report (read from the job's
 standard output file, the lines ``clusterproof inventory --report`` prints).
 A failed case gives one sample without a value and ReFrame's fail reason.
 
+A figure of one component of the node (a socket or NUMA domain, a GPU, a
+network link) is a performance variable named ``<figure>@<component>``
+(``triad@numa1``, ``bandwidth@gpu3``): its sample has the figure
+(``triad``) and the component (``numa 1``, :func:`component_name`), and
+is judged among the same components of the peers. A check that measures
+per component plugs in by naming its variables so.
+
 Later cases of the same node, check and figure replace earlier ones: a
 report read after a repeat holds the repeat's value.
 
@@ -153,7 +160,7 @@ def samples_from_report(report, refs=None, base=None, node=None):
             nodes[n] = part
         for s in _case_samples(tc, check, node, part, refs, base):
             s = replace(s, pair=pair) if pair else s
-            latest[(s.partition, s.node, s.check, s.figure)] = s
+            latest[(s.partition, s.node, s.check, s.figure, s.component)] = s
     return list(latest.values()), nodes
 
 
@@ -174,7 +181,7 @@ def _case_samples(tc, check, node, part, refs, base):
                        reason)]
     out = []
     for key, pv in (tc.get('perfvalues') or {}).items():
-        figure = key.rsplit(':', 1)[-1]
+        figure, _, component = key.rsplit(':', 1)[-1].partition('@')
         if sc.figures is not None and figure not in sc.figures:
             continue
         ref = _reference(refs, tc, figure)
@@ -183,8 +190,16 @@ def _case_samples(tc, check, node, part, refs, base):
             figure = f'{named} {figure}'
         value, unit = pv[0], pv[4] if len(pv) > 4 else ''
         out.append(Sample(node, part, check, figure, value, unit or '',
-                          reference=ref, declared_lower_is_better=declared))
+                          reference=ref, declared_lower_is_better=declared,
+                          component=component_name(component)))
     return out
+
+
+def component_name(text):
+    """``numa 1`` of ``numa1``, ``gpu 3`` of ``gpu3``: a component as the
+    page and the reasons name it; other text as it is."""
+    m = re.fullmatch(r'([A-Za-z_]+?)_?(\d+)', text)
+    return f'{m.group(1)} {m.group(2)}' if m else text
 
 
 def _inventory_samples(tc, node, part, base):

@@ -15,10 +15,10 @@ benchmark (latency, bandwidth) so that two cases never wait for one pair.
 Results are read from the run reports (``--report-file``), never from a
 console.
 
-After the first pass, nodes that are outliers are run again, up to
-``repeat`` times, and judged on the best of their runs
-(``judge.best_of``): a node is named only when it is an outlier in every
-run.
+After the first pass, nodes that are outliers or near the line
+(suspects) are run again, up to ``repeat`` times
+(:func:`judge_with_repeats`): a node is named only when every run was near
+or past the line and the mean of its runs is past it.
 """
 
 import shlex
@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections import defaultdict
 from pathlib import Path
 
 from clusterproof import ClusterproofError
@@ -276,7 +277,7 @@ class Screening:
         return samples, seen
 
 
-def repeat_groups(verdicts, nodes, checks):
+def repeat_groups(verdicts, nodes, checks, rule=None):
     """``[(checks, nodes)]``: the outlier ``nodes`` grouped by the checks
     that made them outliers (a node without any result: every check), so
     a repeat runs again only what it must (a node slow on STREAM is not
@@ -285,17 +286,45 @@ def repeat_groups(verdicts, nodes, checks):
     for v in verdicts:
         if v.node not in nodes:
             continue
-        bad = {f.sample.check for f in judge.measured_outliers(v)} & set(checks)
+        bad = {f.sample.check for f in judge.measured_outliers(v, rule)} & set(checks)
         key = tuple(c for c in checks if c in bad) or tuple(checks)
         groups.setdefault(key, []).append(v.node)
     return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
 
 
-def screen_partition(screening, slurm_nodes, slurm_partition):
+def judge_with_repeats(samples, expected, checks, repeat, rerun, rule=None, peers_of=None,
+                       log=print, exclude=()):
+    """The verdicts of a screening's first run ``samples`` after its
+    repeats: the outliers and the suspects (``judge.to_repeat``) run again
+    up to ``repeat`` times, each time only the checks that made them so
+    (:func:`repeat_groups`), through ``rerun(k, checks, nodes)`` (the
+    samples of repeat ``k``); a node's runs are judged together
+    (``judge.best_of``, ``judge.judge_figure``). Returns ``(verdicts,
+    {node: runs})``. The one judgement ``clusterproof screen`` makes, and
+    the one ``scripts/bench_screen_judgement.py`` measures."""
+    verdicts = judge.screen(samples, expected, rule, peers_of=peers_of)
+    runs = defaultdict(lambda: 1)
+    called = {v.node for v in judge.to_repeat(verdicts, rule)} - set(exclude)
+    for k in range(1, repeat + 1):
+        if not called:
+            break
+        again = sorted(called, key=discover._node_key)
+        log(f'repeat {k}/{repeat}: {len(again)} outlier or suspect node(s) {compress(again)}')
+        for group_checks, nodes in repeat_groups(verdicts, called, checks, rule):
+            samples = judge.best_of(samples, rerun(k, group_checks, nodes))
+        for n in again:
+            runs[n] += 1
+        verdicts = judge.screen(samples, expected, rule, peers_of=peers_of)
+        called &= {v.node for v in judge.to_repeat(verdicts, rule)}
+    return verdicts, dict(runs)
+
+
+def screen_partition(screening, slurm_nodes, slurm_partition, rule=None):
     """Screen every node of a partition: ``(verdicts, runs)`` where
     ``runs`` is ``{node: number of runs}``. A node Slurm cannot run a job on
     is not run; one whose job gave no result (drained, down) is missing,
-    Slurm's reason given."""
+    Slurm's reason given. ``rule``: the ``screen.rule.Rule`` (its defaults
+    when None)."""
     runnable, unavailable = partition_nodes(slurm_nodes, slurm_partition)
     if not runnable and not unavailable:
         raise ClusterproofError(f'Slurm partition {slurm_partition!r} has no nodes')
@@ -306,24 +335,15 @@ def screen_partition(screening, slurm_nodes, slurm_partition):
         if runnable else ([], {})
     gone = dict(screening.missing)
     expected = {n: part for n in runnable if n not in gone}
-    peers_of = peer_kinds(slurm_nodes)
-    verdicts = judge.screen(samples, expected, peers_of=peers_of)
-    runs = {n: 1 for n in runnable}
-    called = {v.node for v in judge.to_repeat(verdicts)} - set(gone)
-    for k in range(1, screening.repeat + 1):
-        if not called:
-            break
-        again = sorted(called, key=discover._node_key)
-        screening.log(f'repeat {k}/{screening.repeat}: {len(again)} outlier node(s) '
-                      f'{compress(again)}')
-        for checks, nodes in repeat_groups(verdicts, called, screening.checks):
-            newer, _ = screening.run_nodes(all_nodes, nodes, f'repeat{k}',
-                                           pairs.pairs_of(ring, nodes), checks)
-            samples = judge.best_of(samples, newer)
-        for n in again:
-            runs[n] += 1
-        verdicts = judge.screen(samples, expected, peers_of=peers_of)
-        called &= {v.node for v in judge.to_repeat(verdicts)}
+    def rerun(k, checks, nodes):
+        newer, _ = screening.run_nodes(all_nodes, nodes, f'repeat{k}',
+                                       pairs.pairs_of(ring, nodes), checks)
+        return newer
+
+    verdicts, runs = judge_with_repeats(samples, expected, screening.checks, screening.repeat,
+                                        rerun, rule, peer_kinds(slurm_nodes), screening.log,
+                                        exclude=set(gone))
+    runs = {n: runs.get(n, 1) for n in runnable}
     verdicts = [v for v in verdicts if v.node not in gone]
     verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=why)
                  for n, why in sorted(gone.items())]
@@ -360,11 +380,11 @@ def drain(verdicts, apply=False, run=run_tool):
     return out
 
 
-def judge_reports(paths, refs=None, partition=None, peers_of=None):
+def judge_reports(paths, refs=None, partition=None, peers_of=None, rule=None):
     """Verdicts from run reports already written (``--from-report``), for
     the cases of ``partition`` (all when None); a node in several reports
     is judged on the best of its runs, as repeats are (``judge.best_of``);
-    ``peers_of`` as for ``judge.screen``."""
+    ``peers_of`` and ``rule`` as for ``judge.screen``."""
     samples, nodes = [], {}
     for path in paths:
         got, seen = results.samples_from_report(runner.read_report(path), refs,
@@ -377,7 +397,7 @@ def judge_reports(paths, refs=None, partition=None, peers_of=None):
     if not nodes:
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
                                 + (f' for partition {partition}' if partition else ''))
-    return judge.screen(samples, nodes, peers_of=peers_of)
+    return judge.screen(samples, nodes, rule, peers_of=peers_of)
 
 
 def reports_id(paths):
