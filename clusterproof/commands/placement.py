@@ -7,7 +7,11 @@ import os
 import sys
 
 from clusterproof import ClusterproofError
+from clusterproof.commands import argtypes
 from clusterproof.methods import placement
+
+
+THREADS = argtypes.integer(1, placement.MAX_THREADS, 'a thread count')
 
 
 def register(subparsers):
@@ -20,7 +24,8 @@ def register(subparsers):
     p.add_argument('--nodes', default=None,
                    help='client nodes as a Slurm hostlist expression, e.g. "n[1-16]" '
                         '(default: $SLURM_JOB_NODELIST inside an allocation)')
-    p.add_argument('--threads', type=int, required=True, help='number of threads (T >= 1)')
+    p.add_argument('--threads', type=THREADS, required=True,
+                   help=f'number of threads (1 to {placement.MAX_THREADS:,})')
     p.add_argument('--format', choices=placement.FORMATS, default='hostfile',
                    help='hostfile: one client node per rank; slots: "node slots=k"; '
                         'threadlist: IOzone -+m lines "node workdir iozone"; '
@@ -29,7 +34,7 @@ def register(subparsers):
     p.add_argument('--iozone', help='path of iozone on the client nodes (threadlist form; '
                                     'default: iozone found on PATH)')
     p.add_argument('--hostfile', help='hostfile path to name in the mpirun form')
-    p.add_argument('--cores-per-node', type=int, default=None,
+    p.add_argument('--cores-per-node', type=argtypes.positive, default=None,
                    help='cores per client node: adds --overcommit (srun) or --oversubscribe '
                         '(mpirun) when a node gets more threads than cores')
     p.set_defaults(func=run)
