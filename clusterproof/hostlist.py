@@ -70,10 +70,6 @@ def _count(item):
 
 
 def _node_set(expr, item):
-    if _count(item) > MAX_NAMES:
-        raise ClusterproofError(
-            f'hostlist {expr!r}: {item!r} has more than {MAX_NAMES:,} names; '
-            f'check the ranges in its brackets')
     try:
         nodes = NodeSet(item)
     except NodeSetParseError as err:

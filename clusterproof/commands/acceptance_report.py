@@ -26,7 +26,8 @@ def register(subparsers):
     p.add_argument('record', metavar='RECORD.json', help='the acceptance record')
     p.add_argument('-o', '--output', metavar='OUT.html', type=argtypes.output_file,
                    help='where to write the HTML page (default: RECORD with the suffix .html)')
-    p.add_argument('--pdf', metavar='OUT.pdf', type=argtypes.output_file, help='also print the page to this PDF')
+    p.add_argument('--pdf', metavar='OUT.pdf', type=argtypes.output_file,
+                   help='also print the page to this PDF')
     p.set_defaults(func=run)
 
 

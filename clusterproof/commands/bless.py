@@ -33,11 +33,14 @@ def register(subparsers):
     p.add_argument('--percentile', type=argtypes.number(0, 100, 'a percentile'), metavar='P',
                    help='reference = the P-th percentile instead of the median '
                         '(e.g. 5 for throughputs)')
-    p.add_argument('--nsigma', type=argtypes.number(0, what='a number of standard deviations'), default=bless.DEFAULT_NSIGMA,
+    p.add_argument('--nsigma', type=argtypes.number(0, what='a number of standard deviations'),
+                   default=bless.DEFAULT_NSIGMA,
                    help='tolerance in standard deviations (default %(default)g)')
-    p.add_argument('--min-tolerance', type=argtypes.percent, default=bless.DEFAULT_MIN_TOLERANCE * 100,
+    p.add_argument('--min-tolerance', type=argtypes.percent,
+                   default=bless.DEFAULT_MIN_TOLERANCE * 100,
                    metavar='PERCENT', help='smallest tolerance in percent (default %(default)g)')
-    p.add_argument('--max-tolerance', type=argtypes.percent, default=bless.DEFAULT_MAX_TOLERANCE * 100,
+    p.add_argument('--max-tolerance', type=argtypes.percent,
+                   default=bless.DEFAULT_MAX_TOLERANCE * 100,
                    metavar='PERCENT', help='largest tolerance in percent (default %(default)g)')
     p.add_argument('--write', action='store_true', help='write the reference file')
     p.add_argument('--reason', help='why the references change (required with --write)')

@@ -42,12 +42,14 @@ def register(subparsers):
     p.add_argument('--history', type=argtypes.count, default=30, metavar='N',
                    help='sessions of history searched for drift (default %(default)s; 0: no '
                         'drift check)')
-    p.add_argument('--drift-window', type=argtypes.positive, default=compare.DEFAULT_WINDOW, metavar='N',
+    p.add_argument('--drift-window', type=argtypes.positive,
+                   default=compare.DEFAULT_WINDOW, metavar='N',
                    help='rolling median over the last N sessions (default %(default)s)')
     p.add_argument('--drift-percent', type=argtypes.percent, default=compare.DEFAULT_DROP * 100,
                    metavar='X', help='drift when that median is X%% worse than the reference '
                                      '(default %(default)g)')
-    p.add_argument('--drift-nights', type=argtypes.count, default=compare.DEFAULT_NIGHTS, metavar='N',
+    p.add_argument('--drift-nights', type=argtypes.count,
+                   default=compare.DEFAULT_NIGHTS, metavar='N',
                    help='drift when a figure got worse N sessions in a row (default '
                         '%(default)s; 0: off)')
     add_store_arg(p)

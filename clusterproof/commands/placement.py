@@ -45,8 +45,6 @@ def run(args):
     if not nodes:
         raise ClusterproofError('no client nodes: pass --nodes "n[1-16]" or run inside a '
                                 'Slurm allocation (SLURM_JOB_NODELIST)')
-    if args.cores_per_node is not None and args.cores_per_node < 1:
-        raise ClusterproofError(f'--cores-per-node {args.cores_per_node} must be at least 1')
     iozone = args.iozone
     if args.format == 'threadlist' and not iozone:
         import shutil

@@ -38,7 +38,8 @@ def register(subparsers):
                     'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
                     '0 when none, 2 on an error.' % judge.MIN_NOISE_UNITS)
-    p.add_argument('--system', required=True, type=argtypes.known_system, help='system of the site configuration')
+    p.add_argument('--system', required=True, type=argtypes.known_system,
+                   help='system of the site configuration')
     p.add_argument('--partition', help='its partition (default: its first)')
     p.add_argument('--checks', default=','.join(results.DEFAULT_CHECKS),
                    help=f'comma-separated, of: {", ".join(results.SCREEN_CHECKS)} '
@@ -56,7 +57,8 @@ def register(subparsers):
                    help='continue the screening started in --workdir (interrupted by Ctrl-C '
                         'or a reboot): run only the nodes without a result; jobs of the '
                         'interrupted run still queued are watched, not submitted again')
-    p.add_argument('--progress-every', type=argtypes.number(above=0, what='a number of seconds'), default=60.0, metavar='S',
+    p.add_argument('--progress-every', type=argtypes.number(above=0, what='a number of seconds'),
+                   default=60.0, metavar='S',
                    help='a progress line (nodes done, running, pending, missing, the time '
                         'left) on standard error every S seconds (default %(default)g)')
     p.add_argument('--page', metavar='FILE', type=argtypes.output_file,

@@ -91,7 +91,8 @@ def add_selection_args(parser, default_help='the newest session'):
     g.add_argument('--session', action='append', metavar='ID',
                    help='a session uuid or unique prefix (repeatable)')
     g.add_argument('--last', type=argtypes.positive, metavar='N', help='the newest N sessions')
-    g.add_argument('--since', metavar='AGE', type=since_text, help='sessions started within AGE, e.g. 30d, 12h')
+    g.add_argument('--since', metavar='AGE', type=since_text,
+                   help='sessions started within AGE, e.g. 30d, 12h')
     g.add_argument('--system', help='only test cases that ran on this system')
     g.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
                    help='only test cases run in this mode')

@@ -61,8 +61,6 @@ def run(args):
         name, storage = storage_of(args.system, args.partition)
     elif args.ram_gib is None or not args.total:
         raise ClusterproofError('give --system, or --ram-gib and --total')
-    elif args.ram_gib < 0:
-        raise ClusterproofError(f'--ram-gib {args.ram_gib}: must be >= 0')
     else:
         name = 'none (--ram-gib)'
         storage = {'client_nodes': 1, 'client_ram_gib': max(args.ram_gib, 1e-9),
