@@ -90,6 +90,22 @@ def output_file(text):
     return text
 
 
+def threads(text):
+    """A thread count: 1 to :data:`clusterproof.methods.placement.MAX_THREADS`."""
+    from clusterproof.methods.placement import MAX_THREADS
+    return integer(1, MAX_THREADS, 'a thread count')(text)
+
+
+def regex(text):
+    """A regular expression (Python's ``re``), kept as typed."""
+    import re
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f'{text!r}: not a regular expression ({err})') from None
+    return text
+
+
 def known_system(name):
     """A system name the site configuration declares (a file in
     ``site_config/systems/`` or ``CLUSTERPROOF_SYSTEMS``)."""

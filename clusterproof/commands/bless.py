@@ -27,7 +27,7 @@ def register(subparsers):
                     '(the local cluster, pmem on tmpfs) into <system>.emulated.yaml, against '
                     'which compare judges emulated results and nothing else.')
     add_selection_args(p)
-    p.add_argument('--check', metavar='REGEX',
+    p.add_argument('--check', metavar='REGEX', type=argtypes.regex,
                    help='only tests whose name matches (e.g. "^IOR"); others keep their '
                         'references')
     p.add_argument('--percentile', type=argtypes.number(0, 100, 'a percentile'), metavar='P',
@@ -60,10 +60,7 @@ def run(args):
     sessions = select_sessions(args, system=args.system, mode=args.mode)
     recs = records(sessions)
     if args.check:
-        try:
-            pat = re.compile(args.check)
-        except re.error as err:
-            raise ClusterproofError(f'--check {args.check!r}: not a regular expression ({err})')
+        pat = re.compile(args.check)
         recs = [r for r in recs if pat.search(r.test)]
     if not recs:
         raise ClusterproofError('the selected sessions have no test cases'

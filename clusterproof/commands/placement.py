@@ -11,9 +11,6 @@ from clusterproof.commands import argtypes
 from clusterproof.methods import placement
 
 
-THREADS = argtypes.integer(1, placement.MAX_THREADS, 'a thread count')
-
-
 def register(subparsers):
     p = subparsers.add_parser(
         'placement',
@@ -24,7 +21,7 @@ def register(subparsers):
     p.add_argument('--nodes', default=None,
                    help='client nodes as a Slurm hostlist expression, e.g. "n[1-16]" '
                         '(default: $SLURM_JOB_NODELIST inside an allocation)')
-    p.add_argument('--threads', type=THREADS, required=True,
+    p.add_argument('--threads', type=argtypes.threads, required=True,
                    help=f'number of threads (1 to {placement.MAX_THREADS:,})')
     p.add_argument('--format', choices=placement.FORMATS, default='hostfile',
                    help='hostfile: one client node per rank; slots: "node slots=k"; '

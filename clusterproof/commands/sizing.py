@@ -21,7 +21,7 @@ def register(subparsers):
     p.add_argument('--system', help='system name in site_config/systems/ (or give --ram-gib)')
     p.add_argument('--partition', help='partition (default: the first one with '
                                        "extras['storage'])")
-    p.add_argument('--threads', type=argtypes.positive, required=True, help='thread count T')
+    p.add_argument('--threads', type=argtypes.threads, required=True, help='thread count T')
     p.add_argument('--total', help='total data instead of 2 x RAM, e.g. 8T')
     p.add_argument('--transfer', help='transfer size (default: the declared one, or 16m)')
     p.add_argument('--smoke', action='store_true', help='smoke sizes (small, direct I/O)')
