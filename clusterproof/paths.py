@@ -165,9 +165,15 @@ def sync_directory(path):
 
 
 def new_file_mode():
-    """The mode a new file gets from this process's umask (``0o666 & ~umask``)."""
-    umask = os.umask(0o22)
-    os.umask(umask)
+    """The mode a new file gets from this process's umask (``0o666 & ~umask``),
+    read from ``/proc/self/status`` where Linux gives it: setting the umask
+    to read it would change it for a moment in every thread."""
+    try:
+        with open('/proc/self/status') as fp:
+            umask = next(int(line.split()[1], 8) for line in fp if line.startswith('Umask:'))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o77)
+        os.umask(umask)
     return 0o666 & ~umask
 
 
