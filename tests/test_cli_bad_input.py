@@ -74,6 +74,7 @@ BAD = [
     (['sizing', '--threads', '99999999999999999999', '--ram-gib', '1', '--total', '8G'],
      ['99999999999999999999']),
     (['sizing', '--threads', '4', '--system', 'local', '--partition', 'nosuch'], ['nosuch']),
+    (['sizing', '--threads', '4', '--ram-gib', '1e300', '--total', '8G'], ['--ram-gib']),
     # ior-args
     (['ior-args', '--phase', 'write', '--test-dir', '/x', '--transfer', 'big', '--block', '1g'],
      ['big']),
@@ -90,6 +91,7 @@ BAD = [
     (['scratch', 'create', '{tmp}', 'x', '--bytes', 'lots'], ['--bytes']),
     (['scratch', 'create', '/', 'x'], ['/']),
     (['scratch', 'nosuch'], ['invalid choice']),
+    (['scratch', 'create', '{tmp}', 'x', '--owner-pid', '99999999999999999999'], ['--owner-pid']),
     # bless
     (['bless', '--max-tolerance', '-5'], ['--max-tolerance']),
     (['bless', '--min-tolerance', '-1'], ['--min-tolerance']),
@@ -102,6 +104,7 @@ BAD = [
     (['bless', '--percentile', '-1'], ['--percentile']),
     (['bless', '--nsigma', 'nan'], ['--nsigma']),
     (['bless', '--check', '(', '--session', 'x'], ['--check']),
+    (['bless', '--last', '99999999999999999999'], ['--last']),
     # compare
     (['compare', '--tolerance', '-1'], ['--tolerance']),
     (['compare', '--history', '-1'], ['--history']),
@@ -114,6 +117,8 @@ BAD = [
     (['compare', '--tolerance', 'inf'], ['--tolerance']),
     (['compare', '--history', 'all'], ['--history']),
     (['compare', '--mode', 'weekly'], ['--mode']),
+    (['compare', '--history', '99999999999999999999'], ['--history']),
+    (['compare', '--drift-window', '99999999999999999999'], ['--drift-window']),
     # report
     (['report', '-o', '{dir}'], ['{dir}', 'directory']),
     (['report', '--last', '-1'], ['--last']),
@@ -135,6 +140,7 @@ BAD = [
     (['triage', 'c3f2a1b2c4d', 'maybe'], ['invalid choice']),
     (['triage', '--summary', '--since', 'someday'], ['someday']),
     (['triage', '--summary', '--since', '2026-13-45'], ['2026-13-45']),
+    (['changes', '--last', '99999999999999999999'], ['--last']),
     # acceptance
     (['acceptance', '--system', 'local', '--repetitions', '0'], ['--repetitions']),
     (['acceptance', '--system', 'local', '--repetitions', '-2'], ['--repetitions']),
@@ -144,6 +150,7 @@ BAD = [
     (['acceptance', '--system', 'local', '-o', '{dir}'], ['{dir}', 'directory']),
     (['acceptance', '--system', 'local', '--repetitions', 'three'], ['--repetitions']),
     (['acceptance', '--contract', '{dir}'], ['{dir}']),
+    (['acceptance', '--system', 'local', '--repetitions', '99999999999999999999'], ['--repetitions']),
     # acceptance-report
     (['acceptance-report', '{tmp}/none.json'], ['{tmp}/none.json']),
     (['acceptance-report', '{latin1}'], ['{latin1}']),
@@ -165,6 +172,7 @@ BAD = [
     (['screen', '--system', 'local', '--apply'], ['--drain']),
     (['screen', '--system', 'local', '--resume'], ['--workdir']),
     (['screen', '--system', 'local', '--mode', 'weekly'], ['--mode']),
+    (['screen', '--system', 'local', '--batch', '99999999999999999999'], ['--batch']),
     # validate
     (['validate', '--system', 'nosuch'], ['nosuch']),
     (['validate', '--contract', '{tmp}/none.yaml'], ['{tmp}/none.yaml']),

@@ -62,10 +62,17 @@ def _bounded(text, value, low, high, what):
     return value
 
 
+#: the largest count of sessions, nights, repetitions, jobs or cores an
+#: option takes (a typo such as 99999999999999999999 overflowed a C long)
+MAX_COUNT = 1_000_000
 #: a count of things: 0 or more
-count = integer(0, what='a whole number')
+count = integer(0, MAX_COUNT, what='a whole number')
 #: a count of at least one
-positive = integer(1, what='a whole number')
+positive = integer(1, MAX_COUNT, what='a whole number')
+#: a process id (Linux's largest pid_max is 2^22)
+pid = integer(1, 2 ** 22, what='a process id')
+#: a number of bytes (the free space of the file system bounds it)
+nbytes = integer(1, what='a number of bytes')
 #: a percentage that cannot be negative (a tolerance, a drop)
 percent = number(0, what='a percentage')
 

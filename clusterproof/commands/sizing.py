@@ -25,7 +25,7 @@ def register(subparsers):
     p.add_argument('--total', help='total data instead of 2 x RAM, e.g. 8T')
     p.add_argument('--transfer', help='transfer size (default: the declared one, or 16m)')
     p.add_argument('--smoke', action='store_true', help='smoke sizes (small, direct I/O)')
-    p.add_argument('--ram-gib', type=argtypes.number(0, what='a size in GiB'),
+    p.add_argument('--ram-gib', type=argtypes.number(0, 2 ** 30, 'a size in GiB'),
                    help='without --system: the RAM of all client nodes and servers, GiB '
                         '(0: not checked); the total must be at least twice that')
     p.add_argument('--scratch', help='without --system: refuse sizes that do not fit the free '
