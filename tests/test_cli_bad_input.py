@@ -3,9 +3,10 @@ non-zero status and a message naming what was wrong; none shows a
 traceback, none hangs, none exits 0.
 
 The table below is the list of bad inputs. Each row runs in this process
-(``cli.main(argv)``, output captured); a handful run as whole processes too,
-to show what a user sees: the top-level handler's one line, the traceback
-only under ``--debug``. ``{tmp}`` in an argument is the test's directory
+(``cli.main(argv)``, output captured, a hang bounded by an alarm); three run
+as whole processes too, as a user sees them. The top-level handler's one
+line for an error nothing refused by name, and its traceback only under
+``--debug``, are shown with a command made to fail so. ``{tmp}`` in an argument is the test's directory
 (empty results directory, references and store under it), ``{latin1}`` a
 file that is not UTF-8, ``{dir}`` an existing directory.
 """
@@ -16,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 
 import pytest
 
