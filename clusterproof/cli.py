@@ -3,6 +3,10 @@
 Each subcommand lives in ``clusterproof/commands/<name>.py`` and provides
 ``register(subparsers)``, which adds its parser and sets ``func`` to a
 function taking the parsed arguments and returning the exit status.
+
+An error is one line on standard error and exit status 2: a refusal
+(``ClusterproofError``) as it is worded, any other exception as the
+command, what it was given and a hint; the traceback only with ``--debug``.
 """
 
 import argparse
@@ -46,6 +50,9 @@ def build_parser():
                     'The checks themselves run with: reframe -c reframe_checks -r '
                     '[--mode smoke|nightly|acceptance]')
     parser.add_argument('--version', action='version', version=f'clusterproof {__version__}')
+    parser.add_argument('--debug', action='store_true',
+                        help='on an unexpected error, print its traceback too (without it: '
+                             'one line naming the command, its input and a hint)')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     for name in COMMANDS:
         modname = f'clusterproof.commands.{name}'
@@ -74,6 +81,28 @@ def main(argv=None):
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as err:    # noqa: BLE001 -- the one place any error becomes one line
+        if args.debug:
+            raise
+        print(unexpected(args.command, argv if argv is not None else sys.argv[1:], err),
+              file=sys.stderr)
+        return 2
+
+
+def unexpected(command, argv, err):
+    """The one line of an error nothing refused by name: the command, its
+    input, the error (a file error names its file) and a hint."""
+    if isinstance(err, OSError) and err.filename:
+        what = f'{err.filename}: {err.strerror or err}'
+    elif isinstance(err, UnicodeDecodeError):
+        what = f'input that is not UTF-8 text ({err.reason} at byte {err.start})'
+    else:
+        what = f'{type(err).__name__}: {err}'
+    given = ' '.join(argv)
+    if len(given) > 300:
+        given = given[:300] + '...'
+    return (f'clusterproof {command}: unexpected error: {what} (input: {given}); check the '
+            f'files and values given, or run again with --debug for the traceback')
 
 
 if __name__ == '__main__':

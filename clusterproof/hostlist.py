@@ -21,11 +21,14 @@ from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
 from clusterproof import ClusterproofError
 
-#: refuse expressions that would expand to more names than this (a typo such
-#: as ``n[1-100000000]`` must not exhaust memory)
-MAX_NAMES = 10_000_000
+#: refuse expressions that would expand to more names than this, counted
+#: before anything is expanded (a typo such as ``n[1-100000000]`` must not
+#: exhaust memory); the largest machines have about 160,000 nodes
+MAX_NAMES = 1_000_000
 
 _NAME_OK = re.compile(r'^[A-Za-z0-9._-]+$')
+_BRACKETS = re.compile(r'\[([^\[\]]*)\]')
+_RANGE = re.compile(r'^(\d+)(?:-(\d+))?$')
 _EXPR_OK = re.compile(r'^[A-Za-z0-9._,\[\]-]*$')
 
 
@@ -52,6 +55,20 @@ def _items(expr):
     return [item for item in items if item]
 
 
+def _count(item):
+    """How many names ``item`` (one comma-separated item) names, from its
+    brackets alone: the product of the sizes of their ranges. A part that
+    is not a range counts as one name (``NodeSet`` says what is wrong)."""
+    total = 1
+    for inside in _BRACKETS.findall(item):
+        size = 0
+        for part in inside.split(','):
+            m = _RANGE.match(part)
+            size += max(int(m.group(2)) - int(m.group(1)) + 1, 1) if m and m.group(2) else 1
+        total *= size
+    return total
+
+
 def _node_set(expr, item):
     try:
         nodes = NodeSet(item)
@@ -66,9 +83,7 @@ def _node_set(expr, item):
         raise ClusterproofError(f'hostlist {expr!r}: {why}') from None
     except AssertionError:          # ClusterShell: "range too large"
         raise ClusterproofError(
-            f'hostlist {expr!r}: {item!r} has more than {MAX_NAMES} names') from None
-    if len(nodes) > MAX_NAMES:
-        raise ClusterproofError(f'hostlist {expr!r}: {item!r} has more than {MAX_NAMES} names')
+            f'hostlist {expr!r}: {item!r} has more than {MAX_NAMES:,} names') from None
     return nodes
 
 
@@ -85,11 +100,13 @@ def expand(expr):
         raise ClusterproofError(
             f'hostlist {expr!r}: {", ".join(map(repr, bad))} is not a node name character '
             f'(letters, digits, ".", "_", "-" only)')
+    items = _items(text)
+    if sum(map(_count, items)) > MAX_NAMES:
+        raise ClusterproofError(f'hostlist {expr!r}: expands to more than {MAX_NAMES:,} names; '
+                                f'check the ranges in its brackets')
     names = []
-    for item in _items(text):
+    for item in items:
         names.extend(_node_set(expr, item))
-        if len(names) > MAX_NAMES:
-            raise ClusterproofError(f'hostlist {expr!r}: expands to more than {MAX_NAMES} names')
     if not names:
         raise ClusterproofError(f'hostlist {expr!r}: no node names in the expression')
     return names

@@ -94,27 +94,87 @@ def results_db():
     return results_dir() / 'results.db'
 
 
-def write_atomic(path, text, mode=0o644):
+def read_text(path, what='file'):
+    """The text of ``path``, UTF-8. A file that cannot be read or is not
+    UTF-8 text is an error naming it (``what`` says what it is for)."""
+    from clusterproof import ClusterproofError
+    try:
+        return Path(path).read_text(encoding='utf-8')
+    except OSError as err:
+        raise ClusterproofError(f'{path}: cannot read the {what}: {err.strerror}') from None
+    except UnicodeDecodeError as err:
+        raise ClusterproofError(f'{path}: not UTF-8 text, as the {what} must be ({err.reason} at byte '
+                                f'{err.start}); save it as UTF-8') from None
+
+
+def write_atomic(path, text, mode=None):
     """Write ``text`` to ``path`` through a temporary file in the same
     directory and a rename: readers see the old file or the new one, never
-    half of it, and a failure leaves the old file as it was."""
+    half of it, and a failure leaves the old file as it was. The file and
+    then its directory are synced before this returns, so the new file
+    survives a power cut (an acceptance record a signature rests on). The
+    file's mode is ``mode``, default what the umask gives a new file."""
     from clusterproof import ClusterproofError
     path = Path(path)
+    if path.is_dir():
+        raise ClusterproofError(f'cannot write {path}: it is a directory; name the file to '
+                                f'write')
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
     except OSError as err:
         raise ClusterproofError(f'cannot write {path}: {err.strerror}') from None
     try:
-        with os.fdopen(fd, 'w') as fp:
+        with os.fdopen(fd, 'w', encoding='utf-8') as fp:
             fp.write(text)
-        os.chmod(tmp, mode)
+            fp.flush()
+            os.fchmod(fp.fileno(), new_file_mode() if mode is None else mode)
+            os.fsync(fp.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    sync_directory(path.parent)
     return path
+
+
+def append_synced(path, text):
+    """Append ``text`` to ``path`` (created with the umask's mode) and sync
+    it, and the directory when the file is new: an appended history entry
+    survives a power cut."""
+    path = Path(path)
+    new = not path.exists()
+    with open(path, 'a', encoding='utf-8') as fp:
+        fp.write(text)
+        fp.flush()
+        os.fsync(fp.fileno())
+    if new:
+        sync_directory(path.parent)
+    return path
+
+
+def sync_directory(path):
+    """fsync the directory ``path``: the names created or renamed in it are
+    on disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def new_file_mode():
+    """The mode a new file gets from this process's umask (``0o666 & ~umask``),
+    read from ``/proc/self/status`` where Linux gives it: setting the umask
+    to read it would change it for a moment in every thread."""
+    try:
+        with open('/proc/self/status') as fp:
+            umask = next(int(line.split()[1], 8) for line in fp if line.startswith('Umask:'))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o77)
+        os.umask(umask)
+    return 0o666 & ~umask
 
 
 def user_path(base):

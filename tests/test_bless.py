@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import yaml
 
+from clusterproof import ClusterproofError
 from clusterproof.analysis import bless
 from clusterproof.store.sessions import load_sessions, records
 from results_helpers import clusterproof, recorded_results
@@ -93,7 +94,7 @@ def test_allow_emulated_takes_emulated_results_only(recorded, tmp_path):
     assert 'FROM EMULATED RUNS' in path.read_text()
     assert 'emulated: true' in (refs / 'local.emulated.history').read_text()
     mixed = bless.derive(emulated[:2]) + bless.derive(recs[2:])
-    with pytest.raises(bless.ClusterproofError, match='emulated and real'):
+    with pytest.raises(ClusterproofError, match='emulated and real'):
         bless.write_references('local', mixed, 'demo', sessions[:2], path=tmp_path / 'x.yaml')
     assert not (tmp_path / 'x.yaml').exists()
 
@@ -140,3 +141,14 @@ def test_write_keeps_other_checks_and_records_the_reason(recorded):
     hist = list(yaml.safe_load_all((refs / 'local.history').read_text()))
     assert hist[-1]['reason'] == 'BIOS 2.3 update'
     assert hist[-1]['sessions'] == [s.uuid for s in sessions[:3]]
+
+
+def test_write_refuses_what_validate_would_reject(recorded):
+    """One rule decides what a valid reference is: the tolerance a negative
+    maximum gives (bless --max-tolerance -5, before the option refused it)
+    is refused at write, as clusterproof validate refuses it; nothing written."""
+    _, refs, sessions = recorded
+    new = bless.derive(records(sessions[:3]), max_tolerance=-0.05)
+    with pytest.raises(ClusterproofError, match='impossible.*nothing was written'):
+        bless.write_references('local', new, 'a reason', sessions[:3], path=refs / 'local.yaml')
+    assert list(refs.iterdir()) == []

@@ -14,7 +14,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
 from clusterproof.parsers import slurm
-from clusterproof.site import discover
+from clusterproof.site import discover, hardware
 from clusterproof.site.inventory import compare_hardware
 from conftest import (DATA, EMU_INSTANCE, REPO, VENV_BIN, emu_cluster_exclusive, report_cases,
                       run_reframe)
@@ -254,7 +254,13 @@ def test_cores_per_socket_are_slurms_and_cputot_is_separate():
     decl = discover.declare_group('general', group, None, [node], unprobed='drained')
     assert (decl.hardware['sockets'], decl.hardware['cores_per_socket'],
             decl.hardware['threads_per_core'], decl.hardware['slurm_cpus']) == (1, 4, 1, 1)
-    assert decl.processor['num_cpus'] == 1 and decl.processor['num_sockets'] == 1
+    # processor: what a job gets (1 CPU), and no layout of 1 CPU that the node has not
+    assert decl.processor == {'num_cpus': 1}
+    assert any('no socket and core layout' in n for n in decl.notes), decl.notes
+    assert hardware.processor_disagreements(decl.processor, decl.hardware) == []
+    whole = dict(decl.hardware, slurm_cpus=4)
+    assert hardware.processor_from_hardware(whole) == {
+        'num_sockets': 1, 'num_cpus_per_core': 1, 'num_cpus_per_socket': 4, 'num_cpus': 4}
 
 
 #: the NodeName/PartitionName lines of the EXAMPLE in Slurm's slurm.conf(5)

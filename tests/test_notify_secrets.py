@@ -206,7 +206,7 @@ CASES = [
      {'pw': b'\xff{T}'}, 4, 'password_file: {tmp}/pw is not UTF-8 text'),
     # the settings file itself, holding what it must not
     ('settings: not UTF-8', b'\xff  webhook: {url_file: "/x/{T}"}', None, {}, 2,
-     'the notification settings are not UTF-8 text'),
+     'not UTF-8 text, as the notification settings must be'),
     ('settings: not YAML', '  webhook: {url_env: CP_SECRET}\n  password: {T}: [', None, {}, 2,
      'not YAML: line 6, column 29: mapping values are not allowed here'),
 ]

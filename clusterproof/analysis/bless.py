@@ -34,10 +34,11 @@ import numpy as np
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.paths import write_atomic
+from clusterproof.paths import append_synced, read_text, write_atomic
 from clusterproof.references.judge import (default_index, entry_reference, index_of,
                                            index_value, load_references, parse,
-                                           record_lower_is_better, reference_file)
+                                           record_lower_is_better, reference_file,
+                                           validate_data)
 from clusterproof.store.statistics import percentile
 
 DEFAULT_NSIGMA = 3.0
@@ -301,7 +302,7 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
         raise ClusterproofError('emulated and real results cannot be blessed together; '
                                 'nothing was written')
     path = Path(path) if path else reference_file(system, emulated=emulated)
-    old_text = path.read_text() if path.is_file() else ''
+    old_text = read_text(path, 'references file') if path.is_file() else ''
     existing = load_references(system, path)
     entries = merged_entries(existing, new_refs)
     now = now or datetime.datetime.now().astimezone()
@@ -316,6 +317,10 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
                + f'\nsessions: {" ".join(s.uuid for s in sessions)}')
     text = render(old_text, entries, comment)
     check = parse(text, path)
+    try:
+        validate_data(check, path)
+    except ClusterproofError as err:
+        raise ClusterproofError(f'{err}; nothing was written') from None
     for key, entry in entries.items():
         if check.get(key) != entry:
             raise ClusterproofError(f'{path}: internal error: entry {key} did not survive '
@@ -338,6 +343,6 @@ def write_references(system, new_refs, reason, sessions, pct=None, nsigma=DEFAUL
                         'figure': n.figure, 'entry': n.entry, 'values': n.values}
                        for n in new_refs],
     }
-    with open(path.with_suffix('.history'), 'a') as fp:
-        fp.write('---\n' + yaml.safe_dump(hist, sort_keys=False, width=100))
+    append_synced(path.with_suffix('.history'),
+                  '---\n' + yaml.safe_dump(hist, sort_keys=False, width=100))
     return path

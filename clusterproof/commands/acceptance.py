@@ -12,6 +12,7 @@ from clusterproof import ClusterproofError
 from clusterproof.acceptance import contract, record
 from clusterproof.acceptance import report as acceptance_report
 from clusterproof.acceptance import run as contract_run
+from clusterproof.commands import argtypes
 from clusterproof.notify import send as notify_send
 from clusterproof.paths import CHECKS_DIR, write_atomic
 from clusterproof.references.judge import Verdict, load_references, reference_file
@@ -61,12 +62,12 @@ def register(subparsers):
                    help='the acceptance record '
                         '(default: <results>/acceptance/<name>-<YYYYmmddTHHMMSS>.json; the '
                         'name is the contract\'s, or <system>-references)')
-    p.add_argument('--repetitions', type=int, default=3,
+    p.add_argument('--repetitions', type=argtypes.positive, default=3,
                    help='with --system: sessions to run (default %(default)s; a contract sets '
                         'its own)')
     p.add_argument('--checks', default=str(CHECKS_DIR), metavar='DIR',
                    help='check directory (default: reframe_checks)')
-    p.add_argument('-o', '--output', metavar='FILE',
+    p.add_argument('-o', '--output', metavar='FILE', type=argtypes.output_file,
                    help='the report page, HTML (default: the record with the suffix .html)')
     p.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_OPTION',
                    help='with --system: more reframe options after --, e.g. -- -n IOR')

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from clusterproof.acceptance import report
+from clusterproof.commands import argtypes
 from clusterproof.paths import write_atomic
 
 
@@ -23,9 +24,10 @@ def register(subparsers):
                     '$CLUSTERPROOF_CHROMIUM). Outputs are written atomically. See '
                     'docs/acceptance.md, "The signed report".')
     p.add_argument('record', metavar='RECORD.json', help='the acceptance record')
-    p.add_argument('-o', '--output', metavar='OUT.html',
+    p.add_argument('-o', '--output', metavar='OUT.html', type=argtypes.output_file,
                    help='where to write the HTML page (default: RECORD with the suffix .html)')
-    p.add_argument('--pdf', metavar='OUT.pdf', help='also print the page to this PDF')
+    p.add_argument('--pdf', metavar='OUT.pdf', type=argtypes.output_file,
+                   help='also print the page to this PDF')
     p.set_defaults(func=run)
 
 

@@ -6,6 +6,7 @@ from tabulate import tabulate
 
 from clusterproof import ClusterproofError
 from clusterproof.analysis import bless
+from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, select_sessions
 from clusterproof.store.sessions import records
 
@@ -26,17 +27,20 @@ def register(subparsers):
                     '(the local cluster, pmem on tmpfs) into <system>.emulated.yaml, against '
                     'which compare judges emulated results and nothing else.')
     add_selection_args(p)
-    p.add_argument('--check', metavar='REGEX',
+    p.add_argument('--check', metavar='REGEX', type=argtypes.regex,
                    help='only tests whose name matches (e.g. "^IOR"); others keep their '
                         'references')
-    p.add_argument('--percentile', type=float, metavar='P',
+    p.add_argument('--percentile', type=argtypes.number(0, 100, 'a percentile'), metavar='P',
                    help='reference = the P-th percentile instead of the median '
                         '(e.g. 5 for throughputs)')
-    p.add_argument('--nsigma', type=float, default=bless.DEFAULT_NSIGMA,
+    p.add_argument('--nsigma', type=argtypes.number(0, what='a number of standard deviations'),
+                   default=bless.DEFAULT_NSIGMA,
                    help='tolerance in standard deviations (default %(default)g)')
-    p.add_argument('--min-tolerance', type=float, default=bless.DEFAULT_MIN_TOLERANCE * 100,
+    p.add_argument('--min-tolerance', type=argtypes.percent,
+                   default=bless.DEFAULT_MIN_TOLERANCE * 100,
                    metavar='PERCENT', help='smallest tolerance in percent (default %(default)g)')
-    p.add_argument('--max-tolerance', type=float, default=bless.DEFAULT_MAX_TOLERANCE * 100,
+    p.add_argument('--max-tolerance', type=argtypes.percent,
+                   default=bless.DEFAULT_MAX_TOLERANCE * 100,
                    metavar='PERCENT', help='largest tolerance in percent (default %(default)g)')
     p.add_argument('--write', action='store_true', help='write the reference file')
     p.add_argument('--reason', help='why the references change (required with --write)')
@@ -56,10 +60,7 @@ def run(args):
     sessions = select_sessions(args, system=args.system, mode=args.mode)
     recs = records(sessions)
     if args.check:
-        try:
-            pat = re.compile(args.check)
-        except re.error as err:
-            raise ClusterproofError(f'--check {args.check!r}: not a regular expression ({err})')
+        pat = re.compile(args.check)
         recs = [r for r in recs if pat.search(r.test)]
     if not recs:
         raise ClusterproofError('the selected sessions have no test cases'

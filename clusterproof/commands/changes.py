@@ -7,6 +7,7 @@ from tabulate import tabulate
 
 from clusterproof import ClusterproofError
 from clusterproof.analysis import detector, findings, smallest, triage
+from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, parse_since
 from clusterproof.store import history, sources
 
@@ -48,11 +49,11 @@ def register(subparsers):
                    help='only the changes nobody has given a verdict yet (clusterproof triage)')
     p.add_argument('--all', action='store_true',
                    help='also list the noise of figures without a change')
-    p.add_argument('--max-detectable', type=float,
+    p.add_argument('--max-detectable', type=argtypes.number(above=0, what='a percentage'),
                    default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
                    help='a figure whose minimum detectable change is larger is too noisy '
                         'to judge (default %(default)g)')
-    p.add_argument('--min-change', type=float, metavar='PERCENT',
+    p.add_argument('--min-change', type=argtypes.percent, metavar='PERCENT',
                    help='the smallest change that matters, for every figure: a change, '
                         'transient or drift smaller than PERCENT is not listed (default: '
                         'per check or figure from site_config/changes.yaml, else the '

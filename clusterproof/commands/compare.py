@@ -5,6 +5,7 @@ import polars as pl
 
 from clusterproof import ClusterproofError
 from clusterproof.analysis import compare
+from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_store_arg
 from clusterproof.references.judge import reference_file
 from clusterproof.store import history
@@ -34,19 +35,21 @@ def register(subparsers):
     p.add_argument('sessions', nargs='*', metavar='SESSION',
                    help='session uuid or unique prefix: SESSION, or BASE SESSION')
     p.add_argument('--system', help='only test cases that ran on this system')
-    p.add_argument('--tolerance', type=float, default=compare.DEFAULT_TOLERANCE * 100,
+    p.add_argument('--tolerance', type=argtypes.percent, default=compare.DEFAULT_TOLERANCE * 100,
                    metavar='PERCENT',
                    help='between sessions, for figures without a reference tolerance '
                         '(default %(default)g)')
-    p.add_argument('--history', type=int, default=30, metavar='N',
+    p.add_argument('--history', type=argtypes.count, default=30, metavar='N',
                    help='sessions of history searched for drift (default %(default)s; 0: no '
                         'drift check)')
-    p.add_argument('--drift-window', type=int, default=compare.DEFAULT_WINDOW, metavar='N',
+    p.add_argument('--drift-window', type=argtypes.positive,
+                   default=compare.DEFAULT_WINDOW, metavar='N',
                    help='rolling median over the last N sessions (default %(default)s)')
-    p.add_argument('--drift-percent', type=float, default=compare.DEFAULT_DROP * 100,
+    p.add_argument('--drift-percent', type=argtypes.percent, default=compare.DEFAULT_DROP * 100,
                    metavar='X', help='drift when that median is X%% worse than the reference '
                                      '(default %(default)g)')
-    p.add_argument('--drift-nights', type=int, default=compare.DEFAULT_NIGHTS, metavar='N',
+    p.add_argument('--drift-nights', type=argtypes.count,
+                   default=compare.DEFAULT_NIGHTS, metavar='N',
                    help='drift when a figure got worse N sessions in a row (default '
                         '%(default)s; 0: off)')
     add_store_arg(p)

@@ -3,6 +3,7 @@
 import sys
 
 from clusterproof import ClusterproofError
+from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import references_dir, results_db
 from clusterproof.store.sessions import load_sessions, records, select, store_paths
@@ -37,7 +38,7 @@ def register(subparsers):
                     'value are exported. See docs/results.md and docs/notify.md.')
     p.add_argument('--format', required=True, choices=export.FORMATS,
                    help='the output format')
-    p.add_argument('-o', '--output', metavar='FILE',
+    p.add_argument('-o', '--output', metavar='FILE', type=argtypes.output_file,
                    help='write to FILE (atomically: a temporary file renamed) instead of '
                         'standard output')
     add_selection_args(p)

@@ -2,6 +2,7 @@
 one per line, for job scripts (slurm/ior-n-to-1.sbatch) that must run exactly
 what the ReFrame check runs (clusterproof/methods/ior.py)."""
 
+from clusterproof.commands import argtypes
 from clusterproof.methods import ior
 
 
@@ -12,8 +13,10 @@ def register(subparsers):
                     '(the ReFrame check IorSharedFile runs the same), one per line.')
     p.add_argument('--phase', choices=list(ior.PHASES), required=True)
     p.add_argument('--test-dir', required=True, help='the test directory (holds tst.file)')
-    p.add_argument('--transfer', required=True, help='transfer size (-t), e.g. 16m')
-    p.add_argument('--block', required=True, help='size per thread (-b), e.g. 512g')
+    p.add_argument('--transfer', required=True, type=argtypes.size,
+                   help='transfer size (-t), e.g. 16m')
+    p.add_argument('--block', required=True, type=argtypes.size,
+                   help='size per thread (-b), e.g. 512g')
     p.add_argument('--read-reorder', default='-C', choices=ior.READ_REORDERS,
                    help='read reordering: -C (another node\'s data, default), -Z (random) '
                         'or "" (none)')

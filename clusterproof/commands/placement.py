@@ -7,6 +7,7 @@ import os
 import sys
 
 from clusterproof import ClusterproofError
+from clusterproof.commands import argtypes
 from clusterproof.methods import placement
 
 
@@ -20,7 +21,8 @@ def register(subparsers):
     p.add_argument('--nodes', default=None,
                    help='client nodes as a Slurm hostlist expression, e.g. "n[1-16]" '
                         '(default: $SLURM_JOB_NODELIST inside an allocation)')
-    p.add_argument('--threads', type=int, required=True, help='number of threads (T >= 1)')
+    p.add_argument('--threads', type=argtypes.threads, required=True,
+                   help=f'number of threads (1 to {placement.MAX_THREADS:,})')
     p.add_argument('--format', choices=placement.FORMATS, default='hostfile',
                    help='hostfile: one client node per rank; slots: "node slots=k"; '
                         'threadlist: IOzone -+m lines "node workdir iozone"; '
@@ -29,7 +31,7 @@ def register(subparsers):
     p.add_argument('--iozone', help='path of iozone on the client nodes (threadlist form; '
                                     'default: iozone found on PATH)')
     p.add_argument('--hostfile', help='hostfile path to name in the mpirun form')
-    p.add_argument('--cores-per-node', type=int, default=None,
+    p.add_argument('--cores-per-node', type=argtypes.positive, default=None,
                    help='cores per client node: adds --overcommit (srun) or --oversubscribe '
                         '(mpirun) when a node gets more threads than cores')
     p.set_defaults(func=run)
@@ -40,8 +42,6 @@ def run(args):
     if not nodes:
         raise ClusterproofError('no client nodes: pass --nodes "n[1-16]" or run inside a '
                                 'Slurm allocation (SLURM_JOB_NODELIST)')
-    if args.cores_per_node is not None and args.cores_per_node < 1:
-        raise ClusterproofError(f'--cores-per-node {args.cores_per_node} must be at least 1')
     iozone = args.iozone
     if args.format == 'threadlist' and not iozone:
         import shutil

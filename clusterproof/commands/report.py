@@ -4,6 +4,7 @@ from pathlib import Path
 
 from clusterproof import store
 from clusterproof.analysis import findings, triage
+from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import results_dir, write_atomic
 from clusterproof.results import report
@@ -28,7 +29,7 @@ def register(subparsers):
                     'each session. Smoke and emulated results are labelled so. See '
                     'docs/report.md.' % report.RECENT_NIGHTS)
     add_selection_args(p, default_help='the newest 30 sessions')
-    p.add_argument('-o', '--output', metavar='FILE',
+    p.add_argument('-o', '--output', metavar='FILE', type=argtypes.output_file,
                    help='where to write the page (default: <results>/reports/report.html)')
     p.add_argument('--title', default='clusterproof report', help='page title')
     p.set_defaults(func=run)

@@ -11,6 +11,7 @@ are gone. A refusal exits with status 2 and says why on stderr.
 import os
 
 from clusterproof.checklib import scratch
+from clusterproof.commands import argtypes
 
 
 def register(subparsers):
@@ -23,12 +24,12 @@ def register(subparsers):
     c = sub.add_parser('create', help='print the path of a new test directory')
     c.add_argument('scratch')
     c.add_argument('name')
-    c.add_argument('--owner-pid', type=int, default=None,
+    c.add_argument('--owner-pid', type=argtypes.pid, default=None,
                    help='process that uses the directory (a job script passes $$; '
                         'default: the parent process)')
     c.add_argument('--path', default=None,
                    help='create this path (under SCRATCH) instead of NAME-<unique>')
-    c.add_argument('--bytes', type=int, default=None,
+    c.add_argument('--bytes', type=argtypes.nbytes, default=None,
                    help='the test will write this many bytes: refuse when they do not fit')
     c.add_argument('--what', default='test files', help='what the bytes are, for the refusal')
     r = sub.add_parser('remove', help='remove a test directory clusterproof created')

@@ -11,6 +11,7 @@ import time
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
+from clusterproof.commands import argtypes
 from clusterproof.modes import MODES
 from clusterproof.notify import send as notify_send
 from clusterproof.references.judge import load_references
@@ -42,17 +43,18 @@ def register(subparsers):
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
                     '0 when none, 2 on an error.' % (rule.DEFAULT_NOISE_UNITS,
                                                       rule.DEFAULT_SMALLEST_PCT['default']))
-    p.add_argument('--system', required=True, help='system of the site configuration')
+    p.add_argument('--system', required=True, type=argtypes.known_system,
+                   help='system of the site configuration')
     p.add_argument('--partition', help='its partition (default: its first)')
     p.add_argument('--checks', default=','.join(results.DEFAULT_CHECKS),
                    help=f'comma-separated, of: {", ".join(results.SCREEN_CHECKS)} '
                         '(default %(default)s)')
     p.add_argument('--format', choices=('table', 'json'), default='table')
-    p.add_argument('--repeat', type=int, default=1, metavar='N',
+    p.add_argument('--repeat', type=argtypes.count, default=1, metavar='N',
                    help='run outliers and suspects again up to N times, judging each on '
                         'the mean of its runs, before naming them (default '
                         '%(default)s; 0: judge on one run)')
-    p.add_argument('--batch', type=int, metavar='N',
+    p.add_argument('--batch', type=argtypes.positive, metavar='N',
                    help="node jobs in the queue at once (default: the site's MaxSubmitJobs "
                         "(sacctmgr) less one, else all the nodes up to "
                         f'{jobs.DEFAULT_WINDOW})')
@@ -60,10 +62,11 @@ def register(subparsers):
                    help='continue the screening started in --workdir (interrupted by Ctrl-C '
                         'or a reboot): run only the nodes without a result; jobs of the '
                         'interrupted run still queued are watched, not submitted again')
-    p.add_argument('--progress-every', type=float, default=60.0, metavar='S',
+    p.add_argument('--progress-every', type=argtypes.number(above=0, what='a number of seconds'),
+                   default=60.0, metavar='S',
                    help='a progress line (nodes done, running, pending, missing, the time '
                         'left) on standard error every S seconds (default %(default)g)')
-    p.add_argument('--page', metavar='FILE',
+    p.add_argument('--page', metavar='FILE', type=argtypes.output_file,
                    help='also write the screening as one HTML page: the nodes laid out by '
                         "switch (Slurm's topology), rack (node-name ranges) or partition, "
                         'coloured by their distance from their peers, the outliers listed')

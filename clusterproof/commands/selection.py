@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.commands import argtypes
 from clusterproof.paths import results_db
 from clusterproof.store.sessions import load_sessions, read_store
 
@@ -22,6 +23,17 @@ def parse_since(text, now=None):
         raise ClusterproofError(
             f'--since {text!r}: give a number and a unit s, m, h, d or w (e.g. 30d)')
     return (now or time.time()) - float(m.group(1)) * _SINCE_UNITS[m.group(2)]
+
+
+def since_text(text):
+    """``--since`` as typed, refused by argparse when :func:`parse_since`
+    cannot read it."""
+    try:
+        parse_since(text)
+    except ClusterproofError:
+        raise argparse.ArgumentTypeError(f'{text!r}: give a number and a unit s, m, h, d or w '
+                                         f'(e.g. 30d)') from None
+    return text
 
 
 class _StoreAction(argparse.Action):
@@ -78,8 +90,9 @@ def add_selection_args(parser, default_help='the newest session'):
     g = parser.add_argument_group('session selection (ReFrame results database)')
     g.add_argument('--session', action='append', metavar='ID',
                    help='a session uuid or unique prefix (repeatable)')
-    g.add_argument('--last', type=int, metavar='N', help='the newest N sessions')
-    g.add_argument('--since', metavar='AGE', help='sessions started within AGE, e.g. 30d, 12h')
+    g.add_argument('--last', type=argtypes.positive, metavar='N', help='the newest N sessions')
+    g.add_argument('--since', metavar='AGE', type=since_text,
+                   help='sessions started within AGE, e.g. 30d, 12h')
     g.add_argument('--system', help='only test cases that ran on this system')
     g.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
                    help='only test cases run in this mode')

@@ -6,6 +6,7 @@ import importlib.util
 import sys
 
 from clusterproof import ClusterproofError
+from clusterproof.commands import argtypes
 from clusterproof.methods import sizing
 from clusterproof.paths import SETTINGS_FILE, system_file
 
@@ -20,11 +21,11 @@ def register(subparsers):
     p.add_argument('--system', help='system name in site_config/systems/ (or give --ram-gib)')
     p.add_argument('--partition', help='partition (default: the first one with '
                                        "extras['storage'])")
-    p.add_argument('--threads', type=int, required=True, help='thread count T')
+    p.add_argument('--threads', type=argtypes.threads, required=True, help='thread count T')
     p.add_argument('--total', help='total data instead of 2 x RAM, e.g. 8T')
     p.add_argument('--transfer', help='transfer size (default: the declared one, or 16m)')
     p.add_argument('--smoke', action='store_true', help='smoke sizes (small, direct I/O)')
-    p.add_argument('--ram-gib', type=float,
+    p.add_argument('--ram-gib', type=argtypes.number(0, 2 ** 30, 'a size in GiB'),
                    help='without --system: the RAM of all client nodes and servers, GiB '
                         '(0: not checked); the total must be at least twice that')
     p.add_argument('--scratch', help='without --system: refuse sizes that do not fit the free '
@@ -60,8 +61,6 @@ def run(args):
         name, storage = storage_of(args.system, args.partition)
     elif args.ram_gib is None or not args.total:
         raise ClusterproofError('give --system, or --ram-gib and --total')
-    elif args.ram_gib < 0:
-        raise ClusterproofError(f'--ram-gib {args.ram_gib}: must be >= 0')
     else:
         name = 'none (--ram-gib)'
         storage = {'client_nodes': 1, 'client_ram_gib': max(args.ram_gib, 1e-9),

@@ -157,12 +157,18 @@ class Placement:
                 + self.launcher_options('mpirun', cores_per_node, hostfile_path))
 
 
+#: the most threads a placement deals (every form prints a line or a name
+#: per thread; a typo such as 99999999999999999999 must not exhaust memory)
+MAX_THREADS = 1_000_000
+
+
 def place(nodes, threads):
     """Deal ``threads`` round-robin over ``nodes`` (hostlist expression or list)."""
     if isinstance(threads, bool) or not isinstance(threads, int):
         raise ClusterproofError(f'placement: thread count {threads!r} is not a whole number')
-    if threads < 1:
-        raise ClusterproofError(f'placement: thread count {threads} must be at least 1')
+    if not 1 <= threads <= MAX_THREADS:
+        raise ClusterproofError(f'placement: thread count {threads} must be between 1 and '
+                                f'{MAX_THREADS:,}')
     names = client_nodes(nodes)
     return Placement(tuple(names[:threads]), threads)
 

@@ -21,7 +21,7 @@ import yaml
 
 from clusterproof import ClusterproofError
 from clusterproof.notify import redact
-from clusterproof.paths import SITE_CONFIG
+from clusterproof.paths import SITE_CONFIG, read_text
 
 CHANNELS = ('alertmanager', 'email', 'webhook')
 SECURITY = ('none', 'starttls', 'tls')
@@ -68,13 +68,7 @@ def load(path, system):
     and what is wrong."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ClusterproofError(f'{path}: cannot read the notification settings: '
-                                f'{err.strerror}') from None
-    except UnicodeDecodeError:
-        raise ClusterproofError(f'{path}: the notification settings are not UTF-8 text') \
-            from None
+        data = yaml.safe_load(read_text(path, 'notification settings'))
     except yaml.YAMLError as err:
         raise ClusterproofError(f'{path}: not YAML: {_yaml_problem(err)}') from None
     if not isinstance(data, dict):

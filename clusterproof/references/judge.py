@@ -34,7 +34,7 @@ from typing import NamedTuple
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.paths import references_dir
+from clusterproof.paths import read_text, references_dir
 
 #: units of figures where a smaller value is better (times and latencies):
 #: the direction of history that declares none (see :func:`lower_is_better`)
@@ -107,11 +107,7 @@ def reference_file(system, directory=None, emulated=False):
 def load(path):
     """Parse a references file; a YAML error names the file and the line."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ClusterproofError(f'{path}: cannot read: {err.strerror}') from None
-    return parse(text, path)
+    return parse(read_text(path, 'references file'), path)
 
 
 def parse_yaml(text, path):
@@ -276,7 +272,14 @@ def _walk(path, check, node, depth, keys):
 
 def validate_file(path):
     """Validate every entry of a references file; return the number of entries."""
-    data = load(path)
+    return validate_data(load(path), path)
+
+
+def validate_data(data, path):
+    """Validate every entry of ``data``, the parsed references file ``path``;
+    return the number of entries. The one rule of what a valid references
+    file is: ``clusterproof validate`` reads a file with it, ``bless --write``
+    checks what it is about to write with it."""
     count = 0
     for where, _check, _figure, entry in iter_entries(data, path):
         check_entry(where, entry)

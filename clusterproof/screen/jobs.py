@@ -185,7 +185,7 @@ def write_node_job(wd):
     configuration it runs with); returns its path."""
     settings = runner.write_in_job_settings(wd.path / 'in-job-settings.py')
     command = runner.in_job_command(['"$@"'], settings, '"$part"',
-                                    f'{wd.path}/stage/"$node.$label"')
+                                    shlex.quote(f'{wd.path}/stage/') + '"$node.$label"')
     # the placeholders stay shell words: quote the rest
     words = [w if '"' in w else shlex.quote(w) for w in command]
     script = NODE_JOB.format(nodes=shlex.quote(str(wd.nodes)), repo=shlex.quote(str(REPO)),

@@ -519,6 +519,11 @@ def declare_group(name, group, rep, all_nodes, scratch=None, login_boot_id=None,
     else:
         und['storage.scratch'] = 'not given: clusterproof init --scratch PATH'
     topology_known = all(k in hw for k in ('sockets', 'cores_per_socket', 'threads_per_core'))
+    if topology_known and 'num_sockets' not in processor_from_hardware(hw):
+        notes.append(f"processor: num_cpus {hw['slurm_cpus']} is what Slurm schedules, fewer "
+                     f"or more than the node's {hw['sockets']} x {hw['cores_per_socket']} x "
+                     f"{hw['threads_per_core']}: no socket and core layout is declared to "
+                     f"ReFrame (extras['hardware'] has the node's)")
     return Declaration(name=name, group=group, access=access,
                        processor=processor_from_hardware(hw) if topology_known else {},
                        hardware=hw, storage=storage,

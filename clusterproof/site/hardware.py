@@ -120,26 +120,43 @@ def node_cores(partition):
                           f'({_system_file(partition)})')
 
 
-#: ReFrame ``processor`` keys and how each follows from ``extras['hardware']``
+#: ReFrame ``processor`` keys and how each follows from ``extras['hardware']``:
+#: the CPUs a job gets, and the node's layout where it holds exactly those
+#: CPUs (None: not declared, see :func:`_layout`)
 PROCESSOR_FROM_HARDWARE = {
-    'num_sockets': lambda hw: hw['sockets'],
-    'num_cpus_per_core': lambda hw: hw['threads_per_core'],
-    'num_cpus_per_socket': lambda hw: _node_cpus(hw) // hw['sockets'],
+    'num_sockets': lambda hw: _layout(hw, hw['sockets']),
+    'num_cpus_per_core': lambda hw: _layout(hw, hw['threads_per_core']),
+    'num_cpus_per_socket': lambda hw: _layout(hw, hw['cores_per_socket'] * hw['threads_per_core']),
     'num_cpus': lambda hw: _node_cpus(hw),
 }
+
+
+def _threads(hw):
+    return hw['sockets'] * hw['cores_per_socket'] * hw['threads_per_core']
 
 
 def _node_cpus(hw):
     """CPUs a job gets on a node: what Slurm gives (``slurm_cpus``) where
     declared, else every hardware thread."""
-    return hw.get('slurm_cpus') or hw['sockets'] * hw['cores_per_socket'] * hw['threads_per_core']
+    return hw.get('slurm_cpus') or _threads(hw)
+
+
+def _layout(hw, value):
+    """``value``, a number of the node's layout (sockets x cores x threads),
+    when the CPUs a job gets are all of them; None for a node Slurm gives
+    other than that (``CPUs=1`` on a node of 4 cores): no layout of Slurm's
+    count is the node's, and ReFrame would derive cores from a false one."""
+    return value if _node_cpus(hw) == _threads(hw) else None
 
 
 def processor_from_hardware(hardware):
     """ReFrame's ``processor`` entry of a partition, derived from its
     ``extras['hardware']`` (the site configuration fills it in where a system
-    file declares none, so ReFrame never detects the machine it runs on)."""
-    return {key: rule(hardware) for key, rule in PROCESSOR_FROM_HARDWARE.items()}
+    file declares none, so ReFrame never detects the machine it runs on).
+    The one rule of what ``processor`` holds: ``num_cpus`` is what a job
+    gets; the layout keys only where it is the whole node's."""
+    out = {key: rule(hardware) for key, rule in PROCESSOR_FROM_HARDWARE.items()}
+    return {key: value for key, value in out.items() if value is not None}
 
 
 def processor_disagreements(processor, hardware, emulated=False):
@@ -158,7 +175,7 @@ def processor_disagreements(processor, hardware, emulated=False):
             want = rule(hardware)
         except (KeyError, TypeError):
             continue            # validate_hardware names a missing key
-        if processor[key] != want:
+        if want is not None and processor[key] != want:
             out.append((key, processor[key], want))
     return out
 

@@ -5,12 +5,13 @@ problem names the file, key and value.
 """
 
 import re
+from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.checklib.scratch import check_scratch
 from clusterproof.site.hardware import (is_emulated, partition_node_count, processor_disagreements,
                                         validate_hardware, validate_pmem)
-from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE, system_file
+from clusterproof.paths import SETTINGS_FILE, references_dir, system_file
 
 #: characters that would make a value a shell command
 SHELL_META = re.compile(r'[;&|`$<>(){}\\\n\r\t*?!#~"\']')
@@ -106,9 +107,11 @@ def validate_system(system):
     return checked
 
 
-def validate_references(directory=REFERENCES_DIR):
+def validate_references(directory=None):
+    """``{file name: entries}`` of every references file of ``directory``
+    (default: :func:`clusterproof.paths.references_dir`, as the checks read it)."""
     from clusterproof.references.judge import validate_file
     counts = {}
-    for path in sorted(directory.glob('*.yaml')):
+    for path in sorted(Path(directory or references_dir()).glob('*.yaml')):
         counts[path.name] = validate_file(path)
     return counts

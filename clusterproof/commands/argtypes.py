@@ -1,0 +1,129 @@
+"""Argument types of the command line that refuse impossible values.
+
+Each factory returns a function for ``argparse``'s ``type=``: it turns the
+text into a number and refuses, before the command runs, a value outside
+the bounds the option allows. argparse prints the refusal with the
+option's name (``argument --tolerance: -1 is below 0 ...``) and exits with
+status 2.
+"""
+
+import argparse
+import math
+import os
+
+
+def integer(low=None, high=None, what='a whole number'):
+    """An ``int`` type accepting ``low <= value <= high`` (None: unbounded)."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'{text!r}: want {what}{_range(low, high)}') \
+                from None
+        return _bounded(text, value, low, high, what)
+    parse.__name__ = what
+    return parse
+
+
+def number(low=None, high=None, what='a number', above=None):
+    """A ``float`` type accepting finite ``low <= value <= high`` and, with
+    ``above``, only values strictly greater than it."""
+    def parse(text):
+        span = f' above {above:g}' if above is not None else _range(low, high)
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'{text!r}: want {what}{span}') from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f'{text}: want a finite {what.removeprefix("a ")}'
+                                             f'{span}')
+        if above is not None and not value > above:
+            raise argparse.ArgumentTypeError(f'{text}: want {what}{span}')
+        return _bounded(text, value, low, high, what)
+    parse.__name__ = what
+    return parse
+
+
+def _show(value):
+    return f'{value:,}' if isinstance(value, int) else f'{value:g}'
+
+
+def _range(low, high):
+    if low is not None and high is not None:
+        return f' from {_show(low)} to {_show(high)}'
+    if low is not None:
+        return f' of {_show(low)} or more'
+    return f' of {_show(high)} or less' if high is not None else ''
+
+
+def _bounded(text, value, low, high, what):
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f'{text}: want {what}{_range(low, high)}')
+    return value
+
+
+#: the largest count of sessions, nights, repetitions, jobs or cores an
+#: option takes (a typo such as 99999999999999999999 overflowed a C long)
+MAX_COUNT = 1_000_000
+#: a count of things: 0 or more
+count = integer(0, MAX_COUNT, what='a whole number')
+#: a count of at least one
+positive = integer(1, MAX_COUNT, what='a whole number')
+#: a process id (Linux's largest pid_max is 2^22)
+pid = integer(1, 2 ** 22, what='a process id')
+#: a number of bytes (the free space of the file system bounds it)
+nbytes = integer(1, what='a number of bytes')
+#: a percentage that cannot be negative (a tolerance, a drop)
+percent = number(0, what='a percentage')
+
+
+def size(text):
+    """A size as IOR and IOzone read it (``16m``, ``512g``): refused unless
+    :func:`clusterproof.methods.sizing.parse_size` reads it; kept as typed."""
+    from clusterproof import ClusterproofError
+    from clusterproof.methods.sizing import parse_size
+    try:
+        parse_size(text, what='')
+    except ClusterproofError as err:
+        raise argparse.ArgumentTypeError(str(err).strip()) from None
+    return text
+
+
+def output_file(text):
+    """A file to write: an existing directory is refused (name the file)."""
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f'{text} is a directory: name the file to write '
+                                         f'(e.g. {os.path.join(text, "report.html")})')
+    return text
+
+
+def threads(text):
+    """A thread count: 1 to :data:`clusterproof.methods.placement.MAX_THREADS`."""
+    from clusterproof.methods.placement import MAX_THREADS
+    return integer(1, MAX_THREADS, 'a thread count')(text)
+
+
+def regex(text):
+    """A regular expression (Python's ``re``), kept as typed."""
+    import re
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f'{text!r}: not a regular expression ({err})') from None
+    return text
+
+
+def known_system(name):
+    """A system name the site configuration declares (a file in
+    ``site_config/systems/`` or ``CLUSTERPROOF_SYSTEMS``)."""
+    from clusterproof import ClusterproofError
+    from clusterproof.paths import system_file, system_files
+    try:
+        have = system_files()
+    except ClusterproofError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if not system_file(name).is_file():
+        names = ', '.join(p.stem for p in have)
+        raise argparse.ArgumentTypeError(f'no system {name!r} in the site configuration '
+                                         f'(have: {names})')
+    return name
