@@ -91,7 +91,8 @@ def column(parsed, name):
     for i, col in enumerate(parsed['columns']):
         if name in col:
             return i
-    raise ParseError(f'{parsed.get("source", "OSU output")} has no {name!r} column (columns: {", ".join(parsed["columns"])})')
+    raise ParseError(f'{parsed.get("source", "OSU output")} has no {name!r} column '
+                     f'(columns: {", ".join(parsed["columns"])})')
 
 
 def bandwidth_at_largest(parsed):
@@ -109,8 +110,9 @@ def message_rate_at_smallest(parsed):
         return size, row[column(parsed, 'Messages/s')]
     except ParseError:
         if size == 0:
-            raise ParseError(f'{parsed.get("source", "OSU output")}: no message rate at size 0 (no Messages/s column, '
-                             f'and MB/s per message of 0 bytes is none)') from None
+            raise ParseError(f'{parsed.get("source", "OSU output")}: no message rate at size 0 '
+                             f'(no Messages/s column, and MB/s per message of 0 bytes is none)'
+                             ) from None
         return size, row[column(parsed, 'MB/s')] * 1e6 / size
 
 
