@@ -236,6 +236,34 @@ def damaged(text, rng, count):
     return out
 
 
+def kind_of(result):
+    """What kind of failure an :func:`outcome` is: the exception's name, or
+    ``non-finite``."""
+    return result.split(':', 1)[0]
+
+
+def minimal(entry, text, kind):
+    """A smallest copy of ``text`` (whole lines removed, then characters cut
+    from the end of the last line) on which ``entry`` still fails with
+    ``kind``: delta debugging over lines."""
+    def fails(candidate):
+        result = outcome(entry, candidate)
+        return result is not None and kind_of(result) == kind
+    lines = text.splitlines(keepends=True)
+    chunk = len(lines) // 2
+    while chunk >= 1:
+        i, removed = 0, False
+        while i < len(lines):
+            candidate = lines[:i] + lines[i + chunk:]
+            if candidate and fails(''.join(candidate)):
+                lines, removed = candidate, True
+            else:
+                i += chunk
+        if not removed:
+            chunk //= 2
+    return ''.join(lines)
+
+
 def sweep(entries=ENTRIES, per_seed=200, seed=39):
     """Every entry point on ``per_seed`` damaged copies of each of its
     recorded outputs (and the outputs themselves): yields ``(entry, file,
