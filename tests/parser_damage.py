@@ -17,7 +17,7 @@ from pathlib import Path
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import (fio, gpu, hpcc, hpl, ior, iozone, ipmctl_memoryresources,
                                   ipmctl_topology, lscpu, md_workbench, mdtest, mmap_sweep,
-                                  mounts, ndctl, osu, slurm, stream)
+                                  mounts, ndctl, osu, runtime_errors, slurm, stream)
 
 DATA = Path(__file__).resolve().parent / 'data'
 #: the minimal damaged inputs found so far, one file each: ``<entry point>--<what>.txt``
@@ -112,6 +112,7 @@ ENTRIES = (
     Entry('iozone', _iozone, ('iozone/*.txt',)),
     Entry('ior_text', lambda t: _ior_run(ior.parse_text(t, SOURCE)), ('ior/*.out', 'ior/*.txt')),
     Entry('ior_json', lambda t: _ior_run(ior.parse_json(t, SOURCE)), ('ior/*.json',)),
+    Entry('runtime_errors', runtime_errors.first_error, ('*/*.err',)),
     Entry('fio', _fio, ('fio/*.json', 'fio/*.jsonplus', 'fio/*.txt')),
     Entry('ipmctl_memoryresources', lambda t: ipmctl_memoryresources.parse(t, SOURCE),
           ('ipmctl/memoryresources-*',)),

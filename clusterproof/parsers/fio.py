@@ -294,6 +294,6 @@ def parse_engines(enghelp_text):
     start = next((i for i, ln in enumerate(lines) if ln.startswith('Available IO engines')),
                  None)
     if start is None:
-        raise ValueError('fio --enghelp: no "Available IO engines:" line in '
+        raise ParseError('fio --enghelp: no "Available IO engines:" line in '
                          f'{enghelp_text.strip()[:200]!r}')
     return [ln.strip() for ln in lines[start + 1:] if ln.strip()]
