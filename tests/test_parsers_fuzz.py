@@ -149,6 +149,13 @@ def test_ior_an_infinite_count_is_a_parse_error():
         ior.parse_text(bad)
 
 
+def test_ior_a_garbled_iteration_row_is_named_not_skipped():
+    text = recorded('ior/ior-3.3.0-write.out')
+    bad = re.sub(r'^(write\s+)252\.27', r'\1x1y', text, count=1, flags=re.M)
+    with pytest.raises(ParseError, match=r'line 35: a damaged iteration row'):
+        ior.parse_text(bad)
+
+
 def test_lscpu_json_with_a_record_without_field_is_a_parse_error():
     with pytest.raises(ParseError, match=r'"lscpu"\[0\] is not a \{"field", "data"\} record'):
         lscpu.parse('{"lscpu": [{"data": "4"}]}', 'lscpu.json')

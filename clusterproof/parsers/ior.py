@@ -87,6 +87,8 @@ _ITER_COLS = ('bw_mib', 'iops', 'latency_s', 'block_kib', 'xfer_kib', 'open_s', 
 #: IOR 3.0 and 3.2 rows: no IOPS, no latency
 _ITER_COLS_8 = tuple(c for c in _ITER_COLS if c not in ('iops', 'latency_s'))
 _ITER = re.compile(r'^(write|read)\s+((?:' + _NUM + r'\s+){7,9}' + _NUM + r')\s*$', re.M)
+#: a line that starts as an iteration row (CSV rows have a comma after the name)
+_ITER_LIKE = re.compile(r'^(?:write|read)[ \t]+\S.*$', re.M)
 _FINISHED = re.compile(r'^Finished\s*: ', re.M)
 _JSON_RUN = re.compile(r'summaryFormat=JSON', re.I)
 _SUMMARY_FILE = re.compile(r'^Writing output to (\S+)', re.M)
@@ -210,6 +212,21 @@ def _summary_rows(text, source, first=1):
     return rows
 
 
+def _iteration(line, where):
+    """One iteration row (``write  2286.25  ...``: 10 values from IOR 3.3 on,
+    8 before) as a dict; a damaged row raises :class:`ParseError` naming
+    ``where``."""
+    m = _ITER.match(line)
+    values = m.group(2).split() if m else []
+    if len(values) not in (len(_ITER_COLS), len(_ITER_COLS_8)):
+        raise ParseError(f'{where}: a damaged iteration row (want the operation and '
+                         f'{len(_ITER_COLS_8)} or {len(_ITER_COLS)} numbers): {line.strip()!r}')
+    row = {'operation': m.group(1), 'iops': None, 'latency_s': None}
+    for col, val in zip(_ITER_COLS if len(values) == len(_ITER_COLS) else _ITER_COLS_8, values):
+        row[col] = _number(val, f'{m.group(1)} row, {col}', where, col)
+    return row
+
+
 def _leading_int(value):
     """The number a value starts with (``2 (2 per node)`` gives 2), 0 if none."""
     m = re.match(r'\s*(\d+)', value or '')
@@ -281,16 +298,9 @@ def parse_text(text, source='IOR output', stderr=''):
     run.reorder = _REORDER_LINE in text
     summary_at = text.find('Summary of all tests:')
     body = text if summary_at < 0 else text[:summary_at]
-    for m in _ITER.finditer(body):
-        values = m.group(2).split()
-        if len(values) not in (len(_ITER_COLS), len(_ITER_COLS_8)):
-            continue
-        where = f'{source}, line {chosen.line_at(m.start())}'
-        row = {'operation': m.group(1), 'iops': None, 'latency_s': None}
-        for col, val in zip(_ITER_COLS if len(values) == len(_ITER_COLS) else _ITER_COLS_8,
-                            values):
-            row[col] = _number(val, f'{m.group(1)} row, {col}', where, col)
-        run.iterations.append(row)
+    for like in _ITER_LIKE.finditer(body):
+        where = f'{source}, line {chosen.line_at(like.start())}'
+        run.iterations.append(_iteration(like.group(0), where))
     run.summary = (_summary_rows(text[summary_at:], source, chosen.line_at(summary_at))
                    if summary_at >= 0 else {})
     if not run.summary:
