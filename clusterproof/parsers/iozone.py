@@ -66,15 +66,13 @@ def _check_lines(chunk, where, first):
     """Refuse a damaged throughput line of ``chunk`` (whose first line is
     line ``first`` of the output): :class:`ParseError` naming it."""
     for like in _LIKE.finditer(chunk):
-        line = like.group(0)
-        m = next((m for m in (rx.match(line) for rx in (_CHILDREN, _PER_PROC, _MIN_XFER)) if m),
+        line, at = like.group(0), f'{where}, line {line_at(chunk, like.start(), first)}'
+        m = next(filter(None, (rx.match(line) for rx in (_CHILDREN, _PER_PROC, _MIN_XFER))),
                  None)
-        value = m.group(m.lastindex - 1) if m else None
-        if m is None or value is None:
-            raise ParseError(f'{where}, line {line_at(chunk, like.start(), first)}: a damaged '
-                             f'line (want its figure and unit): {line.strip()!r}')
-        finite(value, line.split('=')[0].strip(), f'{where}, line '
-               f'{line_at(chunk, like.start(), first)}')
+        if m is None:
+            raise ParseError(f'{at}: a damaged line (want its figure and unit): '
+                             f'{line.strip()!r}')
+        finite(m.group(m.lastindex - 1), line.split('=')[0].strip(), at)   # before the unit
 
 
 def _parse_run(chunk, source, number, first=1):
