@@ -161,6 +161,7 @@ def test_lscpu_json_with_a_record_without_field_is_a_parse_error():
         lscpu.parse('{"lscpu": [{"data": "4"}]}', 'lscpu.json')
 
 
-def test_finite_figures_only():
-    assert damage.bad_figures({'a': [1.0, (2, {'b': math.nan})]}) == ["result['a'][1][1]['b'] = nan"]
+def test_the_rule_finds_nan_at_any_depth_and_text_as_a_figure():
+    found = damage.bad_figures({'a': [1.0, (2, {'b': math.nan})]})
+    assert found == ["result['a'][1][1]['b'] = nan"]
     assert damage.bad_figures({'HPL_Tflops': 'x1y'})

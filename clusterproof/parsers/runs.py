@@ -31,7 +31,7 @@ out, so that no figure is read from a row cut mid-number.
 import re
 from dataclasses import dataclass
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, line_at
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Run:
 
     def line_at(self, pos):
         """The line number in the whole output of offset ``pos`` of ``text``."""
-        return self.line + self.text.count('\n', 0, pos)
+        return line_at(self.text, pos, self.line)
 
 
 def split(text, banner):
