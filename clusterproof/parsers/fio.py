@@ -33,12 +33,16 @@ shows (each is named in the message):
 fio before 3.1 cannot measure total-latency percentiles (``lat_percentiles``
 arrived in 3.1; 2.x prints ``clat`` percentiles in us only): its JSON is
 read for its problems, and its figures are refused naming the version.
+
+Every figure is a finite number read from its key: a key missing from a
+damaged JSON, or a value ``NaN``, ``Infinity`` or ``1e999`` (which Python's
+JSON reader accepts), is refused naming job, direction and key.
 """
 
 import json
 import re
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite, whole
 from clusterproof.parsers import runs
 
 DIRECTIONS = ('read', 'write', 'trim')
@@ -116,12 +120,12 @@ def version(doc):
     return text, (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-def did_io(stats):
+def did_io(stats, source='fio output'):
     """True when one direction of a job moved data: ``total_ios`` (fio >=
     2.1.14), else ``io_bytes``/``io_kbytes``."""
     if 'total_ios' in stats:
-        return int(stats['total_ios']) > 0
-    return int(stats.get('io_bytes', 0) or stats.get('io_kbytes', 0)) > 0
+        return whole(stats['total_ios'], 'total_ios', source) > 0
+    return whole(stats.get('io_bytes', 0) or stats.get('io_kbytes', 0), 'io_bytes', source) > 0
 
 
 def _seconds(value):
@@ -151,7 +155,7 @@ def _short_time_based_run(doc, job):
         return None
     wanted = _seconds(opts['runtime'])
     ramp = _seconds(opts.get('ramp_time', 0)) or 0      # counted in or out of runtime
-    ran = float(job['job_runtime']) / 1000.0
+    ran = finite(job['job_runtime'], 'job_runtime', f'job {job.get("jobname", "?")}') / 1000.0
     if wanted is None or ran + ramp >= 0.95 * wanted:
         return None
     return f'time_based job ran {ran:.1f} s of its runtime={opts["runtime"]}'
@@ -181,13 +185,14 @@ def problems(doc, source='fio output', exit_status=None):
     failed_job = False
     for job in doc['jobs']:
         name = job.get('jobname', '?')
-        err = int(job.get('error', 0))
+        err = whole(job.get('error', 0), 'error', f'{source}: job {name}')
         short = _short_time_based_run(doc, job)
         if err != 0:
             failed_job = True
             found.append(f'{source}: job {name}: error={err}'
                          + (f' ({preamble.splitlines()[0]})' if preamble else ''))
-        elif not any(did_io(job.get(d) or {}) for d in DIRECTIONS):
+        elif not any(did_io(job.get(d) or {}, f'{source}: job {name}, {d}')
+                     for d in DIRECTIONS):
             key = 'total_ios' if 'total_ios' in (job.get('read') or {}) else 'io_bytes'
             found.append(f'{source}: job {name}: error=0 but {key}=0: no I/O was done '
                          '(fio was killed or the files could not be set up)'
@@ -222,16 +227,22 @@ def direction_figures(stats, source, name, ddir, parent='lat_ns'):
     if missing:
         raise ParseError(f'{source}: job {name}, {ddir}: {parent} has no percentile(s) '
                          f'{", ".join(missing)} (set lat_percentiles=1 in the job)')
+    where = f'{source}: job {name}, {ddir}:'
+
+    def value(obj, key, read, prefix=''):
+        if not isinstance(obj, dict) or key not in obj:
+            raise ParseError(f'{where} no {prefix}{key} (a cut or damaged fio JSON)')
+        return read(obj[key], f'{prefix}{key}', where.rstrip(':'))
     figs = {
-        'iops': float(stats['iops']),
-        'bw': (float(stats['bw_bytes']) / 1024 ** 2 if 'bw_bytes' in stats
-               else float(stats['bw']) / 1024),
-        'lat_mean': float(lat['mean']) / 1000.0,
-        'total_ios': int(stats['total_ios']),
-        'io_bytes': int(stats['io_bytes']),
+        'iops': value(stats, 'iops', finite),
+        'bw': (value(stats, 'bw_bytes', finite) / 1024 ** 2 if 'bw_bytes' in stats
+               else value(stats, 'bw', finite) / 1024),
+        'lat_mean': value(lat, 'mean', finite, 'lat_ns.') / 1000.0,
+        'total_ios': value(stats, 'total_ios', whole),
+        'io_bytes': value(stats, 'io_bytes', whole),
     }
     for fig, key in PERCENTILES.items():
-        figs[fig] = float(pct[key]) / 1000.0
+        figs[fig] = value(pct, key, finite, f'{parent}.percentile.') / 1000.0
     return figs
 
 
@@ -256,7 +267,7 @@ def parse(text, source='fio output', exit_status=None):
         per_dir = {}
         for ddir in DIRECTIONS:
             stats = job.get(ddir) or {}
-            if did_io(stats):
+            if did_io(stats, f'{source}: job {name}, {ddir}'):
                 per_dir[ddir] = direction_figures(stats, source, name, ddir,
                                                   percentile_parent(doc, job))
         result[name] = per_dir
@@ -283,6 +294,6 @@ def parse_engines(enghelp_text):
     start = next((i for i, ln in enumerate(lines) if ln.startswith('Available IO engines')),
                  None)
     if start is None:
-        raise ValueError('fio --enghelp: no "Available IO engines:" line in '
+        raise ParseError('fio --enghelp: no "Available IO engines:" line in '
                          f'{enghelp_text.strip()[:200]!r}')
     return [ln.strip() for ln in lines[start + 1:] if ln.strip()]

@@ -1,9 +1,12 @@
 """The GPUs a node reports: ``nvidia-smi -L``, ``rocm-smi`` and the cards
 of ``/sys/class/drm``, as pure functions over their text (the inventory
-runs them on each node: :func:`clusterproof.site.inventory.gpu_report`)."""
+runs them on each node: :func:`clusterproof.site.inventory.gpu_report`).
+Text that is not such output raises :class:`ParseError` (a ValueError)."""
 
 import os
 import re
+
+from clusterproof.parsers import ParseError
 
 #: PCI vendors of the GPUs counted from /sys/class/drm
 GPU_VENDORS = {'0x10de': 'NVIDIA', '0x1002': 'AMD'}
@@ -21,7 +24,7 @@ def parse_nvidia_smi_list(text, source='nvidia-smi -L'):
             continue
         m = _NVIDIA_LINE.match(line)
         if not m:
-            raise ValueError(f'{source}, line {num}: not a GPU line: {line[:100]!r}')
+            raise ParseError(f'{source}, line {num}: not a GPU line: {line[:100]!r}')
         gpus.append({'index': int(m.group(1)), 'model': m.group(2), 'uuid': m.group(3)})
     return gpus
 
@@ -43,7 +46,7 @@ def parse_rocm_smi(text, source='rocm-smi'):
             if m:
                 indices.add(int(m.group(1)))
     if not indices and 'ROCm System Management Interface' not in text:
-        raise ValueError(f'{source}: not rocm-smi output: {text.strip()[:100]!r}')
+        raise ParseError(f'{source}: not rocm-smi output: {text.strip()[:100]!r}')
     return sorted(indices)
 
 

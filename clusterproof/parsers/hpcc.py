@@ -11,11 +11,15 @@ Challenge Benchmark ...``). They are read by the rule of every parser
 says how many runs the file holds and when the last started; when the last
 run has no complete summary (it was killed) the file is refused, naming the
 count, never read from an older run.
+
+Every summary value is a finite number but those of :data:`TEXT_VALUES`:
+a value garbled (``x1y``, ``nan``, ``1e999``) or a line of the summary
+without ``=`` is refused naming its line, never read as a figure.
 """
 
 import re
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite
 from clusterproof.parsers import hpl as hpl_parser
 from clusterproof.parsers import runs as run_parts
 
@@ -39,15 +43,17 @@ FIGURES = {
 }
 
 
-def _value(text):
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
+#: the summary values HPCC 1.5.0 prints as text; every other one is a number
+TEXT_VALUES = ('VersionRelease', 'LANG', 'HPL_cpfact', 'HPL_crfact', 'HPL_order')
+_INT = re.compile(r'[+-]?[0-9]+')
+
+
+def _value(name, text, where):
+    if name in TEXT_VALUES:
         return text
+    if _INT.fullmatch(text):
+        return int(text)
+    return finite(text, name, where)
 
 
 def _started(text):
@@ -87,10 +93,15 @@ def summary(text, source='hpccoutf.txt'):
         raise ParseError(f'{where}: no complete summary section ("{BEGIN}" ... "{END}"); '
                          f'the run did not finish{_stopped_in(text)}')
     out = {}
-    for line in text[start + len(BEGIN):end].splitlines():
+    first = run.line_at(start)
+    for number, line in enumerate(text[start:end].split('\n')[1:], first + 1):
         name, sep, val = line.partition('=')
-        if sep:
-            out[name.strip()] = _value(val.strip())
+        if not line.strip():
+            continue
+        if not sep or not name.strip():
+            raise ParseError(f'{where}, line {number}: a summary line without Name=value '
+                             f'(a damaged line): {line.strip()!r}')
+        out[name.strip()] = _value(name.strip(), val.strip(), f'{where}, line {number}')
     return out
 
 

@@ -16,10 +16,17 @@ script run twice into one file) is read by the rule of every parser
 (:mod:`clusterproof.parsers.runs`): the last run, of whatever sizes (HPL.dat
 may change between runs; the check writes one run per job); the counts and
 rows of older runs are never added to it.
+
+A damaged row is refused, never skipped: a line that starts as a result
+row (``WR11C2R4``) or ends as a residual line (``PASSED``/``FAILED``) must
+be one whole, with finite numbers (a residual HPL itself printed as ``nan``
+fails its check and is kept as that text); a last line cut mid-number is
+not read (:func:`clusterproof.parsers.runs.whole_lines`).
 """
 
 import re
 
+from clusterproof.parsers import ParseError, finite, whole
 from clusterproof.parsers import runs
 
 _RESULT = re.compile(
@@ -31,6 +38,52 @@ _FAILED = re.compile(r'^\s*(\d+) tests completed and failed residual checks', re
 _SKIPPED = re.compile(r'^\s*(\d+) tests skipped because of illegal input values', re.M)
 _VERSION = re.compile(r'HPLinpack (\d+\.\d+\S*)')
 _BANNER = re.compile(r'^HPLinpack \d+\.\d+\S*\s+--', re.M)
+#: lines that begin as a result row or end as a residual line
+_RESULT_LIKE = re.compile(r'^W[RC]\d.*$', re.M)
+_RESIDUAL_LIKE = re.compile(r'^\|\|Ax-b\|\|.*(?:PASSED|FAILED)\s*$', re.M | re.I)
+_RESULT_FIELDS = ('variant', 'n', 'nb', 'p', 'q', 'time', 'gflops')
+
+
+def _matches(run, like, full, want):
+    """``(where, match)`` of each line of ``run`` that ``like`` finds, matched
+    whole by ``full``; a line ``full`` does not match is damaged: a
+    :class:`ParseError` naming its line and ``want``."""
+    for found in like.finditer(run.text):
+        where = f'{run.source}, line {run.line_at(found.start())}'
+        m = full.match(found.group(0))
+        if not m:
+            raise ParseError(f'{where}: a damaged line (want {want}): '
+                             f'{found.group(0).strip()!r}')
+        yield where, m
+
+
+def _results(run):
+    """The result rows of a run: dicts of :data:`_RESULT_FIELDS`."""
+    rows = []
+    for where, m in _matches(run, _RESULT_LIKE, _RESULT, '"T/V N NB P Q Time Gflops"'):
+        row = {'variant': m.group(1)}
+        for name, value in zip(_RESULT_FIELDS[1:5], m.groups()[1:5]):
+            row[name] = whole(value, name, where)
+        row['time'] = finite(m.group(6), 'Time', where)
+        row['gflops'] = finite(m.group(7), 'Gflops', where)
+        rows.append(row)
+    return rows
+
+
+def _residual_value(text, status, where):
+    """A residual as a float; one HPL printed as nan or inf (a check that
+    failed) as that text."""
+    if text.lower().lstrip('+-') in ('nan', 'inf'):
+        if status != 'FAILED':
+            raise ParseError(f'{where}: residual {text} marked {status}')
+        return text
+    return finite(text, 'residual', where)
+
+
+def _residuals(run):
+    return [(_residual_value(m.group(1), m.group(2).upper(), where), m.group(2).upper())
+            for where, m in _matches(run, _RESIDUAL_LIKE, _RESIDUAL,
+                                     '"||Ax-b||...= value ...... PASSED"')]
 
 
 def parse(text, source='HPL output'):
@@ -40,10 +93,8 @@ def parse(text, source='HPL output'):
     holds and which was read."""
     run = runs.one_run(text, _BANNER, source, 'HPL')
     text, source = run.text, run.source
-    results = [{'variant': m.group(1), 'n': int(m.group(2)), 'nb': int(m.group(3)),
-                'p': int(m.group(4)), 'q': int(m.group(5)), 'time': float(m.group(6)),
-                'gflops': float(m.group(7))} for m in _RESULT.finditer(text)]
-    residuals = [(float(m.group(1)), m.group(2).upper()) for m in _RESIDUAL.finditer(text)]
+    results = _results(run)
+    residuals = _residuals(run)
 
     def count(rx):
         m = rx.findall(text)
@@ -65,7 +116,8 @@ def verdict(parsed):
         return f'{src}: no residual line (||Ax-b||... PASSED/FAILED)'
     bad = [v for v, s in parsed['residuals'] if s != 'PASSED']
     if bad:
-        return f'{src}: {len(bad)} residual check(s) FAILED (residual {bad[0]:g})'
+        shown = bad[0] if isinstance(bad[0], str) else f'{bad[0]:g}'
+        return f'{src}: {len(bad)} residual check(s) FAILED (residual {shown})'
     if parsed['passed'] is None or parsed['failed'] is None:
         return f'{src}: no closing count of passed/failed residual checks (run cut short?)'
     if parsed['failed']:

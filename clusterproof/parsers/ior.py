@@ -52,6 +52,11 @@ Facts the text parser relies on (tests/data/ior/ has real recordings):
   (:mod:`clusterproof.parsers.runtime_errors`), are collected so a check can
   fail its sanity and quote them.
 
+Every number is read as a finite number (a whole one where IOR counts):
+``nan``, ``inf``, ``1e999`` or a garbled value in a row or in the JSON is
+refused naming the row or key, never kept as a figure; a last line cut
+mid-number is not read (:func:`clusterproof.parsers.runs.whole_lines`).
+
 Bandwidth is MiB/s (2^20 bytes/s) as IOR prints it; :func:`gb_per_s` gives
 the GB/s (10^9 bytes/s) the published figures use.
 """
@@ -60,7 +65,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from clusterproof.parsers import ParseError, runs, runtime_errors
+from clusterproof.parsers import ParseError, finite, line_at, runs, runtime_errors, whole
 
 MIB = 1024 ** 2
 
@@ -82,6 +87,8 @@ _ITER_COLS = ('bw_mib', 'iops', 'latency_s', 'block_kib', 'xfer_kib', 'open_s', 
 #: IOR 3.0 and 3.2 rows: no IOPS, no latency
 _ITER_COLS_8 = tuple(c for c in _ITER_COLS if c not in ('iops', 'latency_s'))
 _ITER = re.compile(r'^(write|read)\s+((?:' + _NUM + r'\s+){7,9}' + _NUM + r')\s*$', re.M)
+#: a line that starts as an iteration row (CSV rows have a comma after the name)
+_ITER_LIKE = re.compile(r'^(?:write|read)[ \t]+\S.*$', re.M)
 _FINISHED = re.compile(r'^Finished\s*: ', re.M)
 _JSON_RUN = re.compile(r'summaryFormat=JSON', re.I)
 _SUMMARY_FILE = re.compile(r'^Writing output to (\S+)', re.M)
@@ -153,13 +160,12 @@ class IorRun:
         return gb_per_s(value) if unit == 'GB/s' else value
 
 
-def _number(text, what, source):
+def _number(text, what, source, key=None):
+    """A value of IOR's text: None for ``NA``/``-``, a whole number for the
+    columns of :data:`_INT_FIELDS`, a finite float otherwise."""
     if text in ('NA', '-'):
         return None
-    try:
-        return float(text)
-    except ValueError:
-        raise ParseError(f'{source}: {what} {text!r} is not a number') from None
+    return whole(text, what, source) if key in _INT_FIELDS else finite(text, what, source)
 
 
 def problem_lines(*texts):
@@ -177,33 +183,48 @@ def problem_lines(*texts):
     return errors, warnings
 
 
-def _summary_rows(text, source):
+def _summary_rows(text, source, first=1):
+    """The rows of the summary table in ``text`` (whose first line is line
+    ``first`` of the output), by operation."""
     rows = {}
     head = _SUMMARY_HEAD.search(text)
     if not head:
         return rows
     names = head.group(0).split()
-    for line in text[head.end():].splitlines():
+    start = line_at(text, head.end(), first) + 1
+    for number, line in enumerate(text[head.end():].split('\n')[1:], start):
+        where = f'{source}, line {number}'
         tokens = line.split()
         if not tokens:
             continue
         if tokens[0] not in OPERATIONS:
             break
         if len(tokens) != len(names):
-            raise ParseError(f'{source}: IOR summary row has {len(tokens)} fields, its header '
+            raise ParseError(f'{where}: IOR summary row has {len(tokens)} fields, its header '
                              f'{len(names)}: {line.strip()!r}')
         row = {}
         for name, tok in zip(names[1:], tokens[1:]):
             key = _SUMMARY_COLS.get(name)
-            if key is None:
-                continue
-            if key == 'api':
-                row[key] = tok
-                continue
-            val = _number(tok, f'summary column {name}', source)
-            row[key] = int(val) if key in _INT_FIELDS and val is not None else val
+            if key is not None:
+                row[key] = tok if key == 'api' else _number(tok, f'summary column {name}',
+                                                            where, key)
         rows[tokens[0]] = row
     return rows
+
+
+def _iteration(line, where):
+    """One iteration row (``write  2286.25  ...``: 10 values from IOR 3.3 on,
+    8 before) as a dict; a damaged row raises :class:`ParseError` naming
+    ``where``."""
+    m = _ITER.match(line)
+    values = m.group(2).split() if m else []
+    if len(values) not in (len(_ITER_COLS), len(_ITER_COLS_8)):
+        raise ParseError(f'{where}: a damaged iteration row (want the operation and '
+                         f'{len(_ITER_COLS_8)} or {len(_ITER_COLS)} numbers): {line.strip()!r}')
+    row = {'operation': m.group(1), 'iops': None, 'latency_s': None}
+    for col, val in zip(_ITER_COLS if len(values) == len(_ITER_COLS) else _ITER_COLS_8, values):
+        row[col] = _number(val, f'{m.group(1)} row, {col}', where, col)
+    return row
 
 
 def _leading_int(value):
@@ -277,17 +298,11 @@ def parse_text(text, source='IOR output', stderr=''):
     run.reorder = _REORDER_LINE in text
     summary_at = text.find('Summary of all tests:')
     body = text if summary_at < 0 else text[:summary_at]
-    for m in _ITER.finditer(body):
-        values = m.group(2).split()
-        if len(values) not in (len(_ITER_COLS), len(_ITER_COLS_8)):
-            continue
-        row = {'operation': m.group(1), 'iops': None, 'latency_s': None}
-        for col, val in zip(_ITER_COLS if len(values) == len(_ITER_COLS) else _ITER_COLS_8,
-                            values):
-            num = float(val)
-            row[col] = int(num) if col in _INT_FIELDS else num
-        run.iterations.append(row)
-    run.summary = _summary_rows(text[summary_at:], source) if summary_at >= 0 else {}
+    for like in _ITER_LIKE.finditer(body):
+        where = f'{source}, line {chosen.line_at(like.start())}'
+        run.iterations.append(_iteration(like.group(0), where))
+    run.summary = (_summary_rows(text[summary_at:], source, chosen.line_at(summary_at))
+                   if summary_at >= 0 else {})
     if not run.summary:
         raise ParseError(f'{source}: no "Summary of all tests:" table with a write or read row '
                          f'({_why_no_summary(run, text, _leading_int(options.get("repetitions")))})')
@@ -310,10 +325,6 @@ def _flat(results):
             yield res
 
 
-def _optional(entry, key):
-    return None if entry.get(key) is None else float(entry[key])
-
-
 def _why_invalid_json(text, err):
     """The cause an invalid JSON summary shows at the place it breaks."""
     lines = text.splitlines()
@@ -333,6 +344,59 @@ def _why_invalid_json(text, err):
     return f'it breaks at {line[:120]!r}'
 
 
+def _read_json(run, doc, banner):
+    """Fill ``run`` from IOR's JSON summary ``doc``; every number finite
+    (whole where IOR counts), else :class:`ParseError` naming its key."""
+    source = run.source
+
+    def num(entry, key, where):
+        return finite(entry[key], f'{where} {key}', source)
+
+    def count(entry, key, where):
+        return whole(entry[key], f'{where} {key}', source)
+
+    def optional(entry, key, where):
+        return None if entry.get(key) is None else num(entry, key, where)
+
+    run.version = str(doc.get('Version', '') or (banner.group(1) if banner else ''))
+    run.command = str(doc.get('Command line', ''))
+    tests = doc.get('tests') or []
+    options = tests[0].get('Options', {}) if tests else {}
+    run.access = options.get('access', '')
+    run.nodes = whole(options.get('nodes') or 0, 'Options nodes', source)
+    run.tasks = whole(options.get('tasks') or 0, 'Options tasks', source)
+    for test in tests:
+        counters = {}
+        for res in _flat(test.get('Results', [])):
+            op = res.get('access')
+            if op not in OPERATIONS:
+                continue
+            counters[op] = counters.get(op, -1) + 1
+            where = f'Results, {op} {counters[op]}:'
+            run.iterations.append({
+                'operation': op, 'iter': counters[op], 'bw_mib': num(res, 'bwMiB', where),
+                # no iops and latency before 3.3
+                'iops': optional(res, 'iops', where), 'latency_s': optional(res, 'latency', where),
+                'block_kib': num(res, 'blockKiB', where), 'xfer_kib': num(res, 'xferKiB', where),
+                'open_s': num(res, 'openTime', where), 'wrrd_s': num(res, 'wrRdTime', where),
+                'close_s': num(res, 'closeTime', where), 'total_s': num(res, 'totalTime', where)})
+    for s in doc.get('summary') or []:
+        op = s.get('operation')
+        if op not in OPERATIONS:
+            continue
+        where = f'summary, {op}:'
+        run.summary[op] = {
+            'max_mib': num(s, 'bwMaxMIB', where), 'min_mib': num(s, 'bwMinMIB', where),
+            'mean_mib': num(s, 'bwMeanMIB', where), 'mean_time_s': num(s, 'MeanTime', where),
+            'stonewall_s': optional(s, 'StoneWallTime', where),
+            'stonewall_mib': optional(s, 'StoneWallbwMeanMIB', where),
+            'tasks': count(s, 'numTasks', where), 'tasks_per_node': count(s, 'tasksPerNode', where),
+            'repetitions': count(s, 'repetitions', where),
+            'file_per_proc': count(s, 'filePerProc', where),
+            'reorder': count(s, 'reorderTasks', where), 'block_bytes': count(s, 'blockSize', where),
+            'transfer_bytes': count(s, 'transferSize', where), 'api': s.get('API', '')}
+
+
 def parse_json(text, source='IOR JSON summary', stdout=''):
     """:class:`IorRun` from IOR's JSON summary file. Invalid JSON raises
     :class:`ParseError` naming the file, line and column (IOR 4.0.0 with
@@ -346,43 +410,8 @@ def parse_json(text, source='IOR JSON summary', stdout=''):
     errors, warnings = problem_lines(stdout)
     run = IorRun(source, 'json', errors=errors, warnings=warnings)
     try:
-        run.version = str(doc.get('Version', '') or (banner.group(1) if banner else ''))
-        run.command = str(doc.get('Command line', ''))
-        tests = doc.get('tests') or []
-        options = tests[0].get('Options', {}) if tests else {}
-        run.access = options.get('access', '')
-        run.nodes = int(options.get('nodes') or 0)
-        run.tasks = int(options.get('tasks') or 0)
-        for test in tests:
-            counters = {}
-            for res in _flat(test.get('Results', [])):
-                op = res.get('access')
-                if op not in OPERATIONS:
-                    continue
-                counters[op] = counters.get(op, -1) + 1
-                run.iterations.append({
-                    'operation': op, 'iter': counters[op], 'bw_mib': float(res['bwMiB']),
-                    # no iops and latency before 3.3
-                    'iops': _optional(res, 'iops'), 'latency_s': _optional(res, 'latency'),
-                    'block_kib': float(res['blockKiB']), 'xfer_kib': float(res['xferKiB']),
-                    'open_s': float(res['openTime']), 'wrrd_s': float(res['wrRdTime']),
-                    'close_s': float(res['closeTime']), 'total_s': float(res['totalTime'])})
-        for s in doc.get('summary') or []:
-            op = s.get('operation')
-            if op not in OPERATIONS:
-                continue
-            sw = s.get('StoneWallTime')
-            run.summary[op] = {
-                'max_mib': float(s['bwMaxMIB']), 'min_mib': float(s['bwMinMIB']),
-                'mean_mib': float(s['bwMeanMIB']), 'mean_time_s': float(s['MeanTime']),
-                'stonewall_s': None if sw is None else float(sw),
-                'stonewall_mib': (None if s.get('StoneWallbwMeanMIB') is None
-                                  else float(s['StoneWallbwMeanMIB'])),
-                'tasks': int(s['numTasks']), 'tasks_per_node': int(s['tasksPerNode']),
-                'repetitions': int(s['repetitions']), 'file_per_proc': int(s['filePerProc']),
-                'reorder': int(s['reorderTasks']), 'block_bytes': int(s['blockSize']),
-                'transfer_bytes': int(s['transferSize']), 'api': s.get('API', '')}
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        _read_json(run, doc, banner)
+    except (KeyError, TypeError, AttributeError) as err:
         raise ParseError(f'{source}: IOR JSON summary lacks or mangles {err}') from None
     if not run.summary:
         raise ParseError(f'{source}: the IOR JSON summary has no write or read entry')

@@ -21,11 +21,15 @@ Per test (``initial writers``, ``rewriters``, ``readers``, ``re-readers``,
   such runs are flagged, not hidden.
 
 "Parent sees throughput" is not printed in cluster mode and is ignored.
+
+A throughput line is read whole or refused: a line that starts ``Children
+see throughput``, ``Min xfer`` or ``Min throughput per process`` must hold
+a finite number and its unit (a garbled one is named, never skipped).
 """
 
 import re
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite, line_at
 from clusterproof.parsers import runs as run_rule
 
 KIB = 1024
@@ -42,20 +46,38 @@ _CHILDREN = re.compile(
 _PER_PROC = re.compile(
     r'^\s*(Min|Max|Avg) throughput per process\s*=\s*([0-9.]+)\s+(kB/sec|ops/sec)', re.M)
 _MIN_XFER = re.compile(r'^\s*Min xfer\s*=\s*([0-9.]+)\s+(kB|ops)', re.M)
+#: the starts of the lines read for figures, each matched whole by its pattern
+_LIKE = re.compile(r'^\s*(?:Children see throughput|(?:Min|Max|Avg) throughput per process|'
+                   r'Min xfer)\b.*$', re.M)
 _COMPLETE = 'iozone test complete.'
 _UNIT = {'kB/sec': 'kB/s', 'ops/sec': 'ops/s'}
 
 
 def _split_runs(text):
-    """Split at each banner; text before the first banner is dropped."""
+    """``[(text, first line)]``, split at each banner; text before the first
+    banner is dropped."""
     starts = [m.start() for m in re.finditer(r'Iozone: Performance Test of File I/O', text)]
     if not starts:
         return []
-    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+    return [(text[a:b], line_at(text, a)) for a, b in zip(starts, starts[1:] + [len(text)])]
 
 
-def _parse_run(chunk, source, number):
+def _check_lines(chunk, where, first):
+    """Refuse a damaged throughput line of ``chunk`` (whose first line is
+    line ``first`` of the output): :class:`ParseError` naming it."""
+    for like in _LIKE.finditer(chunk):
+        line, at = like.group(0), f'{where}, line {line_at(chunk, like.start(), first)}'
+        m = next(filter(None, (rx.match(line) for rx in (_CHILDREN, _PER_PROC, _MIN_XFER))),
+                 None)
+        if m is None:
+            raise ParseError(f'{at}: a damaged line (want its figure and unit): '
+                             f'{line.strip()!r}')
+        finite(m.group(m.lastindex - 1), line.split('=')[0].strip(), at)   # before the unit
+
+
+def _parse_run(chunk, source, number, first=1):
     where = f'{source} (IOzone run {number})'
+    _check_lines(chunk, where, first)
     cmd = _CMD.search(chunk)
     threads = _THREADS.search(chunk)
     each = _EACH.search(chunk)
@@ -73,13 +95,14 @@ def _parse_run(chunk, source, number):
         block = chunk[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(chunk)]
         name = re.sub(r'\s+', ' ', m.group(2)).strip()
         unit = _UNIT[m.group(4)]
-        entry = {'threads': int(m.group(1)), 'children': float(m.group(3)), 'unit': unit}
+        entry = {'threads': int(m.group(1)), 'children': finite(m.group(3), name, where),
+                 'unit': unit}
         for pm in _PER_PROC.finditer(block):
-            entry[pm.group(1).lower()] = float(pm.group(2))
+            entry[pm.group(1).lower()] = finite(pm.group(2), name, where)
         mx = _MIN_XFER.search(block)
         if not mx:
             raise ParseError(f'{where}: test {name!r} has no "Min xfer" line (truncated output?)')
-        entry['min_xfer'] = float(mx.group(1))
+        entry['min_xfer'] = finite(mx.group(1), f'{name} Min xfer', where)
         entry['min_xfer_unit'] = mx.group(2)
         expected = None
         if file_kb is not None:
@@ -113,8 +136,8 @@ def parse(text, source='IOzone output'):
                          f'is this IOzone output?')
     version = _VERSION.search(text)
     runs = []
-    for n, chunk in enumerate(chunks, 1):
-        run = _parse_run(chunk, source, n)
+    for n, (chunk, first) in enumerate(chunks, 1):
+        run = _parse_run(chunk, source, n, first)
         if not run['tests']:
             raise ParseError(f'{source} (IOzone run {n}): no "Children see throughput" line; '
                              f'the run failed or was cut short')

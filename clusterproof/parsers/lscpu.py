@@ -4,7 +4,7 @@ tests/data/inventory/)."""
 
 import json
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, whole
 
 
 def _fields(text, source):
@@ -12,16 +12,22 @@ def _fields(text, source):
     stripped = text.lstrip()
     if stripped.startswith('{'):
         try:
-            rows = json.loads(stripped).get('lscpu', [])
+            doc = json.loads(stripped)
         except json.JSONDecodeError as err:
             raise ParseError(f'{source}: not the JSON of lscpu -J ({err})') from None
         fields = {}
 
-        def walk(entries):
-            for row in entries:
+        def walk(entries, where):
+            if not isinstance(entries, list):
+                raise ParseError(f'{source}: {where} is not a list of fields')
+            for i, row in enumerate(entries):
+                if not isinstance(row, dict) or not isinstance(row.get('field'), str) \
+                        or not isinstance(row.get('data') or '', str):
+                    raise ParseError(f'{source}: {where}[{i}] is not a {{"field", "data"}} '
+                                     f'record: {str(row)[:80]!r}')
                 fields[row['field'].rstrip(':').strip()] = (row.get('data') or '').strip()
-                walk(row.get('children', []))
-        walk(rows)
+                walk(row.get('children', []), f'{where}[{i}].children')
+        walk(doc.get('lscpu', []) if isinstance(doc, dict) else doc, '"lscpu"')
         return fields
     fields = {}
     for line in text.splitlines():
@@ -39,11 +45,8 @@ def parse(text, source='lscpu'):
             'threads_per_core': 'Thread(s) per core', 'cpus': 'CPU(s)'}
     hw = {}
     for key, field in keys.items():
-        val = fields.get(field)
-        if val is None or not val.isdigit():
-            raise ParseError(f'{source}: no whole number in field {field!r} (found {val!r})')
-        hw[key] = int(val)
+        hw[key] = whole(fields.get(field), f'field {field!r}', source)
     numa = fields.get('NUMA node(s)')
-    hw['numa_nodes'] = int(numa) if numa and numa.isdigit() else 1
+    hw['numa_nodes'] = whole(numa, "field 'NUMA node(s)'", source) if numa else 1
     hw['cpu_model'] = fields.get('Model name', 'unknown')
     return hw

@@ -17,13 +17,18 @@ An output of several runs (from each ``Args:`` line) is read by the rule of
 every parser (:mod:`clusterproof.parsers.runs`): the last run when all ran
 the same options (the output directory aside) and tasks; refused, naming
 what differs, when they did not.
+
+A phase line is read whole or refused: a line that starts ``benchmark
+process`` must hold its time, rate, slowest operation and error count as
+finite numbers (a garbled one is named, never skipped); a last line cut
+mid-number is not read (:func:`clusterproof.parsers.runs.whole_lines`).
 """
 
 import re
 import shlex
 from dataclasses import dataclass, field
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite, whole
 from clusterproof.parsers import runs
 from clusterproof.parsers.ior import problem_lines
 
@@ -38,6 +43,7 @@ _HEAD = re.compile(r'^MD-Workbench total objects: (\d+) workingset size: \S+ MiB
                    r'\(version: ([^)]*)\)', re.M)
 _PHASE = re.compile(r'^(precreate|benchmark|cleanup) process max:' + _NUM + r's .*?\brate:'
                     + _NUM + r' iops/s .*?\bop-max:' + _NUM + r's \((\d+) errs\)', re.M)
+_PHASE_LIKE = re.compile(r'^(?:precreate|benchmark|cleanup) process\b')
 _DSETS = re.compile(r'\bdsets: (\d+)')
 _OBJECTS = re.compile(r'\bobjects:(\d+)')
 _TOTAL = re.compile(r'^Total runtime: (\d+)s', re.M)
@@ -109,6 +115,28 @@ def _kind(text):
             'data sets': dsets.group(1) if dsets else '?'}
 
 
+def _read_phase(run, line, where):
+    """Add the phase of ``line`` to ``run`` (and the task count, from the
+    first line giving ``dsets:``); a damaged phase line raises
+    :class:`ParseError` naming ``where``."""
+    m = _PHASE.match(line)
+    if not m:
+        raise ParseError(f'{where}: a damaged {line.split()[0]} line (want max:<s>s ... '
+                         f'rate:<N> iops/s ... op-max:<s>s (<N> errs)): {line.strip()[:120]!r}')
+    objects = _OBJECTS.search(line)
+    run.phases.append(Phase(m.group(1), finite(m.group(3), 'rate', where),
+                            finite(m.group(4), 'op-max', where), whole(m.group(5), 'errs', where),
+                            int(objects.group(1)) if objects else 0,
+                            finite(m.group(2), 'max', where)))
+    dsets = _DSETS.search(line)
+    if dsets and not run.tasks:
+        data_sets = run.option('-D', run.option('--data-sets', DEFAULT_DATA_SETS))
+        data_sets = whole(data_sets, 'the data sets of -D', f'{run.source}: Args')
+        if data_sets < 1:
+            raise ParseError(f'{run.source}: Args: -D {data_sets}: want one data set or more')
+        run.tasks = int(dsets.group(1)) // data_sets
+
+
 def parse(text, source='md-workbench output', stderr=''):
     """:class:`MdWorkbenchRun` from md-workbench's stdout (``stderr`` adds
     its ERROR and WARNING lines). No banner or no phase line is an error
@@ -124,18 +152,9 @@ def parse(text, source='md-workbench output', stderr=''):
                          f'output, or it stopped before starting'
                          + (f'; first error: {errors[0]!r}' if errors else ''))
     run.objects, run.version = int(head.group(1)), head.group(2)
-    for line in text.splitlines():
-        m = _PHASE.match(line)
-        if not m:
-            continue
-        objects = _OBJECTS.search(line)
-        run.phases.append(Phase(m.group(1), float(m.group(3)), float(m.group(4)),
-                                int(m.group(5)), int(objects.group(1)) if objects else 0,
-                                float(m.group(2))))
-        dsets = _DSETS.search(line)
-        if dsets and not run.tasks:
-            data_sets = int(run.option('-D', run.option('--data-sets', DEFAULT_DATA_SETS)))
-            run.tasks = int(dsets.group(1)) // data_sets
+    for number, line in enumerate(text.split('\n'), chosen.line):
+        if _PHASE_LIKE.match(line):
+            _read_phase(run, line, f'{source}, line {number}')
     run.finished = bool(_TOTAL.search(text))
     if not run.phases:
         raise ParseError(f'{source}: md-workbench reported no phase ('

@@ -22,12 +22,17 @@ loop of mdtest runs into one log, IO500's easy and hard phases) is read by
 the rule of every parser (:mod:`clusterproof.parsers.runs`): the last run
 when all ran the same tasks, nodes, files and options (paths aside);
 refused, naming what differs, when they did not.
+
+A row of the rate table is read whole or refused: a line that starts with
+an operation's name must hold four finite numbers, once (a garbled ``File
+creation`` row is named, never dropped); a last line cut mid-number is not
+read (:func:`clusterproof.parsers.runs.whole_lines`).
 """
 
 import re
 from dataclasses import dataclass, field
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite
 from clusterproof.parsers import runs
 from clusterproof.parsers.ior import problem_lines
 
@@ -41,6 +46,9 @@ _NUM = r'(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)'
 _RATE_HEAD = re.compile(r'^SUMMARY(?: rate(?: \(in ops/sec\))?)?: \(of (\d+) iterations?\)\s*$',
                         re.M)
 _ROW = re.compile(r'^\s+([A-Z][a-z]+(?: [a-z]+)*)\s*:?\s+' + r'\s+'.join([_NUM] * 4) + r'\s*$')
+#: a line that starts as a row of one of :data:`OPERATIONS`
+_ROW_LIKE = re.compile(r'^\s+(' + '|'.join(OPERATIONS) + r')\b')
+_STATS = ('max', 'min', 'mean', 'stddev')
 _VERSION = re.compile(r'^mdtest-(\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)',
                       re.M)
 _CMD = re.compile(r'^Command line used: (.*)$', re.M)
@@ -111,16 +119,31 @@ def parse(text, source='mdtest output', stderr=''):
     if not head:
         raise ParseError(f'{source}: no "SUMMARY rate" table ({_why_no_table(text, errors)})')
     run.iterations = int(head.group(1))
-    for line in text[head.end():].splitlines():
+    first = chosen.line_at(head.end()) + 1
+    for number, line in enumerate(text[head.end():].split('\n')[1:], first):
         if line.startswith('SUMMARY') or _FINISHED.match(line):
             break
-        row = _ROW.match(line)
-        if row and row.group(1) in OPERATIONS:
-            run.rates[row.group(1)] = dict(zip(('max', 'min', 'mean', 'stddev'),
-                                               map(float, row.groups()[1:])))
+        _read_row(run, line, f'{source}, line {number}')
     if not run.rates:
         raise ParseError(f'{source}: the mdtest SUMMARY rate table has no operation rows')
     return run
+
+
+def _read_row(run, line, where):
+    """Add the rate row ``line`` to ``run.rates``; a line that starts as a
+    row but is not a whole one, or a row given twice, raises
+    :class:`ParseError` naming ``where``."""
+    like = _ROW_LIKE.match(line)
+    if not like:
+        return
+    row = _ROW.match(line)
+    if not row or row.group(1) != like.group(1):
+        raise ParseError(f'{where}: a damaged {like.group(1)!r} row (want the name and four '
+                         f'numbers: Max, Min, Mean, Std Dev): {line.strip()!r}')
+    if row.group(1) in run.rates:
+        raise ParseError(f'{where}: a second {row.group(1)!r} row in the rate table')
+    run.rates[row.group(1)] = {stat: finite(value, f'{row.group(1)} {stat}', where)
+                               for stat, value in zip(_STATS, row.groups()[1:])}
 
 
 def _why_no_table(text, errors):

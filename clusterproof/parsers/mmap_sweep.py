@@ -11,11 +11,13 @@ read by the rule of every parser (:mod:`clusterproof.parsers.runs`): the
 last run when all swept the same target, mode, size, chunk, stride and
 threads; refused, naming what differs, when they did not (a sweep over
 parameters into one log); keys of older runs never fill a cut last run.
+Every number is finite (``nan``, ``inf`` or a garbled value is refused
+naming the key); a last line cut mid-number is not read.
 """
 
 import re
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite, whole
 from clusterproof.parsers import runs
 
 INT_KEYS = ('size', 'a', 'b', 'threads', 'steps', 'bytes_touched', 'checksum')
@@ -60,13 +62,10 @@ def parse(text, source='mmap_sweep output'):
                          + (f' (status={status})' if status else
                             ' (the program failed before printing its results?)'))
     out = dict(values)
-    try:
-        for k in INT_KEYS:
-            out[k] = int(values[k])
-        for k in FLOAT_KEYS:
-            out[k] = float(values[k])
-    except ValueError as err:
-        raise ParseError(f'{source}: unreadable value: {err}') from None
+    for k in INT_KEYS:
+        out[k] = whole(values[k], k, source)
+    for k in FLOAT_KEYS:
+        out[k] = finite(values[k], k, source)
     out['runs'], out['note'] = run.runs, run.note
     return out
 
@@ -84,8 +83,12 @@ def problems(res, source='mmap_sweep output'):
         found.append(f'{source}: status={res["status"]}')
     if res['verified'] == 'no':
         found.append(f'{source}: checksum {res["checksum"]} does not match the data written')
-    steps = expected_steps(res['size'], res['a'], res['b'], res['threads'])
-    if res['steps'] != steps or res['bytes_touched'] != steps * res['a']:
+    steps = (expected_steps(res['size'], res['a'], res['b'], res['threads'])
+             if res['threads'] > 0 and res['b'] > 0 else None)
+    if steps is None:
+        found.append(f'{source}: threads={res["threads"]}, b={res["b"]}: the sweep needs '
+                     'at least one thread and a stride of at least one byte')
+    elif res['steps'] != steps or res['bytes_touched'] != steps * res['a']:
         found.append(f'{source}: {res["steps"]} steps and {res["bytes_touched"]} bytes touched; '
                      f'want {steps} steps of {res["a"]} bytes')
     if res['wall_s'] <= 0 or res['throughput_mib_s'] <= 0:

@@ -4,7 +4,7 @@ JSON (tested on recorded output, tests/data/ndctl/)."""
 import json
 import re
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite, whole
 from clusterproof.parsers.ipmctl import UNITS_GIB
 
 #: Older ndctl names of the namespace modes (renamed in ndctl v60).
@@ -16,7 +16,7 @@ def _human_bytes(value, source):
     m = re.match(r'\s*([0-9.]+)\s*([KMGT]i?B)', value)
     if not m:
         raise ParseError(f'{source}: unreadable size {value!r}')
-    return int(float(m.group(1)) * UNITS_GIB[m.group(2)] * 1024 ** 3)
+    return int(finite(m.group(1), 'size', source) * UNITS_GIB[m.group(2)] * 1024 ** 3)
 
 
 def parse(text, source='ndctl list -N'):
@@ -47,13 +47,16 @@ def parse(text, source='ndctl list -N'):
     walk(data)
     namespaces = []
     for ns in found:
+        where = f'{source}: {ns["dev"]}'
         mode = ns.get('mode', 'unknown')
         size = ns.get('size', 0)
-        if isinstance(size, str):
-            size = _human_bytes(size, source)
+        size = (_human_bytes(size, where) if isinstance(size, str) and not size.isdigit()
+                else whole(size, 'size', where))
+        align = ns.get('align')
         namespaces.append({
             'dev': ns['dev'], 'mode': MODE_ALIASES.get(mode, mode), 'mode_reported': mode,
-            'size': int(size), 'blockdev': ns.get('blockdev'), 'chardev': ns.get('chardev'),
-            'enabled': ns.get('state') != 'disabled', 'align': ns.get('align'),
+            'size': size, 'blockdev': ns.get('blockdev'), 'chardev': ns.get('chardev'),
+            'enabled': ns.get('state') != 'disabled',
+            'align': None if align is None else whole(align, 'align', where),
         })
     return namespaces

@@ -22,12 +22,16 @@ What makes a kind is the parser's: each passes a function from a run's
 text to the few values that must agree (the API and access of IOR, the
 threads and array size of STREAM ...). A last run cut short is refused by
 the parser naming the count; an older run is never read instead.
+
+An output whose last line has no newline was cut while that line was being
+written (a killed program, a full disk): :func:`one_run` leaves that line
+out, so that no figure is read from a row cut mid-number.
 """
 
 import re
 from dataclasses import dataclass
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, line_at
 
 
 @dataclass
@@ -39,6 +43,12 @@ class Run:
     source: str
     runs: int = 1
     note: str = ''
+    #: the line number, in the whole output, of the run's first line
+    line: int = 1
+
+    def line_at(self, pos):
+        """The line number in the whole output of offset ``pos`` of ``text``."""
+        return line_at(self.text, pos, self.line)
 
 
 def split(text, banner):
@@ -96,6 +106,13 @@ def last_of(count, source, program, kinds=None, when=''):
     return where, note
 
 
+def whole_lines(text):
+    """``text`` without a last line that has no newline (a line being
+    written when the program was stopped); a text of one line is kept."""
+    cut = text.rfind('\n')
+    return text if cut < 0 or text.endswith('\n') else text[:cut + 1]
+
+
 def one_run(text, banner, source, program, kind=None, started=None):
     """The :class:`Run` to read in ``text`` under the rule of this module
     (:func:`last_of`): the only run, or the last of several of one kind
@@ -103,11 +120,13 @@ def one_run(text, banner, source, program, kind=None, started=None):
     must agree; None: every run is of one kind); several runs that differ in
     kind raise :class:`ParseError` naming the count and the differences.
     ``started`` (a function from a run's text to when it started, or '')
-    dates the run read in the note."""
-    parts = split(text, banner)
+    dates the run read in the note. A last line without its newline is
+    left out (:func:`whole_lines`)."""
+    parts = split(whole_lines(text), banner)
     if len(parts) == 1:
-        return Run(text, source)
+        return Run(parts[0], source)
     where, note = last_of(len(parts), source, program,
                           [kind(part) for part in parts] if kind else None,
                           started(parts[-1]) if started else '')
-    return Run(parts[-1], where, len(parts), note)
+    return Run(parts[-1], where, len(parts), note,
+               line=1 + sum(part.count('\n') for part in parts[:-1]))

@@ -25,6 +25,7 @@ missing, so a caller can fall back to another command and say why.
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -48,12 +49,14 @@ def number(value, where='value'):
         value = value.get('number')
     if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise SlurmFormatError(f'{where}: {value!r} is not a whole number')
     if isinstance(value, (int, float)):
         return int(value)
     text = str(value).strip()
     if text.upper() in ('UNLIMITED', 'INFINITE', 'N/A', 'NONE', '(NULL)', ''):
         return None
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise SlurmFormatError(f'{where}: {value!r} is not a whole number')
     return int(text)
 
@@ -591,6 +594,8 @@ def parse_slurm_conf(text, source='slurm.conf'):
         for m in re.finditer(r'(\S+?)=("[^"]*"|\S+)', line):
             key = canon.get(m.group(1).lower(), m.group(1))
             rec[key] = m.group(2).strip('"')
+        if canon[head] not in rec:
+            raise SlurmFormatError(f'{source}: {line[:80]!r}: {canon[head]}= without a name')
         if head == 'nodename':
             if rec['NodeName'].upper() == 'DEFAULT':
                 node_default.update({k: v for k, v in rec.items() if k != 'NodeName'})

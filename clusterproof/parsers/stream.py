@@ -6,17 +6,21 @@ read by the rule of every parser (:mod:`clusterproof.parsers.runs`): the
 last run when all have the same array size, thread count and repetitions;
 refused, naming what differs, when they do not (a sweep over thread counts
 into one log).
+
+A kernel row is read whole or refused: a line that starts ``Triad:`` must
+hold four finite numbers (a garbled one is named, never skipped); a last
+line cut mid-number is not read (:func:`clusterproof.parsers.runs.whole_lines`).
 """
 
 import re
 
-from clusterproof.parsers import ParseError
+from clusterproof.parsers import ParseError, finite
 from clusterproof.parsers import runs
 
 KERNELS = ('Copy', 'Scale', 'Add', 'Triad')
 
-_ROW = re.compile(r'^(Copy|Scale|Add|Triad):\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$',
-                  re.M)
+_ROW = re.compile(r'^(Copy|Scale|Add|Triad):(.*)$', re.M)
+_ROW_COLUMNS = ('Best Rate MB/s', 'Avg time', 'Min time', 'Max time')
 _ARRAY = re.compile(r'^Array size = (\d+) \(elements\)', re.M)
 _THREADS = re.compile(r'^Number of Threads counted = (\d+)', re.M)
 _NTIMES = re.compile(r'^Each kernel will be executed (\d+) times', re.M)
@@ -39,7 +43,16 @@ def parse(text, source='STREAM output'):
     say how many runs the output holds and which was read."""
     run = runs.one_run(text, _BANNER, source, 'STREAM', kind=_kind)
     text, source = run.text, run.source
-    rates = {m.group(1): float(m.group(2)) for m in _ROW.finditer(text)}
+    rates = {}
+    for m in _ROW.finditer(text):
+        where = f'{source}, line {run.line_at(m.start())}'
+        values = m.group(2).split()
+        if len(values) != len(_ROW_COLUMNS):
+            raise ParseError(f'{where}: {m.group(1)} row has {len(values)} values, want '
+                             f'{len(_ROW_COLUMNS)} ({", ".join(_ROW_COLUMNS)}): '
+                             f'{m.group(0).strip()!r}')
+        rates[m.group(1)] = [finite(v, f'{m.group(1)} {col}', where)
+                             for v, col in zip(values, _ROW_COLUMNS)][0]
     missing = [k for k in KERNELS if k not in rates]
     if missing:
         raise ParseError(f'{source}: no STREAM result row for {", ".join(missing)} '
