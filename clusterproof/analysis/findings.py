@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from clusterproof import store as st
-from clusterproof.analysis import detector
+from clusterproof.analysis import detector, smallest
 from clusterproof.analysis.attribution import attribution
 from clusterproof.paths import results_db
 from clusterproof.store import history, sessions
@@ -306,6 +306,26 @@ def detect(hists, settings=None):
         {'quiet': quiet, 'noisy': noisy, 'skipped': skipped}.get(status, []).append((h, what))
         found += figure_found
     return rank(found), quiet, noisy, skipped
+
+
+def listed(found, min_change=None):
+    """The findings of ``found`` (see :func:`detect`) that are listed: those
+    at least as large as their figure's smallest change that matters
+    (``min_change``, a fraction, for every figure; None: per figure from
+    site_config/changes.yaml, else its reference's tolerance,
+    :mod:`.smallest`). `clusterproof changes`, the morning page, the night's
+    notification and scripts/bench_detection.py list what this returns."""
+    table = {} if min_change is not None else smallest.load()
+    return smallest.keep(found, table, references=min_change is None)
+
+
+def listing(hists, settings=None, min_change=None):
+    """What `clusterproof changes PATH` lists of the histories ``hists``
+    (``settings``: the detector's, default its defaults; ``min_change``: see
+    :func:`listed`): ``(found, quiet, noisy, skipped)`` as :func:`detect`
+    returns them, ``found`` only the listed findings."""
+    found, quiet, noisy, skipped = detect(hists, settings)
+    return listed(found, min_change), quiet, noisy, skipped
 
 
 def judge_figure(h, settings):

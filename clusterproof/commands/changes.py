@@ -6,7 +6,7 @@ import json
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import detector, findings, smallest, triage
+from clusterproof.analysis import detector, findings, triage
 from clusterproof.commands.selection import add_selection_args, parse_since
 from clusterproof.store import history, sources
 
@@ -67,7 +67,7 @@ def run(args):
                                 'matters is a percentage of 0 or more (1 for one percent)')
     settings = detector.Settings(max_detectable=args.max_detectable / 100,
                                  min_change=(args.min_change or 0) / 100)
-    table = {} if args.min_change is not None else smallest.load()
+    min_change = None if args.min_change is None else args.min_change / 100
     if args.untriaged and args.sources:
         raise ClusterproofError('--untriaged: the verdicts are kept in the figure store; not '
                                 'with PATH arguments')
@@ -83,11 +83,11 @@ def run(args):
         if not total:
             raise ClusterproofError('no figures in the history selected')
         findings.note(now)
+        found = findings.listed(found, min_change)
     else:
         hists = [h for h in _load(args) if wanted(h)]
         total = len(hists)
-        found, quiet, noisy, skipped = findings.detect(hists, settings)
-    found = smallest.keep(found, table, references=args.min_change is None)
+        found, quiet, noisy, skipped = findings.listing(hists, settings, min_change)
     verdicts = None if args.sources else triage.read_all(findings.stores_read())
     listed = triage.states(found, verdicts or [])
     if args.untriaged:

@@ -45,7 +45,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError, store
-from clusterproof.analysis import detector, findings, smallest, triage
+from clusterproof.analysis import detector, findings, triage
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.reframe_io import database as rfdb
@@ -126,7 +126,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     found = [{**f, 'id': findings.change_id(f), 'state': state,
               'carried_from': carried, 'note': v['note'] if v else ''}
              for f, state, v, carried in triage.states(
-                 smallest.keep(recent_changes(histories, kept=kept), smallest.load()),
+                 findings.listed(recent_changes(histories, kept=kept)),
                  triaged or [])]
     changed = {_fkey(f) for f in found}
     counts = _counts(rows, len(found))
