@@ -46,15 +46,16 @@ from clusterproof.store import history, sessions
 #: of a figure's findings below changes what they find, and write the new
 #: :data:`GOLDEN` (tests/test_findings_version.py fails, saying so, while
 #: the findings of its fixed history differ from :data:`GOLDEN`)
-VERSION = 5
+VERSION = 6
 #: ``{version: digest}``: the digest of the findings of the recorded history
 #: tests/data/history-real/local-smoke.csv under each :data:`VERSION`, as
 #: tests/test_findings_version.py computes it; a new version adds its own
 #: (3, changes of noise: none in that history, so its digest is 2's; 4,
 #: periodic components taken out: none in that history either; 5, the
-#: onset of a slow change: no single step of that history is a ramp)
+#: onset of a slow change: no single step of that history is a ramp; 6, the
+#: run's own settings in the attribution: that CSV history records none)
 GOLDEN = {1: '60137dccb58d0936', 2: 'ac27ab406b370fd9', 3: 'ac27ab406b370fd9',
-          4: 'ac27ab406b370fd9', 5: 'ac27ab406b370fd9'}
+          4: 'ac27ab406b370fd9', 5: 'ac27ab406b370fd9', 6: 'ac27ab406b370fd9'}
 #: figures judged per task of a worker process
 CHUNK = 64
 

@@ -27,6 +27,10 @@ from clusterproof.store import sessions
 PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
               'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist',
               'cp_binary_sha256', 'cp_mpi_library', 'cp_fingerprint')
+#: what else a point's provenance carries of its session: the test case's
+#: variables and parameters (``settings``, JSON text), the session's command
+#: line and its mode (:mod:`clusterproof.analysis.runsettings`)
+RUN = ('settings', 'cmdline', 'mode')
 #: bad rows listed in one error
 MAX_ERRORS = 20
 
@@ -173,7 +177,7 @@ def from_frame(lf, keys=None):
     test cases and figures without a finite value are left out; smoke and
     emulated figures are kept apart from the others (their own key)."""
     ident = list(store.IDENTITY)
-    prov_cols = [*rfdb.PROVENANCE, 'attrs', 'reframe_version']
+    prov_cols = [*rfdb.PROVENANCE, 'attrs', 'reframe_version', 'cmdline', 'mode']
     lf = lf.filter(measured())
     if keys is not None:
         wanted = pl.DataFrame([list(k) for k in keys] or None, schema={
@@ -212,15 +216,23 @@ def from_frame(lf, keys=None):
 def _provenances(df):
     """The distinct provenances of the rows ``df`` (as :func:`_record_rows`
     makes them, one dict each) and ``{hash: index}``."""
-    provs, pid = [], {}
+    provs, pid, texts = [], {}, {}
     for row in df.unique('_prov').iter_rows(named=True):
         attrs = json.loads(row['attrs'] or '{}')
         prov = {k: rfdb.provenance_text(row[k] if k in rfdb.PROVENANCE else attrs.get(k))
                 for k in PROVENANCE if k in rfdb.PROVENANCE or k in attrs}
         prov['reframe_version'] = row['reframe_version'] or ''
+        prov.update(_run(row['attrs'], row['cmdline'], row['mode'], texts))
         pid[row['_prov']] = len(provs)
         provs.append(prov)
     return provs, pid
+
+
+def _run(attrs, cmdline, mode, texts):
+    """The :data:`RUN` part of a provenance (those known), each text kept
+    once in ``texts`` (many points share them)."""
+    got = zip(RUN, (attrs if attrs and attrs != '{}' else '', cmdline or '', mode or ''))
+    return {k: texts.setdefault(v, v) for k, v in got if v}
 
 
 def database_rows(db=None, **selection):
@@ -237,16 +249,19 @@ def from_records(sessions, recs):
 
 def _record_rows(sess, recs):
     version = {s.uuid: (s.info.get('version') or '') for s in sess}
+    cmdline = {s.uuid: (s.info.get('cmdline') or '') for s in sess}
     rows = []
-    shared = {}     # the same test case's provenance night after night: one dict (read-only)
+    shared = {}     # the same test case's provenance in one session: one dict (read-only)
+    texts = {}
     for r in recs:
         if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
             continue
-        pk = (id(r.case), version.get(r.session, ''))
+        pk = (id(r.case), r.session)
         prov = shared.get(pk)
         if prov is None:
             prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
-            prov['reframe_version'] = pk[1]
+            prov['reframe_version'] = version.get(r.session, '')
+            prov.update(_run(rfdb.test_attrs(r.case), cmdline.get(r.session), r.mode, texts))
             shared[pk] = prov
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
