@@ -66,7 +66,7 @@ recall, delay and false alarm rate per noise model.
 The modules, one seam each: :mod:`.model` (settings, a change),
 :mod:`.noise`, :mod:`.levels` (taken out first), :mod:`.segmentation`,
 :mod:`.significance`, :mod:`.nightly` and :mod:`.retrospective` (the two
-views), :mod:`.classify` (step, drift, transient, flip),
+views), :mod:`.classification` (step, drift, transient, flip),
 :mod:`.noisechange`, :mod:`.views` (both matched: :func:`find`) and
 :mod:`.figure` (a figure's noise). docs/changes-method.md has the rules
 and their measurements.
@@ -90,7 +90,7 @@ from clusterproof.analysis.detector.nightly import (  # noqa: F401
     moved_enough, judge_night, scan, _nightly, _rows, _order, _row_quantile, _may_move_enough)
 from clusterproof.analysis.detector.retrospective import (  # noqa: F401
     segment, _judge_bounds, _drifts, _fit_drift, _fit_onset, _line_costs)
-from clusterproof.analysis.detector.classify import (  # noqa: F401
+from clusterproof.analysis.detector.classification import (  # noqa: F401
     TRANSIENT, FLIP_VISITS, FLIP_RUN, FLIP_NEAR, classify, _transients, _flips, _episode_end,
     _may_reach)
 from clusterproof.analysis.detector.noisechange import (  # noqa: F401

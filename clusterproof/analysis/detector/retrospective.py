@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from clusterproof.analysis.detector.classify import TRANSIENT
+from clusterproof.analysis.detector.classification import TRANSIENT
 from clusterproof.analysis.detector.model import Change, Settings
 from clusterproof.analysis.detector.noise import (
     CLIP, _median, _segments_scale, diff_scale, inflation)

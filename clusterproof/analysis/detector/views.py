@@ -2,12 +2,12 @@
 alarms (:mod:`.nightly`) and the retrospective changes
 (:mod:`.retrospective`) within ``MATCH`` sessions are one change; the
 steps are judged again once all are placed and the alarms later sessions
-disprove are withdrawn; then what each move is (:mod:`.classify`) and the
+disprove are withdrawn; then what each move is (:mod:`.classification`) and the
 changes of noise (:mod:`.noisechange`)."""
 
 import dataclasses
 
-from clusterproof.analysis.detector.classify import _episode_end, classify
+from clusterproof.analysis.detector.classification import _episode_end, classify
 from clusterproof.analysis.detector.levels import _levels
 from clusterproof.analysis.detector.model import Change, Settings
 from clusterproof.analysis.detector.nightly import _nightly
