@@ -411,6 +411,14 @@ def method_listed_steps(series, transients=False):
     return method_listed(series, transients, detector.Settings(onsets=False))
 
 
+def method_listed_noisy(series, transients=False):
+    """:func:`method_listed` where a figure too noisy to judge lists only its
+    changes larger than its minimum detectable change
+    (``detector.Settings(noisy_changes=False)``): the listing as it was
+    before (for a before/after in one run)."""
+    return method_listed(series, transients, detector.Settings(noisy_changes=False))
+
+
 def method_listed_levels(series, transients=False):
     """:func:`method_listed` without the changes of noise: the listing as it
     was before they were found (for a before/after in one run)."""
@@ -484,6 +492,9 @@ METHODS = {
                          'listed before they were)', method_listed_aperiodic, 'ruptures'),
     'listed-steps': ('the same listing without the onsets of slow changes (a single step '
                      'never made a ramp: as listed before)', method_listed_steps, 'ruptures'),
+    'listed-noisy': ('the same listing where a figure too noisy to judge lists only its '
+                     'changes larger than it can detect (as listed before)',
+                     method_listed_noisy, 'ruptures'),
     'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
     'otava': ('apache-otava alone', method_otava, 'otava'),
     'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
@@ -1077,10 +1088,22 @@ def tcpd_scores(directory, tmp, settings=None):
     return rows, skipped, [(h.test, why) for h, why in not_judged], cpu
 
 
+#: each rule's effect on TCPD through the command, in the same run: the
+#: settings that turn it off (the listing as it was before it)
+TCPD_RULES = (
+    ('a figure too noisy to judge lists its changes',
+     detector.Settings(noisy_changes=False)),
+    ('a figure with a value of 0 or less is judged', detector.Settings(linear=False)),
+    ('both', detector.Settings(noisy_changes=False, linear=False)),
+)
+
+
 def print_tcpd(directory):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         rows, skipped, not_judged, cpu = tcpd_scores(directory, tmp)
+        without = [(label, tcpd_scores(directory, tmp, settings)[0])
+                   for label, settings in TCPD_RULES]
     series, _ = tcpd_series(directory)
     missing = r_changepoint_missing()
     measured = {}           # method -> [(F1, cover) per series]
@@ -1129,6 +1152,10 @@ def print_tcpd(directory):
         for name, f1, cover in published:
             print(f'  {name:<34} {f1:6.3f} {cover:6.3f}  published, univariate series '
                   f'({table_name} table)')
+    print('\n  each rule, through the command, in this run: F1 (cover) without -> with it')
+    for label, before in without:
+        f1b, covb = (sum(r[k] for r in before) / len(before) for k in (3, 4))
+        print(f'  {label:<50} {f1b:.3f} ({covb:.3f}) -> {mean(3):.3f} ({mean(4):.3f})')
     print(f'tcpd: F1 {mean(3):.3f}, cover {mean(4):.3f} on {len(rows)} series '
           f'(zero baseline on the same series: F1 {mean(5):.3f}, cover {mean(6):.3f})')
 
@@ -1139,7 +1166,7 @@ def main(argv=None):
     ap.add_argument('--seeds', choices=SEEDS, default='eval',
                     help='eval: the held-out seeds reported (default); tune: the seeds '
                          'the thresholds were tuned on')
-    ap.add_argument('--methods', default='today,changes,listed-steps,listed',
+    ap.add_argument('--methods', default='today,changes,listed-noisy,listed',
                     help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
                          'small configuration takes about 15 s of CPU per method, '
                          'ruptures-pelt 80 s; full about six times as long)')
@@ -1204,7 +1231,9 @@ def main(argv=None):
               'the listing; a transient is not a change of level; jitter: a change of '
               'noise)')
         print(table('listed', scores, cpu, None))
-        for name, what in (('listed-levels', 'listing changes of noise'),
+        for name, what in (('listed-noisy', 'listing the changes of figures too noisy '
+                                            'to judge'),
+                           ('listed-levels', 'listing changes of noise'),
                            ('listed-aperiodic', 'taking out periodic components'),
                            ('listed-steps', 'the onsets of slow changes')):
             if name in results and 'listed' in results:

@@ -6,7 +6,7 @@ import pytest
 
 from clusterproof.analysis.detector import (classification, figure, levels, model, nightly,
                                             noise, noisechange, retrospective, segmentation,
-                                            significance)
+                                            significance, views)
 
 
 def _noise(n, cv, seed):
@@ -27,6 +27,15 @@ def test_noise_is_robust_and_has_a_floor():
     # values printed with few digits: mostly one number, a noise all the same
     q = np.log(np.array([515.0] * 30 + [499.0, 530.0] * 5))
     assert noise.robust_scale(q) == 0.0 and noise.noise_floor(q) > 0.005
+
+
+def test_noise_a_figure_with_a_value_of_0_is_judged_on_its_values():
+    v = np.r_[np.zeros(60), np.full(40, 2.0)] + _noise(100, 0.5, 12)
+    assert noise.linear(v) and not noise.linear(np.abs(v) + 1)
+    assert noise._log(v) == pytest.approx(v / noise.magnitude(v))
+    (c,) = views.find(v)[0]
+    # a share of the figure's typical magnitude (the median absolute value)
+    assert c.linear and abs(c.at - 60) <= 1 and c.change == pytest.approx(2.0 / noise.magnitude(v), rel=0.1)
 
 
 def test_levels_a_weekly_component_is_taken_out():
@@ -81,3 +90,21 @@ def test_figure_a_figure_too_noisy_to_judge():
     values = 100 * np.exp(_noise(120, 0.3, 11))
     fn = figure.figure_noise(values)
     assert fn.too_noisy and fn.detectable > model.DEFAULT_MAX_DETECTABLE
+
+
+def test_a_figure_too_noisy_to_judge_still_lists_the_changes_it_keeps():
+    """Noise of 12 %: a change must be 38 % to be seen within three sessions,
+    but a drop of 30 % held for 60 sessions is certain; it is listed, and
+    the figure is too noisy only for what it cannot show (off: not listed,
+    as before)."""
+    from clusterproof.analysis import detector, findings
+    from clusterproof.store.history import History, Point
+    v = 100 * np.exp(_noise(120, 0.12, 5))
+    v[60:] *= 0.7
+    h = History('s', 'p', 'T', 'f', 'MB/s', (), [Point(1e9 + i * 86400, float(x))
+                                                 for i, x in enumerate(v)])
+    status, fn, found = findings.judge_figure(h, detector.Settings())
+    assert fn.too_noisy and status == 'changed'
+    assert [round(f['change'], 1) for f in found] == [-0.3]
+    status, _, found = findings.judge_figure(h, detector.Settings(noisy_changes=False))
+    assert status == 'noisy' and found == []

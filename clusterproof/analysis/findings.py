@@ -46,16 +46,19 @@ from clusterproof.store import history, sessions
 #: of a figure's findings below changes what they find, and write the new
 #: :data:`GOLDEN` (tests/test_findings_version.py fails, saying so, while
 #: the findings of its fixed history differ from :data:`GOLDEN`)
-VERSION = 6
+VERSION = 8
 #: ``{version: digest}``: the digest of the findings of the recorded history
 #: tests/data/history-real/local-smoke.csv under each :data:`VERSION`, as
 #: tests/test_findings_version.py computes it; a new version adds its own
 #: (3, changes of noise: none in that history, so its digest is 2's; 4,
 #: periodic components taken out: none in that history either; 5, the
 #: onset of a slow change: no single step of that history is a ramp; 6, the
-#: run's own settings in the attribution: that CSV history records none)
+#: run's own settings in the attribution: that CSV history records none; 7,
+#: a figure too noisy to judge lists every change the detector keeps; 8, a
+#: figure with a value of 0 or less judged on its values: memory_io_idle)
 GOLDEN = {1: '60137dccb58d0936', 2: 'ac27ab406b370fd9', 3: 'ac27ab406b370fd9',
-          4: 'ac27ab406b370fd9', 5: 'ac27ab406b370fd9', 6: 'ac27ab406b370fd9'}
+          4: 'ac27ab406b370fd9', 5: 'ac27ab406b370fd9', 6: 'ac27ab406b370fd9',
+          7: '8b2f10cce15ba903', 8: '7318751c9c94f924'}
 #: figures judged per task of a worker process
 CHUNK = 64
 
@@ -299,7 +302,9 @@ def detect(hists, settings=None):
     with their summary, largest first; a nightly alarm that later sessions
     disproved has ``withdrawn`` true), the figures without a change, those
     too noisy to judge and those not judged (with the reason). A figure too
-    noisy to judge still lists the changes larger than it can detect."""
+    noisy to judge still lists the changes the detector keeps (each reached
+    its own significance; ``settings.noisy_changes`` off: only those larger
+    than its minimum detectable change), not its withdrawn alarms."""
     settings = settings or detector.Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
@@ -337,7 +342,7 @@ def judge_figure(h, settings):
     its changes (see :func:`detect`), each with its summary. A figure's
     findings depend on its history and ``settings`` alone
     (:func:`derive` keeps them)."""
-    if np.any(np.asarray(h.values, dtype=float) <= 0):
+    if not settings.linear and detector.linear(h.values):
         return 'skipped', 'values <= 0', []
     if len(h.points) < 2:
         return 'quiet', None, []
@@ -346,7 +351,8 @@ def judge_figure(h, settings):
     fn = detector.figure_noise(h.values, cps, settings, groups)
     status = 'changed'
     if fn.too_noisy:
-        cps = [c for c in cps if abs(c.change) >= fn.detectable]
+        if not settings.noisy_changes:
+            cps = [c for c in cps if abs(c.change) >= fn.detectable]
         withdrawn = []
         if not cps:
             status = 'noisy'
@@ -385,7 +391,7 @@ def _finding(h, c, fn, withdrawn=False):
         'view': c.view, 'kind': c.kind, 'withdrawn': withdrawn,
         'end': (None if c.end is None or c.end >= len(h.points)
                 else _iso(h.points[c.end].time)),
-        'rate': round(math.expm1(c.rate), 5) if c.kind == 'drift' else None,
+        'rate': round(c.relative_rate, 5) if c.kind == 'drift' else None,
         'sessions_before': c.n_before, 'sessions_after': c.n_after,
         'noise': None if fn is None else round(fn.noise, 4),
         'detectable': None if fn is None else round(fn.detectable, 4),

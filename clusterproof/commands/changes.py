@@ -24,7 +24,9 @@ def register(subparsers):
                     'noise alone (a node that became jittery: the noise 1.5 times larger or '
                     'smaller while the level held) is listed as a change of noise; a periodic '
                     'component (a weekly backup on the nights of the run) is taken out first '
-                    'and raises no change. '
+                    'and raises no change. A figure with a value of 0 or less is judged on '
+                    'its values: its changes are shares of its typical magnitude (the median '
+                    'absolute value). '
                     'Reads the ReFrame results database, or history kept elsewhere: '
                     'perflogs (files or directories) and CSV files with the header '
                     'timestamp,system,partition,test,figure,value,unit (further columns are '
@@ -32,8 +34,9 @@ def register(subparsers):
                     'first session after it, its signed size with its standard error, the '
                     'confidence, and what changed in the provenance (binary version, Spack '
                     'spec and lock hash, configuration hash, project revision, ReFrame '
-                    'version, nodes). A figure too noisy to detect a useful change lists only '
-                    'the changes larger than it can detect, else it is listed as too noisy. '
+                    'version, nodes). A figure too noisy to detect a useful change within '
+                    'a few sessions still lists the changes found, else it is listed as too '
+                    'noisy. '
                     'These are not verdicts against the references: that is clusterproof '
                     'compare. Each change has an id and, where the figure store is read, the '
                     'verdict a person gave it with clusterproof triage (untriaged first).')
@@ -50,8 +53,8 @@ def register(subparsers):
                    help='also list the noise of figures without a change')
     p.add_argument('--max-detectable', type=float,
                    default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
-                   help='a figure whose minimum detectable change is larger is too noisy '
-                        'to judge (default %(default)g)')
+                   help='a figure whose minimum detectable change is larger is listed as '
+                        'too noisy to judge when it has no change (default %(default)g)')
     p.add_argument('--min-change', type=float, metavar='PERCENT',
                    help='the smallest change that matters, for every figure: a change, '
                         'transient or drift smaller than PERCENT is not listed (default: '

@@ -76,7 +76,7 @@ from clusterproof.analysis.detector.model import (  # noqa: F401
     DEFAULT_Z, DEFAULT_MIN_AFTER, DEFAULT_MIN_BEFORE, DEFAULT_WINDOW, DEFAULT_PENALTY,
     OUTLIER_Z, DEFAULT_MAX_DETECTABLE, Settings, Change)
 from clusterproof.analysis.detector.noise import (  # noqa: F401
-    _IQR, FLOOR_SPREAD, CLIP, INFLATION_MAX, _log, robust_scale, _quantile, _median,
+    _IQR, FLOOR_SPREAD, CLIP, INFLATION_MAX, _log, linear, magnitude, on_scale, robust_scale, _quantile, _median,
     pooled_scale, _floor, noise_floor, resolution, diff_scale, has_outliers, _segments_scale,
     inflation)
 from clusterproof.analysis.detector.levels import (  # noqa: F401

@@ -10,7 +10,7 @@ import numpy as np
 from clusterproof.analysis.detector.levels import _levels
 from clusterproof.analysis.detector.model import Settings
 from clusterproof.analysis.detector.noise import (
-    _floor, _median, has_outliers, noise_floor, robust_scale)
+    _floor, _median, has_outliers, linear, noise_floor, robust_scale)
 from clusterproof.analysis.detector.significance import minimum_detectable
 
 
@@ -46,7 +46,8 @@ def figure_noise(values, changes=(), settings=None, groups=None):
             parts.append(part - _median(part))
     res = np.concatenate(parts)
     sigma = max(robust_scale(res), noise_floor(y[lo:]))
-    rel = math.expm1(sigma)
-    det = minimum_detectable(rel, s)
+    flat = linear(values)
+    rel = sigma if flat else math.expm1(sigma)
+    det = minimum_detectable(rel, s, linear=flat)
     return FigureNoise(rel, det, len(res), too_noisy=det > s.max_detectable,
                        heavy_tailed=has_outliers(res, _floor(sigma), s.outlier_z))

@@ -38,6 +38,14 @@ class Settings:
     #: a single step that a ramp fits better is the onset of a slow change
     #: (:func:`_drifts`)
     onsets: bool = True
+    #: a figure too noisy to judge (its minimum detectable change above
+    #: ``max_detectable``) still lists every change the detector keeps
+    #: (off: only those larger than its minimum detectable change, as before)
+    noisy_changes: bool = True
+    #: a figure with a value of 0 or less is judged on its values
+    #: (:func:`~clusterproof.analysis.detector.noise.linear`; off: it is not
+    #: judged, as before)
+    linear: bool = True
 
 
 @dataclass
@@ -64,16 +72,26 @@ class Change:
     kind: str = 'step'
     end: int | None = None
     rate: float = 0.0
+    #: a change of a figure judged on its values, not their logarithms (one
+    #: with a value of 0 or less): ``shift`` and ``rate`` are shares of its
+    #: typical magnitude
+    linear: bool = False
 
     @property
     def change(self):
-        """Signed relative size: -0.079 is 7.9 % lower."""
-        return math.expm1(self.shift)
+        """Signed relative size: -0.079 is 7.9 % lower (of a ``linear``
+        change: 7.9 % of the figure's typical magnitude lower)."""
+        return self.shift if self.linear else math.expm1(self.shift)
 
     @property
     def uncertainty(self):
         """Standard error of the relative size."""
-        return abs(math.exp(self.shift)) * self.stderr
+        return self.stderr if self.linear else abs(math.exp(self.shift)) * self.stderr
+
+    @property
+    def relative_rate(self):
+        """A drift's relative change per session."""
+        return self.rate if self.linear else math.expm1(self.rate)
 
     @property
     def z(self):

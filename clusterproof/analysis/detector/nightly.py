@@ -12,7 +12,7 @@ import numpy as np
 
 from clusterproof.analysis.detector.model import Change, Settings
 from clusterproof.analysis.detector.noise import (
-    _IQR, _floor, _log, has_outliers, pooled_scale, resolution)
+    _IQR, _floor, _log, has_outliers, on_scale, pooled_scale, resolution)
 from clusterproof.analysis.detector.segmentation import _segment
 from clusterproof.analysis.detector.significance import (
     EARLY, SCREEN, _HL_VAR, _SLACK, agree, hl_shift, refine, shift_stderr)
@@ -76,7 +76,7 @@ def scan(values, settings=None):
     s = settings or Settings()
     y = _log(values)
     floor = resolution(y)
-    return refine(y, _nightly(y, s, floor), s, floor)
+    return on_scale(refine(y, _nightly(y, s, floor), s, floor), values)
 
 
 def _nightly(y, s, floor):

@@ -8,6 +8,7 @@ session-to-session differences where the level may have moved:
 and how much a series that wanders widens the standard error of a shift
 (:func:`inflation`)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -26,10 +27,37 @@ INFLATION_MAX = 4.4
 
 
 def _log(values):
+    """The values a figure is judged on: their logarithms (a change is
+    relative), or, for a figure with a value of 0 or less (:func:`linear`),
+    the values in units of their typical magnitude (:func:`magnitude`): a
+    change is then a share of that magnitude."""
     y = np.asarray(values, dtype=float)
-    if np.any(~np.isfinite(y)) or np.any(y <= 0):
-        raise ValueError('change detection needs finite positive values')
-    return np.log(y)
+    if np.any(~np.isfinite(y)):
+        raise ValueError('change detection needs finite values')
+    return y / magnitude(y) if linear(y) else np.log(y)
+
+
+def linear(values):
+    """True for a figure judged on its values, not their logarithms: one
+    with a value of 0 or less (a difference, a count that can be 0), whose
+    relative change is not defined."""
+    return bool(np.any(np.asarray(values, dtype=float) <= 0))
+
+
+def magnitude(y):
+    """The typical magnitude of values ``y``: the median of their absolute
+    values (else their largest, else 1)."""
+    a = np.abs(np.asarray(y, dtype=float))
+    return _median(a) or float(a.max()) or 1.0
+
+
+def on_scale(changes, values):
+    """``changes`` of a figure's ``values``, each marked ``linear`` when the
+    figure is judged on its values (:func:`linear`; a change of noise is a
+    ratio either way)."""
+    if not linear(values):
+        return changes
+    return [c if c.kind == 'noise' else dataclasses.replace(c, linear=True) for c in changes]
 
 
 def robust_scale(y):

@@ -54,7 +54,7 @@ def agree(after, sigma):
     return float(after.max() - after.min()) <= AGREE * sigma
 
 
-def minimum_detectable(rel_noise, settings=None, n_before=None):
+def minimum_detectable(rel_noise, settings=None, n_before=None, linear=False):
     """The smallest relative change found with 95 % probability
     ``settings.min_after + 1`` sessions after it (within as many nights),
     for a figure with this noise."""
@@ -63,6 +63,8 @@ def minimum_detectable(rel_noise, settings=None, n_before=None):
         return float('nan')
     n_after = s.min_after + 1
     n_before = n_before or (s.window - n_after)
+    if linear:          # a noise and a change in shares of the figure's magnitude
+        return (s.z + 1.645) * shift_stderr(rel_noise, n_before, n_after)
     sigma = math.log1p(rel_noise)
     return math.expm1((s.z + 1.645) * shift_stderr(sigma, n_before, n_after))
 

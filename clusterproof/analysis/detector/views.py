@@ -11,7 +11,7 @@ from clusterproof.analysis.detector.classification import _episode_end, classify
 from clusterproof.analysis.detector.levels import _levels
 from clusterproof.analysis.detector.model import Change, Settings
 from clusterproof.analysis.detector.nightly import _nightly
-from clusterproof.analysis.detector.noise import inflation, noise_floor, resolution
+from clusterproof.analysis.detector.noise import inflation, noise_floor, on_scale, resolution
 from clusterproof.analysis.detector.noisechange import noise_changes
 from clusterproof.analysis.detector.retrospective import segment
 from clusterproof.analysis.detector.significance import refine
@@ -88,6 +88,6 @@ def find(values, settings=None, groups=None):
     kept = classify(y, steps, s, floor) + [c for c in retro if c.kind == 'drift'
                                             and abs(c.change) >= s.min_change]
     kept += noise_changes(y, kept, s)
-    withdrawn = [c for c in withdrawn if abs(c.change) >= s.min_change]
+    withdrawn = on_scale([c for c in withdrawn if abs(c.change) >= s.min_change], values)
     kept.sort(key=lambda c: c.at)
-    return kept, withdrawn
+    return on_scale(kept, values), withdrawn
