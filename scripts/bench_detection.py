@@ -46,8 +46,9 @@ tails; --speed N figures timed, 0: none).
 
 The last line is for scripts:
     detection: recall >=5% steps (CV<=2%) X%, median delay D nights, false alarms F per 1000 figure-nights
-for the product's method (clusterproof.analysis.detector); F is the worst
-noise model's rate.
+for the product's nightly alarms as `clusterproof changes` lists them (its
+function, findings.listing: every method named listed* or changes scores
+what it returns); F is the worst noise model's rate.
 """
 
 import argparse
@@ -339,10 +340,14 @@ def _record(series, t, value):
 
 
 def method_changes(series):
-    """The product: clusterproof.analysis.detector (ruptures binary
-    segmentation placing the change, Hodges-Lehmann shift confirming it)."""
-    return [(c.found, c.at, 1 if c.shift > 0 else -1)
-            for c in detector.scan(series.values)]
+    """The product's nightly alarms, as `clusterproof changes` lists them
+    (:func:`listed_findings`): every change and transient a nightly run
+    raised, on the night it raised it (withdrawn ones too: they were
+    raised), placed where the listing puts it (binary segmentation placing
+    the change, the Hodges-Lehmann shift confirming it)."""
+    found = listed_findings(series.values, series.unit, series.figure)
+    return sorted((_night(f['found']), _night(f['at']), 1 if f['change'] > 0 else -1)
+                  for f in found if f['found'] is not None and f['kind'] != 'noise')
 
 
 def method_listed(series, transients=False, settings=None):
@@ -481,8 +486,8 @@ def method_edivisive(series):
 METHODS = {
     'today': ('today\'s rule (compare.py: fixed band + rolling median + nights in a row)',
               method_today, None),
-    'changes': ('clusterproof.analysis.detector (ruptures Binseg + Hodges-Lehmann shift)',
-                method_changes, 'ruptures'),
+    'changes': ('clusterproof changes, its nightly alarms (ruptures Binseg + Hodges-Lehmann '
+                'shift)', method_changes, 'ruptures'),
     'listed': ('clusterproof changes after the whole history (nightly alarms confirmed or '
                'withdrawn + retrospective segmentation); recall: steps listed at all',
                method_listed, 'ruptures'),

@@ -41,7 +41,8 @@ def test_benchmark_smallest_configuration_against_the_targets(small_bench):
     for model in ('gauss 1%', 'gauss 2%', 'gauss 5%', 'bimodal', 'drift'):
         assert small_bench[model].fa_rate <= bench.TARGET_FA, model
     # Measured limits, above the 1 per 1000 target (docs/changes-method.md):
-    # CV 10 % (1.41) and heavy tails (1.03) on these seeds.
+    # heavy tails (1.03) on these seeds (CV 10 %: 0.38 as the command lists
+    # the alarms, 1.41 for the nightly view alone).
     assert small_bench['gauss 10%'].fa_rate <= 1.5
     assert small_bench['heavy tails'].fa_rate <= 1.5
     # every drift is found, and steps of 10 % and more where CV <= 2 % always
