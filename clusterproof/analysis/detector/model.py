@@ -46,6 +46,10 @@ class Settings:
     #: (:func:`~clusterproof.analysis.detector.noise.linear`; off: it is not
     #: judged, as before)
     linear: bool = True
+    #: a nightly alarm the whole history does not confirm stays a change only
+    #: while its shift reaches ``z + POWER`` standard errors, as a change of
+    #: the retrospective view must (off: ``z``, as before)
+    confirm_alarms: bool = True
 
 
 @dataclass

@@ -14,11 +14,19 @@ from clusterproof.analysis.detector.nightly import _nightly
 from clusterproof.analysis.detector.noise import inflation, noise_floor, on_scale, resolution
 from clusterproof.analysis.detector.noisechange import noise_changes
 from clusterproof.analysis.detector.retrospective import segment
-from clusterproof.analysis.detector.significance import refine
+from clusterproof.analysis.detector.significance import POWER, refine
 
 #: a nightly alarm and a retrospective change this many sessions apart (in
 #: the same direction) are one change
 MATCH = 3
+
+
+def _needed(c, s):
+    """The standard errors step ``c`` must keep once every step is placed:
+    ``z``; ``z + POWER`` for a nightly alarm the whole history does not
+    confirm (``view='nightly'``), as the retrospective view keeps a change
+    (``s.confirm_alarms``; off: ``z``, as before)."""
+    return s.z + (POWER if s.confirm_alarms and c.view == 'nightly' else 0.0)
 
 
 def find(values, settings=None, groups=None):
@@ -32,7 +40,8 @@ def find(values, settings=None, groups=None):
     where the whole history puts it, ``found`` the night of the alarm). An
     alarm inside a drift dates the drift. An alarm the retrospective view
     does not confirm is kept (``view='nightly'``) while its shift, over
-    every session up to the next change, still reaches ``z``. Every step is
+    every session up to the next change, still reaches ``z + POWER``
+    (:func:`_needed`). Every step is
     judged so once all are placed: one that does not reach ``z`` is dropped,
     the weakest first (the sizes of the others are then estimated again);
     a dropped nightly alarm is returned as withdrawn, unless the level came
@@ -71,7 +80,7 @@ def find(values, settings=None, groups=None):
     while True:
         steps = refine(y, steps, s, floor)
         wide = inflation(y, [c.at for c in steps])
-        weak = [c for c in steps if c.z < s.z * wide]
+        weak = [c for c in steps if c.z < _needed(c, s) * wide]
         if not weak:
             break
         worst = min(weak, key=lambda c: c.z)     # the weakest first, then judge again
