@@ -7,23 +7,24 @@ import json
 import shutil
 
 from clusterproof.analysis import attribution, runsettings
-from clusterproof.store.history import Point
+from clusterproof.store.history import Point, setvars
 from results_helpers import REPO
 
 
 def _point(settings, cmdline='reframe -r', nodes='n1', mode='nightly'):
-    return Point(0.0, 1.0, provenance={'settings': json.dumps(settings), 'cmdline': cmdline,
+    return Point(0.0, 1.0, provenance={'settings': json.dumps(settings),
+                                       'setvars': setvars(cmdline),
                                        'job_nodelist': nodes, 'mode': mode})
 
 
 def test_the_command_line_settings_in_every_form():
-    got = runsettings.command_line_settings(
-        "reframe -c x -r -S block_size=512 -S Stream.num_threads=4 --setvar=copy_mib=64 "
-        "--setvar 'repeats=2' -Sa=1 -n Stream")
-    assert got == {'block_size': '512', 'num_threads': '4', 'copy_mib': '64', 'repeats': '2',
-                   'a': '1'}
-    assert runsettings.command_line_settings('') == {}
-    assert runsettings.command_line_settings("reframe -S 'x=1") == {"'x": '1'}
+    got = setvars("reframe -c x -r -S block_size=512 -S Stream.num_threads=4 "
+                  "--setvar=copy_mib=64 --setvar 'repeats=2' -Sa=1 -n Stream "
+                  "--report-file /r/run-report-nightly-20261128-190000.json")
+    assert json.loads(got) == {'block_size': '512', 'num_threads': '4', 'copy_mib': '64',
+                               'repeats': '2', 'a': '1'}
+    assert setvars('') == '' and setvars('reframe -r --report-file x.json') == ''
+    assert json.loads(setvars("reframe -S 'x=1")) == {"'x": '1'}
 
 
 def test_a_setting_changed_on_the_command_line_is_named_with_its_origin():
@@ -54,7 +55,7 @@ def test_the_run_settings_come_first_then_node_count_and_mode():
     got = attribution.cause_at(before + after, 2)
     assert got[0] == 'num_tasks: 1 -> 4'
     assert 'node count: 1 -> 4' in got and 'mode: nightly -> acceptance' in got
-    assert not [line for line in got if line.startswith(('settings', 'cmdline'))]
+    assert not [line for line in got if line.startswith(('settings', 'setvars'))]
 
 
 def test_the_recorded_slowed_night_names_its_block_size(tmp_path):

@@ -16,7 +16,7 @@ from clusterproof.analysis import runsettings
 from clusterproof.checklib import fingerprint
 
 #: provenance keys of the run's own settings, read by :mod:`.runsettings`
-RUN_SETTINGS = (runsettings.SETTINGS, runsettings.CMDLINE)
+RUN_SETTINGS = (runsettings.SETTINGS, runsettings.SETVARS)
 
 
 def attribution(points, c):

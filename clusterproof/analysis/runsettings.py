@@ -2,11 +2,12 @@
 parameters as ReFrame's run report records them (the scalar attributes of
 the test case, :func:`clusterproof.reframe_io.database.test_attrs`), and
 which of them the session's command line set (``-S name=value``,
-``-S Check.name=value``, ``--setvar``).
+``-S Check.name=value``, ``--setvar``:
+:func:`clusterproof.store.history.setvars`).
 
 A point of a figure's history carries them in its provenance
 (:class:`clusterproof.store.history.Point`): ``settings``, the attributes
-as JSON text, and ``cmdline``, the command line of its session.
+as JSON text, and ``setvars``, those its session's command line set.
 :func:`changes` names the attributes whose value was one in every session
 before a change and another one in every session after it:
 ``block_size: 1M -> 512 (set on the command line)``. An attribute whose
@@ -14,10 +15,9 @@ value differs from session to session (on either side) is never named.
 """
 
 import json
-import shlex
 
 #: the provenance keys this module reads
-SETTINGS, CMDLINE = 'settings', 'cmdline'
+SETTINGS, SETVARS = 'settings', 'setvars'
 
 
 def changes(before, after):
@@ -40,9 +40,13 @@ def changes(before, after):
 
 
 def _settings(point):
-    text = point.provenance.get(SETTINGS) or '{}'
+    return _json(point.provenance.get(SETTINGS))
+
+
+def _json(text):
+    """The mapping of JSON ``text`` ({} for none or another value)."""
     try:
-        got = json.loads(text)
+        got = json.loads(text or '{}')
     except ValueError:
         return {}
     return got if isinstance(got, dict) else {}
@@ -56,33 +60,10 @@ def _origin(name, before, after):
     """`` (set on the command line)`` when every session after set ``name``
     on its command line and not every one before did; `` (no longer set on
     the command line)`` the other way round; else nothing."""
-    set_after = all(name in command_line_settings(p.provenance.get(CMDLINE)) for p in after)
-    set_before = all(name in command_line_settings(p.provenance.get(CMDLINE)) for p in before)
+    set_after = all(name in _json(p.provenance.get(SETVARS)) for p in after)
+    set_before = all(name in _json(p.provenance.get(SETVARS)) for p in before)
     if set_after and not set_before:
         return ' (set on the command line)'
     if set_before and not set_after:
         return ' (no longer set on the command line)'
     return ''
-
-
-def command_line_settings(cmdline):
-    """``{name: value}`` of the variables a ReFrame command line sets with
-    ``-S``/``--setvar`` (``Check.name=value`` gives ``name``)."""
-    try:
-        words = shlex.split(cmdline or '')
-    except ValueError:
-        words = (cmdline or '').split()
-    out = {}
-    for i, w in enumerate(words):
-        if w in ('-S', '--setvar') and i + 1 < len(words):
-            spec = words[i + 1]
-        elif w.startswith('--setvar='):
-            spec = w[len('--setvar='):]
-        elif w.startswith('-S') and len(w) > 2:
-            spec = w[2:]
-        else:
-            continue
-        name, eq, value = spec.partition('=')
-        if eq:
-            out[name.rsplit('.', 1)[-1]] = value
-    return out

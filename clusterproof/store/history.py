@@ -12,6 +12,7 @@ import collections.abc
 import datetime
 import json
 import math
+import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,9 +29,10 @@ PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
               'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist',
               'cp_binary_sha256', 'cp_mpi_library', 'cp_fingerprint')
 #: what else a point's provenance carries of its session: the test case's
-#: variables and parameters (``settings``, JSON text), the session's command
-#: line and its mode (:mod:`clusterproof.analysis.runsettings`)
-RUN = ('settings', 'cmdline', 'mode')
+#: variables and parameters (``settings``, JSON text), those the session's
+#: command line set (``setvars``, JSON text, :func:`setvars`) and its mode
+#: (:mod:`clusterproof.analysis.runsettings`)
+RUN = ('settings', 'setvars', 'mode')
 #: bad rows listed in one error
 MAX_ERRORS = 20
 
@@ -185,11 +187,16 @@ def from_frame(lf, keys=None):
         lf = lf.join(wanted.lazy(), on=ident, how='semi')
     df = (lf.select(*ident, 'unit', 'start', 'value', 'session',
                     pl.col('declared_lower_is_better').cast(pl.Int8).fill_null(-1)
-                    .alias('declared'),
-                    pl.struct(prov_cols).hash().alias('_prov'), *prov_cols)
+                    .alias('declared'), *prov_cols)
           .sort(['start', 'session']).collect())
     if not df.height:
         return []
+    # a night's command line differs from night to night (its report file):
+    # what it set is the same, and so are the provenances of the points
+    lines = df['cmdline'].unique().to_list()
+    df = df.with_columns(pl.col('cmdline').replace_strict(
+        {c: setvars(c) for c in lines}, return_dtype=pl.Utf8))
+    df = df.with_columns(pl.struct(prov_cols).hash().alias('_prov'))
     provs, pid = _provenances(df.select('_prov', *prov_cols))
     sess = df['session'].unique(maintain_order=True)
     sids = {u: i for i, u in enumerate(sess.to_list())}
@@ -228,11 +235,35 @@ def _provenances(df):
     return provs, pid
 
 
-def _run(attrs, cmdline, mode, texts):
+def _run(attrs, setvars_text, mode, texts):
     """The :data:`RUN` part of a provenance (those known), each text kept
     once in ``texts`` (many points share them)."""
-    got = zip(RUN, (attrs if attrs and attrs != '{}' else '', cmdline or '', mode or ''))
+    got = zip(RUN, (attrs if attrs and attrs != '{}' else '', setvars_text, mode or ''))
     return {k: texts.setdefault(v, v) for k, v in got if v}
+
+
+def setvars(cmdline):
+    """The variables a ReFrame command line sets with ``-S``/``--setvar``
+    (``Check.name=value`` gives ``name``), as JSON text (sorted; '' for
+    none)."""
+    try:
+        words = shlex.split(cmdline or '')
+    except ValueError:
+        words = (cmdline or '').split()
+    out = {}
+    for i, w in enumerate(words):
+        if w in ('-S', '--setvar') and i + 1 < len(words):
+            spec = words[i + 1]
+        elif w.startswith('--setvar='):
+            spec = w[len('--setvar='):]
+        elif w.startswith('-S') and len(w) > 2:
+            spec = w[2:]
+        else:
+            continue
+        name, eq, value = spec.partition('=')
+        if eq:
+            out[name.rsplit('.', 1)[-1]] = value
+    return json.dumps(out, sort_keys=True) if out else ''
 
 
 def database_rows(db=None, **selection):
@@ -249,7 +280,7 @@ def from_records(sessions, recs):
 
 def _record_rows(sess, recs):
     version = {s.uuid: (s.info.get('version') or '') for s in sess}
-    cmdline = {s.uuid: (s.info.get('cmdline') or '') for s in sess}
+    cmdline = {s.uuid: setvars(s.info.get('cmdline')) for s in sess}
     rows = []
     shared = {}     # the same test case's provenance in one session: one dict (read-only)
     texts = {}
@@ -261,7 +292,7 @@ def _record_rows(sess, recs):
         if prov is None:
             prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
             prov['reframe_version'] = version.get(r.session, '')
-            prov.update(_run(rfdb.test_attrs(r.case), cmdline.get(r.session), r.mode, texts))
+            prov.update(_run(rfdb.test_attrs(r.case), cmdline.get(r.session, ''), r.mode, texts))
             shared[pk] = prov
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
