@@ -46,11 +46,13 @@ tails; --speed N figures timed, 0: none).
 
 The last line is for scripts:
     detection: recall >=5% steps (CV<=2%) X%, median delay D nights, false alarms F per 1000 figure-nights
-for the product's method (clusterproof.analysis.detector); F is the worst
-noise model's rate.
+for the product's nightly alarms as `clusterproof changes` lists them (its
+function, findings.listing: every method named listed* or changes scores
+what it returns); F is the worst noise model's rate.
 """
 
 import argparse
+import datetime
 import json
 import math
 import re
@@ -64,9 +66,9 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterproof.analysis import bless, compare, detector
+from clusterproof.analysis import bless, compare, detector, findings
 from clusterproof.references.judge import lower_is_better
-from clusterproof.store import sources
+from clusterproof.store import history, sources
 from clusterproof.store.sessions import Record
 
 NIGHTS = 120
@@ -338,27 +340,66 @@ def _record(series, t, value):
 
 
 def method_changes(series):
-    """The product: clusterproof.analysis.detector (ruptures binary
-    segmentation placing the change, Hodges-Lehmann shift confirming it)."""
-    return [(c.found, c.at, 1 if c.shift > 0 else -1)
-            for c in detector.scan(series.values)]
+    """The product's nightly alarms, as `clusterproof changes` lists them
+    (:func:`listed_findings`): every change and transient a nightly run
+    raised, on the night it raised it (withdrawn ones too: they were
+    raised), placed where the listing puts it (binary segmentation placing
+    the change, the Hodges-Lehmann shift confirming it)."""
+    found = listed_findings(series.values, series.unit, series.figure)
+    return sorted((_night(f['found']), _night(f['at']), 1 if f['change'] > 0 else -1)
+                  for f in found if f['found'] is not None and f['kind'] != 'noise')
 
 
 def method_listed(series, transients=False, settings=None):
-    """What `clusterproof changes` lists once the whole history is seen: the
-    nightly alarms that later sessions confirm, and the changes the
-    retrospective segmentation finds (placed where it puts them; "raised"
-    on the last night when no nightly run raised them). A transient is not
-    a change of level: it counts only with ``transients`` (the injections
-    of the real series are episodes of a few sessions, which a transient
-    finds)."""
-    kept, _withdrawn = detector.find(series.values, settings)
+    """What `clusterproof changes` lists once the whole history is seen
+    (:func:`listed_findings`: the function the command calls): the nightly
+    alarms that later sessions confirm, and the changes the retrospective
+    segmentation finds (placed where it puts them; "raised" on the last
+    night when no nightly run raised them); a withdrawn alarm is not one. A
+    transient is not a change of level: it counts only with ``transients``
+    (the injections of the real series are episodes of a few sessions,
+    which a transient finds)."""
+    found = listed_findings(series.values, series.unit, series.figure, settings)
     last = len(series.values) - 1
     worse = 1 if series.lower_is_better else -1
-    return [(last if c.found is None else c.found, c.at, 1 if c.shift > 0 else -1)
-            if c.kind != 'noise' else
-            (last, c.at, worse if c.shift > 0 else -worse, 'noise')
-            for c in kept if transients or c.kind != 'transient']
+    out = []
+    for f in found:
+        if f['withdrawn'] or (f['kind'] == 'transient' and not transients):
+            continue
+        night = last if f['found'] is None else _night(f['found'])
+        if f['kind'] == 'noise':
+            out.append((last, _night(f['at']), worse if f['direction'] == 'worse'
+                        else -worse, 'noise'))
+        else:
+            out.append((night, _night(f['at']), 1 if f['change'] > 0 else -1))
+    return sorted(out, key=lambda a: a[:2])
+
+
+#: the time of the first session of a history given to the command (the
+#: i-th value is a session i days later)
+EPOCH = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _night(iso):
+    """The index of the session at ISO time ``iso`` (see :data:`EPOCH`)."""
+    return (datetime.datetime.fromisoformat(iso) - EPOCH).days
+
+
+def history_of(values, unit, figure='value', test='Bench', keep=None):
+    """One history as the command reads it from a CSV file: the i-th value
+    at :data:`EPOCH` + i days (``keep``: the indices to keep, default all,
+    keeping their days: a missing value leaves its day out)."""
+    idx = range(len(values)) if keep is None else keep
+    t0 = EPOCH.timestamp()
+    return history.History('bench', 'p', test, figure or 'value', unit, (), [
+        history.Point(t0 + i * 86400.0, float(values[i]), '', f'{test}:{i}') for i in idx])
+
+
+def listed_findings(values, unit, figure='value', settings=None):
+    """What `clusterproof changes` lists of one history of ``values``, with
+    ``settings`` (default the command's defaults): the same function,
+    :func:`clusterproof.analysis.findings.listing`."""
+    return findings.listing([history_of(values, unit, figure)], settings)[0]
 
 
 def method_listed_aperiodic(series, transients=False):
@@ -373,6 +414,22 @@ def method_listed_steps(series, transients=False):
     step never made a ramp from its onset, ``detector.Settings(onsets=False)``):
     the listing as it was before (for a before/after in one run)."""
     return method_listed(series, transients, detector.Settings(onsets=False))
+
+
+def method_listed_noisy(series, transients=False):
+    """:func:`method_listed` where a figure too noisy to judge lists only its
+    changes larger than its minimum detectable change
+    (``detector.Settings(noisy_changes=False)``): the listing as it was
+    before (for a before/after in one run)."""
+    return method_listed(series, transients, detector.Settings(noisy_changes=False))
+
+
+def method_listed_unconfirmed(series, transients=False):
+    """:func:`method_listed` where a nightly alarm the whole history does not
+    confirm stays while it reaches ``z`` (``detector.Settings(
+    confirm_alarms=False)``): the listing as it was before (for a
+    before/after in one run)."""
+    return method_listed(series, transients, detector.Settings(confirm_alarms=False))
 
 
 def method_listed_levels(series, transients=False):
@@ -437,8 +494,8 @@ def method_edivisive(series):
 METHODS = {
     'today': ('today\'s rule (compare.py: fixed band + rolling median + nights in a row)',
               method_today, None),
-    'changes': ('clusterproof.analysis.detector (ruptures Binseg + Hodges-Lehmann shift)',
-                method_changes, 'ruptures'),
+    'changes': ('clusterproof changes, its nightly alarms (ruptures Binseg + Hodges-Lehmann '
+                'shift)', method_changes, 'ruptures'),
     'listed': ('clusterproof changes after the whole history (nightly alarms confirmed or '
                'withdrawn + retrospective segmentation); recall: steps listed at all',
                method_listed, 'ruptures'),
@@ -448,6 +505,12 @@ METHODS = {
                          'listed before they were)', method_listed_aperiodic, 'ruptures'),
     'listed-steps': ('the same listing without the onsets of slow changes (a single step '
                      'never made a ramp: as listed before)', method_listed_steps, 'ruptures'),
+    'listed-noisy': ('the same listing where a figure too noisy to judge lists only its '
+                     'changes larger than it can detect (as listed before)',
+                     method_listed_noisy, 'ruptures'),
+    'listed-unconfirmed': ('the same listing where a nightly alarm the whole history does '
+                           'not confirm stays while it reaches z (as listed before)',
+                           method_listed_unconfirmed, 'ruptures'),
     'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
     'otava': ('apache-otava alone', method_otava, 'otava'),
     'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
@@ -842,8 +905,6 @@ TCPD_PUBLISHED = (
                  ('zero (no change point)', 0.669, 0.583), ('binseg, best', 0.856, 0.780),
                  ('bocpd, best (the best F1)', 0.880, 0.789))))
 TCPD_MARGIN = 5
-#: the five series annotators trained on, not part of the benchmark
-TCPD_TRAINING = ('quality_control_',)
 
 
 def tcpd_series(directory):
@@ -860,9 +921,6 @@ def tcpd_series(directory):
     out, skipped = [], []
     for name in sorted(annotations):
         path = root / 'datasets' / name / f'{name}.json'
-        if name.startswith(TCPD_TRAINING):
-            skipped.append((name, 'annotator training series'))
-            continue
         if not path.is_file():
             skipped.append((name, 'data not in the repository (built by a download script)'))
             continue
@@ -931,23 +989,38 @@ def tcpd_clean(points, n):
     return sorted({p for p in points if 1 <= p < n - 1})
 
 
-def tcpd_predict(raw):
-    """Change points of one TCPD series by the retrospective view of
-    :mod:`clusterproof.analysis.detector` (log values, as for every figure,
-    a periodic component taken out as :func:`detector.find` does; missing
-    values left out, locations mapped back): the steps and the
-    changes of noise it lists (the annotators marked changes of variance
-    too), and the onset of each drift (a change of slope: where a figure
-    that held its level began to move), not a drift's end."""
-    idx = [i for i, v in enumerate(raw) if v is not None]
-    y = detector.periodic_levels(np.log(np.asarray([raw[i] for i in idx], dtype=float)))
-    floor = detector.noise_floor(y)
-    retro = detector.segment(y, None, floor)
-    steps = [c for c in retro if c.kind == 'step']
-    kept = detector.classify(y, steps, None, floor)
-    kept += detector.noise_changes(y, kept + [c for c in retro if c.kind == 'drift'])
-    onsets = [c for c in retro if c.kind == 'drift']
-    return sorted({idx[c.at] for c in kept + onsets if c.kind in ('step', 'noise', 'drift')})
+def tcpd_csv(series, path):
+    """Write the TCPD ``series`` (of :func:`tcpd_series`) to ``path`` as one
+    CSV history of `clusterproof changes`: the test is the series' name,
+    the i-th value at :data:`EPOCH` + i days, a missing value left out."""
+    lines = ['timestamp,system,partition,test,figure,value,unit']
+    for name, raw, _ann in series:
+        for i, v in enumerate(raw):
+            if v is not None:
+                t = (EPOCH + datetime.timedelta(days=i)).isoformat()
+                lines.append(f'{t},tcpd,p,{name},value,{float(v)!r},')
+    Path(path).write_text('\n'.join(lines) + '\n')
+
+
+def command_listing(path, settings=None):
+    """What `clusterproof changes PATH --format json` prints of the CSV
+    file ``path`` with ``settings`` (default the command's): the command's
+    own function, :func:`clusterproof.analysis.findings.listing`, each
+    finding with its id; and the figures not judged, with the reason."""
+    found, _quiet, _noisy, skipped = findings.listing(sources.load([path]), settings)
+    return [{'id': findings.change_id(f), **f} for f in found], skipped
+
+
+def tcpd_points(found):
+    """``{series: [index]}``: the change points the command lists (see
+    :func:`command_listing`) of each TCPD series: where each change, drift,
+    transient or change of noise begins ("at"); a withdrawn alarm is not a
+    change."""
+    out = {}
+    for f in found:
+        if not f['withdrawn']:
+            out.setdefault(f['test'], []).append(_night(f['at']))
+    return out
 
 
 def true_positives(truth, predicted, margin=TCPD_MARGIN):
@@ -994,16 +1067,62 @@ def cover_score(annotations, predicted, n):
     return sum(scores) / len(scores)
 
 
-def print_tcpd(directory):
+#: binary segmentation's default F1 per series as TCPDBench publishes it
+#: (analysis/output/scores/default_f1_scores.json of
+#: alan-turing-institute/TCPDBench; None: it failed on the series, scored
+#: there as missing)
+TCPD_BINSEG_DEFAULT = {
+    'bank': 0.4, 'brent_spot': 0.48343, 'businv': 0.37037, 'centralia': 0.90909,
+    'children_per_woman': 0.61751, 'co2_canada': 0.69057, 'construction': 0.70909,
+    'debt_ireland': 0.76033, 'gdp_argentina': 0.88889, 'gdp_croatia': 0.58333,
+    'gdp_iran': 0.49153, 'gdp_japan': 0.61538, 'global_co2': 0.92857, 'homeruns': 0.81188,
+    'jfk_passengers': 0.77551, 'lga_passengers': 0.43820, 'nile': 1.0, 'ozone': 0.64957,
+    'rail_lines': 0.84615, 'seatbelts': 0.68293, 'shanghai_license': 0.86792,
+    'uk_coal_employ': None, 'unemployment_nl': 0.87640, 'us_population': 0.66667,
+    'usd_isk': 0.65651, 'well_log': 0.53420, 'quality_control_1': 1.0,
+    'quality_control_2': 1.0, 'quality_control_3': 1.0, 'quality_control_4': 0.87273,
+    'quality_control_5': 1.0}
+
+
+def tcpd_scores(directory, tmp, settings=None):
+    """``(rows, skipped, not_judged, cpu)`` of the command on the TCPD
+    checkout ``directory`` (its CSV written into ``tmp``): per series
+    ``(name, n, points, F1, cover, zero F1, zero cover)``."""
     series, skipped = tcpd_series(directory)
+    csv_path = Path(tmp) / 'tcpd.csv'
+    tcpd_csv(series, csv_path)
     t0 = time.process_time()
+    found, not_judged = command_listing(csv_path, settings)
+    cpu = time.process_time() - t0
+    points = tcpd_points(found)
     rows = []
     for name, raw, ann in series:
         n = len(raw)
-        pred = tcpd_clean(tcpd_predict(raw), n)
+        pred = tcpd_clean(points.get(name, []), n)
         rows.append((name, n, pred, f1_score(ann, pred), cover_score(ann, pred, n),
                      f1_score(ann, []), cover_score(ann, [], n)))
-    cpu = time.process_time() - t0
+    return rows, skipped, [(h.test, why) for h, why in not_judged], cpu
+
+
+#: each rule's effect on TCPD through the command, in the same run: the
+#: settings that turn it off (the listing as it was before it)
+TCPD_RULES = (
+    ('a figure too noisy to judge lists its changes',
+     detector.Settings(noisy_changes=False)),
+    ('a figure with a value of 0 or less is judged', detector.Settings(linear=False)),
+    ('an unconfirmed nightly alarm needs z + POWER',
+     detector.Settings(confirm_alarms=False)),
+    ('all three', detector.Settings(noisy_changes=False, linear=False, confirm_alarms=False)),
+)
+
+
+def print_tcpd(directory):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, skipped, not_judged, cpu = tcpd_scores(directory, tmp)
+        without = [(label, tcpd_scores(directory, tmp, settings)[0])
+                   for label, settings in TCPD_RULES]
+    series, _ = tcpd_series(directory)
     missing = r_changepoint_missing()
     measured = {}           # method -> [(F1, cover) per series]
     if missing is None:
@@ -1013,22 +1132,29 @@ def print_tcpd(directory):
                 pred = tcpd_clean(r_changepoint_predict(raw, method), len(raw))
                 measured[label].append((f1_score(ann, pred),
                                         cover_score(ann, pred, len(raw))))
-    print(f'TCPD: {len(series)} univariate series with their data in the repository '
+    print(f'TCPD: {len(rows)} univariate series with their data in the repository '
           f'({len(skipped)} left out: ' + ', '.join(
               f'{sum(w == why for _, w in skipped)} {why}'
               for why in dict.fromkeys(w for _, w in skipped)) + ')')
-    print(f'  retrospective view of clusterproof changes, thresholds as shipped (not tuned '
-          f'here); {cpu:.1f} s CPU')
+    print(f'  through `clusterproof changes FILE --format json`, default settings (its '
+          f'function, findings.listing); {cpu:.1f} s CPU')
+    for name, why in not_judged:
+        print(f'  not judged by the command: {name}: {why} (scored as no change point)')
     if missing:
         print(f'  binseg and pelt defaults (R changepoint) not measured: {missing}')
     extra = ''.join(f' {label.split(",")[0] + " F1":>10}' for label in measured)
-    print(f'  {"series":<20} {"n":>5} {"points":>6} {"F1":>6} {"cover":>6}{extra}')
+    print(f'  {"series":<20} {"n":>5} {"points":>6} {"F1":>6} {"cover":>6} '
+          f'{"binseg default F1, published":>28}{extra}')
     for i, (name, n, pred, f1, cov, _, _) in enumerate(rows):
+        pub = TCPD_BINSEG_DEFAULT.get(name)
         extra = ''.join(f' {scores[i][0]:10.3f}' for scores in measured.values())
-        print(f'  {name:<20} {n:>5} {len(pred):>6} {f1:6.3f} {cov:6.3f}{extra}')
+        print(f'  {name:<20} {n:>5} {len(pred):>6} {f1:6.3f} {cov:6.3f} '
+              f'{"failed" if pub is None else f"{pub:.3f}":>28}{extra}')
     mean = lambda k: sum(r[k] for r in rows) / len(rows)   # noqa: E731
+    pub = [(r[3], TCPD_BINSEG_DEFAULT[r[0]]) for r in rows
+           if TCPD_BINSEG_DEFAULT.get(r[0]) is not None]
     print(f'\n  {"method":<34} {"F1":>6} {"cover":>6}  series')
-    print(f'  {"clusterproof, retrospective":<34} {mean(3):6.3f} {mean(4):6.3f}  '
+    print(f'  {"clusterproof changes, default":<34} {mean(3):6.3f} {mean(4):6.3f}  '
           f'{len(rows)} (measured here)')
     print(f'  {"zero (no change point)":<34} {mean(5):6.3f} {mean(6):6.3f}  '
           f'{len(rows)} (measured here)')
@@ -1036,10 +1162,18 @@ def print_tcpd(directory):
         f1, cov = (sum(s[k] for s in scores) / len(scores) for k in (0, 1))
         print(f'  {label:<34} {f1:6.3f} {cov:6.3f}  {len(rows)} (measured here, '
               'R changepoint)')
+    print(f'  {"clusterproof changes, default":<34} {sum(p[0] for p in pub) / len(pub):6.3f}'
+          f'{"":>7}  {len(pub)} on which binseg ran (published per series)')
+    print(f'  {"binseg, default":<34} {sum(p[1] for p in pub) / len(pub):6.3f}{"":>7}  '
+          f'{len(pub)} (published per series, default_f1_scores.json)')
     for table_name, published in TCPD_PUBLISHED:
         for name, f1, cover in published:
             print(f'  {name:<34} {f1:6.3f} {cover:6.3f}  published, univariate series '
                   f'({table_name} table)')
+    print('\n  each rule, through the command, in this run: F1 (cover) without -> with it')
+    for label, before in without:
+        f1b, covb = (sum(r[k] for r in before) / len(before) for k in (3, 4))
+        print(f'  {label:<50} {f1b:.3f} ({covb:.3f}) -> {mean(3):.3f} ({mean(4):.3f})')
     print(f'tcpd: F1 {mean(3):.3f}, cover {mean(4):.3f} on {len(rows)} series '
           f'(zero baseline on the same series: F1 {mean(5):.3f}, cover {mean(6):.3f})')
 
@@ -1050,7 +1184,7 @@ def main(argv=None):
     ap.add_argument('--seeds', choices=SEEDS, default='eval',
                     help='eval: the held-out seeds reported (default); tune: the seeds '
                          'the thresholds were tuned on')
-    ap.add_argument('--methods', default='today,changes,listed-steps,listed',
+    ap.add_argument('--methods', default='today,changes,listed-noisy,listed-unconfirmed,listed',
                     help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
                          'small configuration takes about 15 s of CPU per method, '
                          'ruptures-pelt 80 s; full about six times as long)')
@@ -1066,10 +1200,12 @@ def main(argv=None):
                          'of a slow degradation (a steady decline over 10-40 nights) '
                          '(default: on)')
     ap.add_argument('--tcpd', metavar='DIR',
-                    help='only score the retrospective view on the Turing Change Point '
+                    help='only score what `clusterproof changes` lists (default '
+                         'settings, through its function) on the Turing Change Point '
                          'Dataset: DIR is a checkout of alan-turing-institute/TCPD (its '
-                         'series with the data in the repository), F1 (margin 5) and cover '
-                         'beside the published tables; also TCPDBench\'s default binary '
+                         'univariate series with the data in the repository, as one CSV '
+                         'file), F1 (margin 5) and cover beside the published tables and '
+                         'binary segmentation\'s published default per series; also TCPDBench\'s default binary '
                          'segmentation and PELT, measured on the same series, when R\'s '
                          'Rscript and its package changepoint are installed (a library '
                          'named by R_LIBS; said and skipped when absent)')
@@ -1113,7 +1249,11 @@ def main(argv=None):
               'the listing; a transient is not a change of level; jitter: a change of '
               'noise)')
         print(table('listed', scores, cpu, None))
-        for name, what in (('listed-levels', 'listing changes of noise'),
+        for name, what in (('listed-noisy', 'listing the changes of figures too noisy '
+                                            'to judge'),
+                           ('listed-unconfirmed', 'z + POWER for an unconfirmed nightly '
+                                                  'alarm'),
+                           ('listed-levels', 'listing changes of noise'),
                            ('listed-aperiodic', 'taking out periodic components'),
                            ('listed-steps', 'the onsets of slow changes')):
             if name in results and 'listed' in results:

@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from conftest import EMU_INSTANCE, need_netns, run_reframe
+from conftest import EMU_INSTANCE, REPO, WAIT_S, need_netns, reframe_env, run_reframe
 from results_helpers import SELFTEST_CHECKS, clusterproof
 
 #: n3's CPU quota: 1 ms of CPU in every 20 ms (5 % of a processor): far
@@ -191,3 +191,44 @@ def test_the_mpi_library_changed_on_some_nodes_is_named_with_them():
     moved = point({f'n{i}': ('/opt/ompi/lib/libmpi.so.40', a) for i in range(1, 5)})
     assert attribution([alike, moved], c) == [
         f'MPI library {lib} sha256 {a[:12]}... -> /opt/ompi/lib/libmpi.so.40 sha256 {a[:12]}...']
+
+
+def _night(env, *rfm_args):
+    """One real run of scripts/nightly on system local (DevZeroCopy with one
+    process, one copy of 64 MiB, ``rfm_args`` after)."""
+    proc = subprocess.run([str(REPO / 'scripts' / 'nightly'), '--system', 'local', '--',
+                           '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=64',
+                           '-S', 'repeats=1', *rfm_args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=WAIT_S)
+    out = proc.stdout + proc.stderr
+    assert 'Ran 1/1 test case(s)' in out, out[-3000:]
+    return proc, out
+
+
+@pytest.mark.slow
+def test_a_night_run_with_a_setting_on_the_command_line_names_it_as_the_cause(tmp_path):
+    """Two real nights of scripts/nightly on system local, references blessed
+    from the first; the second run with ``-S block_size=512`` (ReFrame records
+    the variable and the command line in its run report): the webhook
+    message of the regression names the setting as the suspected cause."""
+    from test_notify import Receiver
+    results, refs, conf = tmp_path / 'results', tmp_path / 'refs', tmp_path / 'notify'
+    conf.mkdir()
+    (conf / 'local.yaml').write_text('channels: {webhook: {url_env: CP_TEST_HOOK}}\n')
+    hook = Receiver()
+    try:
+        env = reframe_env(results, extra={
+            'CLUSTERPROOF_CHECKS': str(REPO / 'tests' / 'checks' / 'results'),
+            'CLUSTERPROOF_REFERENCES': str(refs), 'CLUSTERPROOF_NOTIFY_CONFIG': str(conf),
+            'CP_TEST_HOOK': hook.url + '/hook'})
+        _night(env)
+        proc = clusterproof(['bless', '--write', '--reason', 'first night'], results, refs)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        proc, out = _night(env, '-S', 'block_size=512')
+        assert proc.returncode == 1 and 'nightly: REGRESSION' in out, out[-3000:]
+        texts = [body['text'] for _, body in hook.bodies]
+    finally:
+        hook.close()
+    (line,) = [x for t in texts for x in t.splitlines() if 'copy_bw' in x]
+    assert 'REGRESSION' in line and '-9' in line, texts
+    assert 'suspected cause: block_size: 1M -> 512 (set on the command line);' in line, texts

@@ -223,16 +223,21 @@ def test_tcpd_scores_the_points_tcpdbench_scores():
     assert bench.tcpd_clean([], 10) == []
 
 
-def test_tcpd_counts_the_onset_of_a_slow_decline_not_its_end():
-    """The view's change points scored on TCPD: a level held, then a
-    steady 4 % decline from session 40 over 30 sessions (a missing value
-    among them, left out and mapped back) is one point, at its onset."""
+def test_tcpd_counts_the_onset_of_a_slow_decline_not_its_end(tmp_path):
+    """The change points scored on TCPD, as the command lists them: a level
+    held, then a steady 4 % decline from session 40 over 30 sessions (a
+    missing value among them, left out of the CSV, its day kept) is one
+    point, at its onset."""
+    bench = _bench()
     rng = np.random.default_rng(6)
     values = 100 * (1 + 0.01 * rng.standard_normal(90)) * (
         1 - 0.04 * np.clip((np.arange(90) - 39) / 30, 0, 1))
     raw = [float(v) for v in values]
     raw[20] = None
-    (point,) = _bench().tcpd_predict(raw)
+    bench.tcpd_csv([('decline', raw, {})], tmp_path / 'h.csv')
+    found, skipped = bench.command_listing(tmp_path / 'h.csv')
+    assert skipped == []
+    (point,) = bench.tcpd_points(found)['decline']
     assert abs(point - 39) <= 3
 
 

@@ -1,6 +1,8 @@
 """What changed at a change point: the provenance of the sessions before and
-after it (the binary, the MPI library, the Spack lock, the nodes and their
-fingerprints), in one line per difference.
+after it (the binary, the MPI library, the Spack lock, the nodes, their
+number and their fingerprints, the mode of the run) and what the sessions
+themselves set (the test case's variables and parameters, named first,
+:mod:`.runsettings`), in one line per difference.
 
 A change found by :mod:`clusterproof.analysis.detector` is listed with the
 attribution of :func:`attribution`, computed from the provenance every point
@@ -8,8 +10,13 @@ of the figure's history carries (:class:`clusterproof.store.history.Point`).
 """
 
 import os
+from dataclasses import dataclass
 
+from clusterproof.analysis import runsettings
 from clusterproof.checklib import fingerprint
+
+#: provenance keys of the run's own settings, read by :mod:`.runsettings`
+RUN_SETTINGS = (runsettings.SETTINGS, runsettings.SETVARS)
 
 
 def attribution(points, c):
@@ -22,6 +29,8 @@ def attribution(points, c):
     out = []
     keys = sorted({k for p in before + after for k in p.provenance})
     for k in keys:
+        if k in RUN_SETTINGS:
+            continue
         old = {p.provenance.get(k, '') for p in before}
         new = {p.provenance.get(k, '') for p in after}
         if k == 'cp_fingerprint':
@@ -39,10 +48,36 @@ def attribution(points, c):
             if common and old != new:
                 out.append(f'nodes: {", ".join(sorted(common))} in every session after, '
                            f'not in every one before')
+            out += _node_count(before, after)
             continue
         if new and not (new & old):
             out.append(f'{k}: {_short(old)} -> {_short(new)}')
-    return out
+    return runsettings.changes(before, after) + out
+
+
+def cause_at(points, at, n_before=8):
+    """What changed at ``points[at]`` (:func:`attribution`): the up to
+    ``n_before`` points before it against it and every point after it; a
+    regression against the reference that began at ``at`` takes it as its
+    suspected cause."""
+    return attribution(points, _At(at, min(at, n_before), len(points) - at))
+
+
+@dataclass
+class _At:
+    at: int
+    n_before: int
+    n_after: int
+
+
+def _node_count(before, after):
+    """``node count: 1 -> 4`` when every session before ran on one number
+    of nodes and every one after on another."""
+    old = {len(_nodes(p)) for p in before}
+    new = {len(_nodes(p)) for p in after}
+    if len(old) == 1 and len(new) == 1 and old != new and 0 not in old | new:
+        return [f'node count: {old.pop()} -> {new.pop()}']
+    return []
 
 
 def _binary_change(before, after, old, new):
@@ -89,9 +124,12 @@ def _library_changes(old, new):
     return lines
 
 
+def _nodes(point):
+    return set(filter(None, (point.provenance.get('job_nodelist') or '').split(',')))
+
+
 def _common_nodes(points):
-    sets = [set(filter(None, (p.provenance.get('job_nodelist') or '').split(',')))
-            for p in points]
+    sets = [_nodes(p) for p in points]
     return set.intersection(*sets) if sets else set()
 
 

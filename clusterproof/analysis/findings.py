@@ -25,18 +25,16 @@ import dataclasses
 import datetime
 import hashlib
 import json
-import math
 import multiprocessing
 import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from clusterproof import store as st
-from clusterproof.analysis import detector
+from clusterproof.analysis import detector, smallest
 from clusterproof.analysis.attribution import attribution
 from clusterproof.paths import results_db
 from clusterproof.store import history, sessions
@@ -46,15 +44,20 @@ from clusterproof.store import history, sessions
 #: of a figure's findings below changes what they find, and write the new
 #: :data:`GOLDEN` (tests/test_findings_version.py fails, saying so, while
 #: the findings of its fixed history differ from :data:`GOLDEN`)
-VERSION = 5
+VERSION = 9
 #: ``{version: digest}``: the digest of the findings of the recorded history
 #: tests/data/history-real/local-smoke.csv under each :data:`VERSION`, as
 #: tests/test_findings_version.py computes it; a new version adds its own
 #: (3, changes of noise: none in that history, so its digest is 2's; 4,
 #: periodic components taken out: none in that history either; 5, the
-#: onset of a slow change: no single step of that history is a ramp)
+#: onset of a slow change: no single step of that history is a ramp; 6, the
+#: run's own settings in the attribution: that CSV history records none; 7,
+#: a figure too noisy to judge lists every change the detector keeps; 8, a
+#: figure with a value of 0 or less judged on its values: memory_io_idle; 9,
+#: a nightly alarm the whole history does not confirm needs z + POWER)
 GOLDEN = {1: '60137dccb58d0936', 2: 'ac27ab406b370fd9', 3: 'ac27ab406b370fd9',
-          4: 'ac27ab406b370fd9', 5: 'ac27ab406b370fd9'}
+          4: 'ac27ab406b370fd9', 5: 'ac27ab406b370fd9', 6: 'ac27ab406b370fd9',
+          7: '8b2f10cce15ba903', 8: '7318751c9c94f924', 9: 'f88183f2a0874ebf'}
 #: figures judged per task of a worker process
 CHUNK = 64
 
@@ -298,7 +301,9 @@ def detect(hists, settings=None):
     with their summary, largest first; a nightly alarm that later sessions
     disproved has ``withdrawn`` true), the figures without a change, those
     too noisy to judge and those not judged (with the reason). A figure too
-    noisy to judge still lists the changes larger than it can detect."""
+    noisy to judge still lists the changes the detector keeps (each reached
+    its own significance; ``settings.noisy_changes`` off: only those larger
+    than its minimum detectable change), not its withdrawn alarms."""
     settings = settings or detector.Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
@@ -306,6 +311,26 @@ def detect(hists, settings=None):
         {'quiet': quiet, 'noisy': noisy, 'skipped': skipped}.get(status, []).append((h, what))
         found += figure_found
     return rank(found), quiet, noisy, skipped
+
+
+def listed(found, min_change=None):
+    """The findings of ``found`` (see :func:`detect`) that are listed: those
+    at least as large as their figure's smallest change that matters
+    (``min_change``, a fraction, for every figure; None: per figure from
+    site_config/changes.yaml, else its reference's tolerance,
+    :mod:`.smallest`). `clusterproof changes`, the morning page, the night's
+    notification and scripts/bench_detection.py list what this returns."""
+    table = {} if min_change is not None else smallest.load()
+    return smallest.keep(found, table, references=min_change is None)
+
+
+def listing(hists, settings=None, min_change=None):
+    """What `clusterproof changes PATH` lists of the histories ``hists``
+    (``settings``: the detector's, default its defaults; ``min_change``: see
+    :func:`listed`): ``(found, quiet, noisy, skipped)`` as :func:`detect`
+    returns them, ``found`` only the listed findings."""
+    found, quiet, noisy, skipped = detect(hists, settings)
+    return listed(found, min_change), quiet, noisy, skipped
 
 
 def judge_figure(h, settings):
@@ -316,7 +341,7 @@ def judge_figure(h, settings):
     its changes (see :func:`detect`), each with its summary. A figure's
     findings depend on its history and ``settings`` alone
     (:func:`derive` keeps them)."""
-    if np.any(np.asarray(h.values, dtype=float) <= 0):
+    if not settings.linear and detector.linear(h.values):
         return 'skipped', 'values <= 0', []
     if len(h.points) < 2:
         return 'quiet', None, []
@@ -325,7 +350,8 @@ def judge_figure(h, settings):
     fn = detector.figure_noise(h.values, cps, settings, groups)
     status = 'changed'
     if fn.too_noisy:
-        cps = [c for c in cps if abs(c.change) >= fn.detectable]
+        if not settings.noisy_changes:
+            cps = [c for c in cps if abs(c.change) >= fn.detectable]
         withdrawn = []
         if not cps:
             status = 'noisy'
@@ -364,7 +390,7 @@ def _finding(h, c, fn, withdrawn=False):
         'view': c.view, 'kind': c.kind, 'withdrawn': withdrawn,
         'end': (None if c.end is None or c.end >= len(h.points)
                 else _iso(h.points[c.end].time)),
-        'rate': round(math.expm1(c.rate), 5) if c.kind == 'drift' else None,
+        'rate': round(c.relative_rate, 5) if c.kind == 'drift' else None,
         'sessions_before': c.n_before, 'sessions_after': c.n_after,
         'noise': None if fn is None else round(fn.noise, 4),
         'detectable': None if fn is None else round(fn.detectable, 4),

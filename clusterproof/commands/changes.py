@@ -6,7 +6,7 @@ import json
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import detector, findings, smallest, triage
+from clusterproof.analysis import detector, findings, triage
 from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, parse_since
 from clusterproof.store import history, sources
@@ -25,7 +25,9 @@ def register(subparsers):
                     'noise alone (a node that became jittery: the noise 1.5 times larger or '
                     'smaller while the level held) is listed as a change of noise; a periodic '
                     'component (a weekly backup on the nights of the run) is taken out first '
-                    'and raises no change. '
+                    'and raises no change. A figure with a value of 0 or less is judged on '
+                    'its values: its changes are shares of its typical magnitude (the median '
+                    'absolute value). '
                     'Reads the ReFrame results database, or history kept elsewhere: '
                     'perflogs (files or directories) and CSV files with the header '
                     'timestamp,system,partition,test,figure,value,unit (further columns are '
@@ -33,8 +35,9 @@ def register(subparsers):
                     'first session after it, its signed size with its standard error, the '
                     'confidence, and what changed in the provenance (binary version, Spack '
                     'spec and lock hash, configuration hash, project revision, ReFrame '
-                    'version, nodes). A figure too noisy to detect a useful change lists only '
-                    'the changes larger than it can detect, else it is listed as too noisy. '
+                    'version, nodes). A figure too noisy to detect a useful change within '
+                    'a few sessions still lists the changes found, else it is listed as too '
+                    'noisy. '
                     'These are not verdicts against the references: that is clusterproof '
                     'compare. Each change has an id and, where the figure store is read, the '
                     'verdict a person gave it with clusterproof triage (untriaged first).')
@@ -51,8 +54,8 @@ def register(subparsers):
                    help='also list the noise of figures without a change')
     p.add_argument('--max-detectable', type=argtypes.number(above=0, what='a percentage'),
                    default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
-                   help='a figure whose minimum detectable change is larger is too noisy '
-                        'to judge (default %(default)g)')
+                   help='a figure whose minimum detectable change is larger is listed as '
+                        'too noisy to judge when it has no change (default %(default)g)')
     p.add_argument('--min-change', type=argtypes.percent, metavar='PERCENT',
                    help='the smallest change that matters, for every figure: a change, '
                         'transient or drift smaller than PERCENT is not listed (default: '
@@ -68,7 +71,7 @@ def run(args):
                                 'matters is a percentage of 0 or more (1 for one percent)')
     settings = detector.Settings(max_detectable=args.max_detectable / 100,
                                  min_change=(args.min_change or 0) / 100)
-    table = {} if args.min_change is not None else smallest.load()
+    min_change = None if args.min_change is None else args.min_change / 100
     if args.untriaged and args.sources:
         raise ClusterproofError('--untriaged: the verdicts are kept in the figure store; not '
                                 'with PATH arguments')
@@ -84,11 +87,11 @@ def run(args):
         if not total:
             raise ClusterproofError('no figures in the history selected')
         findings.note(now)
+        found = findings.listed(found, min_change)
     else:
         hists = [h for h in _load(args) if wanted(h)]
         total = len(hists)
-        found, quiet, noisy, skipped = findings.detect(hists, settings)
-    found = smallest.keep(found, table, references=args.min_change is None)
+        found, quiet, noisy, skipped = findings.listing(hists, settings, min_change)
     verdicts = None if args.sources else triage.read_all(findings.stores_read())
     listed = triage.states(found, verdicts or [])
     if args.untriaged:

@@ -16,7 +16,10 @@ once.
 import dataclasses
 import datetime
 
-from clusterproof.analysis import findings, triage
+import polars as pl
+
+from clusterproof.analysis import attribution, findings, triage
+from clusterproof.store import history
 
 #: how a kind is called in a message, one item and many
 NAMES = {'regression': ('regression', 'regressions'), 'failure': ('failure', 'failures'),
@@ -146,12 +149,32 @@ def of_night(session, lf, found, min_change=0.0, refs_by_system=None):
     (:func:`of_sessions`, their beginnings in the store rows ``lf``) and the
     standing changes of ``found`` (:func:`of_changes`; those of smoke
     figures only when ``session`` is a smoke run); a regression takes as its
-    suspected cause the attribution of a change found in the same figure."""
+    suspected cause the attribution of a change found in the same figure,
+    else what changed at the session where it began (:func:`regression_cause`)."""
     changes = of_changes(found, min_change, smoke=session.smoke)
     causes = {(c.system, c.partition, c.test, c.figure): c.cause
               for c in sorted(changes, key=lambda c: c.at)}
     out = []
     for i in of_sessions(session, lf, refs_by_system):
         c = causes.get((i.system, i.partition, i.test, i.figure))
+        if not c and i.kind == 'regression':
+            c = regression_cause(lf, i)
         out.append(dataclasses.replace(i, cause=c) if c and not i.cause else i)
     return out + changes
+
+
+def regression_cause(lf, i):
+    """What changed at the session where regression ``i`` began, in the
+    history of its figure in the store rows ``lf``: the sessions before it
+    against it and those after (:func:`clusterproof.analysis.attribution.cause_at`:
+    the run's own settings first, then the system and provenance); '' when
+    nothing recorded changed or the figure has no earlier session."""
+    if lf is None:
+        return ''
+    rows = lf.filter((pl.col('system') == i.system) & (pl.col('partition') == i.partition)
+                     & (pl.col('figure') == i.figure))
+    for h in history.from_frame(rows):
+        sessions = [p.session for p in h.points] if h.test == i.test else []
+        if i.since in sessions and sessions.index(i.since):
+            return '; '.join(attribution.cause_at(h.points, sessions.index(i.since)))
+    return ''

@@ -130,12 +130,14 @@ def night(cfg, session):
     """``(items, triaged)``: the items of ``session`` (a
     :class:`~clusterproof.store.sessions.Session`) on ``cfg.system``, its
     regressions and failures (each beginning where its failure began in the
-    figure store) and the standing changes the detector kept
-    (:func:`clusterproof.notify.items.of_night`); and the ids of those a
+    figure store) and the standing changes the detector kept that
+    `clusterproof changes` lists (:func:`clusterproof.analysis.findings.listed`,
+    :func:`clusterproof.notify.items.of_night`); and the ids of those a
     person has triaged (:func:`clusterproof.analysis.triage.triaged`)."""
     stores = findings.stores_read()
     (found, *_), _, now = findings.detect_kept(stores, system=cfg.system)
     findings.note(now)
+    found = findings.listed(found)
     recs = [r for r in session.recs if r.system == cfg.system]
     got = items.of_night(dataclasses.replace(session, recs=recs), st.scan(stores), found,
                          cfg.min_change)

@@ -43,7 +43,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import findings, smallest, triage
+from clusterproof.analysis import findings, triage
 from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
@@ -115,7 +115,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     found = [{**f, 'id': findings.change_id(f), 'state': state,
               'carried_from': carried, 'note': v['note'] if v else ''}
              for f, state, v, carried in triage.states(
-                 smallest.keep(recent_changes(histories, kept=kept), smallest.load()),
+                 findings.listed(recent_changes(histories, kept=kept)),
                  triaged or [])]
     changed = {change_key(f) for f in found}
     counts = _counts(rows, len(found))

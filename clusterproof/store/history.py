@@ -12,6 +12,7 @@ import collections.abc
 import datetime
 import json
 import math
+import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,11 @@ from clusterproof.store import sessions
 PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
               'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist',
               'cp_binary_sha256', 'cp_mpi_library', 'cp_fingerprint')
+#: what else a point's provenance carries of its session: the test case's
+#: variables and parameters (``settings``, JSON text), those the session's
+#: command line set (``setvars``, JSON text, :func:`setvars`) and its mode
+#: (:mod:`clusterproof.analysis.runsettings`)
+RUN = ('settings', 'setvars', 'mode')
 #: bad rows listed in one error
 MAX_ERRORS = 20
 
@@ -174,7 +180,7 @@ def from_frame(lf, keys=None):
     test cases and figures without a finite value are left out; smoke and
     emulated figures are kept apart from the others (their own key)."""
     ident = list(store.IDENTITY)
-    prov_cols = [*rfdb.PROVENANCE, 'attrs', 'reframe_version']
+    prov_cols = [*rfdb.PROVENANCE, 'attrs', 'reframe_version', 'cmdline', 'mode']
     lf = lf.filter(measured())
     if keys is not None:
         wanted = pl.DataFrame([list(k) for k in keys] or None, schema={
@@ -182,11 +188,16 @@ def from_frame(lf, keys=None):
         lf = lf.join(wanted.lazy(), on=ident, how='semi')
     df = (lf.select(*ident, 'unit', 'start', 'value', 'session',
                     pl.col('declared_lower_is_better').cast(pl.Int8).fill_null(-1)
-                    .alias('declared'),
-                    pl.struct(prov_cols).hash().alias('_prov'), *prov_cols)
+                    .alias('declared'), *prov_cols)
           .sort(['start', 'session']).collect())
     if not df.height:
         return []
+    # a night's command line differs from night to night (its report file):
+    # what it set is the same, and so are the provenances of the points
+    lines = df['cmdline'].unique().to_list()
+    df = df.with_columns(pl.col('cmdline').replace_strict(
+        {c: setvars(c) for c in lines}, return_dtype=pl.Utf8))
+    df = df.with_columns(pl.struct(prov_cols).hash().alias('_prov'))
     provs, pid = _provenances(df.select('_prov', *prov_cols))
     sess = df['session'].unique(maintain_order=True)
     sids = {u: i for i, u in enumerate(sess.to_list())}
@@ -213,15 +224,47 @@ def from_frame(lf, keys=None):
 def _provenances(df):
     """The distinct provenances of the rows ``df`` (as :func:`_record_rows`
     makes them, one dict each) and ``{hash: index}``."""
-    provs, pid = [], {}
+    provs, pid, texts = [], {}, {}
     for row in df.unique('_prov').iter_rows(named=True):
         attrs = json.loads(row['attrs'] or '{}')
         prov = {k: rfdb.provenance_text(row[k] if k in rfdb.PROVENANCE else attrs.get(k))
                 for k in PROVENANCE if k in rfdb.PROVENANCE or k in attrs}
         prov['reframe_version'] = row['reframe_version'] or ''
+        prov.update(_run(row['attrs'], row['cmdline'], row['mode'], texts))
         pid[row['_prov']] = len(provs)
         provs.append(prov)
     return provs, pid
+
+
+def _run(attrs, setvars_text, mode, texts):
+    """The :data:`RUN` part of a provenance (those known), each text kept
+    once in ``texts`` (many points share them)."""
+    got = zip(RUN, (attrs if attrs and attrs != '{}' else '', setvars_text, mode or ''))
+    return {k: texts.setdefault(v, v) for k, v in got if v}
+
+
+def setvars(cmdline):
+    """The variables a ReFrame command line sets with ``-S``/``--setvar``
+    (``Check.name=value`` gives ``name``), as JSON text (sorted; '' for
+    none)."""
+    try:
+        words = shlex.split(cmdline or '')
+    except ValueError:
+        words = (cmdline or '').split()
+    out = {}
+    for i, w in enumerate(words):
+        if w in ('-S', '--setvar') and i + 1 < len(words):
+            spec = words[i + 1]
+        elif w.startswith('--setvar='):
+            spec = w[len('--setvar='):]
+        elif w.startswith('-S') and len(w) > 2:
+            spec = w[2:]
+        else:
+            continue
+        name, eq, value = spec.partition('=')
+        if eq:
+            out[name.rsplit('.', 1)[-1]] = value
+    return json.dumps(out, sort_keys=True) if out else ''
 
 
 def database_rows(db=None, **selection):
@@ -238,16 +281,19 @@ def from_records(sessions, recs):
 
 def _record_rows(sess, recs):
     version = {s.uuid: (s.info.get('version') or '') for s in sess}
+    cmdline = {s.uuid: setvars(s.info.get('cmdline')) for s in sess}
     rows = []
-    shared = {}     # the same test case's provenance night after night: one dict (read-only)
+    shared = {}     # the same test case's provenance in one session: one dict (read-only)
+    texts = {}
     for r in recs:
         if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
             continue
-        pk = (id(r.case), version.get(r.session, ''))
+        pk = (id(r.case), r.session)
         prov = shared.get(pk)
         if prov is None:
             prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
-            prov['reframe_version'] = pk[1]
+            prov['reframe_version'] = version.get(r.session, '')
+            prov.update(_run(rfdb.test_attrs(r.case), cmdline.get(r.session, ''), r.mode, texts))
             shared[pk] = prov
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
