@@ -75,8 +75,6 @@ def register(subparsers):
 
 
 def run(args):
-    if args.repetitions < 1:
-        raise ClusterproofError(f'--repetitions {args.repetitions}: give 1 or more')
     if args.contract:
         return run_contract(args)
     if args.from_store or args.session:
