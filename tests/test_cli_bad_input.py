@@ -75,6 +75,10 @@ BAD = [
      ['99999999999999999999']),
     (['sizing', '--threads', '4', '--system', 'local', '--partition', 'nosuch'], ['nosuch']),
     (['sizing', '--threads', '4', '--ram-gib', '1e300', '--total', '8G'], ['--ram-gib']),
+    (['sizing', '--threads', '4', '--ram-gib', '1', '--total', '99999999999999999999999T'],
+     ['--total', '8 EiB']),
+    (['sizing', '--threads', '4', '--ram-gib', '1', '--total', '8G', '--transfer', '9000000T'],
+     ['--transfer', '8 EiB']),
     # ior-args
     (['ior-args', '--phase', 'write', '--test-dir', '/x', '--transfer', 'big', '--block', '1g'],
      ['big']),
@@ -92,6 +96,7 @@ BAD = [
     (['scratch', 'create', '/', 'x'], ['/']),
     (['scratch', 'nosuch'], ['invalid choice']),
     (['scratch', 'create', '{tmp}', 'x', '--owner-pid', '99999999999999999999'], ['--owner-pid']),
+    (['scratch', 'create', '{tmp}', 'x', '--bytes', '99999999999999999999'], ['--bytes']),
     # bless
     (['bless', '--max-tolerance', '-5'], ['--max-tolerance']),
     (['bless', '--min-tolerance', '-1'], ['--min-tolerance']),
@@ -105,6 +110,9 @@ BAD = [
     (['bless', '--nsigma', 'nan'], ['--nsigma']),
     (['bless', '--check', '(', '--session', 'x'], ['--check']),
     (['bless', '--last', '99999999999999999999'], ['--last']),
+    (['bless', '--max-tolerance', '1e308'], ['--max-tolerance', '1,000']),
+    (['bless', '--min-tolerance', '5000'], ['--min-tolerance', '1,000']),
+    (['bless', '--nsigma', '1e308'], ['--nsigma', '1,000']),
     # compare
     (['compare', '--tolerance', '-1'], ['--tolerance']),
     (['compare', '--history', '-1'], ['--history']),
@@ -119,6 +127,8 @@ BAD = [
     (['compare', '--mode', 'weekly'], ['--mode']),
     (['compare', '--history', '99999999999999999999'], ['--history']),
     (['compare', '--drift-window', '99999999999999999999'], ['--drift-window']),
+    (['compare', '--tolerance', '1e308'], ['--tolerance', '1,000']),
+    (['compare', '--drift-percent', '1001'], ['--drift-percent', '1,000']),
     # report
     (['report', '-o', '{dir}'], ['{dir}', 'directory']),
     (['report', '--last', '-1'], ['--last']),
@@ -128,6 +138,8 @@ BAD = [
     # changes
     (['changes', '--max-detectable', '-1'], ['--max-detectable']),
     (['changes', '--max-detectable', '0'], ['--max-detectable']),
+    (['changes', '--max-detectable', '1e308'], ['--max-detectable', '1,000']),
+    (['changes', '--min-change', '1e308'], ['--min-change', '1,000']),
     (['changes', '--min-change', '-1'], ['--min-change']),
     (['changes', '{tmp}/none.csv'], ['{tmp}/none.csv']),
     (['changes', '{latin1}'], ['{latin1}']),
@@ -164,6 +176,7 @@ BAD = [
     (['screen', '--system', 'local', '--batch', '0'], ['--batch']),
     (['screen', '--system', 'local', '--progress-every', '0'], ['--progress-every']),
     (['screen', '--system', 'local', '--progress-every', 'inf'], ['--progress-every']),
+    (['screen', '--system', 'local', '--progress-every', '1e308'], ['--progress-every', '86,400']),
     (['screen', '--system', 'local', '--checks', 'nosuch', '--from-report', '{tmp}/r.json'],
      ['nosuch']),
     (['screen', '--system', 'local', '--from-report', '{tmp}/none.json'], ['{tmp}/none.json']),
