@@ -139,3 +139,34 @@ def known_system(name):
                                          f'(have: {names})')
     return name
 
+
+#: Slurm's bounds on what a local cluster's node declares: CPUs are 16-bit
+MAX_NODE_CPUS = 65_535
+#: memory of a node, MiB (1 EiB: far beyond any node)
+MAX_NODE_MIB = 2 ** 40
+#: Slurm's largest MaxArraySize
+MAX_ARRAY_SIZE = 4_000_001
+
+
+def instance(text):
+    """A local cluster's instance number: one of
+    :data:`clusterproof.cluster.network.INSTANCES`."""
+    from clusterproof.cluster.network import INSTANCES
+    return integer(INSTANCES[0], INSTANCES[-1], 'an instance number')(text)
+
+
+def cluster_nodes(text):
+    """A local cluster's node count: 1 to
+    :data:`clusterproof.cluster.network.MAX_NODES`."""
+    from clusterproof.cluster.network import MAX_NODES
+    return integer(1, MAX_NODES, 'a node count')(text)
+
+
+#: CPUs Slurm gives a node
+node_cpus = integer(1, MAX_NODE_CPUS, 'a number of CPUs')
+#: memory Slurm gives a node, MiB
+node_mib = integer(1, MAX_NODE_MIB, 'a number of MiB')
+#: a site's MaxSubmitJobs (0: Slurm's default)
+submit_jobs = integer(0, MAX_COUNT, 'a number of jobs')
+#: a site's MaxArraySize (0: Slurm's default)
+array_size = integer(0, MAX_ARRAY_SIZE, 'an array size')
