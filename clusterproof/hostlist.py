@@ -11,6 +11,9 @@ only adds what clusterproof needs on top:
   :class:`ClusterproofError` that says what is wrong (unmatched or nested
   brackets, a backwards range, white space, shell characters, an expression
   that would expand to more than :data:`MAX_NAMES` names);
+- :func:`count` says how many names an expression names, from its brackets,
+  without expanding it: the one rule a node list is bounded by (a local
+  cluster's ``--node-spec`` too);
 - :func:`compress` folds a list of node names back into an expression that
   :func:`expand` turns into the same list, in the same order.
 """
@@ -87,9 +90,9 @@ def _node_set(expr, item):
     return nodes
 
 
-def expand(expr):
-    """The node names of a Slurm hostlist expression, item by item in the
-    order written; an expression without any name is an error."""
+def _checked_items(expr):
+    """The comma-separated items of ``expr`` once its characters and
+    brackets are found sound."""
     if not isinstance(expr, str):
         raise ClusterproofError(f'hostlist: expected a string, got {expr!r}')
     text = expr.strip()
@@ -100,9 +103,23 @@ def expand(expr):
         raise ClusterproofError(
             f'hostlist {expr!r}: {", ".join(map(repr, bad))} is not a node name character '
             f'(letters, digits, ".", "_", "-" only)')
-    items = _items(text)
-    if sum(map(_count, items)) > MAX_NAMES:
-        raise ClusterproofError(f'hostlist {expr!r}: expands to more than {MAX_NAMES:,} names; '
+    return _items(text)
+
+
+def count(expr):
+    """How many names ``expr`` names, counted from its brackets before
+    anything is expanded (a repeated name counts each time): the one rule by
+    which a node list's size is bounded before it is expanded."""
+    return sum(map(_count, _checked_items(expr)))
+
+
+def expand(expr, most=MAX_NAMES):
+    """The node names of a Slurm hostlist expression, item by item in the
+    order written; an expression without any name, or of more than ``most``
+    names (:func:`count`), is an error."""
+    items = _checked_items(expr)
+    if sum(map(_count, items)) > most:
+        raise ClusterproofError(f'hostlist {expr!r}: expands to more than {most:,} names; '
                                 f'check the ranges in its brackets')
     names = []
     for item in items:

@@ -109,11 +109,10 @@ def read_text(path, what='file'):
 
 def write_atomic(path, text, mode=None):
     """Write ``text`` to ``path`` through a temporary file in the same
-    directory and a rename: readers see the old file or the new one, never
-    half of it, and a failure leaves the old file as it was. The file and
-    then its directory are synced before this returns, so the new file
-    survives a power cut (an acceptance record a signature rests on). The
-    file's mode is ``mode``, default what the umask gives a new file."""
+    directory and a rename (:func:`replace_synced`): readers see the old
+    file or the new one, never half of it, and the new one survives a power
+    cut (an acceptance record a signature rests on). The file's mode is
+    ``mode``, default what the umask gives a new file."""
     from clusterproof import ClusterproofError
     path = Path(path)
     if path.is_dir():
@@ -121,15 +120,37 @@ def write_atomic(path, text, mode=None):
                                 f'write')
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
     except OSError as err:
         raise ClusterproofError(f'cannot write {path}: {err.strerror}') from None
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as fp:
+
+    def write(tmp):
+        with open(tmp, 'w', encoding='utf-8') as fp:
             fp.write(text)
-            fp.flush()
-            os.fchmod(fp.fileno(), new_file_mode() if mode is None else mode)
-            os.fsync(fp.fileno())
+    return replace_synced(path, write, mode)
+
+
+def replace_synced(path, write, mode=None):
+    """The one way a file is replaced whole: ``write(tmp)`` fills a
+    temporary file beside ``path`` (by its name: a text, a Parquet file),
+    which gets ``mode`` (default what the umask gives a new file, never
+    more), is synced and renamed to ``path``, and the directory is synced:
+    all or nothing, and on disk when this returns. A failure removes the
+    temporary file and leaves ``path`` as it was."""
+    from clusterproof import ClusterproofError
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
+    except OSError as err:
+        raise ClusterproofError(f'cannot write {path}: {err.strerror}') from None
+    os.close(fd)
+    try:
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fchmod(fd, new_file_mode() if mode is None else mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

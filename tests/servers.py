@@ -1,13 +1,17 @@
 """Real servers that tests start on loopback (VictoriaMetrics, Alertmanager,
-a pushgateway, vmalert): a free port, a GET that says when nothing answers,
+a pushgateway, vmalert, an HTTP server that echoes what it was sent, to find
+a secret it might make a program quote): a free port, a GET that says when nothing answers,
 a VictoriaMetrics query that sees what was just sent, and one way to start a server, wait for the event that says it is ready,
 and stop it (terminate, then kill) whatever the test did."""
 
+import base64
 import contextlib
+import http.server
 import json
 import shutil
 import socket
 import subprocess
+import threading
 import urllib.parse
 import urllib.request
 
@@ -81,3 +85,47 @@ def victoria_metrics(tmp_path):
                   '-search.latencyOffset=0s'],
                  'VictoriaMetrics answers /health', lambda: get(f'{url}/health') == 'OK'):
         yield url
+
+
+class Echo:
+    """A real HTTP server on 127.0.0.1 that answers every POST with
+    ``status`` and a body quoting the path and the Authorization header it
+    was sent (as some chat servers and proxies do), the path also in the
+    reason phrase; it keeps what it was sent."""
+
+    def __init__(self, status=404):
+        self.status = status
+        self.got = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get('Content-Length', 0)))
+                auth = self.headers.get('Authorization', '')
+                owner.got.append((self.path, auth))
+                body = (f'<pre>Cannot POST {self.path}</pre> '
+                        f'{urllib.parse.unquote(self.path)} auth={auth}').encode()
+                self.send_response(owner.status, f'No route {self.path}')
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.netloc = f'127.0.0.1:{self.server.server_address[1]}'
+        threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05},
+                         daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def leaks(token, user, *texts):
+    """The forms of ``token`` found in ``texts``: as it is (in any case),
+    percent-encoded, or inside the HTTP Basic credentials of ``user``."""
+    forms = {token, urllib.parse.quote(token), urllib.parse.quote(f'/{token}', safe=''),
+             base64.b64encode(f'{user}:{token}'.encode()).decode()}
+    return sorted(f for f in forms for t in texts if f.lower() in t.lower())

@@ -13,19 +13,17 @@ standard streams, at the file descriptor) and the ledger is searched for the
 token. Also: header values (an e-mail's Subject, alert labels) are one line
 whatever a test's name holds."""
 
-import base64
-import http.server
 import mailbox
-import threading
-import urllib.parse
 
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.handlers import Mailbox
 from aiosmtpd.smtp import AuthResult
-from servers import free_port
+from servers import Echo, free_port
+from servers import leaks as servers_leaks
 
-from clusterproof.notify import channels, config, items, message, redact, send
+from clusterproof import redact
+from clusterproof.notify import channels, config, items, message, send
 from clusterproof.references.judge import Verdict
 from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample
 
@@ -37,47 +35,8 @@ SCREENING = 'a1b2c3d4e5f60718'
 
 
 def leaks(*texts):
-    """The forms of the token found in ``texts``: as it is (in any case),
-    percent-encoded, or inside HTTP Basic credentials."""
-    forms = {TOKEN, urllib.parse.quote(TOKEN), urllib.parse.quote(f'/{TOKEN}', safe=''),
-             base64.b64encode(f'{USER}:{TOKEN}'.encode()).decode()}
-    return sorted(f for f in forms for t in texts if f.lower() in t.lower())
-
-
-class Echo:
-    """A real HTTP server on 127.0.0.1 that answers every POST with
-    ``status`` and a body quoting the path and the Authorization header it
-    was sent (as some chat servers and proxies do), the path also in the
-    reason phrase; it keeps what it was sent."""
-
-    def __init__(self, status=404):
-        self.status = status
-        self.got = []
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get('Content-Length', 0)))
-                auth = self.headers.get('Authorization', '')
-                owner.got.append((self.path, auth))
-                body = (f'<pre>Cannot POST {self.path}</pre> '
-                        f'{urllib.parse.unquote(self.path)} auth={auth}').encode()
-                self.send_response(owner.status, f'No route {self.path}')
-                self.send_header('Content-Length', str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.netloc = f'127.0.0.1:{self.server.server_address[1]}'
-        threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05},
-                         daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    """The forms of the token found in ``texts`` (:func:`servers.leaks`)."""
+    return servers_leaks(TOKEN, USER, *texts)
 
 
 class RefusingSmtp:

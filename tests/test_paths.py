@@ -1,5 +1,6 @@
-"""``paths.write_atomic`` and ``paths.append_synced``: whole files, synced,
-with the mode the umask gives (nothing forced readable by others)."""
+"""``paths.write_atomic``, ``paths.replace_synced`` (every file the store
+writes) and ``paths.append_synced``: whole files, synced, with the mode the
+umask gives (nothing forced readable by others)."""
 
 import os
 import stat
@@ -23,6 +24,25 @@ def test_write_atomic_keeps_the_umask_mode_and_leaves_no_temporary(tmp_path, uma
     paths.write_atomic(path, 'two\n', mode=0o640)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640 and path.read_text() == 'two\n'
     assert [p.name for p in tmp_path.iterdir()] == ['record.json']
+
+
+def test_replace_synced_keeps_the_umask_mode_and_the_old_file_on_failure(tmp_path, umask_077):
+    path = paths.replace_synced(tmp_path / 'figures.parquet',
+                                lambda tmp: open(tmp, 'wb').write(b'PAR1'))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_bytes() == b'PAR1'
+
+    def fails(tmp):
+        open(tmp, 'wb').write(b'half')
+        raise OSError(28, 'No space left on device')
+    with pytest.raises(OSError, match='No space left'):
+        paths.replace_synced(path, fails)
+    assert path.read_bytes() == b'PAR1'
+    assert [p.name for p in tmp_path.iterdir()] == ['figures.parquet']
+
+
+def test_the_store_writes_under_the_umask(tmp_path, umask_077):
+    from clusterproof.store import export
+    assert stat.S_IMODE(export.write('a,b\n', tmp_path / 'out.csv').stat().st_mode) == 0o600
 
 
 def test_write_atomic_refuses_a_directory(tmp_path):

@@ -36,7 +36,7 @@ import polars as pl
 from clusterproof import store as st
 from clusterproof.analysis import detector, smallest
 from clusterproof.analysis.attribution import attribution
-from clusterproof.paths import results_db
+from clusterproof.paths import replace_synced, results_db
 from clusterproof.store import history, sessions
 
 #: the detector's version: findings derived by another are stale. Raise it
@@ -174,8 +174,8 @@ def derive(store, settings=None, processes=None):
                 for h, j in zip(hists, _judge_all(hists, settings, processes))]
         rows += [r for k, r in kept.items() if k in digs and k not in stale]
         df = pl.DataFrame(rows, schema=SCHEMA).sort(list(st.IDENTITY))
-        st._write_synced(path_of(store),
-                         lambda tmp: df.write_parquet(tmp, compression='zstd'))
+        replace_synced(path_of(store),
+                       lambda tmp: df.write_parquet(tmp, compression='zstd'))
     return len(hists), time.perf_counter() - t0
 
 

@@ -37,6 +37,7 @@ import polars as pl
 
 from clusterproof import ClusterproofError
 from clusterproof import store as st
+from clusterproof.paths import replace_synced
 from clusterproof.analysis import findings
 from clusterproof.analysis.compare import against_references
 from clusterproof.analysis.findings import change_id
@@ -109,7 +110,7 @@ def record(store, finding, state, note='', who=None, when=None):
     with st.locked(store):
         verdicts = read(store) + [verdict]
         text = json.dumps({'format': FORMAT, 'verdicts': verdicts}, indent=1)
-        st._write_synced(path_of(store), lambda tmp: Path(tmp).write_text(text + '\n'))
+        replace_synced(path_of(store), lambda tmp: Path(tmp).write_text(text + '\n'))
     return verdict
 
 

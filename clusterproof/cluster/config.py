@@ -5,8 +5,9 @@ configuration rendered from the templates in ``slurm/local-cluster/``. Pure
 functions over plain data.
 
 Nodes may differ: a node spec such as ``n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024``
-gives each group of nodes its CPUs and memory (MiB). Node sets are read with
-ClusterShell's NodeSet, the library Slurm sites and ReFrame use for them.
+gives each group of nodes its CPUs and memory (MiB). Its node sets are read
+by the rule of node lists (:mod:`clusterproof.hostlist`: counted before they
+are expanded, so ``n[1-100000000]`` is refused at once).
 """
 
 import dataclasses
@@ -17,7 +18,7 @@ import shlex
 import string
 from pathlib import Path
 
-from ClusterShell.NodeSet import NodeSet, NodeSetException
+from ClusterShell.NodeSet import NodeSet
 
 from clusterproof import ClusterproofError
 from clusterproof.cluster.like import (Like, describe_like, gres_conf_lines, node_line, partition_line,
@@ -25,7 +26,7 @@ from clusterproof.cluster.like import (Like, describe_like, gres_conf_lines, nod
 from clusterproof.cluster.network import MAX_NODES, Instance, Network
 from clusterproof.cluster.rundir import check_path_chars
 from clusterproof.paths import REPO
-from clusterproof.hostlist import compress
+from clusterproof.hostlist import compress, count as hostlist_count, expand as hostlist_expand
 
 TEMPLATES = REPO / 'slurm' / 'local-cluster'
 DEFAULT_NODES, DEFAULT_CPUS, DEFAULT_MEM_MIB = 4, 2, 2048
@@ -65,6 +66,20 @@ def run_dir_for(k, run_dir=None):
     return check_path_chars(path.parent.resolve() / path.name, f'{where} {given!r} leads to')
 
 
+def _spec_nodes(names, where):
+    """The node names of one part of a node spec, counted by the rule of
+    node lists (:func:`clusterproof.hostlist.count`) before they are
+    expanded: more than an instance holds is refused at once."""
+    try:
+        n = hostlist_count(names)
+        nodes = hostlist_expand(names) if n <= MAX_NODES else None
+    except ClusterproofError as err:
+        raise ClusterproofError(f'{where}: {names!r} is not a node set ({err})') from None
+    if nodes is None:
+        raise ClusterproofError(f'{where}: {n} nodes; an instance has at most {MAX_NODES}')
+    return nodes
+
+
 def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
     """CPUs and memory (MiB) of each node from a node spec
     ``NODES:cpus=C,mem=M;NODES:...`` (``NODES`` a Slurm node set such as
@@ -81,14 +96,7 @@ def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
         names, sep, keys = part.partition(':')
         if not sep:
             raise ClusterproofError(f'{where}: write NODES:cpus=C,mem=MiB, e.g. n[1-4]:cpus=2,mem=2048')
-        try:
-            nodeset = NodeSet(names.strip())
-        except NodeSetException as err:
-            raise ClusterproofError(f'{where}: {names.strip()!r} is not a node set ({err})') from None
-        if len(nodeset) == 0:
-            raise ClusterproofError(f'{where}: names no node')
-        if len(nodeset) > MAX_NODES:
-            raise ClusterproofError(f'{where}: {len(nodeset)} nodes; an instance has at most {MAX_NODES}')
+        nodeset = _spec_nodes(names.strip(), where)
         values = {'cpus': cpus, 'mem': mem}
         for item in (k.strip() for k in keys.split(',')):
             key, eq, value = item.partition('=')

@@ -29,7 +29,8 @@ def number(low=None, high=None, what='a number', above=None):
     """A ``float`` type accepting finite ``low <= value <= high`` and, with
     ``above``, only values strictly greater than it."""
     def parse(text):
-        span = f' above {above:g}' if above is not None else _range(low, high)
+        span = _range(low, high) if above is None else \
+            f' above {above:g}' + (f' and at most {_show(high)}' if high is not None else '')
         try:
             value = float(text)
         except ValueError:
@@ -71,21 +72,31 @@ count = integer(0, MAX_COUNT, what='a whole number')
 positive = integer(1, MAX_COUNT, what='a whole number')
 #: a process id (Linux's largest pid_max is 2^22)
 pid = integer(1, 2 ** 22, what='a process id')
-#: a number of bytes (the free space of the file system bounds it)
-nbytes = integer(1, what='a number of bytes')
+#: the largest number of bytes a size may be: the largest file offset
+#: (``off_t``, 8 EiB), which IOR's and IOzone's sizes are
+MAX_BYTES = 2 ** 63 - 1
+#: a number of bytes (the free space of the file system bounds it further)
+nbytes = integer(1, MAX_BYTES, what='a number of bytes')
+#: the largest percentage an option takes: a tolerance or change of ten
+#: times the figure (1e308 was taken)
+MAX_PERCENT = 1000
 #: a percentage that cannot be negative (a tolerance, a drop)
-percent = number(0, what='a percentage')
+percent = number(0, MAX_PERCENT, what='a percentage')
 
 
 def size(text):
     """A size as IOR and IOzone read it (``16m``, ``512g``): refused unless
-    :func:`clusterproof.methods.sizing.parse_size` reads it; kept as typed."""
+    :func:`clusterproof.methods.sizing.parse_size` reads it as at most
+    :data:`MAX_BYTES`; kept as typed."""
     from clusterproof import ClusterproofError
     from clusterproof.methods.sizing import parse_size
     try:
-        parse_size(text, what='')
+        nbytes = parse_size(text, what='')
     except ClusterproofError as err:
         raise argparse.ArgumentTypeError(str(err).strip()) from None
+    if nbytes > MAX_BYTES:
+        raise argparse.ArgumentTypeError(f'{text}: want a size of at most 8 EiB ({MAX_BYTES:,} '
+                                         f'bytes, the largest file offset)')
     return text
 
 
@@ -127,3 +138,35 @@ def known_system(name):
         raise argparse.ArgumentTypeError(f'no system {name!r} in the site configuration '
                                          f'(have: {names})')
     return name
+
+
+#: Slurm's bounds on what a local cluster's node declares: CPUs are 16-bit
+MAX_NODE_CPUS = 65_535
+#: memory of a node, MiB (1 EiB: far beyond any node)
+MAX_NODE_MIB = 2 ** 40
+#: Slurm's largest MaxArraySize
+MAX_ARRAY_SIZE = 4_000_001
+
+
+def instance(text):
+    """A local cluster's instance number: one of
+    :data:`clusterproof.cluster.network.INSTANCES`."""
+    from clusterproof.cluster.network import INSTANCES
+    return integer(INSTANCES[0], INSTANCES[-1], 'an instance number')(text)
+
+
+def cluster_nodes(text):
+    """A local cluster's node count: 1 to
+    :data:`clusterproof.cluster.network.MAX_NODES`."""
+    from clusterproof.cluster.network import MAX_NODES
+    return integer(1, MAX_NODES, 'a node count')(text)
+
+
+#: CPUs Slurm gives a node
+node_cpus = integer(1, MAX_NODE_CPUS, 'a number of CPUs')
+#: memory Slurm gives a node, MiB
+node_mib = integer(1, MAX_NODE_MIB, 'a number of MiB')
+#: a site's MaxSubmitJobs (0: Slurm's default)
+submit_jobs = integer(0, MAX_COUNT, 'a number of jobs')
+#: a site's MaxArraySize (0: Slurm's default)
+array_size = integer(0, MAX_ARRAY_SIZE, 'an array size')

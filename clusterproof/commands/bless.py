@@ -33,7 +33,7 @@ def register(subparsers):
     p.add_argument('--percentile', type=argtypes.number(0, 100, 'a percentile'), metavar='P',
                    help='reference = the P-th percentile instead of the median '
                         '(e.g. 5 for throughputs)')
-    p.add_argument('--nsigma', type=argtypes.number(0, what='a number of standard deviations'),
+    p.add_argument('--nsigma', type=argtypes.number(0, 1000, 'a number of standard deviations'),
                    default=bless.DEFAULT_NSIGMA,
                    help='tolerance in standard deviations (default %(default)g)')
     p.add_argument('--min-tolerance', type=argtypes.percent,

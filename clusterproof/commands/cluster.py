@@ -5,10 +5,11 @@ import sys
 
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
+from clusterproof.commands import argtypes
 
 
 def _add_common(p):
-    p.add_argument('--instance', type=int, default=0, metavar='K',
+    p.add_argument('--instance', type=argtypes.instance, default=0, metavar='K',
                    help='instance 0..7: bridges cpbrK..., subnet 198.18.0.(32K)/27 up to '
                         f'{lc.SMALL_MAX_NODES} nodes, 198.19.(8K).0/21 up to {lc.MAX_NODES}, own ports '
                         '(several clusters can run side by side; default 0)')
@@ -29,18 +30,20 @@ def register(subparsers):
     sub.required = True
 
     up = sub.add_parser('up', help='start the cluster (says so if it is already up)')
-    up.add_argument('--nodes', type=int, default=lc.DEFAULT_NODES, metavar='N',
+    up.add_argument('--nodes', type=argtypes.cluster_nodes, default=lc.DEFAULT_NODES, metavar='N',
                     help=f'number of nodes n1..nN, 1..{lc.MAX_NODES} (default {lc.DEFAULT_NODES}; '
                          '1,024 nodes take about 4 GiB of memory and a minute or two to start)')
-    up.add_argument('--cpus-per-node', type=int, default=lc.DEFAULT_CPUS, metavar='C',
-                    help=f'CPUs Slurm gives each node (default {lc.DEFAULT_CPUS})')
-    up.add_argument('--mem-per-node', type=int, default=lc.DEFAULT_MEM_MIB, metavar='MiB',
-                    help=f'memory Slurm gives each node, MiB (default {lc.DEFAULT_MEM_MIB})')
+    up.add_argument('--cpus-per-node', type=argtypes.node_cpus, default=lc.DEFAULT_CPUS, metavar='C',
+                    help=f'CPUs Slurm gives each node, 1..{argtypes.MAX_NODE_CPUS:,} (default {lc.DEFAULT_CPUS})')
+    up.add_argument('--mem-per-node', type=argtypes.node_mib, default=lc.DEFAULT_MEM_MIB, metavar='MiB',
+                    help=f'memory Slurm gives each node, MiB, at least 64 per CPU and at most 2^40 '
+                         f'(default {lc.DEFAULT_MEM_MIB})')
     up.add_argument('--node-spec', metavar='SPEC', default='',
                     help="nodes that differ: 'n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024' gives each "
                          'group of nodes its CPUs and memory (MiB); it names every node n1..nN once and '
                          'sets the node count (a key left out takes --cpus-per-node/--mem-per-node). '
-                         "A node's slurmd and jobs are bound to that many of this machine's processors")
+                         "A node's slurmd and jobs are bound to that many of this machine's processors. "
+                         f'Each node set is counted before it is expanded: more than {lc.MAX_NODES} is refused')
     up.add_argument('--like', metavar='FILE',
                     help="a real cluster's description to build the nodes and partitions from: slurm.conf "
                          "(its NodeName/PartitionName lines), 'scontrol -o show node' output of any version, "
@@ -58,12 +61,14 @@ def register(subparsers):
                          "topology' output): leaf switches and the switches above them, cut to the "
                          'described nodes; Slurm then runs with topology/tree, and the screening page '
                          'lays nodes out by leaf switch')
-    up.add_argument('--max-submit-jobs', type=int, default=0, metavar='N',
+    up.add_argument('--max-submit-jobs', type=argtypes.submit_jobs, default=0, metavar='N',
                     help="the site's MaxSubmitJobs: jobs pending or running at once, set with sacctmgr on the "
                          "cluster's root account and enforced (AccountingStorageEnforce=associations,limits: "
-                         'only users with an association, root, may then submit)')
-    up.add_argument('--max-array-size', type=int, default=0, metavar='N',
-                    help="the site's MaxArraySize (slurm.conf; array indices 0..N-1; Slurm's default 1001)")
+                         'only users with an association, root, may then submit); at most '
+                         f'{argtypes.MAX_COUNT:,}')
+    up.add_argument('--max-array-size', type=argtypes.array_size, default=0, metavar='N',
+                    help="the site's MaxArraySize (slurm.conf; array indices 0..N-1; Slurm's default 1001; "
+                         f'at most {argtypes.MAX_ARRAY_SIZE:,}, Slurm\'s largest)')
     _add_common(up)
     up.set_defaults(func=cmd_up)
 

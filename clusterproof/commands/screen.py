@@ -62,7 +62,8 @@ def register(subparsers):
                    help='continue the screening started in --workdir (interrupted by Ctrl-C '
                         'or a reboot): run only the nodes without a result; jobs of the '
                         'interrupted run still queued are watched, not submitted again')
-    p.add_argument('--progress-every', type=argtypes.number(above=0, what='a number of seconds'),
+    p.add_argument('--progress-every',
+                   type=argtypes.number(above=0, high=86400, what='a number of seconds'),
                    default=60.0, metavar='S',
                    help='a progress line (nodes done, running, pending, missing, the time '
                         'left) on standard error every S seconds (default %(default)g)')

@@ -22,8 +22,10 @@ def register(subparsers):
     p.add_argument('--partition', help='partition (default: the first one with '
                                        "extras['storage'])")
     p.add_argument('--threads', type=argtypes.threads, required=True, help='thread count T')
-    p.add_argument('--total', help='total data instead of 2 x RAM, e.g. 8T')
-    p.add_argument('--transfer', help='transfer size (default: the declared one, or 16m)')
+    p.add_argument('--total', type=argtypes.size,
+                   help='total data instead of 2 x RAM, e.g. 8T (at most 8 EiB)')
+    p.add_argument('--transfer', type=argtypes.size,
+                   help='transfer size (default: the declared one, or 16m)')
     p.add_argument('--smoke', action='store_true', help='smoke sizes (small, direct I/O)')
     p.add_argument('--ram-gib', type=argtypes.number(0, 2 ** 30, 'a size in GiB'),
                    help='without --system: the RAM of all client nodes and servers, GiB '

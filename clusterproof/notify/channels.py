@@ -7,7 +7,7 @@ Each ``send_<channel>(cfg, message, now)`` sends one message once and raises
 :class:`ChannelError` naming the server (never a secret) when it cannot;
 retrying is :mod:`.send`'s. A server is named by its scheme, host and port,
 and what it or the system answered is quoted through
-:func:`clusterproof.notify.redact.redact` with the channel's secrets; an
+:func:`clusterproof.redact.redact` with the channel's secrets; an
 alert's labels have their control characters replaced
 (:func:`~clusterproof.notify.message.header`).
 """
@@ -23,8 +23,8 @@ import urllib.request
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
-from clusterproof import __version__
-from clusterproof.notify import config, redact
+from clusterproof import __version__, redact
+from clusterproof.notify import config
 from clusterproof.notify.items import SEVERITY
 from clusterproof.notify.message import cause, header, headline
 
@@ -48,7 +48,7 @@ def _iso(t):
 def _post_json(url, body, timeout, what, secret=None):
     """POST ``body`` as JSON to the http(s) ``url`` (its user and password,
     if any, sent as HTTP Basic); ``what`` names the server in errors, with
-    :func:`~clusterproof.notify.redact.shown` ``url``; what is quoted is
+    :func:`~clusterproof.redact.shown` ``url``; what is quoted is
     redacted of ``secret`` (default: ``url``)."""
     secrets = [secret or url]
     name = f'{what} {redact.shown(url)}'

@@ -7,9 +7,9 @@ Secrets (the webhook's URL, an Alertmanager URL with a user and password,
 the SMTP password) are never in the file: the file names an environment
 variable (``*_env``) or a file (``*_file``) that holds them, read when a
 message is sent (:func:`secret`). A URL, in the file or a secret, is
-accepted only as http(s) (:func:`clusterproof.notify.redact.checked`). No
+accepted only as http(s) (:func:`clusterproof.redact.checked`). No
 error message and no log line of this package shows a secret's value
-(:mod:`.redact`).
+(:mod:`clusterproof.redact`).
 """
 
 import os
@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from clusterproof import ClusterproofError
-from clusterproof.notify import redact
+from clusterproof import redact
 from clusterproof.paths import SITE_CONFIG, read_text
 
 CHANNELS = ('alertmanager', 'email', 'webhook')

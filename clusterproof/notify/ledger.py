@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from clusterproof import ClusterproofError, store
+from clusterproof.paths import replace_synced
 
 NAME = 'ledger.json'
 VERSION = 1
@@ -119,7 +120,7 @@ class Ledger:
 
     def save(self):
         text = json.dumps(self.data, indent=1, sort_keys=True)
-        store._write_synced(self.path, lambda tmp: Path(tmp).write_text(text))
+        replace_synced(self.path, lambda tmp: Path(tmp).write_text(text))
 
 
 def _read(path):

@@ -13,15 +13,18 @@ so that every figure is one series named ``clusterproof_figure`` with the
 labels in :data:`LABELS`. :func:`perflog_handler` is the handler entry of
 the site configuration (``site_config/settings.py`` adds it for a system
 whose file sets ``metrics_url``, or for every system when
-``CLUSTERPROOF_METRICS_URL`` is set). Off by default.
+``CLUSTERPROOF_METRICS_URL`` is set). Off by default. The URL is a secret
+by the rule of :mod:`clusterproof.redact`: refused naming the setting, never
+the value; a ``user:password`` in it is sent as HTTP Basic, not left in the
+URL ReFrame shows, and refused in a system file.
 """
 
 import json
 import math
 import os
-import re
+import urllib.parse
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, redact
 
 #: environment variable naming the import URL for every system (overrides the system files)
 URL_VARIABLE = 'CLUSTERPROOF_METRICS_URL'
@@ -74,21 +77,43 @@ def victoria_metrics_lines(record, extras, ignore_keys):
 def import_url(url, where=URL_VARIABLE):
     """The import endpoint for ``url``: a bare server address
     (``http://host:8428``) gets VictoriaMetrics' ``/api/v1/import``; a URL
-    with a path is taken as it is. ``where`` names the setting in errors."""
-    if not isinstance(url, str) or not re.match(r'^https?://[^/]+', url):
-        raise ClusterproofError(f'{where}: {url!r} is no http:// or https:// URL '
-                                f'(e.g. http://vm.example.org:8428)')
-    return url if re.match(r'^https?://[^/]+/.', url) else url.rstrip('/') + '/api/v1/import'
+    with a path is taken as it is. A URL that is not http(s) is refused by
+    the rule of :func:`clusterproof.redact.checked`: the error names the
+    setting ``where``, never the value (it may hold a password)."""
+    parts = urllib.parse.urlsplit(redact.checked(url, where))
+    if parts.path.strip('/'):
+        return url
+    return urllib.parse.urlunsplit(parts._replace(path='/api/v1/import'))
 
 
 def perflog_handler(url, where=URL_VARIABLE):
-    """The ``handlers_perflog`` entry that sends every figure to ``url``."""
-    return {
+    """The ``handlers_perflog`` entry that sends every figure to ``url``.
+    A ``user:password`` in it is taken out of the URL ReFrame holds (and
+    may print) and sent as HTTP Basic by the handler's
+    ``authorization_header``."""
+    target, login = redact.credentials(import_url(url, where))
+    entry = {
         'type': 'httpjson',
-        'url': import_url(url, where),
+        'url': target,
         'level': 'info',
         'json_formatter': victoria_metrics_lines,
     }
+    return dict(entry, authorization_header=_basic(*login)) if login else entry
+
+
+def _basic(user, password):
+    def basic_authorization():
+        return redact.basic_auth(user, password)
+    return basic_authorization
+
+
+def _no_password(url, where):
+    """``url`` of a system file, refused when it holds a user and password:
+    a secret is never in a site configuration file."""
+    if url and redact.credentials(redact.checked(url, where))[1]:
+        raise ClusterproofError(f'{where} holds a user and password: a secret is never in a '
+                                f'system file; give the URL in ${URL_VARIABLE} (docs/results.md)')
+    return url
 
 
 def logging_entries(entry, system_urls):
@@ -100,6 +125,8 @@ def logging_entries(entry, system_urls):
     system's figures there; set and empty, no system sends any."""
     def sending(url, system=None):
         where = f'metrics_url of system {system}' if system else URL_VARIABLE
+        if system:
+            _no_password(url, where)
         new = dict(entry, handlers_perflog=[*entry['handlers_perflog'], perflog_handler(url, where)])
         return dict(new, target_systems=[system]) if system else new
 

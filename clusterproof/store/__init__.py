@@ -24,7 +24,6 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 import time
 import uuid as uuidlib
 from pathlib import Path
@@ -32,6 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from clusterproof import ClusterproofError
+from clusterproof.paths import replace_synced
 from clusterproof.reframe_io import database as rfdb
 
 #: the columns of the store, in order
@@ -125,34 +125,9 @@ def _manifest(store):
     return m
 
 
-def _write_synced(path, write):
-    """``write(tmp_path)``, fsync, rename to ``path``: all or nothing."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 def _save_manifest(store, m):
     text = json.dumps(m, indent=0, sort_keys=True)
-    _write_synced(Path(store) / MANIFEST, lambda tmp: Path(tmp).write_text(text))
+    replace_synced(Path(store) / MANIFEST, lambda tmp: Path(tmp).write_text(text))
 
 
 @contextlib.contextmanager
@@ -177,7 +152,7 @@ def locked(store):
 
 def _write_part(store, df, tag):
     name = f'figures-{tag}-{uuidlib.uuid4().hex[:12]}.parquet'
-    _write_synced(Path(store) / name,
+    replace_synced(Path(store) / name,
                   lambda tmp: df.write_parquet(tmp, compression='zstd', statistics=True))
     return name
 

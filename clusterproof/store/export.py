@@ -33,7 +33,7 @@ from types import SimpleNamespace
 import polars as pl
 import yaml
 
-from clusterproof import ClusterproofError, store
+from clusterproof import ClusterproofError, paths, store
 from clusterproof.references import judge
 from clusterproof.reframe_io import database as rfdb
 
@@ -101,7 +101,7 @@ def write(data, path):
     raw = data.encode() if isinstance(data, str) else data
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        store._write_synced(path, lambda tmp: Path(tmp).write_bytes(raw))
+        paths.replace_synced(path, lambda tmp: Path(tmp).write_bytes(raw))
     except OSError as err:
         raise ClusterproofError(f'cannot write {path}: {err.strerror or err}') from None
     return path

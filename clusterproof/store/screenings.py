@@ -14,8 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from clusterproof import ClusterproofError
-from clusterproof import store as st
+from clusterproof import ClusterproofError, paths
 
 DIRECTORY = 'screenings'
 
@@ -72,7 +71,7 @@ def write(store, rows, screening_id):
     directory = path_of(store)
     directory.mkdir(parents=True, exist_ok=True)
     df = pl.DataFrame(rows, schema=SCHEMA)
-    st._write_synced(directory / f'{screening_id}.parquet', lambda tmp: df.write_parquet(tmp))
+    paths.replace_synced(directory / f'{screening_id}.parquet', lambda tmp: df.write_parquet(tmp))
 
 
 def read(store, system=None):

@@ -1,6 +1,11 @@
-"""The one rule for what notification shows of a secret, and the URLs it
-accepts. A secret is the webhook's URL (its path carries the token), an
-Alertmanager URL (it may carry ``user:password``) or the SMTP password.
+"""The one rule for what clusterproof shows of a secret, and the URLs a
+secret may be. A secret is a URL or password a setting holds: a chat
+webhook's URL (its path carries the token), an Alertmanager URL (it may
+carry ``user:password``), the SMTP password (:mod:`clusterproof.notify`),
+and the metrics URL of the figures sent to a time-series database
+(``$CLUSTERPROOF_METRICS_URL``, a system file's ``metrics_url``:
+:mod:`clusterproof.results.metrics`). Every command holding one prints,
+logs, raises and writes it only through this rule:
 
 - A URL is shown as its scheme, host and port only (:func:`shown`): never
   its user, password, path, query or fragment.
