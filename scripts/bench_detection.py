@@ -432,6 +432,27 @@ def method_listed_unconfirmed(series, transients=False):
     return method_listed(series, transients, detector.Settings(confirm_alarms=False))
 
 
+#: the listing with rules of the detector turned off, each as it was before
+#: that rule (for a before/after in one run): ``{method: (settings, what
+#: the rule does)}``
+RULES_OFF = {
+    'listed-cut': (detector.Settings(own_widening=False),
+                   'an unconfirmed alarm widened about confirmed ones'),
+    'listed-retro-rows': (detector.Settings(drift_rows=False),
+                          'rows of kept alarms made one drift'),
+    'listed-ramps': (detector.Settings(abrupt_steps=False),
+                     'an abrupt step kept, not made a ramp'),
+    'listed-before': (detector.Settings(own_widening=False, drift_rows=False,
+                                        abrupt_steps=False), 'all three'),
+}
+
+
+def method_listed_off(name):
+    """:func:`method_listed` with the settings of ``RULES_OFF[name]``."""
+    return lambda series, transients=False: method_listed(series, transients,
+                                                          RULES_OFF[name][0])
+
+
 def method_listed_levels(series, transients=False):
     """:func:`method_listed` without the changes of noise: the listing as it
     was before they were found (for a before/after in one run)."""
@@ -511,6 +532,8 @@ METHODS = {
     'listed-unconfirmed': ('the same listing where a nightly alarm the whole history does '
                            'not confirm stays while it reaches z (as listed before)',
                            method_listed_unconfirmed, 'ruptures'),
+    **{name: (f'the same listing without the rule: {what} (as listed before)',
+              method_listed_off(name), 'ruptures') for name, (_, what) in RULES_OFF.items()},
     'ruptures-pelt': ('ruptures PELT alone', method_ruptures_pelt, 'ruptures'),
     'otava': ('apache-otava alone', method_otava, 'otava'),
     'e-divisive': ('signal-processing-algorithms e-divisive alone', method_edivisive,
@@ -1106,14 +1129,7 @@ def tcpd_scores(directory, tmp, settings=None):
 
 #: each rule's effect on TCPD through the command, in the same run: the
 #: settings that turn it off (the listing as it was before it)
-TCPD_RULES = (
-    ('a figure too noisy to judge lists its changes',
-     detector.Settings(noisy_changes=False)),
-    ('a figure with a value of 0 or less is judged', detector.Settings(linear=False)),
-    ('an unconfirmed nightly alarm needs z + POWER',
-     detector.Settings(confirm_alarms=False)),
-    ('all three', detector.Settings(noisy_changes=False, linear=False, confirm_alarms=False)),
-)
+TCPD_RULES = tuple((what, settings) for settings, what in RULES_OFF.values())
 
 
 def print_tcpd(directory):
@@ -1184,7 +1200,7 @@ def main(argv=None):
     ap.add_argument('--seeds', choices=SEEDS, default='eval',
                     help='eval: the held-out seeds reported (default); tune: the seeds '
                          'the thresholds were tuned on')
-    ap.add_argument('--methods', default='today,changes,listed-noisy,listed-unconfirmed,listed',
+    ap.add_argument('--methods', default='today,changes,' + ','.join(RULES_OFF) + ',listed',
                     help='comma-separated, of: ' + ', '.join(METHODS) + '; or all (the '
                          'small configuration takes about 15 s of CPU per method, '
                          'ruptures-pelt 80 s; full about six times as long)')
@@ -1253,6 +1269,7 @@ def main(argv=None):
                                             'to judge'),
                            ('listed-unconfirmed', 'z + POWER for an unconfirmed nightly '
                                                   'alarm'),
+                           *((name, what) for name, (_, what) in RULES_OFF.items()),
                            ('listed-levels', 'listing changes of noise'),
                            ('listed-aperiodic', 'taking out periodic components'),
                            ('listed-steps', 'the onsets of slow changes')):

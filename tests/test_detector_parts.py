@@ -72,6 +72,44 @@ def test_retrospective_a_ramp_is_one_drift_from_its_onset():
     assert c.kind == 'drift' and abs(c.at - 50) <= 3
 
 
+def test_retrospective_an_abrupt_step_on_a_slope_is_not_made_a_ramp():
+    """A jump of 5 % at session 65 inside a rise of 10 % over 70 sessions
+    (1 % noise): the step keeps its place; a ramp alone is still a ramp
+    (off: the step was made a ramp from the rise's onset, as before)."""
+    t = np.arange(120)
+    rise = 0.1 * np.clip((t - 30) / 70, 0, 1) + _noise(120, 0.01, 21)
+    step = [model.Change(65, None, 0.1, 0.01)]
+    jump = rise + 0.05 * (t >= 65)
+    assert retrospective._fit_onset(jump, step, 0, 0.01, model.Settings()) is None
+    before = retrospective._fit_onset(jump, step, 0, 0.01, model.Settings(abrupt_steps=False))
+    assert before.kind == 'drift' and before.at < 50
+    ramp = 0.2 * np.clip((t - 30) / 70, 0, 1) + _noise(120, 0.01, 21)
+    assert retrospective._fit_onset(ramp, step, 0, 0.01, model.Settings()).kind == 'drift'
+
+
+def test_views_a_row_of_alarms_on_a_rise_is_one_drift():
+    """Three nightly alarms the whole history does not confirm, on a smooth
+    rise, are one drift, found the night of the first alarm."""
+    y = 0.003 * np.arange(120) + _noise(120, 0.004, 22)
+    alarms = [model.Change(a, a + 2, 0.05, 0.005, view='nightly') for a in (30, 55, 80)]
+    steps, (d,) = views._rows_of(y, alarms, model.Settings(), 1e-6)
+    assert steps == [] and d.kind == 'drift' and (d.view, d.found) == ('both', 32)
+
+
+def test_views_an_unconfirmed_alarm_is_widened_about_the_confirmed_changes():
+    """A level that wanders, cut by an alarm every 12 sessions: about all of
+    them its residuals look independent (no widening); each unconfirmed
+    alarm is judged about the confirmed change and its own place, where
+    the wandering shows (off: about all of them, as before)."""
+    y = np.cumsum(_noise(300, 0.004, 23)) + _noise(300, 0.004, 24)
+    steps = [model.Change(a, a + 2, 0.0, 0.01, view='nightly') for a in range(20, 300, 12)]
+    steps[5] = model.Change(steps[5].at, None, 0.0, 0.01, view='retrospective')
+    off = views._widenings(y, steps, model.Settings(own_widening=False))
+    on = views._widenings(y, steps, model.Settings())
+    assert off == [1.0] * len(steps) and on[5] == 1.0
+    assert min(w for k, w in enumerate(on) if k != 5) > 1.5
+
+
 def test_classify_a_short_excursion_is_one_transient():
     y = _noise(80, 0.01, 8)
     y[40:43] += 0.3

@@ -50,6 +50,20 @@ class Settings:
     #: while its shift reaches ``z + POWER`` standard errors, as a change of
     #: the retrospective view must (off: ``z``, as before)
     confirm_alarms: bool = True
+    #: a nightly alarm the whole history does not confirm is judged with the
+    #: widening (:func:`~clusterproof.analysis.detector.noise.inflation`) of
+    #: the residuals about the confirmed changes and its own place, not with
+    #: every other unconfirmed alarm cut out too (off: with all of them, as
+    #: before)
+    own_widening: bool = True
+    #: a row of two or more kept changes in one direction, nightly alarms the
+    #: whole history does not confirm among them, is one drift when a trend
+    #: fits it better (off: only the retrospective view's rows, as before)
+    drift_rows: bool = True
+    #: a single step is not made a ramp from its onset when it is abrupt: a
+    #: jump at the step's place on top of the ramp fits better by more than
+    #: one change's penalty (off: the ramp, as before)
+    abrupt_steps: bool = True
 
 
 @dataclass

@@ -191,11 +191,33 @@ def _fit_onset(y, cps, i, sigma, s):
         return None
     a0, b0 = int(a[k[0], 0]), int(b[0, k[1]])
     x = np.clip(t - a0, 0, b0 - a0)
+    if s.abrupt_steps and _abrupt(y[lo:hi] / sigma, x, cut, pen):
+        return None
     slope = float(np.dot(x - x.mean(), seg)) / float(np.dot(x - x.mean(), x - x.mean()))
     total = slope * (b0 - a0) * sigma
     err = sigma * math.sqrt(12.0 / max(b0 - a0, 2))     # of the whole change
     return Change(lo + a0, None, total, err, a0, m - b0, view='retrospective', kind='drift',
                   end=lo + b0, rate=total / (b0 - a0))
+
+
+def _abrupt(seg, x, cut, pen):
+    """True when the step at ``cut`` is abrupt inside the ramp ``x`` of
+    ``seg`` (values in noise units, not clipped: clipped about the step's
+    two levels, a ramp looks like a step): the ramp with a jump at ``cut``
+    added costs less than the ramp alone by more than ``pen``, one more
+    change's penalty. A slow degradation has no jump; a step on a slope
+    keeps its place, not the slope's onset."""
+    ones = np.ones(len(seg))
+    jump = (np.arange(len(seg)) >= cut).astype(float)
+    ramp, jumped = (_squares(seg, np.column_stack(cols)) for cols in
+                    ((ones, x), (ones, x, jump)))
+    return ramp - jumped > pen
+
+
+def _squares(seg, design):
+    """The squared error of the least-squares fit of ``seg`` by ``design``."""
+    coef, *_ = np.linalg.lstsq(design, seg, rcond=None)
+    return float(((seg - design @ coef) ** 2).sum())
 
 
 def _line_costs(seg, t, inner, combos, m, pen, chunk=256):

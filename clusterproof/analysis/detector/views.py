@@ -11,9 +11,10 @@ from clusterproof.analysis.detector.classification import _episode_end, classify
 from clusterproof.analysis.detector.levels import _levels
 from clusterproof.analysis.detector.model import Change, Settings
 from clusterproof.analysis.detector.nightly import _nightly
-from clusterproof.analysis.detector.noise import inflation, noise_floor, on_scale, resolution
+from clusterproof.analysis.detector.noise import (
+    _segments_scale, inflation, noise_floor, on_scale, resolution)
 from clusterproof.analysis.detector.noisechange import noise_changes
-from clusterproof.analysis.detector.retrospective import segment
+from clusterproof.analysis.detector.retrospective import _drifts, segment
 from clusterproof.analysis.detector.significance import POWER, refine
 
 #: a nightly alarm and a retrospective change this many sessions apart (in
@@ -27,6 +28,37 @@ def _needed(c, s):
     confirm (``view='nightly'``), as the retrospective view keeps a change
     (``s.confirm_alarms``; off: ``z``, as before)."""
     return s.z + (POWER if s.confirm_alarms and c.view == 'nightly' else 0.0)
+
+
+def _widenings(y, steps, s):
+    """The widening of each step's standard error (:func:`inflation`): of
+    the residuals about every step; for a nightly alarm the whole history
+    does not confirm (``s.own_widening``), about the confirmed steps and its
+    own place only, so that alarms under judgement do not cut a wandering or
+    seasonal series into pieces too short to show it wanders."""
+    ats = [c.at for c in steps]
+    wide = inflation(y, ats)
+    if not s.own_widening:
+        return [wide] * len(steps)
+    held = {c.at for c in steps if c.view != 'nightly'}
+    return [inflation(y, sorted(held | {c.at})) if c.view == 'nightly' else wide
+            for c in steps]
+
+
+def _rows_of(y, steps, s, floor):
+    """``(steps, drifts)``: the rows of two or more ``steps`` in one
+    direction that a trend fits better (:func:`_drifts`, single steps left
+    as they are) taken out of ``steps`` as drifts, each found on the night
+    of its first alarm."""
+    sigma = _segments_scale(y, [c.at for c in steps], floor)
+    out = _drifts(y, steps, sigma, dataclasses.replace(s, onsets=False))
+    drifts = []
+    for d in (c for c in out if c.kind == 'drift'):
+        inside = [c for c in steps if d.at - MATCH <= c.at <= d.end + MATCH]
+        nights = [c.found for c in inside if c.found is not None]
+        drifts.append(dataclasses.replace(d, found=min(nights) if nights else None,
+                                          view='both' if nights else 'retrospective'))
+    return [c for c in out if c.kind != 'drift'], drifts
 
 
 def find(values, settings=None, groups=None):
@@ -79,8 +111,8 @@ def find(values, settings=None, groups=None):
     withdrawn, tried = [], set()
     while True:
         steps = refine(y, steps, s, floor)
-        wide = inflation(y, [c.at for c in steps])
-        weak = [c for c in steps if c.z < _needed(c, s) * wide]
+        wide = _widenings(y, steps, s)
+        weak = [c for c, w in zip(steps, wide) if c.z < _needed(c, s) * w]
         if not weak:
             break
         worst = min(weak, key=lambda c: c.z)     # the weakest first, then judge again
@@ -94,6 +126,9 @@ def find(values, settings=None, groups=None):
         if worst.found is not None:
             withdrawn.append(worst)
         steps.remove(worst)
+    if s.drift_rows:
+        steps, rows = _rows_of(y, steps, s, floor)
+        retro = retro + [c for c in rows if c.kind == 'drift']
     kept = classify(y, steps, s, floor) + [c for c in retro if c.kind == 'drift'
                                             and abs(c.change) >= s.min_change]
     kept += noise_changes(y, kept, s)
