@@ -9,7 +9,7 @@ of the figure's history carries (:class:`clusterproof.store.history.Point`).
 
 import os
 
-from clusterproof.checklib import fingerprint
+from clusterproof.site import fingerprint
 
 
 def attribution(points, c):

@@ -7,7 +7,7 @@ problem names the file, key and value.
 import re
 
 from clusterproof import ClusterproofError
-from clusterproof.checklib.scratch import check_scratch
+from clusterproof.site.scratch import check_scratch
 from clusterproof.site.hardware import (is_emulated, partition_node_count, processor_disagreements,
                                         validate_hardware, validate_pmem)
 from clusterproof.paths import REFERENCES_DIR, SETTINGS_FILE, system_file
@@ -92,7 +92,7 @@ def validate_system(system):
             validate_pmem(extras['pmem'], f'{pwhere}: extras')
         storage = extras.get('storage')
         if storage is not None:
-            # The rule the checks apply before they write (clusterproof.checklib.scratch).
+            # The rule the checks apply before they write (clusterproof.site.scratch).
             try:
                 check_scratch(storage.get('scratch'))
             except ClusterproofError as err:
