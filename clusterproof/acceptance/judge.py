@@ -22,11 +22,11 @@ their fingerprints (``<results>/fingerprints/``), never from this machine.
 
 import math
 import re
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterproof.analysis.statistics import statistic
 from clusterproof.site import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
     record_lower_is_better
@@ -187,14 +187,6 @@ def check_run(item, rec, runtime, results=None):
     return not why, '; '.join(why), used
 
 
-def statistic(name, values, lower_is_better):
-    if name == 'median':
-        return statistics.median(values)
-    if name == 'mean':
-        return statistics.fmean(values)
-    return min(values) if lower_is_better else max(values)
-
-
 def judge_item(item, contract, recs, runtimes, results=None):
     """The :class:`Result` of ``item`` on store records ``recs``."""
     runs, direction = [], None
@@ -285,5 +277,5 @@ def not_judged(results, recs):
             groups.setdefault((r.test, r.system, r.partition, r.figure, r.unit), []).append(
                 r.value)
     return [{'test': test, 'partition': f'{system}:{part}', 'figure': figure, 'unit': unit,
-             'median': statistics.median(vals), 'n': len(vals)}
+             'median': statistic('median', vals, False), 'n': len(vals)}
             for (test, system, part, figure, unit), vals in sorted(groups.items())]

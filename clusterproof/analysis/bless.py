@@ -38,7 +38,7 @@ from clusterproof.paths import write_atomic
 from clusterproof.references.judge import (default_index, entry_reference, index_of,
                                            index_value, load_references, parse,
                                            record_lower_is_better, reference_file)
-from clusterproof.store.statistics import percentile
+from clusterproof.analysis.statistics import percentile
 
 DEFAULT_NSIGMA = 3.0
 DEFAULT_MIN_TOLERANCE = 0.02

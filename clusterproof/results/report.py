@@ -46,6 +46,7 @@ from clusterproof import ClusterproofError
 from clusterproof.analysis import findings, smallest, triage
 from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
+from clusterproof.analysis.statistics import mmap_ratios
 from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
 from clusterproof.store import history
 from clusterproof.store.overview import frame_of, overview
@@ -78,7 +79,6 @@ CHANGE = 'change'
 BUCKETS = (Bucket.PASS, Bucket.REGRESSION, CHANGE, Bucket.FAILED, Bucket.SKIPPED,
            Bucket.NOT_JUDGED)
 PERCENTILE_RE = re.compile(r'^c?lat\w*?_p(\d+(?:[._]\d+)?)$', re.I)
-WALL_RE = re.compile(r'^(\w+)_wall$')
 _PLOT_CONFIG = {'displaylogo': False, 'responsive': True}
 _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 
@@ -528,24 +528,7 @@ def _latency_plot(group, plots):
 # -- mmap ratios --------------------------------------------------------------
 
 def _mmap_rows(recs):
-    """Memory/device wall-time ratios of each mmap sweep test case: the
-    published table's Mem.Ms/Device.Ms (near 1: the device keeps up with
-    memory for that access pattern)."""
-    cases = {}
-    for r in recs:
-        m = WALL_RE.match(r.figure or '')
-        if m and math.isfinite(r.value):
-            cases.setdefault((r.system, r.partition, r.test), {})[m.group(1)] = r
-    rows = []
-    for (system, part, test), walls in sorted(cases.items()):
-        mem = walls.get('memory')
-        if mem is None:
-            continue
-        for target, dev in sorted(walls.items()):
-            if target != 'memory':
-                ratio = mem.value / dev.value if dev.value else None
-                rows.append({'test': test, 'partition': f'{system}:{part}', 'device': target,
-                             'memory': mem.value, 'dev': dev.value,
-                             'ratio': '-' if ratio is None else f'{ratio:.3f}',
-                             'labels': sorted(set(mem.flags) | set(dev.flags))})
-    return rows
+    """The memory/device wall-time ratios of each mmap sweep test case
+    (:func:`clusterproof.analysis.statistics.mmap_ratios`), the ratio as text."""
+    return [dict(r, ratio='-' if r['ratio'] is None else f"{r['ratio']:.3f}")
+            for r in mmap_ratios(recs)]
