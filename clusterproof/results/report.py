@@ -47,7 +47,7 @@ from clusterproof.analysis import findings, smallest, triage
 from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
 from clusterproof.analysis.statistics import mmap_ratios
-from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
+from clusterproof.references.judge import Bucket, Verdict, bounds, lookup, references_for
 from clusterproof.store import history
 from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import THREAD_ATTRS, check_name
@@ -365,18 +365,19 @@ def _thread_attr(rec):
 
 def _published(rec, refs):
     """The published figure of ``rec``'s test at its thread count (the
-    references of :data:`PUBLISHED_SYSTEM`), through the same judging rows;
-    None when there is none. Never a verdict of ``rec``."""
+    references of :data:`PUBLISHED_SYSTEM`, resolved as ReFrame resolves
+    them); None when there is none. Never a verdict of ``rec``."""
     if rec.system == PUBLISHED_SYSTEM:
         return None
-    if rec.check not in references_for(refs, PUBLISHED_SYSTEM):
+    published = references_for(refs, PUBLISHED_SYSTEM)
+    if rec.check not in published:
         return None
-    as_pub = dataclasses.replace(rec, system=PUBLISHED_SYSTEM, smoke=False, emulated=False)
     try:
-        row, = against_references([as_pub], refs)
+        found = lookup(published, dataclasses.replace(rec, system=PUBLISHED_SYSTEM, smoke=False,
+                                                       emulated=False))
     except ClusterproofError:
         return None
-    return row.base
+    return found.value if found else None
 
 
 def _scaling_groups(items, refs):
