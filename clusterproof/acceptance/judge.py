@@ -31,7 +31,7 @@ from clusterproof.site import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.store.sessions import check_name, load_sessions, records, store_paths
+from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
 
@@ -40,7 +40,7 @@ _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
 class Repetition:
     """One test case of an item in one session: its figure record
     (``rec``), whether it counts, why not, and the modifications it used."""
-    rec: object
+    rec: Record
     valid: bool
     invalid_why: str
     used: dict

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from clusterproof.store.sessions import case_reason
+from clusterproof.store.sessions import Record, case_reason
 from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
                                            record_lower_is_better, reference_of_record,
                                            references_for, tolerance_text)
@@ -59,7 +59,7 @@ class Row:
     reason. Its names (system, test, figure, value, unit, direction) are the
     record's; a figure of the base session that the new one lacks is the base
     record with the verdict ``missing`` and no value."""
-    rec: object
+    rec: Record
     base: float = None          # reference value or the base session's value
     lower: float = None         # relative thresholds used
     upper: float = None
