@@ -30,7 +30,7 @@ from reframe.core.builtins import (parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.methods import hpl
+from clusterproof.methods import mpi
 from clusterproof.checklib.api import (ClusterproofCheck, MpiRanks, by_mode, is_emulated,
                                        partition_node_count, performance_figure, pinned_spec)
 from clusterproof.parsers import osu as osu_parser
@@ -73,7 +73,7 @@ class _OsuTwoNodes(rfm.RunOnlyRegressionTest, ClusterproofCheck, MpiRanks):
             available = partition_node_count(part)
         self.skip_if(available < 2, f'{name} measures the network between two nodes; '
                                     f'{part.fullname} has {available}')
-        self.env_vars.update(hpl.emulated_mpi_env(self.cp_emulated))
+        self.env_vars.update(mpi.emulated_mpi_env(self.cp_emulated))
         self.executable = self.use_binary(name, OSU_SPEC, version_argv=['true'],
                                           view_subdirs=OSU_VIEW_DIRS)
         self.executable_opts = list(self.osu_options)

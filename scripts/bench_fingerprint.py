@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The node fingerprint's cost (clusterproof/checklib/fingerprint.py): its time
+"""The node fingerprint's cost (clusterproof/site/fingerprint.py): its time
 per node inside the job, and what it adds to a year of nightly history.
 
 - **time**: the probe as the job runs it, ``sh cp_fingerprint.sh`` as a whole
@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clusterproof.checklib import fingerprint
+from clusterproof.site import fingerprint
 from clusterproof.hostlist import compress
 from clusterproof.paths import SETTINGS_FILE
 from clusterproof.reframe_io import runner

@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clusterproof.checklib import fingerprint
+from clusterproof.site import fingerprint
 from clusterproof.analysis import compare
 from clusterproof.results import report
 from clusterproof.store import history
@@ -55,7 +55,7 @@ TARGETS = {'report': 5.0, 'compare': 5.0, 'load': 3.0}
 
 
 def _provenance(results, kernel, digit):
-    """What a result of 16 alike nodes records (clusterproof.checklib.fingerprint):
+    """What a result of 16 alike nodes records (clusterproof.site.fingerprint):
     the node set and the hash of its record (written to ``results``), the
     binary's and the MPI library's sha256."""
     rec = {'kernel': kernel, 'os': 'Debian GNU/Linux 12 (bookworm)', 'cpu_model': 'AMD EPYC',

@@ -293,7 +293,8 @@ def test_a_record_with_nothing_counted_still_says_emulated(tmp_path):
     results = _judged(recs, uuids)
     results = [dataclasses.replace(r, counted=[], runs=[
         dataclasses.replace(x, valid=False, invalid_why='failed in sanity: timeout',
-                            flags=('emulated', 'smoke')) for x in r.runs]) for r in results]
+                            rec=dataclasses.replace(x.rec, emulated=True, smoke=True))
+        for x in r.runs]) for r in results]
     c = contract.from_references('local', ['default'], REFS, 'local.yaml', repetitions=2)
     rec = record.build(c, results)
     assert (rec['mode'], rec['emulated'], rec['smoke']) == ('emulated', True, True)

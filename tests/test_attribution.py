@@ -172,7 +172,7 @@ def test_the_mpi_library_changed_on_some_nodes_is_named_with_them():
     """Values as the checks record them (``binary_identity``): every node
     alike before, n3 loading another build after; then the same library
     loaded from another path on every node."""
-    from clusterproof.checklib.fingerprint import binary_identity
+    from clusterproof.site.fingerprint import binary_identity
     from clusterproof.analysis.attribution import attribution
     lib, a, b = '/usr/lib/x86_64-linux-gnu/libmpi.so.40', 'a1' * 32, 'b2' * 32
 

@@ -136,7 +136,7 @@ def test_changes_names_the_causes_injected_at_a_known_session(tmp_path, dd_env):
 def test_parse_the_probe_output_of_two_nodes():
     """Output recorded on two nodes of the local Slurm cluster (see
     tests/data/fingerprint/README.md): one record each, alike, one hash."""
-    from clusterproof.checklib import fingerprint
+    from clusterproof.site import fingerprint
     from conftest import REPO
     path = REPO / 'tests' / 'data' / 'fingerprint' / 'emu-2-nodes.out'
     nodes = fingerprint.parse(path.read_text(), source=str(path))
@@ -156,7 +156,7 @@ def test_parse_the_probe_output_of_two_nodes():
 def test_parse_the_labelled_output_of_two_nodes_whose_lines_interleave():
     """``srun --label`` output recorded on two nodes of the local Slurm
     cluster, the nodes' lines interleaved: each node gets its own lines."""
-    from clusterproof.checklib import fingerprint
+    from clusterproof.site import fingerprint
     from conftest import REPO
     path = REPO / 'tests' / 'data' / 'fingerprint' / 'emu-2-nodes-labelled.out'
     text = path.read_text()
@@ -176,7 +176,7 @@ def test_a_field_the_older_probe_did_not_read_is_not_a_change(tmp_path):
     """Records of the recorded probe output, before it read the CPU quota
     and after: the new field is not named; a changed field and an
     environment variable set anew are."""
-    from clusterproof.checklib import fingerprint
+    from clusterproof.site import fingerprint
     from conftest import REPO
     path = REPO / 'tests' / 'data' / 'fingerprint' / 'emu-2-nodes.out'
     old = fingerprint.parse(path.read_text(), source=str(path))

@@ -1,14 +1,37 @@
-"""The read side is one path, each layer importing only the layers below it
-(docs/architecture.md, "Layers of the read side"): an import that runs back
-up, even one inside a function, fails here naming the file and the line."""
+"""The package's layers, written once in docs/architecture.md ("Layers"):
+each folder and top-level module on one layer, importing only its own folder
+and the layers below; an import that runs back up or sideways, even one
+inside a function, fails here naming the file and the line."""
 
 import ast
 import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / 'clusterproof'
-#: bottom first: a module of a layer may import its own layer and those before it
-LAYERS = ('references', 'reframe_io', 'store', 'analysis', 'results', 'notify', 'commands')
+ARCHITECTURE = PACKAGE.parent / 'docs' / 'architecture.md'
+_LAYER = re.compile(r'^(\d+)\. (.*?): ')
+
+
+def layers():
+    """``{part: layer number}`` from the list between the markers of
+    docs/architecture.md, a part being ``store`` for ``store/`` and ``cli``
+    for ``cli.py``."""
+    text = ARCHITECTURE.read_text()
+    start, end = text.index('<!-- layers, bottom first'), text.index('<!-- end of the layers -->')
+    out = {}
+    for line in text[start:end].splitlines()[1:]:
+        number, names = _LAYER.match(line).groups()
+        for name in re.findall(r'`([^`]+)`', names):
+            out[name.removesuffix('/').removesuffix('.py')] = int(number)
+    return out
+
+
+def _parts():
+    """``{part: its files}`` of every folder and top-level module of the package."""
+    parts = {p.stem: [p] for p in PACKAGE.glob('*.py') if p.name != '__init__.py'}
+    parts.update({d.name: sorted(d.rglob('*.py')) for d in PACKAGE.iterdir()
+                  if (d / '__init__.py').is_file()})
+    return parts
 
 
 def _imports(path):
@@ -22,17 +45,26 @@ def _imports(path):
                         if a.name.startswith('clusterproof.'))
 
 
-def test_no_import_runs_back_up():
-    above = set()
-    for i, layer in enumerate(LAYERS):
-        higher = LAYERS[i + 1:]
-        for path in sorted((PACKAGE / layer).rglob('*.py')):
-            for line, module in _imports(path):
-                if module.split('.')[1] in higher:
-                    above.add(f'{path.relative_to(PACKAGE.parent)}:{line}: imports '
-                              f'clusterproof.{module.split(".")[1]}, a layer above {layer}/')
-    assert not above, '\n'.join(sorted(above))
+def test_every_part_of_the_package_lies_on_a_layer():
+    placed, parts = layers(), _parts()
+    assert not parts.keys() - placed.keys(), \
+        f'{ARCHITECTURE}: no layer for {sorted(parts.keys() - placed.keys())}; add each to the list'
+    assert not placed.keys() - parts.keys(), \
+        f'{ARCHITECTURE}: the layers name {sorted(placed.keys() - parts.keys())}, not in the package'
 
+
+def test_no_import_runs_back_up_or_sideways():
+    placed, wrong = layers(), set()
+    for part, paths in _parts().items():
+        for path in paths:
+            for line, module in _imports(path):
+                other = module.split('.')[1]
+                if other != part and other in placed and placed[other] >= placed[part]:
+                    where = 'above' if placed[other] > placed[part] else 'beside'
+                    wrong.add(f'{path.relative_to(PACKAGE.parent)}:{line}: imports '
+                              f'clusterproof.{other} (layer {placed[other]}), {where} '
+                              f'{part} (layer {placed[part]})')
+    assert not wrong, '\n'.join(sorted(wrong))
 
 ROOT = PACKAGE.parent
 #: the one module that starts ``reframe`` and decides its configuration, its

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checklib.job_failure import failure_cause
+from clusterproof.methods.job_failure import failure_cause
 
 DATA = Path(__file__).resolve().parent / 'data' / 'mpi-start'
 TCP_CONNECT = 'MPI start failed: WARNING: Open MPI failed to TCP connect to a peer MPI process.'

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checklib import job_failure
+from clusterproof.methods import job_failure
 from clusterproof.cluster import faults
 from conftest import (AT_LEAST_ONE, REPO, WAIT_S, assert_cases, need_netns, report_cases, restore_emu_cluster, run_reframe,
                       wait_for)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.checklib import scratch
+from clusterproof.methods import scratch
 from conftest import REPO, VENV_BIN, WAIT_S, run_reframe
 
 CHECKS = REPO / 'reframe_checks'

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checklib import job_failure
+from clusterproof.methods import job_failure
 from clusterproof.parsers import ior as ior_parser
 from clusterproof.parsers import runtime_errors
 from conftest import report_cases, run_reframe

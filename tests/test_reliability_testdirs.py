@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.checklib import scratch
+from clusterproof.methods import scratch
 from conftest import REPO, run_reframe
 
 CHECKS = REPO / 'reframe_checks'

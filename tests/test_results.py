@@ -1,6 +1,7 @@
 """Reading ReFrame's results database: a database recorded from real runs
 (tests/data/results/README.md)."""
 
+import dataclasses
 import sqlite3
 import time
 
@@ -11,7 +12,7 @@ from clusterproof.references.judge import lower_is_better
 from clusterproof.commands.selection import parse_since
 from clusterproof.store.sessions import load_sessions, records
 from clusterproof.store.sessions import test_params as params_of
-from clusterproof.store.statistics import percentile
+from clusterproof.analysis.statistics import mmap_ratios, percentile
 from conftest import REPO, reframe_env, run_reframe
 from results_helpers import RECORDED_DB, recorded_results, without_binary
 
@@ -101,3 +102,14 @@ def test_a_skipped_test_case_is_a_record_with_its_reason(tmp_path):
     assert row.verdict == 'skipped' and not row.regression and rec.why in row.flags
     assert bless.refusals([rec]) == [] and bless.skipped([rec]) == {rec.test: rec.why}
     assert history.from_records(sessions, [rec]) == []
+
+
+def test_mmap_ratios_are_memory_over_device_wall_time(db):
+    """The morning page's mmap table: memory wall time over each device's,
+    per test case; a device that took no time has no ratio."""
+    rec = records(load_sessions(db))[0]
+    walls = [dataclasses.replace(rec, figure=f'{target}_wall', value=value, unit='s')
+             for target, value in (('memory', 2.0), ('pmem0', 4.0), ('nvme', 0.0))]
+    rows = mmap_ratios(walls + [rec])
+    assert [(r['device'], r['ratio']) for r in rows] == [('nvme', None), ('pmem0', 0.5)]
+    assert rows[1]['memory'] == 2.0 and rows[1]['dev'] == 4.0

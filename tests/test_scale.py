@@ -264,7 +264,7 @@ def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_pa
 def test_a_node_failure_of_a_1024_node_job_names_its_nodes_folded():
     """300 nodes of a 1,024-node job down for two reasons: the cause is one
     short line, the nodes folded per reason, none lost."""
-    from clusterproof.checklib import job_failure
+    from clusterproof.methods import job_failure
     down = [(f'n{i:04d}', 'Not responding') for i in range(1, 300)] + [('n0700', 'Kill task failed')]
     cause = job_failure.failure_cause('', 'NODE_FAIL', None, None, down)
     assert cause == ('node failure: n[0001-0299,0700] stopped answering during the run (Slurm state '

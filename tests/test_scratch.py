@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.checklib import scratch
+from clusterproof.methods import scratch
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_shell_cleanup_removes_only_marked(root):
 
 def test_leftovers_of_dead_processes_are_removed(root):
     # A directory created by a process that was killed (no exit handlers ran).
-    code = ('import os, sys; from clusterproof.checklib import scratch; '
+    code = ('import os, sys; from clusterproof.methods import scratch; '
             'r = sys.argv[1]; print(scratch.create_test_dir(r, scratch.plan_test_dir(r, "dead")), '
             'flush=True); os._exit(0)')
     out = subprocess.run([os.sys.executable, '-c', code, str(root)], capture_output=True,

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.checklib import scratch
+from clusterproof.methods import scratch
 from clusterproof.site.validate import (find_partition, find_system, load_site_configuration,
                                    validate_system)
 from conftest import REPO, VENV_BIN, WAIT_S

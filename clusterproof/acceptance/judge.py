@@ -2,9 +2,11 @@
 
 For each :class:`~clusterproof.acceptance.contract.Item`, every test case of
 the candidate sessions that is the item's (same system, partition when the
-contract names one, check class, parameters, mode) is a :class:`Run`: its
-value, whether it counts (the validity rules and the allowed modifications,
-checked on what the test case recorded) and why not, and what it used. The
+contract names one, check class, parameters, mode) is a :class:`Repetition`:
+its record (the store's :class:`~clusterproof.store.sessions.Record`, whose
+value, session and provenance it shows), whether it counts (the validity
+rules and the allowed modifications, checked on what the test case recorded)
+and why not, and what it used. The
 newest ``repetitions`` valid runs give the statistic, judged against the
 committed value and tolerance by :func:`clusterproof.references.judge.judge_reference`
 (the one verdict vocabulary: a :class:`~clusterproof.references.judge.Judgement`).
@@ -20,34 +22,40 @@ their fingerprints (``<results>/fingerprints/``), never from this machine.
 
 import math
 import re
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterproof.checklib import fingerprint
+from clusterproof.analysis.statistics import statistic
+from clusterproof.site import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
     record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.store.sessions import check_name, load_sessions, records, store_paths
+from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
 
 
 @dataclass
-class Run:
-    """One test case of an item in one session."""
-    session: str
-    test: str
-    time: float
-    value: float
+class Repetition:
+    """One test case of an item in one session: its figure record
+    (``rec``), whether it counts, why not, and the modifications it used."""
+    rec: Record
     valid: bool
     invalid_why: str
     used: dict
-    flags: tuple
-    binary_sha256: str = ''
-    fingerprint: str = ''
-    nodes: str = ''
+
+    session = property(lambda self: self.rec.session)
+    test = property(lambda self: self.rec.test)
+    time = property(lambda self: self.rec.time)
+    value = property(lambda self: self.rec.value)
+    flags = property(lambda self: tuple(self.rec.flags))
+    binary_sha256 = property(lambda self: (self.rec.case or {}).get('cp_binary_sha256') or '')
+    fingerprint = property(lambda self: (self.rec.case or {}).get('cp_fingerprint') or '')
+
+    @property
+    def nodes(self):
+        return rfdb.provenance_text((self.rec.case or {}).get('job_nodelist'))
 
 
 @dataclass
@@ -179,14 +187,6 @@ def check_run(item, rec, runtime, results=None):
     return not why, '; '.join(why), used
 
 
-def statistic(name, values, lower_is_better):
-    if name == 'median':
-        return statistics.median(values)
-    if name == 'mean':
-        return statistics.fmean(values)
-    return min(values) if lower_is_better else max(values)
-
-
 def judge_item(item, contract, recs, runtimes, results=None):
     """The :class:`Result` of ``item`` on store records ``recs``."""
     runs, direction = [], None
@@ -202,10 +202,7 @@ def judge_item(item, contract, recs, runtimes, results=None):
         valid, why, used = check_run(item, r, runtime, results)
         if r.figure == '' and r.sanity_ok:
             valid, why = False, f'the test case reported no {item.figure}'
-        case = r.case or {}
-        runs.append(Run(r.session, r.test, r.time, r.value, valid, why, used, tuple(r.flags),
-                        case.get('cp_binary_sha256') or '', case.get('cp_fingerprint') or '',
-                        rfdb.provenance_text(case.get('job_nodelist'))))
+        runs.append(Repetition(r, valid, why, used))
     runs.sort(key=lambda x: x.time, reverse=True)
     lower = bool(direction)
     counted = [x for x in runs if x.valid][:item.repetitions]
@@ -280,5 +277,5 @@ def not_judged(results, recs):
             groups.setdefault((r.test, r.system, r.partition, r.figure, r.unit), []).append(
                 r.value)
     return [{'test': test, 'partition': f'{system}:{part}', 'figure': figure, 'unit': unit,
-             'median': statistics.median(vals), 'n': len(vals)}
+             'median': statistic('median', vals, False), 'n': len(vals)}
             for (test, system, part, figure, unit), vals in sorted(groups.items())]

@@ -78,7 +78,7 @@ def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(
     (:func:`clusterproof.acceptance.run.unexplained`): they reject it too;
     ``not_judged`` the figures measured that no item judges
     (:func:`clusterproof.acceptance.judge.not_judged`), shown only."""
-    from clusterproof.checklib.provenance import git_revision
+    from clusterproof.site.provenance import git_revision
     # every run looked at, counted or not: an acceptance whose every run was an
     # emulated one that timed out is as emulated as one that passed
     flags = {f for r in results for x in r.runs for f in x.flags}

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from clusterproof.analysis import runsettings
-from clusterproof.checklib import fingerprint
+from clusterproof.site import fingerprint
 
 #: provenance keys of the run's own settings, read by :mod:`.runsettings`
 RUN_SETTINGS = (runsettings.SETTINGS, runsettings.SETVARS)

@@ -39,7 +39,7 @@ from clusterproof.references.judge import (default_index, entry_reference, index
                                            index_value, load_references, parse,
                                            record_lower_is_better, reference_file,
                                            validate_data)
-from clusterproof.store.statistics import percentile
+from clusterproof.analysis.statistics import percentile
 
 DEFAULT_NSIGMA = 3.0
 DEFAULT_MIN_TOLERANCE = 0.02

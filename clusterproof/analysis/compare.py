@@ -36,11 +36,11 @@ An emulated figure is judged only against ``<system>.emulated.yaml``
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from clusterproof.store.sessions import case_reason
+from clusterproof.store.sessions import Record, case_reason
 from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
                                            record_lower_is_better, reference_of_record,
                                            references_for, tolerance_text)
@@ -53,22 +53,50 @@ DEFAULT_NIGHTS = 5
 
 @dataclass
 class Row:
-    system: str
-    partition: str
-    test: str
-    figure: str
-    unit: str
-    base: float                 # reference value or the base session's value
-    value: float
+    """A figure record judged: the store's
+    :class:`~clusterproof.store.sessions.Record` (``rec``) and what it was
+    compared with (``base`` and the relative bounds), the verdict and its
+    reason. Its names (system, test, figure, value, unit, direction) are the
+    record's; a figure of the base session that the new one lacks is the base
+    record with the verdict ``missing`` and no value."""
+    rec: Record
+    base: float = None          # reference value or the base session's value
     lower: float = None         # relative thresholds used
     upper: float = None
     verdict: Verdict = Verdict.NO_REF
     reason: str = ''            # why, for a verdict that needs one (judge.Judgement)
-    flags: list = field(default_factory=list)
-    lower_is_better: bool = False
+    #: the record's flags (smoke, emulated) and the comparison's
+    #: (emulated-ref, ref-changed, why a test case measured nothing)
+    flags: list = None
     #: with the flag ``ref-changed``: the reference ReFrame judged against
     #: when the test ran (a judge.Reference; None: it had none)
     ran_against: object = None
+
+    def __post_init__(self):
+        if self.flags is None:
+            self.flags = list(self.rec.flags)
+
+    system = property(lambda self: self.rec.system)
+    partition = property(lambda self: self.rec.partition)
+    test = property(lambda self: self.rec.test)
+    unit = property(lambda self: self.rec.unit)
+
+    @property
+    def figure(self):
+        """The record's figure; ``(test)`` for a test case without figures."""
+        return self.rec.figure or '(test)'
+
+    @property
+    def value(self):
+        """The record's value; None for a test case without figures and a
+        figure missing from the new session."""
+        if not self.rec.figure or self.verdict == Verdict.MISSING:
+            return None
+        return self.rec.value
+
+    @property
+    def lower_is_better(self):
+        return bool(self.rec.figure) and record_lower_is_better(self.rec)
 
     @property
     def ratio(self):
@@ -97,11 +125,9 @@ def _case_row(r):
     is :func:`clusterproof.store.sessions.case_reason`."""
     why = case_reason(r.result, r.fail_phase, r.reason)
     if not why:
-        return Row(r.system, r.partition, r.test, '(test)', '', None, None,
-                   verdict=Verdict.PASS, reason=NO_FIGURES, flags=r.flags)
+        return Row(r, verdict=Verdict.PASS, reason=NO_FIGURES)
     verdict = Verdict.SKIPPED if r.skipped else Verdict.FAILED
-    return Row(r.system, r.partition, r.test, '(test)', '', None, None,
-               verdict=verdict, reason=why, flags=r.flags + [why])
+    return Row(r, verdict=verdict, reason=why, flags=r.flags + [why])
 
 
 def _judged(row, r, found):
@@ -128,8 +154,7 @@ def against_references(recs, refs_by_system=None):
             rows.append(_case_row(r))
             continue
         found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
-        row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
-                  flags=r.flags, lower_is_better=record_lower_is_better(r))
+        row = Row(r)
         if found and r.emulated:
             row.flags = row.flags + ['emulated-ref']
         elif r.emulated:
@@ -164,8 +189,7 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
             rows.append(_case_row(r))
             continue
         seen.add(r.key)
-        row = Row(r.system, r.partition, r.test, r.figure, r.unit, None, r.value,
-                  flags=r.flags, lower_is_better=record_lower_is_better(r))
+        row = Row(r)
         b = base.get(r.key)
         if b is not None:
             found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
@@ -179,9 +203,7 @@ def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_
         rows.append(row)
     for key, b in base.items():
         if key not in seen:
-            rows.append(Row(b.system, b.partition, b.test, b.figure, b.unit, b.value, None,
-                            verdict=Verdict.MISSING, flags=b.flags,
-                            lower_is_better=record_lower_is_better(b)))
+            rows.append(Row(b, b.value, verdict=Verdict.MISSING))
     return rows
 
 

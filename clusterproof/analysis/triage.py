@@ -138,16 +138,16 @@ def change_finding(f, near=(), verdicts=()):
 
 def failure_findings(lf, failing):
     """The triage fields of each failing figure or test case of
-    ``failing``: ``(rec, row)`` pairs, a
-    :class:`~clusterproof.store.sessions.Record` judged ``row``
-    (:class:`~clusterproof.analysis.compare.Row`, failing). Its kind is
+    ``failing``: the rows that fail (:class:`~clusterproof.analysis.compare.Row`,
+    each a :class:`~clusterproof.store.sessions.Record` judged). Its kind is
     ``failure`` (the test case failed) or ``regression`` (the figure fails
     its reference), and it begins where its failure began in the store rows
     ``lf`` (:func:`failing_since`): the same failure night after night is
     one finding. One read of the store for all of them."""
-    history = _case_rows(lf, [rec for rec, _row in failing])
+    history = _case_rows(lf, [row.rec for row in failing])
     out = []
-    for rec, row in failing:
+    for row in failing:
+        rec = row.rec
         kind = 'failure' if row.verdict == Verdict.FAILED else 'regression'
         test = f'{rec.test} +{rec.environ}' if rec.environ else rec.test
         since, start = failing_since(history.get(_case_key(rec), []), rec, row)
@@ -170,9 +170,8 @@ def judged_failures(lf, recs, refs_by_system=None):
     The one rule for a failure's or regression's finding: ``clusterproof
     triage``, the morning page and ``clusterproof notify`` all call it, so an
     id one of them names is an id the others know."""
-    failing = [(rec, row) for rec, row in zip(recs, against_references(recs, refs_by_system))
-               if row.regression]
-    return list(zip(failure_findings(lf, failing), (row for _rec, row in failing)))
+    failing = [row for row in against_references(recs, refs_by_system) if row.regression]
+    return list(zip(failure_findings(lf, failing), failing))
 
 
 def failures(stores):

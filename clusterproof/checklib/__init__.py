@@ -1,1 +1,1 @@
-"""The library the ReFrame checks (reframe_checks/) use: what every check shares (provenance, references, scratch, failure causes)."""
+"""What a check author uses: the base class and mixins every check of reframe_checks/ shares, gathered for one import in :mod:`.api`; nothing outside the checks imports this folder."""

@@ -25,11 +25,11 @@ from clusterproof.references import judge as references
 from clusterproof.reframe_io import figures
 from clusterproof.methods import placement
 from clusterproof.site.hardware import partition_node_count, declared, is_emulated
-from clusterproof.methods.hpl import emulated_mpi_env, mpirun_env
+from clusterproof.methods.mpi import emulated_mpi_env, mpirun_env
 from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
-from clusterproof.checklib.provenance import git_revision, site_config_hash
-from clusterproof.checklib import fingerprint
+from clusterproof.site.provenance import git_revision, site_config_hash
+from clusterproof.site import fingerprint
 
 
 class ConfigurationError(ReframeError):
@@ -67,7 +67,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     #: the copy of that spack.lock kept with the results (<results>/spack/)
     spack_lock_copy = variable(str, value='')
 
-    #: what the job ran on, taken inside the job (clusterproof.checklib.fingerprint):
+    #: what the job ran on, taken inside the job (clusterproof.site.fingerprint):
     #: ``n[1-16]=<hash>;...`` (each hash's record in <results>/fingerprints/),
     #: the sha256 of the binary run and the MPI library it loads
     cp_fingerprint = variable(str, value='')
@@ -238,10 +238,10 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
     def _cp_record_exit_status(self):
         '''The job script records the program's exit status (the first
         command after it, whatever the check runs next) and its own at exit,
-        in :data:`clusterproof.checklib.job_failure.EXIT_STATUS_FILE`; it runs
+        in :data:`clusterproof.methods.job_failure.EXIT_STATUS_FILE`; it runs
         the commands of :attr:`_cp_job_first` first and those of
         :attr:`_cp_job_at_exit` when it exits.'''
-        from clusterproof.checklib import job_failure
+        from clusterproof.methods import job_failure
 
         self.prerun_cmds = [*job_failure.shell_at_exit(self._cp_job_at_exit),
                             *self._cp_job_first, *self.prerun_cmds]
@@ -264,7 +264,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         '''A job whose program exited non-zero, was killed by a signal, or
         ended in a Slurm state other than COMPLETED (a dead node, the time
         limit, a cancellation, out of memory) fails naming the cause
-        (:func:`clusterproof.checklib.job_failure.failure_cause`): the job's
+        (:func:`clusterproof.methods.job_failure.failure_cause`): the job's
         output, its exit statuses, Slurm's state of the job and of its nodes.
         A job that ended well fails too when its output holds an error line
         of the MPI library, UCX or Slurm (:mod:`clusterproof.parsers.runtime_errors`),
@@ -273,7 +273,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         not a missing file.'''
         import os
 
-        from clusterproof.checklib import job_failure
+        from clusterproof.methods import job_failure
         from clusterproof.parsers import runtime_errors
 
         if self.is_dry_run():           # --dry-run: nothing ran, nothing to read

@@ -8,7 +8,7 @@ pipeline hook before the run::
                                         f'ior-t{self.threads}', nbytes, 'IOR ...')
 
 The path is planned here (``<scratch>/<name>-<unique>``, checked by the rules
-of :mod:`clusterproof.checklib.scratch`); nothing is written on the machine
+of :mod:`clusterproof.methods.scratch`); nothing is written on the machine
 running ReFrame. The job creates it on its node before the check's own
 commands (``clusterproof scratch create``: leftovers of killed runs removed,
 the free space checked against ``nbytes``, the marker written; a refusal
@@ -21,7 +21,7 @@ after the run, and ``reframe`` at its exit (an interrupted run). With
 import reframe as rfm
 from reframe.core.builtins import run_after
 
-from clusterproof.checklib import scratch
+from clusterproof.methods import scratch
 
 
 class TestDirectories(rfm.RegressionTestPlugin):

@@ -25,10 +25,13 @@ One module per concern:
   nodes (neighbour table, processes, memory);
 - :mod:`~clusterproof.cluster.config`: the spec, the run directory's layout
   and the configuration files rendered from ``slurm/local-cluster/``;
-- :mod:`~clusterproof.cluster.daemons`: starting and stopping the daemons
-  (:class:`Cluster`), the locks that keep ``up``/``down`` and users apart;
+- :mod:`~clusterproof.cluster.daemons`: starting the daemons (:class:`Cluster`);
+- :mod:`~clusterproof.cluster.down`: stopping them;
+- :mod:`~clusterproof.cluster.states`: what a cluster that is up says of
+  itself (node states, strays, problems, status);
 - :mod:`~clusterproof.cluster.rundir`: what only root may have made (the
-  run directory, the lock files), refused when another user could have;
+  run directory, the lock files that keep ``up``/``down`` and users apart),
+  refused when another user could have;
 - :mod:`~clusterproof.cluster.like`: a cluster shaped like a real one's
   description (``up --like FILE``): its node names, hardware, GRES,
   features, partitions and drained nodes;
@@ -43,15 +46,15 @@ from clusterproof.cluster.config import (DB_NAME, DB_USER, DEFAULT_CPUS, DEFAULT
                                          env_lines, hostlist, load_spec, node_names, parse_node_spec,
                                          render, render_all, render_hosts, run_dir_for,
                                          template_values)
-from clusterproof.cluster.daemons import (DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster, by_state, in_use,
-                                          open_users_lock, operation_lock, operation_lock_path, summary,
-                                          users_lock_path)
+from clusterproof.cluster.daemons import DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster
+from clusterproof.cluster.states import by_state, summary
 from clusterproof.cluster.like import Like, read_like
 from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, NODES_PER_BRIDGE, PORT_OFFSETS,
                                           SMALL_MAX_NODES, Instance, Network, links, netns_list,
                                           netns_pids)
 from clusterproof.cluster.procs import alive, pid_from
-from clusterproof.cluster.rundir import LOCK_DIR, check_run_dir
+from clusterproof.cluster.rundir import (LOCK_DIR, check_run_dir, in_use, open_users_lock,
+                                         operation_lock, operation_lock_path, users_lock_path)
 
 __all__ = [
     'DB_NAME', 'DB_USER', 'DEFAULT_CPUS', 'DEFAULT_MEM_MIB', 'DEFAULT_NODES', 'TEMPLATES',

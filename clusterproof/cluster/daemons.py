@@ -1,13 +1,11 @@
 """The daemons of the local cluster: munged, MariaDB, slurmdbd, slurmctld and
 one slurmd per node, started by ``up`` in this order and stopped by ``down``
-in reverse (only the processes ``up`` started: pid files, command line
-checked). Node ``n<i>``'s slurmd runs in the node's namespaces
+in reverse (:mod:`clusterproof.cluster.down`: only the processes ``up``
+started, pid files and command lines checked). Node ``n<i>``'s slurmd runs in the node's namespaces
 (:mod:`clusterproof.cluster.network`); everything the cluster writes lives
 under its run directory (:class:`clusterproof.cluster.config.Layout`).
 """
 
-import contextlib
-import fcntl
 import json
 import os
 import secrets
@@ -29,18 +27,15 @@ from clusterproof.cluster.like import DOWN, gpu_files
 from clusterproof.cluster.limits import prepare_host
 from clusterproof.hostlist import compress
 from clusterproof.cluster.network import (in_node, make_network, netns_list, network_leftovers,
-                                          pids_by_netns, port_free, port_open, remove_network)
-from clusterproof.cluster.procs import (alive, is_ours, pid_from, proc_text, run, slurm_job_of,
-                                        write_file, write_private)
-from clusterproof.cluster.rundir import LOCK_DIR, check_run_dir, make_run_dir, open_lock
+                                          pids_by_netns, port_free, port_open)
+from clusterproof.cluster.procs import (alive, is_ours, pid_from, run, write_file, write_private)
+from clusterproof.cluster.down import ClusterDown
+from clusterproof.cluster.rundir import check_run_dir, make_run_dir, operation_lock
+from clusterproof.cluster.states import START_WAIT_S, ClusterStates, summary
 
 NEEDS_ROOT = 'needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up'
 #: daemons in the order ``up`` starts them; ``down`` stops them in reverse
 DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
-#: bound of each wait of ``up`` for a daemon or the nodes, in seconds. A wait
-#: ends as soon as its daemon is ready (or its process is gone); the bound
-#: only turns a hang into an error, generous for a loaded machine.
-START_WAIT_S = 300
 #: slurmd started at once (each start is a few short processes and a registration)
 START_PARALLEL = 32
 #: the start of every Slurm daemon (shell): SIGPIPE ignored, inherited through exec, as
@@ -55,10 +50,6 @@ IGNORE_SIGPIPE = "trap '' PIPE; "
 PROGRESS_EVERY_S = 2.0
 PROGRAMS = ['munged', 'mariadbd', 'mariadb-install-db', 'slurmdbd', 'slurmctld', 'slurmd',
             'sacctmgr', 'sinfo', 'ip', 'nsenter', 'unshare', 'taskset']
-
-
-def _index(node):
-    return int(node[1:]) if node[1:].isdigit() else 0
 
 
 def start_status(returncode):
@@ -112,78 +103,10 @@ def _last_line(path):
     return lines[-1] if lines else None
 
 
-def by_state(states):
-    """``[(state, NodeSet)]`` of ``{node: state}``, in the order of each
-    state's first node: ``[('idle', n[1-1020]), ('down*', n[1021-1024])]``."""
-    groups = {}
-    for node in sorted(states, key=_index):
-        groups.setdefault(states[node], []).append(node)
-    return [(state, NodeSet.fromlist(nodes)) for state, nodes in groups.items()]
-
-
-def summary(states):
-    """``n[1-1020] idle, n[1021-1024] down*``: node states folded."""
-    return ', '.join(f'{nodes} {state}' for state, nodes in by_state(states))
-
-
-def _fold(names):
-    """Daemon names for one line: ``slurmd n1``, ``slurmd n2``... as
-    ``slurmd n[1-2]``, ``pid 7 in a node namespace``... as a count of
-    processes; more than 20 other names as the first 20 and a count."""
-    slurmds = [n.split()[1] for n in names if n.startswith('slurmd ') and len(n.split()) == 2]
-    pids = [n.split()[1] for n in names if n.startswith('pid ')]
-    rest = [n for n in names if not (n.startswith('slurmd ') and len(n.split()) == 2) and not n.startswith('pid ')]
-    if slurmds:
-        rest.append(f'slurmd {NodeSet.fromlist(slurmds)}')
-    if len(pids) == 1:
-        rest.append(f'pid {pids[0]} in a node namespace')
-    elif pids:
-        rest.append(f'{len(pids)} processes in the node namespaces')
-    more = f' and {len(rest) - 20} more' if len(rest) > 20 else ''
-    return ', '.join(rest[:20]) + more
-
-
-def users_lock_path(k):
-    """Lock file of instance ``k`` held shared by whoever uses the cluster
-    for a while (a test session); ``down`` refuses while it is held. Root's,
-    in :data:`~clusterproof.cluster.rundir.LOCK_DIR`."""
-    return LOCK_DIR / f'cluster{k}.lock'
-
-
-def open_users_lock(k):
-    """The users lock of instance ``k``, opened for flock (created root's)."""
-    return open_lock(users_lock_path(k))
-
-
-def in_use(k):
-    """True if something holds the users lock of instance ``k``."""
-    path = users_lock_path(k)
-    if not path.exists():
-        return False
-    with open_lock(path) as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-    return False
-
-
-def operation_lock_path(k):
-    """Lock file of instance ``k`` that one ``up`` or ``down`` holds at a time."""
-    return LOCK_DIR / f'cluster{k}.op.lock'
-
-
-@contextlib.contextmanager
-def operation_lock(k):
-    """One ``up`` or ``down`` of instance ``k`` at a time."""
-    with open_lock(operation_lock_path(k)) as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
-class Cluster:
-    """A local cluster at a run directory."""
+class Cluster(ClusterStates, ClusterDown):
+    """A local cluster at a run directory: ``up`` here, ``down``
+    (:class:`~clusterproof.cluster.down.ClusterDown`) and what it says of itself
+    (:class:`~clusterproof.cluster.states.ClusterStates`) in their modules."""
 
     def __init__(self, spec, log=print, progress=None):
         self.spec = spec
@@ -615,73 +538,6 @@ class Cluster:
             names = [n.name for n in marked if n.state == state]
             self._step(f'{state} as recorded: {compress(names)}')
 
-    def node_states(self):
-        """{node: Slurm state} from sinfo, or {} when slurmctld does not answer."""
-        try:
-            proc = self._run(['sinfo', '-N', '-h', '-o', '%N %T'], check=False, timeout=START_WAIT_S)
-        except subprocess.TimeoutExpired:
-            return {}
-        if proc.returncode != 0:
-            return {}
-        states = {}
-        for line in proc.stdout.splitlines():
-            parts = line.split()
-            if len(parts) == 2:
-                states[parts[0]] = parts[1]
-        return states
-
-    def queued_jobs(self):
-        """Ids of the jobs in the queue (pending, running, completing), or
-        None when slurmctld does not answer."""
-        try:
-            proc = self._run(['squeue', '-h', '-o', '%i'], check=False, timeout=START_WAIT_S)
-        except subprocess.TimeoutExpired:
-            return None
-        return set(proc.stdout.split()) if proc.returncode == 0 else None
-
-    def strays(self):
-        """Processes in the node namespaces that nothing accounts for: neither
-        the node's slurmd nor part of a job in the queue (ranks left spinning
-        after a node failure, a step daemon of a job Slurm has forgotten, a
-        program started in a node by hand). ``[{node, pid, command, job}]``,
-        ``job`` being the Slurm job the process names (None: none). Empty
-        when slurmctld does not answer: then nothing can be told apart."""
-        jobs = self.queued_jobs()
-        if jobs is None:
-            return []
-        found = []
-        inside = pids_by_netns([self.inst.netns(i) for i in range(1, self.spec.nodes + 1)])
-        for i, node in enumerate(self.spec.names, 1):
-            slurmd = pid_from(self.lay.slurmd_pid_file(node))
-            for pid in inside[self.inst.netns(i)]:
-                if pid == slurmd or not alive(pid):
-                    continue
-                job = slurm_job_of(pid)
-                if job in jobs:
-                    continue
-                command = (proc_text(pid, 'cmdline') or '').strip() or '?'
-                found.append({'node': node, 'pid': pid, 'command': command[:120], 'job': job})
-        return found
-
-    def problems(self, states=None, strays=None):
-        """What is wrong with a cluster that is up, one line each: nodes down,
-        drained, failing or not responding (``down*``), and
-        :meth:`strays`."""
-        states = self.node_states() if states is None else states
-        strays = self.strays() if strays is None else strays
-        lines = [f'{nodes} {"is" if len(nodes) == 1 else "are"} {state}' for state, nodes in by_state(states)
-                 if state.endswith('*') or any(w in state for w in ('down', 'drain', 'fail'))]
-        for s in strays:
-            whose = (f'of job {s["job"]}, no longer in the queue' if s['job']
-                     else 'in no Slurm job')
-            lines.append(f'stray process on {s["node"]}: pid {s["pid"]} {whose}: {s["command"]}')
-        return lines
-
-    def stop_strays(self, strays, timeout=10):
-        """Kill the processes :meth:`strays` found (SIGTERM, then SIGKILL)."""
-        self._stop([(f'pid {s["pid"]} in a node namespace', s['pid']) for s in strays],
-                   lambda text: None, check=False, timeout=timeout)
-
     def _wait_nodes_idle(self):
         want = set(self.spec.names)
         last = {}
@@ -707,143 +563,3 @@ class Cluster:
             raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s ({summary(last) or "sinfo gave nothing"}); '
                                     f'see {self.lay.log}') from None
         self._step(f'nodes idle: {self.spec.hostlist}')
-
-    # ---- down
-    def down(self, quiet=False, force=False):
-        """Stop this cluster's daemons and every process in its node
-        namespaces; remove namespaces, links and bridge. Safe to repeat.
-        Refuses (unless ``force``) when a slurmd in the instance's node
-        namespaces is not one this run directory started: a cluster of the
-        same instance brought up from another mount namespace (a test session
-        under ``scripts/run-tests`` has a /tmp of its own), whose run
-        directory and lock files are not visible from here."""
-        check_run_dir(self.spec.run_dir)
-        with operation_lock(self.inst.k):
-            check_run_dir(self.spec.run_dir)
-            self._t0 = time.monotonic()
-            foreign = self.foreign_slurmd()
-            if foreign and not force:
-                more = f' and {len(foreign) - 5} more' if len(foreign) > 5 else ''
-                raise ClusterproofError(
-                    f'instance {self.inst.k}: {len(foreign)} slurmd in its node namespaces '
-                    f'({", ".join(f"pid {p} in {ns}" for ns, p in foreign[:5])}{more}) were not started '
-                    f'from {self.spec.run_dir} (no pid file there names them): a cluster of this '
-                    f'instance brought up in another mount namespace, such as a test session under '
-                    f'scripts/run-tests. Bring it down from there, or use --force to stop it anyway')
-            self._down(quiet)
-
-    def foreign_slurmd(self):
-        """``[(namespace, pid)]`` of the slurmd running in this instance's node
-        namespaces whose pid no slurmd pid file of this run directory holds."""
-        ours = {pid_from(p) for p in self.lay.run.glob('slurmd-*.pid')} if self.lay.run.exists() else set()
-        return [(ns, pid) for ns, pids in
-                pids_by_netns([ns for ns in netns_list() if self.inst.owns_netns(ns)]).items()
-                for pid in pids
-                if pid not in ours and (proc_text(pid, 'comm') or '').strip() == 'slurmd']
-
-    def _down(self, quiet):
-        say = (lambda text: None) if quiet else self._step
-        t0 = time.monotonic()
-        nodes = self._known_nodes()
-        # 1. slurmd and slurmctld, plus whatever runs in the node namespaces (job steps)
-        first = [f'slurmd {n}' for n in nodes] + ['slurmctld']
-        self._stop([(name, self._pid_of(name)) for name in first], say)
-        ns_pids = [pid for pids in pids_by_netns([ns for ns in netns_list()
-                                                  if self.inst.owns_netns(ns)]).values()
-                   for pid in pids]
-        if ns_pids:
-            left = [f'{p} ({(proc_text(p, "comm") or "?").strip()})' for p in ns_pids if alive(p)]
-            self._stop([(f'pid {p} in a node namespace', p) for p in ns_pids], say, check=False)
-            if left:
-                more = f' and {len(left) - 20} more' if len(left) > 20 else ''
-                say(f'stopped {len(left)} process(es) still running in the node namespaces: '
-                    f'{", ".join(left[:20])}{more}')
-        # 2. accounting, then database and munge
-        self._stop([('slurmdbd', self._pid_of('slurmdbd'))], say)
-        self._stop([('mariadb', self._pid_of('mariadb')),
-                    *[(name, self._pid_of(name)) for name in ['munged', *self._known_munged()]]], say)
-        # 3. network
-        removed = self._remove_network()
-        if removed:
-            say(f'removed {", ".join(removed)}')
-        for f in list(self.lay.run.glob('*.pid')) if self.lay.run.exists() else []:
-            f.unlink()
-        # every process of the cluster is gone: a socket left is stale (a job step's in
-        # spool/n<i>/ when the step was killed; slurmd would try it at its next start)
-        if self.lay.root.is_dir():
-            for path in self.lay.root.rglob('*'):
-                if path.is_socket():
-                    path.unlink()
-        if self.lay.marker.exists():
-            self.lay.marker.unlink()
-        if not quiet:
-            self.log(f'cluster {self.inst.cluster} is down ({time.monotonic() - t0:.1f} s); '
-                     f'state kept in {self.spec.run_dir}')
-
-    def _known_munged(self):
-        """The node groups' munged of this spec and of any pid file left."""
-        names = set(self._node_munged())
-        if self.lay.run.exists():
-            names |= {f'munged {p.stem[len("munged-"):]}' for p in self.lay.run.glob('munged-g*.pid')}
-        return sorted(names, key=lambda n: int(n.split()[1][1:]))
-
-    def _known_nodes(self):
-        nodes = set(self.spec.names)
-        if self.lay.run.exists():
-            nodes |= {p.stem[len('slurmd-'):] for p in self.lay.run.glob('slurmd-*.pid')}
-        return sorted(nodes, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
-
-    def _pid_of(self, name):
-        if name.startswith('slurmd '):
-            return pid_from(self.lay.slurmd_pid_file(name.split()[1]))
-        return pid_from(self.lay.pid_file(name))
-
-    def _stop(self, named_pids, say, check=True, timeout=10):
-        targets = []
-        for name, pid in named_pids:
-            if not pid or not alive(pid):
-                continue
-            if check and not self.our_pid(name, pid):
-                say(f'{name}: pid {pid} is not ours (command line does not match); left alone')
-                continue
-            try:
-                os.kill(pid, signal.SIGTERM)
-                targets.append((name, pid))
-            except ProcessLookupError:
-                pass
-        end = time.monotonic() + timeout
-        while targets and time.monotonic() < end:
-            targets = [(n, p) for n, p in targets if alive(p)]
-            if targets:
-                time.sleep(0.05)
-        killed = []
-        for name, pid in targets:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(name if name.startswith('pid ') else f'{name} (pid {pid})')
-            except ProcessLookupError:
-                pass
-        if killed:
-            say(f'killed after {timeout} s: {_fold(killed)}')
-        stopped = [n for n, p in named_pids if p and not n.startswith('pid ')]
-        if stopped:
-            say(f'stopped {_fold(stopped)}')
-
-    def _remove_network(self):
-        return remove_network(self.inst)
-
-    # ---- status
-    def status(self):
-        """Plain data: daemons (pid, alive), nodes and their Slurm states, network."""
-        daemons = {}
-        for name, pid in self.daemon_pids().items():
-            daemons[name] = {'pid': pid, 'alive': self.our_pid(name, pid)}
-        up = self.is_up()
-        states = self.node_states() if up else {}
-        strays = self.strays() if up else []
-        return {'cluster': self.inst.cluster, 'instance': self.inst.k, 'run_dir': str(self.spec.run_dir),
-                'up': up, 'daemons': daemons, 'nodes': states, 'strays': strays,
-                'problems': self.problems(states, strays) if up else [],
-                'network': self.network_leftovers()}
-
-

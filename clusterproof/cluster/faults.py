@@ -18,7 +18,8 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.cluster.config import Layout
-from clusterproof.cluster.daemons import START_WAIT_S, Cluster
+from clusterproof.cluster.daemons import Cluster
+from clusterproof.cluster.states import START_WAIT_S
 from clusterproof.cluster.network import netns_pids
 from clusterproof.cluster.procs import pid_from, run
 

@@ -19,6 +19,8 @@ slurm.conf and into shell lines run as root: it may hold only the characters
 of :data:`PATH_CHARS`.
 """
 
+import contextlib
+import fcntl
 import os
 import pwd
 import re
@@ -214,3 +216,42 @@ def open_lock(path):
     except OSError as err:
         raise ClusterproofError(f'cannot open the lock file {path}: {err.strerror}') from None
     return os.fdopen(fd, 'r+')
+
+
+def users_lock_path(k):
+    """Lock file of instance ``k`` held shared by whoever uses the cluster
+    for a while (a test session); ``down`` refuses while it is held. Root's,
+    in :data:`~clusterproof.cluster.rundir.LOCK_DIR`."""
+    return LOCK_DIR / f'cluster{k}.lock'
+
+
+def open_users_lock(k):
+    """The users lock of instance ``k``, opened for flock (created root's)."""
+    return open_lock(users_lock_path(k))
+
+
+def in_use(k):
+    """True if something holds the users lock of instance ``k``."""
+    path = users_lock_path(k)
+    if not path.exists():
+        return False
+    with open_lock(path) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+def operation_lock_path(k):
+    """Lock file of instance ``k`` that one ``up`` or ``down`` holds at a time."""
+    return LOCK_DIR / f'cluster{k}.op.lock'
+
+
+@contextlib.contextmanager
+def operation_lock(k):
+    """One ``up`` or ``down`` of instance ``k`` at a time."""
+    with open_lock(operation_lock_path(k)) as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield

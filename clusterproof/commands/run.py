@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.checklib.provenance import git_revision
+from clusterproof.site.provenance import git_revision
 from clusterproof.modes import MODES
 from clusterproof.paths import REPO, results_dir
 from clusterproof.reframe_io import runner

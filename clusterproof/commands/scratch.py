@@ -1,5 +1,5 @@
 """``clusterproof scratch``: test directories for job scripts (slurm/*.sbatch),
-under the rules of clusterproof/checklib/scratch.py.
+under the rules of clusterproof/site/scratch.py.
 
 ``create SCRATCH NAME`` prints the path of a new test directory, owned by
 the calling process or ``--owner-pid`` (``--path``: the path the check
@@ -10,8 +10,8 @@ are gone. A refusal exits with status 2 and says why on stderr.
 
 import os
 
-from clusterproof.checklib import scratch
 from clusterproof.commands import argtypes
+from clusterproof.methods import scratch
 
 
 def register(subparsers):

@@ -1,7 +1,7 @@
 """Error lines of the runtimes a job runs under: the MPI libraries (Open MPI
 with ORTE, PRRTE and PMIx; MPICH and Intel MPI with Hydra), UCX, and
 Slurm's srun and slurmstepd. The one table of them (:data:`MARKERS`), read by
-every check (:mod:`clusterproof.checklib.job_failure`, the sanity of
+every check (:mod:`clusterproof.methods.job_failure`, the sanity of
 :class:`clusterproof.checklib.base.ClusterproofCheck`) and by the IOR and
 mdtest parsers (tests/data/reliability/ has real recordings of each).
 

@@ -46,7 +46,8 @@ from clusterproof import ClusterproofError
 from clusterproof.analysis import findings, triage
 from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
-from clusterproof.references.judge import Bucket, Verdict, bounds, references_for
+from clusterproof.analysis.statistics import mmap_ratios
+from clusterproof.references.judge import Bucket, Verdict, bounds, lookup, references_for
 from clusterproof.store import history
 from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import THREAD_ATTRS, check_name
@@ -78,7 +79,6 @@ CHANGE = 'change'
 BUCKETS = (Bucket.PASS, Bucket.REGRESSION, CHANGE, Bucket.FAILED, Bucket.SKIPPED,
            Bucket.NOT_JUDGED)
 PERCENTILE_RE = re.compile(r'^c?lat\w*?_p(\d+(?:[._]\d+)?)$', re.I)
-WALL_RE = re.compile(r'^(\w+)_wall$')
 _PLOT_CONFIG = {'displaylogo': False, 'responsive': True}
 _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 
@@ -108,7 +108,6 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     latest = sessions[-1] if sessions else None
     latest_recs = [r for r in recs if latest and r.session == latest.uuid]
     rows = against_references(latest_recs, refs)
-    judged = list(zip(latest_recs, rows))
     if histories is None:
         histories = history.from_records(sessions, recs)
     hist_by_key = {h.key: h for h in histories}
@@ -120,13 +119,13 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
     changed = {change_key(f) for f in found}
     counts = _counts(rows, len(found))
     plots = []
-    families = _families(judged, hist_by_key, found, changed, refs, plots)
+    families = _families(rows, hist_by_key, found, changed, refs, plots)
     now = now or datetime.datetime.now().astimezone()
     page = _env().get_template('report.html.j2').render(
         title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
         counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
-        failures=_failures(judged, store_rows, triaged or []),
+        failures=_failures(rows, store_rows, triaged or []),
         families=families, mmap=_mmap_rows(latest_recs),
         provenance=view['sessions'], recent=RECENT_NIGHTS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
@@ -186,17 +185,17 @@ def _reason(row):
     return row.reason or str(row.verdict)
 
 
-def _failures(judged, store_rows=None, triaged=()):
+def _failures(rows, store_rows=None, triaged=()):
     """The rows that fail (``judge.FAILING``: failed test cases first, then
     regressions and stale ``$xfail`` marks, the largest miss first; the
     untriaged before those with a verdict), each with its finding's id and
     state (see :func:`build`)."""
-    bad = [(rec, row) for rec, row in judged if row.regression]
-    bad.sort(key=lambda p: (p[1].verdict != Verdict.FAILED,
-                            -abs((p[1].ratio or 1) - 1), p[1].system, p[1].test, p[1].figure))
+    bad = [row for row in rows if row.regression]
+    bad.sort(key=lambda r: (r.verdict != Verdict.FAILED, -abs((r.ratio or 1) - 1), r.system,
+                            r.test, r.figure))
     newest = triage.latest(triaged)
     out = []
-    for (rec, row), f in zip(bad, triage.failure_findings(store_rows, bad)):
+    for row, f in zip(bad, triage.failure_findings(store_rows, bad)):
         v = newest.get(f['id'])
         out.append({'row': row, 'reason': _reason(row), 'labels': _labels(row.flags),
                     'id': f['id'], 'state': v['state'] if v else triage.UNTRIAGED,
@@ -215,20 +214,19 @@ def family_of(rec):
     return rec.check or check_name(rec.test)
 
 
-def _families(judged, hist_by_key, found, changed, refs, plots):
+def _families(rows, hist_by_key, found, changed, refs, plots):
     fams = {}
-    for rec, row in judged:
-        fams.setdefault(family_of(rec), []).append((rec, row))
+    for row in rows:
+        fams.setdefault(family_of(row.rec), []).append(row)
     change_at = {}
     for f in found:
         change_at.setdefault(change_key(f), []).append(f['at'])
-    wanted = sorted(
-        ((rec, row) for rec, row in judged if rec.figure),
-        key=lambda rr: (rr[0].key not in changed,
-                        bucket(rr[1].verdict) in _QUIET))
+    wanted = sorted((row for row in rows if row.rec.figure),
+                    key=lambda r: (r.rec.key not in changed, bucket(r.verdict) in _QUIET))
     chosen = set()
     extra = 0
-    for rec, row in wanted:
+    for row in wanted:
+        rec = row.rec
         if len(chosen) >= MAX_MULTIPLES_TOTAL:
             break
         notable = rec.key in changed or bucket(row.verdict) not in _QUIET
@@ -247,13 +245,13 @@ def _families(judged, hist_by_key, found, changed, refs, plots):
     out = []
     for name in sorted(fams):
         items = fams[name]
-        multiples = [_multiple(rec, row, hist_by_key[rec.key], change_at.get(rec.key, []),
+        multiples = [_multiple(row, hist_by_key[row.rec.key], change_at.get(row.rec.key, []),
                                plots)
-                     for rec, row in items if id(row) in chosen]
+                     for row in items if id(row) in chosen]
         out.append({'name': name, 'anchor': 'family-' + re.sub(r'\W+', '-', name),
                     'rows': [{'row': row, 'labels': _labels(row.flags),
-                              'key': _row_key(rec), 'bucket': bucket(row.verdict)}
-                             for rec, row in items],
+                              'key': _row_key(row.rec), 'bucket': bucket(row.verdict)}
+                             for row in items],
                     'multiples': multiples,
                     'scaling': [_scaling_plot(g, refs, plots) for g in scaling.get(name, [])],
                     'latency': [_latency_plot(g, plots) for g in latency.get(name, [])],
@@ -326,7 +324,8 @@ def _iso(t):
         '%Y-%m-%d %H:%M:%S')
 
 
-def _multiple(rec, row, hist, change_at, plots):
+def _multiple(row, hist, change_at, plots):
+    rec = row.rec
     pts = _downsample(hist.points)
     xs = [_iso(p.time) for p in pts]
     ys = [p.value for p in pts]
@@ -366,18 +365,19 @@ def _thread_attr(rec):
 
 def _published(rec, refs):
     """The published figure of ``rec``'s test at its thread count (the
-    references of :data:`PUBLISHED_SYSTEM`), through the same judging rows;
-    None when there is none. Never a verdict of ``rec``."""
+    references of :data:`PUBLISHED_SYSTEM`, resolved as ReFrame resolves
+    them); None when there is none. Never a verdict of ``rec``."""
     if rec.system == PUBLISHED_SYSTEM:
         return None
-    if rec.check not in references_for(refs, PUBLISHED_SYSTEM):
+    published = references_for(refs, PUBLISHED_SYSTEM)
+    if rec.check not in published:
         return None
-    as_pub = dataclasses.replace(rec, system=PUBLISHED_SYSTEM, smoke=False, emulated=False)
     try:
-        row, = against_references([as_pub], refs)
+        found = lookup(published, dataclasses.replace(rec, system=PUBLISHED_SYSTEM, smoke=False,
+                                                       emulated=False))
     except ClusterproofError:
         return None
-    return row.base
+    return found.value if found else None
 
 
 def _scaling_groups(items, refs):
@@ -385,7 +385,8 @@ def _scaling_groups(items, refs):
     system, partition, other parameters and unit, with two thread counts or
     more."""
     groups = {}
-    for rec, row in items:
+    for row in items:
+        rec = row.rec
         attr = _thread_attr(rec)
         if not rec.figure or not attr or PERCENTILE_RE.match(rec.figure):
             continue
@@ -395,13 +396,13 @@ def _scaling_groups(items, refs):
             continue
         rest = tuple(sorted((k, v) for k, v in rec.params.items() if k != attr))
         groups.setdefault((rec.system, rec.partition, rest, rec.unit, attr),
-                          []).append((x, rec, row))
+                          []).append((x, row))
     out = []
     pub = references_for(refs, PUBLISHED_SYSTEM)
     for key, pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        if len({x for x, _, _ in pts}) >= 2:
+        if len({x for x, _ in pts}) >= 2:
             pts.sort(key=lambda t: t[0])
-            out.append(((pts[0][1].check not in pub, _attention(r for _, _, r in pts)),
+            out.append(((pts[0][1].rec.check not in pub, _attention(r for _, r in pts)),
                         key, pts))
     return out
 
@@ -411,22 +412,22 @@ def _scaling_plot(group, refs, plots):
     judged row and the published curve (never judged against)."""
     _prio, (system, part, rest, unit, attr), pts = group
     by_fig = {}
-    for x, rec, row in pts:
-        by_fig.setdefault(rec.figure, []).append((x, rec, row))
+    for x, row in pts:
+        by_fig.setdefault(row.figure, []).append((x, row))
     traces = []
     published = False
     for fig, fpts in by_fig.items():
-        tag = _tag(row for _, _, row in fpts)
+        tag = _tag(row for _, row in fpts)
         traces.append({'type': 'scatter', 'mode': 'lines+markers',
                        'name': f'{fig} measured @{system}{tag}',
-                       'x': [x for x, _, _ in fpts], 'y': [r.value for _, _, r in fpts]})
-        ref = [(x, row) for x, _, row in fpts if row.base is not None]
+                       'x': [x for x, _ in fpts], 'y': [r.value for _, r in fpts]})
+        ref = [(x, row) for x, row in fpts if row.base is not None]
         if ref:
             traces.append({'type': 'scatter', 'mode': 'lines+markers',
                            'name': f'{fig} {_ref_name(ref[0][1])}',
                            'x': [x for x, _ in ref], 'y': [r.base for _, r in ref],
                            'line': {'dash': 'dash'}, 'marker': {'symbol': 'x'}})
-        pub = [(x, _published(rec, refs)) for x, rec, _ in fpts]
+        pub = [(x, _published(row.rec, refs)) for x, row in fpts]
         pub = [(x, v) for x, v in pub if v is not None]
         if pub:
             published = True
@@ -434,9 +435,9 @@ def _scaling_plot(group, refs, plots):
                            'name': f'{fig} published ({PUBLISHED_SYSTEM}; not judged against)',
                            'x': [x for x, _ in pub], 'y': [v for _, v in pub],
                            'line': {'dash': 'dot'}, 'marker': {'symbol': 'diamond'}})
-    labels = _all_labels(row for _, _, row in pts)
+    labels = _all_labels(row for _, row in pts)
     variant = ' '.join(f'{k}={v}' for k, v in rest)
-    title = ' '.join(t for t in (pts[0][1].check, variant, f'@{system}:{part}') if t) \
+    title = ' '.join(t for t in (pts[0][1].rec.check, variant, f'@{system}:{part}') if t) \
         + _tag(labels=labels, upper=True)
     fig = {'data': traces, 'layout': {
         'title': {'text': title, 'font': {'size': 13}}, 'legend': {'orientation': 'h'},
@@ -459,19 +460,19 @@ def _bar_groups(items):
     """``(priority, key, rows)``: the newest figures of a family per system,
     partition and unit, when some have a reference and they are few."""
     groups = {}
-    for rec, row in items:
-        if rec.figure and not PERCENTILE_RE.match(rec.figure):
-            groups.setdefault((rec.system, rec.partition, rec.unit), []).append((rec, row))
-    return [(_attention(r for _, r in rr), key, rr) for key, rr in sorted(groups.items())
-            if len(rr) <= BAR_FIGURES and any(r.base is not None for _, r in rr)]
+    for row in items:
+        if row.rec.figure and not PERCENTILE_RE.match(row.figure):
+            groups.setdefault((row.system, row.partition, row.unit), []).append(row)
+    return [(_attention(rr), key, rr) for key, rr in sorted(groups.items())
+            if len(rr) <= BAR_FIGURES and any(r.base is not None for r in rr)]
 
 
 def _bar_plot(group, plots):
     """Measured bars per test, the reference of each judged row a marker."""
     _prio, (system, part, unit), items = group
     by_test = {}
-    for rec, row in items:
-        by_test.setdefault(rec.test, []).append(row)
+    for row in items:
+        by_test.setdefault(row.test, []).append(row)
     traces = []
     for test, rows in by_test.items():
         traces.append({'type': 'bar', 'name': test + _tag(rows),
@@ -483,9 +484,9 @@ def _bar_plot(group, plots):
                            'x': [r.figure for r in ref], 'y': [r.base for r in ref],
                            'marker': {'symbol': 'line-ew-open', 'size': 30,
                                       'line': {'width': 3}}})
-    labels = _all_labels(r for _, r in items)
+    labels = _all_labels(items)
     fig = {'data': traces, 'layout': {
-        'title': {'text': f'{items[0][0].check} @{system}:{part}'
+        'title': {'text': f'{items[0].rec.check} @{system}:{part}'
                           + _tag(labels=labels, upper=True), 'font': {'size': 13}},
         'barmode': 'group', 'legend': {'orientation': 'h'},
         'yaxis': {'title': {'text': unit}}}}
@@ -496,14 +497,14 @@ def _latency_groups(items):
     """``(priority, key, series)`` of every latency percentile plot of a
     family: one per system, partition and unit."""
     groups = {}
-    for rec, row in items:
-        m = PERCENTILE_RE.match(rec.figure or '')
+    for row in items:
+        m = PERCENTILE_RE.match(row.rec.figure or '')
         if m:
             pct = float(m.group(1).replace('_', '.'))
-            groups.setdefault((rec.system, rec.partition, rec.unit),
-                              {}).setdefault((rec.test, rec.figure[:m.start(1)]),
-                                             []).append((pct, rec, row))
-    return [(_attention(r for pts in series.values() for _, _, r in pts), key, series)
+            groups.setdefault((row.system, row.partition, row.unit),
+                              {}).setdefault((row.test, row.figure[:m.start(1)]),
+                                             []).append((pct, row))
+    return [(_attention(r for pts in series.values() for _, r in pts), key, series)
             for key, series in sorted(groups.items())]
 
 
@@ -513,9 +514,9 @@ def _latency_plot(group, plots):
     for (test, prefix), pts in sorted(series.items()):
         pts.sort(key=lambda t: t[0])
         traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                       'name': f'{test} {prefix.rstrip("_p")}' + _tag(r for _, _, r in pts),
-                       'x': [f'p{p:g}' for p, _, _ in pts], 'y': [r.value for _, r, _ in pts]})
-    labels = _all_labels(r for pts in series.values() for _, _, r in pts)
+                       'name': f'{test} {prefix.rstrip("_p")}' + _tag(r for _, r in pts),
+                       'x': [f'p{p:g}' for p, _ in pts], 'y': [r.value for _, r in pts]})
+    labels = _all_labels(r for pts in series.values() for _, r in pts)
     fig = {'data': traces, 'layout': {
         'title': {'text': f'latency percentiles @{system}:{part}'
                           + _tag(labels=labels, upper=True), 'font': {'size': 13}},
@@ -528,24 +529,7 @@ def _latency_plot(group, plots):
 # -- mmap ratios --------------------------------------------------------------
 
 def _mmap_rows(recs):
-    """Memory/device wall-time ratios of each mmap sweep test case: the
-    published table's Mem.Ms/Device.Ms (near 1: the device keeps up with
-    memory for that access pattern)."""
-    cases = {}
-    for r in recs:
-        m = WALL_RE.match(r.figure or '')
-        if m and math.isfinite(r.value):
-            cases.setdefault((r.system, r.partition, r.test), {})[m.group(1)] = r
-    rows = []
-    for (system, part, test), walls in sorted(cases.items()):
-        mem = walls.get('memory')
-        if mem is None:
-            continue
-        for target, dev in sorted(walls.items()):
-            if target != 'memory':
-                ratio = mem.value / dev.value if dev.value else None
-                rows.append({'test': test, 'partition': f'{system}:{part}', 'device': target,
-                             'memory': mem.value, 'dev': dev.value,
-                             'ratio': '-' if ratio is None else f'{ratio:.3f}',
-                             'labels': sorted(set(mem.flags) | set(dev.flags))})
-    return rows
+    """The memory/device wall-time ratios of each mmap sweep test case
+    (:func:`clusterproof.analysis.statistics.mmap_ratios`), the ratio as text."""
+    return [dict(r, ratio='-' if r['ratio'] is None else f"{r['ratio']:.3f}")
+            for r in mmap_ratios(recs)]

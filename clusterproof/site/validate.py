@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.checklib.scratch import check_scratch
+from clusterproof.site.scratch import check_scratch
 from clusterproof.site.hardware import (is_emulated, partition_node_count, processor_disagreements,
                                         validate_hardware, validate_pmem)
 from clusterproof.paths import SETTINGS_FILE, references_dir, system_file
@@ -93,7 +93,7 @@ def validate_system(system):
             validate_pmem(extras['pmem'], f'{pwhere}: extras')
         storage = extras.get('storage')
         if storage is not None:
-            # The rule the checks apply before they write (clusterproof.checklib.scratch).
+            # The rule the checks apply before they write (clusterproof.site.scratch).
             try:
                 check_scratch(storage.get('scratch'))
             except ClusterproofError as err:

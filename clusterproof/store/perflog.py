@@ -13,6 +13,7 @@ path ``<system>/<partition>/<check>.log``.
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from clusterproof import ClusterproofError
@@ -78,7 +79,31 @@ def read_perflog(path):
         raise ClusterproofError(f'{path}: cannot read ({err.strerror})') from None
     if not lines:
         return []
-    header = lines[0].split('|')
+    layout = _layout(path, lines[0].split('|'))
+    rows, errors = [], []
+    for lineno, line in enumerate(lines[1:], start=2):
+        if line.strip():
+            rows += _line_rows(layout, f'{path}:{lineno}', line, errors)
+    history.refuse(path, errors)
+    return rows
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What the header of one perflog says: its fields, the column of each,
+    the figures' columns, the columns read, the values known to fill each
+    column, and the system and partition its path names."""
+    path: Path
+    header: list
+    col: dict
+    figures: list
+    read: list
+    known: dict
+    system: str
+    partition: str
+
+
+def _layout(path, header):
     if 'job_completion_time' not in header:
         raise ClusterproofError(
             f'{path}:1: no perflog header (the first line names the fields, '
@@ -94,65 +119,75 @@ def read_perflog(path):
                              'name', 'display_name', 'environ', 'cp_smoke', 'cp_emulated',
                              'reframe version', 'perf_var', *history.PROVENANCE) if k in col]
     read += [i for _, v, u in figures for i in (v, u) if i is not None]
-    known = _known_values(header, col, figures, path)
     parts = path.parts
-    default_system = parts[-3] if len(parts) >= 3 else ''
-    default_part = parts[-2] if len(parts) >= 2 else ''
-    rows, errors = [], []
-    for lineno, line in enumerate(lines[1:], start=2):
-        if not line.strip():
+    return _Layout(path, header, col, figures, read, _known_values(header, col, figures, path),
+                   parts[-3] if len(parts) >= 3 else '', parts[-2] if len(parts) >= 2 else '')
+
+
+def _fields(layout, where, line, errors):
+    """The fields of one line, realigned where a shell field holds "|";
+    None (with the error in ``errors``) when they cannot be told apart."""
+    header = layout.header
+    f = line.split('|')
+    if len(f) > len(header):
+        f = _realign(header, f, layout.known)
+    if len(f) != len(header):
+        errors.append(f'{where}: {len(f)} fields, the header has {len(header)}')
+        return None
+    lost = [header[i] for i in layout.read if f[i] is None]
+    if lost:
+        errors.append(f'{where}: {len(line.split("|"))} fields, the header has '
+                      f'{len(header)}: fields of the job script hold "|", and '
+                      f'{", ".join(lost)} cannot be told apart from them')
+        return None
+    return f
+
+
+def _line_rows(layout, where, line, errors):
+    """The rows of one line of a perflog (none for a failed test case)."""
+    col = layout.col
+    f = _fields(layout, where, line, errors)
+    if f is None:
+        return []
+    try:
+        t = history.parse_time(f[col['job_completion_time']])
+    except ValueError:
+        errors.append(f'{where}: job_completion_time {f[col["job_completion_time"]]!r} '
+                      f'is not an ISO 8601 time')
+        return []
+    if 'result' in col and f[col['result']] not in ('pass', ''):
+        return []           # a failed test case's figures are not history
+    system, part, test = _identity(f, col, layout.system, layout.partition, layout.path)
+    flags = tuple(x for x in ('smoke', 'emulated')
+                  if f'cp_{x}' in col and _flag(f[col[f'cp_{x}']]))
+    prov = {k: f[col[k]] for k in history.PROVENANCE if k in col}
+    version = f[col['reframe version']] if 'reframe version' in col else ''
+    if version:
+        prov['reframe_version'] = version.replace('reframe', '').strip()
+    return [(system, part, test, name, unit, flags, history.Point(t, value, '', where, prov))
+            for name, value, unit in _figures(layout, f, where, errors)]
+
+
+def _figures(layout, f, where, errors):
+    """``(figure, value, unit)`` of each figure the line measured."""
+    for fig, i, unit_col in layout.figures:
+        cell = f[i]
+        if fig is None:             # perflog_multiline: the figure is in perf_var
+            fig = f[layout.col['perf_var']]
+        if not cell or not fig:
             continue
-        where = f'{path}:{lineno}'
-        f = line.split('|')
-        if len(f) > len(header):
-            f = _realign(header, f, known)
-        if len(f) != len(header):
-            errors.append(f'{where}: {len(f)} fields, the header has {len(header)}')
-            continue
-        lost = [header[i] for i in read if f[i] is None]
-        if lost:
-            errors.append(f'{where}: {len(line.split("|"))} fields, the header has '
-                          f'{len(header)}: fields of the job script hold "|", and '
-                          f'{", ".join(lost)} cannot be told apart from them')
-            continue
+        name, eq, raw = cell.partition('=')
+        if not eq:
+            name, raw = fig, cell
+        if raw in ('None', 'null', ''):
+            continue                # a figure ReFrame could not measure
         try:
-            t = history.parse_time(f[col['job_completion_time']])
+            value = float(raw)
         except ValueError:
-            errors.append(f'{where}: job_completion_time {f[col["job_completion_time"]]!r} '
-                          f'is not an ISO 8601 time')
+            errors.append(f'{where}: figure {name or fig}: value {raw!r} is not a number')
             continue
-        if 'result' in col and f[col['result']] not in ('pass', ''):
-            continue        # a failed test case's figures are not history
-        system, part, test = _identity(f, col, default_system, default_part, path)
-        flags = tuple(x for x in ('smoke', 'emulated')
-                      if f'cp_{x}' in col and _flag(f[col[f'cp_{x}']]))
-        prov = {k: f[col[k]] for k in history.PROVENANCE if k in col}
-        version = f[col['reframe version']] if 'reframe version' in col else ''
-        if version:
-            prov['reframe_version'] = version.replace('reframe', '').strip()
-        for fig, i, unit_col in figures:
-            cell = f[i]
-            if fig is None:         # perflog_multiline: the figure is in perf_var
-                fig = f[col['perf_var']]
-            if not cell or not fig:
-                continue
-            name, eq, raw = cell.partition('=')
-            if not eq:
-                name, raw = fig, cell
-            if raw in ('None', 'null', ''):
-                continue        # a figure ReFrame could not measure
-            try:
-                value = float(raw)
-            except ValueError:
-                errors.append(f'{where}: figure {name or fig}: value {raw!r} is not a number')
-                continue
-            if not math.isfinite(value):
-                continue        # ReFrame logs nan for a figure it could not measure
-            unit = f[unit_col] if unit_col is not None else ''
-            rows.append((system, part, test, name or fig, unit, flags,
-                         history.Point(t, value, '', where, prov)))
-    history.refuse(path, errors)
-    return rows
+        if math.isfinite(value):    # ReFrame logs nan for a figure it could not measure
+            yield name or fig, value, f[unit_col] if unit_col is not None else ''
 
 
 def _realign(header, f, known):

@@ -20,7 +20,7 @@ from reframe.core.builtins import (run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checklib import job_failure
+from clusterproof.methods import job_failure
 from clusterproof.modes import by_mode
 from clusterproof.checklib.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure

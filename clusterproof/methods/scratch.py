@@ -1,18 +1,12 @@
-"""Test directories on the file system under test, made safe.
+"""The test directories of the checks on the file system under test: created,
+marked and removed, only under the scratch directory
+(:mod:`clusterproof.site.scratch` decides which directories those are).
 
 Every I/O check (IOR, mdtest, IOzone, fio, the mmap sweep) writes only into a
 directory that clusterproof created for that one test, under the configured
 scratch directory (``extras['storage']['scratch']`` of the partition), and
-removes only that directory afterwards.
+removes only that directory afterwards:
 
-Rules (each refusal is a :class:`ClusterproofError` naming the path and rule):
-
-- the scratch directory must not be ``/``, a system directory (``/usr``,
-  ``/etc``, ...) or a home directory, after resolving symbolic links;
-- a test directory must lie strictly under the scratch directory after
-  resolving symbolic links;
-- paths must not contain white space, newlines or shell metacharacters
-  (they end up in job scripts and in IOzone's ``-+m`` file);
 - a directory that exists, is not empty and was not created by clusterproof
   is refused (an existing empty directory may be used; then only what the
   test put in it is removed, not the directory itself);
@@ -37,8 +31,6 @@ leftovers can be found even when they are not direct children.
 import atexit
 import json
 import os
-import pwd
-import re
 import shlex
 import shutil
 import socket
@@ -47,88 +39,13 @@ import uuid
 from pathlib import Path
 
 from clusterproof import ClusterproofError
+from clusterproof.methods.sizing import check_fits
+from clusterproof.site.scratch import check_chars, check_scratch, check_target
 
 #: name of the marker file inside every directory clusterproof created
 MARKER = '.clusterproof-created'
 #: registry of created directories, one JSON line each, in the scratch directory
 REGISTRY = '.clusterproof-registry'
-
-#: characters allowed in scratch and test paths (no white space, quotes,
-#: ``$ ; & | < > * ? [ ] ( ) { } ! ~ # `` or backquotes)
-_SAFE = re.compile(r'^[A-Za-z0-9._/+=@%,:-]+$')
-
-#: directories that may never be a scratch directory (nor hold one directly
-#: as themselves); subdirectories like /tmp/x or /var/tmp/x are allowed
-SYSTEM_DIRS = frozenset(['/', '/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib32',
-                         '/lib64', '/opt', '/proc', '/root', '/run', '/sbin', '/srv',
-                         '/sys', '/usr', '/var', '/tmp', '/var/tmp', '/mnt', '/media'])
-
-
-def _check_chars(path, what):
-    text = str(path)
-    if not text or not _SAFE.match(text):
-        bad = sorted({ch for ch in text if not _SAFE.match(ch)}) if text else []
-        shown = ', '.join(repr(ch) for ch in bad) or 'empty path'
-        raise ClusterproofError(
-            f'{what} {text!r}: contains characters that are not allowed ({shown}); '
-            f'use letters, digits and . _ / + = @ % , : - only')
-
-
-def home_dirs():
-    """Home directories of this machine's users and of $HOME, resolved."""
-    homes = set()
-    try:
-        for entry in pwd.getpwall():
-            if entry.pw_dir and entry.pw_dir != '/':
-                homes.add(os.path.realpath(entry.pw_dir))
-    except OSError:
-        pass
-    if os.environ.get('HOME') and os.environ['HOME'] != '/':
-        homes.add(os.path.realpath(os.environ['HOME']))
-    return homes
-
-
-def check_scratch(scratch):
-    """The resolved scratch directory, or a refusal naming the rule."""
-    if scratch is None or str(scratch).strip() == '':
-        raise ClusterproofError(
-            "no scratch directory: declare extras['storage']['scratch'] in the system's "
-            'file (site_config/systems/<system>.py, or in $CLUSTERPROOF_SYSTEMS: a '
-            'directory on the file system under test)')
-    _check_chars(scratch, 'scratch directory')
-    if not os.path.isabs(str(scratch)):
-        raise ClusterproofError(f'scratch directory {str(scratch)!r}: must be an absolute path')
-    real = os.path.realpath(str(scratch))
-    _check_chars(real, f'scratch directory {str(scratch)!r} resolves to')
-    if real in SYSTEM_DIRS:
-        raise ClusterproofError(
-            f'scratch directory {str(scratch)!r} (resolved: {real}) is a system directory; '
-            f'point extras[\'storage\'][\'scratch\'] at a directory of its own on the file '
-            f'system under test, e.g. {real.rstrip("/")}/clusterproof')
-    if real in home_dirs():
-        raise ClusterproofError(
-            f'scratch directory {str(scratch)!r} (resolved: {real}) is a home directory; '
-            f'use a subdirectory of its own, e.g. {real}/clusterproof-scratch')
-    if os.path.exists(real) and not os.path.isdir(real):
-        raise ClusterproofError(f'scratch directory {real}: exists and is not a directory')
-    return Path(real)
-
-
-def check_target(scratch, target):
-    """The resolved ``target``, which must lie strictly under ``scratch``."""
-    root = check_scratch(scratch)
-    _check_chars(target, 'test directory')
-    if not os.path.isabs(str(target)):
-        raise ClusterproofError(f'test directory {str(target)!r}: must be an absolute path')
-    real = Path(os.path.realpath(str(target)))
-    _check_chars(real, f'test directory {str(target)!r} resolves to')
-    if real == root or root not in real.parents:
-        raise ClusterproofError(
-            f'test directory {str(target)!r} (resolved: {real}) is not under the scratch '
-            f'directory {root}; test files may only be written below it')
-    if str(real) in SYSTEM_DIRS or str(real) in home_dirs():
-        raise ClusterproofError(f'test directory {real} is a system or home directory')
-    return real
 
 
 def _pid_start(pid):
@@ -156,7 +73,7 @@ def _marker_record(path, adopted, owner_pid):
 
 def plan_test_dir(scratch, name):
     """A fresh path ``<scratch>/<name>-<unique>`` (nothing is created)."""
-    _check_chars(name, 'test name')
+    check_chars(name, 'test name')
     if '/' in name:
         raise ClusterproofError(f'test name {name!r}: must not contain "/"')
     root = check_scratch(scratch)
@@ -378,7 +295,6 @@ def prepare_test_dir(scratch, name=None, nbytes=None, what='test files', path=No
     planned = path or plan_test_dir(root, name)
     remove_leftovers(root)
     if nbytes is not None:
-        from clusterproof.methods.sizing import check_fits
         check_fits(root if root.is_dir() else root.parent, nbytes, what)
     return create_test_dir(root, planned, owner_pid=owner_pid)
 
