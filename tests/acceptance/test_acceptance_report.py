@@ -17,7 +17,7 @@ from clusterproof.acceptance import record as acceptance_record, report
 from conftest import WAIT_S
 from results_helpers import REPO
 
-RECORD = Path(__file__).parent / 'data' / 'acceptance_report' / 'record-emulated.json'
+RECORD = Path(__file__).resolve().parents[1] / 'data' / 'acceptance_report' / 'record-emulated.json'
 CLUSTERPROOF = REPO / '.venv' / 'bin' / 'clusterproof'
 CHROMIUM = shutil.which('chromium')
 need_chromium = pytest.mark.skipif(CHROMIUM is None, reason='needs chromium (Debian package)')

@@ -15,8 +15,8 @@ import pytest
 
 from clusterproof.analysis import detector as changes
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / 'data' / 'history'
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / 'data' / 'history'
 sys.path.insert(0, str(REPO / 'scripts'))
 import bench_detection as bench  # noqa: E402
 

@@ -187,7 +187,7 @@ def test_tcpd_metrics_on_hand_worked_cases():
     checked on cases worked by hand (TCPD itself is not in the repository)."""
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'scripts'))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
     import bench_detection as bench
     # each prediction matches at most one annotated point
     assert bench.true_positives({1, 10, 20, 23}, {3, 8, 20}) == 3
@@ -210,7 +210,7 @@ def test_tcpd_metrics_on_hand_worked_cases():
 def _bench():
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'scripts'))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
     import bench_detection
     return bench_detection
 

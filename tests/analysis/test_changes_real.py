@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / 'data' / 'history-real'
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / 'data' / 'history-real'
 CSV = DATA / 'local-smoke.csv'
 
 

@@ -14,7 +14,7 @@ import pytest
 from clusterproof.analysis import detector, findings
 from clusterproof.store import sources
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: 53 real sessions of the suite's own checks with injected slowdowns (its README)
 HISTORY = Path('tests/data/history-real/local-smoke.csv')
 

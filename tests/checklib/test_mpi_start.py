@@ -8,7 +8,7 @@ import pytest
 
 from clusterproof.checklib.job_failure import failure_cause
 
-DATA = Path(__file__).resolve().parent / 'data' / 'mpi-start'
+DATA = Path(__file__).resolve().parents[1] / 'data' / 'mpi-start'
 TCP_CONNECT = 'MPI start failed: WARNING: Open MPI failed to TCP connect to a peer MPI process.'
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -127,7 +128,7 @@ def test_leftovers_of_dead_processes_are_removed(root):
             'r = sys.argv[1]; print(scratch.create_test_dir(r, scratch.plan_test_dir(r, "dead")), '
             'flush=True); os._exit(0)')
     out = subprocess.run([os.sys.executable, '-c', code, str(root)], capture_output=True,
-                         text=True, check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+                         text=True, check=True, cwd=Path(__file__).resolve().parents[2])
     dead = root / os.path.basename(out.stdout.strip())
     assert dead.is_dir()
     alive = scratch.create_test_dir(root, scratch.plan_test_dir(root, 'alive'))
@@ -144,7 +145,7 @@ def test_leftovers_of_dead_processes_are_removed(root):
 def test_directory_created_for_a_job_script_is_owned_by_it(root):
     # `python -m clusterproof.cli scratch create` exits at once; the shell that
     # called it owns the directory, so a concurrent sweep must leave it alone.
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = str(Path(__file__).resolve().parents[2])
     script = (f'd=$({os.sys.executable} -m clusterproof.cli scratch create --owner-pid $$ {root} job) || exit 2; '
               f'{os.sys.executable} -m clusterproof.cli scratch leftovers {root}; '
               f'test -d "$d" || exit 3; echo "$d"; '

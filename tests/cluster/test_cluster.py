@@ -29,7 +29,7 @@ from clusterproof.parsers.slurm import parse_scontrol_record
 from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns, need_root,
                       need_repo_open_to_others, run_reframe, wait_for)
 
-CHECKS = Path(__file__).resolve().parent / 'checks'
+CHECKS = Path(__file__).resolve().parents[1] / 'checks'
 
 
 # ------------------------------------------------------------------ pure parts
@@ -864,7 +864,7 @@ def _life_cycle(emu_cluster):
 
 # ------------------------------------------- up --like: a real cluster's description
 
-SLURM_DATA = Path(__file__).resolve().parent / 'data' / 'slurm'
+SLURM_DATA = Path(__file__).resolve().parents[1] / 'data' / 'slurm'
 CUT6 = SLURM_DATA / 'scontrol-show-node-23.11.1-cut6.json'
 TALAPAS_PARTITIONS = SLURM_DATA / 'scontrol-show-partition-23.11.1.json'
 

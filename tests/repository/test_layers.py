@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / 'clusterproof'
+PACKAGE = Path(__file__).resolve().parents[2] / 'clusterproof'
 #: bottom first: a module of a layer may import its own layer and those before it
 LAYERS = ('references', 'reframe_io', 'store', 'analysis', 'results', 'notify', 'commands')
 
@@ -37,7 +37,8 @@ def test_no_import_runs_back_up():
 ROOT = PACKAGE.parent
 #: the one module that starts ``reframe`` and decides its configuration, its
 #: test, and this test
-RUNNER = {'clusterproof/reframe_io/runner.py', 'tests/test_runner.py', 'tests/test_layers.py'}
+RUNNER = {'clusterproof/reframe_io/runner.py', 'tests/reframe_io/test_runner.py',
+          'tests/repository/test_layers.py'}
 #: files being rewritten onto the runner in other work; each must leave this
 #: list as soon as it no longer starts reframe or sets RFM_CONFIG_FILES itself
 PENDING = {'scripts/run-tests'}
@@ -49,7 +50,8 @@ _SHELL_CONFIG = re.compile(
 def _sources():
     """``(relative path, text, is_python)`` of the code that could start
     reframe: the package, the scripts, the tests, the Makefile and CI."""
-    paths = [*PACKAGE.rglob('*.py'), *(ROOT / 'tests').glob('*.py'),
+    paths = [*PACKAGE.rglob('*.py'),
+             *(ROOT / 'tests').glob('*.py'), *(ROOT / 'tests').glob('*/test_*.py'),
              *(p for p in (ROOT / 'scripts').rglob('*') if p.is_file()),
              ROOT / 'Makefile', *(ROOT / '.ci').glob('*')]
     for path in sorted(paths):

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import WAIT_S
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 SAMPLE = '''
 import subprocess, sys, time

@@ -9,7 +9,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.store import sources
 
-DATA = Path(__file__).resolve().parent / 'data' / 'history'
+DATA = Path(__file__).resolve().parents[1] / 'data' / 'history'
 HEADER = 'timestamp,system,partition,test,figure,value,unit'
 
 

@@ -17,8 +17,8 @@ from clusterproof.cluster import faults
 from conftest import (AT_LEAST_ONE, REPO, WAIT_S, assert_cases, need_netns, report_cases, restore_emu_cluster, run_reframe,
                       wait_for)
 
-FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
-DATA = Path(__file__).resolve().parent / 'data' / 'reliability'
+FAULTS = Path(__file__).resolve().parents[1] / 'checks' / 'reliability' / 'faults.py'
+DATA = Path(__file__).resolve().parents[1] / 'data' / 'reliability'
 
 
 # ------------------------------------------------- the causes, on recorded text

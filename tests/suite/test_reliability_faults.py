@@ -26,7 +26,7 @@ from clusterproof.reframe_io import runner
 from conftest import (database_intact, EMU_INSTANCE, REPO, WAIT_S, assert_cases, need_netns,
                       reframe_env, report_cases, restore_emu_cluster, wait_for, with_report_file)
 
-FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
+FAULTS = Path(__file__).resolve().parents[1] / 'checks' / 'reliability' / 'faults.py'
 CHECKS = REPO / 'reframe_checks'
 
 #: ReliabilityHold holds far longer than any wait for the fault (a killed

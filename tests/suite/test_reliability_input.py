@@ -23,7 +23,7 @@ from clusterproof.checklib import scratch
 from conftest import REPO, VENV_BIN, WAIT_S, run_reframe
 
 CHECKS = REPO / 'reframe_checks'
-FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
+FAULTS = Path(__file__).resolve().parents[1] / 'checks' / 'reliability' / 'faults.py'
 
 
 @pytest.fixture(autouse=True)

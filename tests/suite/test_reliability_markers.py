@@ -11,8 +11,8 @@ from clusterproof.parsers import ior as ior_parser
 from clusterproof.parsers import runtime_errors
 from conftest import report_cases, run_reframe
 
-DATA = Path(__file__).resolve().parent / 'data'
-FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
+DATA = Path(__file__).resolve().parents[1] / 'data'
+FAULTS = Path(__file__).resolve().parents[1] / 'checks' / 'reliability' / 'faults.py'
 
 #: recording -> (runtime, the first error line it holds)
 RECORDED = {

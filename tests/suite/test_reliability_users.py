@@ -18,7 +18,7 @@ from conftest import (database_intact, EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, ass
                       need_repo_open_to_others, need_root, reframe_env, report_cases, wait_for,
                       with_report_file)
 
-FAULTS = Path(__file__).resolve().parent / 'checks' / 'reliability' / 'faults.py'
+FAULTS = Path(__file__).resolve().parents[1] / 'checks' / 'reliability' / 'faults.py'
 
 
 @pytest.mark.slow
