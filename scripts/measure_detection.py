@@ -27,10 +27,10 @@ very night). Recall counts steps found within 3 nights. Any other alarm is
 false; false alarms are counted per 1,000 judged figure-nights. A drift is
 found by an alarm in its direction after night 40.
 
-    .venv/bin/python scripts/bench_detection.py                # small, held-out seeds
-    .venv/bin/python scripts/bench_detection.py --methods all  # and every library alone
-    .venv/bin/python scripts/bench_detection.py --size full --methods today,changes,otava,e-divisive
-    .venv/bin/python scripts/bench_detection.py --seeds tune   # the seeds used for tuning
+    .venv/bin/python scripts/measure_detection.py                # small, held-out seeds
+    .venv/bin/python scripts/measure_detection.py --methods all  # and every library alone
+    .venv/bin/python scripts/measure_detection.py --size full --methods today,changes,otava,e-divisive
+    .venv/bin/python scripts/measure_detection.py --seeds tune   # the seeds used for tuning
 
 Then the real series (tests/data/history-real/, recorded by
 scripts/record-series: real runs of the suite's checks on system local with
@@ -276,13 +276,13 @@ def speed_line(count, nights=SPEED_NIGHTS):
     """The speed line: the detector's CPU time in memory per 2,000 figures
     (one system's findings, as ``clusterproof store ingest`` derives them)
     and per 20,000 (10 systems). ``clusterproof changes`` reads the findings
-    kept in the store; its whole-process time is scripts/bench_results.py's."""
+    kept in the store; its whole-process time is scripts/measure_results_commands.py's."""
     cpu = detector_speed(count, nights)
     per = cpu / count
     return (f"detector speed (in memory, not a command's time): {per * 2000:.2f} s CPU "
             f'per 2,000 figures x {nights} sessions ({count} timed), the findings of one '
             f'system as store ingest derives them; 20,000 figures {per * 20000:.1f} s '
-            f'(changes reads the kept findings: its time is scripts/bench_results.py\'s)')
+            f'(changes reads the kept findings: its time is scripts/measure_results_commands.py\'s)')
 
 
 def detector_speed(count, nights, seed=1, profile=None):

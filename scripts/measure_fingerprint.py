@@ -19,7 +19,7 @@ per node inside the job, and what it adds to a year of nightly history.
   test case of several figures carries the variables once), plus
   ``--records`` distinct records a year.
 
-usage: .venv/bin/python scripts/bench_fingerprint.py [--runs 20] [--binary PATH]
+usage: .venv/bin/python scripts/measure_fingerprint.py [--runs 20] [--binary PATH]
            [--srun N] [--figures 2000] [--nights 365] [--records 100]
 """
 

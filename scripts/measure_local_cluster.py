@@ -26,8 +26,8 @@ Needs root and network namespaces. Uses instance K (default 0) and a
 temporary run directory for the cold start; brings its cluster down at the
 end. Target: cluster up in under 10 s.
 
-    .venv/bin/python scripts/bench_cluster.py [--instance K] [--repeat N]
-    .venv/bin/python scripts/bench_cluster.py --sizes 64,256,1024 [--instance K]
+    .venv/bin/python scripts/measure_local_cluster.py [--instance K] [--repeat N]
+    .venv/bin/python scripts/measure_local_cluster.py --sizes 64,256,1024 [--instance K]
 """
 
 import argparse
@@ -58,7 +58,7 @@ def timed(cmd, env=None, check=True, run=None):
     proc = (run or (lambda c: subprocess.run(c, env=env, capture_output=True, text=True)))(cmd)
     dt = time.monotonic() - t0
     if check and proc.returncode != 0:
-        sys.exit(f'bench_cluster: {" ".join(map(str, cmd))} failed (exit {proc.returncode}):\n'
+        sys.exit(f'measure_local_cluster: {" ".join(map(str, cmd))} failed (exit {proc.returncode}):\n'
                  f'{proc.stdout[-2000:]}{proc.stderr[-2000:]}')
     return dt
 
@@ -161,7 +161,7 @@ def at_scale(k, sizes, work):
         finally:
             row['down (s)'] = timed([CLUSTERPROOF, 'cluster', 'down', *rd], check=False)
         row['used after down (MiB)'] = mem_used_mib()
-        print(f'bench_cluster: {nodes} nodes done ({", ".join(f"{key} {v:.1f}" for key, v in row.items())})',
+        print(f'measure_local_cluster: {nodes} nodes done ({", ".join(f"{key} {v:.1f}" for key, v in row.items())})',
               file=sys.stderr, flush=True)
     return rows
 
@@ -185,15 +185,15 @@ def main():
                     help='measure up, a job on every node and down at these node counts instead')
     args = ap.parse_args()
     if os.geteuid() != 0:
-        sys.exit('bench_cluster: needs root (the local cluster does)')
+        sys.exit('measure_local_cluster: needs root (the local cluster does)')
     k = str(args.instance)
     if lc.Cluster(lc.load_spec(args.instance)).is_up():
-        sys.exit(f'bench_cluster: instance {k} is up; bring it down first or use --instance')
+        sys.exit(f'measure_local_cluster: instance {k} is up; bring it down first or use --instance')
     if args.sizes:
         try:
             sizes = [int(n) for n in args.sizes.split(',')]
         except ValueError:
-            sys.exit(f'bench_cluster: --sizes {args.sizes!r}: give node counts separated by commas, e.g. 64,256,1024')
+            sys.exit(f'measure_local_cluster: --sizes {args.sizes!r}: give node counts separated by commas, e.g. 64,256,1024')
         work = Path(tempfile.mkdtemp(prefix='cp-bench-cluster-'))
         work.chmod(0o755)
         try:

@@ -14,7 +14,7 @@
    and the memory/file ratio of wall times (the published table's
    Mem.Ms/Device.Ms).
 
-Usage: .venv/bin/python scripts/bench_pmem.py [--rounds N] [--size-mib M]
+Usage: .venv/bin/python scripts/measure_pmem_checks.py [--rounds N] [--size-mib M]
            [--fio-filesize-mib F] [--fio-loops L] [--fio-numjobs J]
 Measures on this machine only; figures on tmpfs are emulation figures.
 """

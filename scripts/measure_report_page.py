@@ -20,9 +20,9 @@ targets, and the peak memory of this process.
 
 Reading 7.3 M values from a ReFrame results database is not measured: its
 test cases are JSON documents of about 2.5 kB each, some 18 GB for this
-history; ``scripts/bench_results.py`` times the database path at 365 x 100.
+history; ``scripts/measure_results_commands.py`` times the database path at 365 x 100.
 
-usage: .venv/bin/python scripts/bench_report.py [--systems 10] [--figures 2000]
+usage: .venv/bin/python scripts/measure_report_page.py [--systems 10] [--figures 2000]
                                                 [--nights 365] [--keep FILE]
                                                 [--no-fingerprint]
 """

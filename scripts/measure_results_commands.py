@@ -10,14 +10,14 @@ the nightly ingest of one new session and its findings, then `report`,
 `compare`, `changes` and `bless` reading the fleet. Targets: each command <= 5 s after ingest at 10
 systems, peak memory <= 2 GiB; prints ratios to them.
 
-Generated databases are cached under build/bench-results/ (they take long to
+Generated databases are cached under build/measure-results-commands/ (they take long to
 write: the generation rate is printed); the newest night is added to a copy.
 
 --engines compares the engines of the store on the store of one system, as
 whole processes: polars on the Parquet files, DuckDB on the same files, and
 DuckDB on its own database file.
 
-usage: .venv/bin/python scripts/bench_results.py [--systems 1] [--sessions 365]
+usage: .venv/bin/python scripts/measure_results_commands.py [--systems 1] [--sessions 365]
            [--figures 2000] [--engines] [--no-changes] [--memory-limit 4]
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / 'tests' / 'data' / 'results' / 'results.db'
-CACHE = REPO / 'build' / 'bench-results'
+CACHE = REPO / 'build' / 'measure-results-commands'
 CP = str(REPO / '.venv' / 'bin' / 'clusterproof')
 PY = str(REPO / '.venv' / 'bin' / 'python')
 TARGET_S = 5.0
@@ -187,7 +187,7 @@ def print_table():
                    tablefmt='github', disable_numparse=True))
 
 
-def bench_commands(args, cache, work):
+def time_commands(args, cache, work):
     fleet = work / 'fleet'
     night0 = work / 'sys00'
     night0.mkdir(parents=True)
@@ -294,7 +294,7 @@ con.close()
 '''
 
 
-def bench_engines(store):
+def time_engines(store):
     files = sorted(str(p) for p in Path(store).glob('*.parquet'))
     rows = subprocess.run([PY, '-c', 'import sys, polars as pl; print(pl.scan_parquet('
                            'sys.argv[1:]).select(pl.len()).collect().item())'] + files,
@@ -344,9 +344,9 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
-        status = bench_commands(args, cache, work)
+        status = time_commands(args, cache, work)
         if args.engines:
-            bench_engines(work / 'fleet' / 'sys00')
+            time_engines(work / 'fleet' / 'sys00')
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return status

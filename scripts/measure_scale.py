@@ -28,7 +28,7 @@ For each size N (default 64,256,1024), on local-cluster instance K:
             item whose job spans K nodes (``--contract-nodes``, 256: HPCC on
             every node, ``-S Hpcc.num_nodes=K``, smoke sizes); skipped at a
             size with fewer nodes Slurm can run a job on
-  fingerprint  ``scripts/bench_fingerprint.py --srun N --runs 1``: the node
+  fingerprint  ``scripts/measure_fingerprint.py --srun N --runs 1``: the node
             fingerprint of every node of one job over every node Slurm can
             run it on (N less the description's down and drained nodes) (the probe's own step
             against an empty one: time per node), and its bytes per night
@@ -45,7 +45,7 @@ take, extrapolated with that exponent (labelled so: nothing here ran
 10,000 nodes). Brings the cluster down at the end of each size, also on
 failure. Needs root (the local cluster).
 
-    .venv/bin/python scripts/bench_scale.py [--sizes 64,256,1024] [--instance 2]
+    .venv/bin/python scripts/measure_scale.py [--sizes 64,256,1024] [--instance 2]
         [--phases up,status,init,screen,judge,contract] [--screen-timeout S]
         [--contract-nodes 256] [--keep DIR]
 """
@@ -277,7 +277,7 @@ def run_size(n, args, directory, rows):
             phase('contract', [CP, 'acceptance', '--contract', str(contract), '--repetitions', '1',
                                '-o', str(Path(directory) / f'contract-{n}.json')], cenv,
                   args.screen_timeout)
-        fp = phase('fingerprint', [sys.executable, str(REPO / 'scripts' / 'bench_fingerprint.py'),
+        fp = phase('fingerprint', [sys.executable, str(REPO / 'scripts' / 'measure_fingerprint.py'),
                                    '--srun', str(runnable), '--runs', '1'], cenv, args.screen_timeout)
         if fp is not None:
             print('    ' + fp['out'].strip().replace('\n', '\n    '), flush=True)

@@ -23,8 +23,8 @@ own CPU time (with its sbatch, squeue and sinfo: the overhead, whatever
 the load of the benchmarks), its wall time. The cluster is brought down at
 the end.
 
-usage: .venv/bin/python scripts/bench_screen.py [--nodes 5000] [--target 5]
-       .venv/bin/python scripts/bench_screen.py --live 16 --instance 6 [--batch 1]
+usage: .venv/bin/python scripts/measure_screen_analysis.py [--nodes 5000] [--target 5]
+       .venv/bin/python scripts/measure_screen_analysis.py --live 16 --instance 6 [--batch 1]
                         [--severities 2,5,10,20,30] [--checks stream,inventory]
                         [--set StreamBuild.array_size=N]
 """

@@ -7,7 +7,7 @@ What is measured is the command's own judgement: ``run.judge_with_repeats``
 (the function ``clusterproof screen`` calls after its first run, with its
 repeat of outliers and suspects) over ``judge.Sample`` s; only the
 measurements are generated (no Slurm, no ReFrame: the speed of the control
-plane is ``scripts/bench_scale.py``'s).
+plane is ``scripts/measure_scale.py``'s).
 
 A population: N nodes of four components each (sockets, GPUs, links). On
 the log scale a component's figure in run r is
@@ -47,7 +47,7 @@ Rules:
 Prints one table: recall per severity (whole node / one component), false
 positives per 1,000 healthy nodes, tail nodes named, jobs per node.
 
-usage: .venv/bin/python scripts/bench_screen_judgement.py [--sizes 100,1000,10000]
+usage: .venv/bin/python scripts/measure_screen_judgement.py [--sizes 100,1000,10000]
                         [--shapes tight,tight-1%,STREAM-like,storage-like] [--seed 1]
                         [--noise-units K]
 """

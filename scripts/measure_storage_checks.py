@@ -11,7 +11,7 @@
    a plain ``sbatch`` job on the same nodes, alternating, median of
    ``--repeat`` runs each (target: within 5 %).
 
-    .venv/bin/python scripts/bench_storage.py [--instance K] [--threads 4] [--total 256m]
+    .venv/bin/python scripts/measure_storage_checks.py [--instance K] [--threads 4] [--total 256m]
                                               [--repeat 3]
 
 The second part needs the local cluster (``clusterproof cluster up
@@ -37,7 +37,7 @@ from clusterproof.parsers import iozone as parser
 REPO = Path(__file__).resolve().parent.parent
 
 
-def bench_placement(nodes=10_000, per_node=1024):
+def time_placement(nodes=10_000, per_node=1024):
     names = [f'c{i:05d}' for i in range(1, nodes + 1)]
     expr = hostlist.compress(names)
     t0 = time.perf_counter()
@@ -131,7 +131,7 @@ def run_direct(env, work, stage, results):
     return figures(text, str(direct_dir / 'out.txt'))
 
 
-def bench_overhead(env, threads, total, repeat):
+def measure_overhead(env, threads, total, repeat):
     with tempfile.TemporaryDirectory(prefix='bench-storage-', dir=REPO / 'results'
                                      if (REPO / 'results').is_dir() else None) as tmp:
         work = Path(tmp)
@@ -157,7 +157,7 @@ def main():
     ap.add_argument('--total', default='256m')
     ap.add_argument('--repeat', type=int, default=3)
     args = ap.parse_args()
-    bench_placement()
+    time_placement()
     env = cluster_env(args.instance)
     if env is None:
         print(f'overhead: skipped, the local cluster instance {args.instance} is not up '
@@ -165,7 +165,7 @@ def main():
         return 0
     print(f'overhead: IOzoneSequential %threads={args.threads}, total {args.total}, '
           f'O_DIRECT (smoke), emu:srun, {args.repeat} alternating rounds')
-    bench_overhead(env, args.threads, args.total, args.repeat)
+    measure_overhead(env, args.threads, args.total, args.repeat)
     return 0
 
 

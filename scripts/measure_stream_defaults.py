@@ -10,7 +10,7 @@ OMP_PROC_BIND=spread) as a fraction of the best of the grid (target: >= 0.95;
 exit status 1 below it), then the same for the better of the check's two
 placements (cores, and one thread per L3 domain).
 
-    .venv/bin/python scripts/bench_stream.py [--rounds 5] [--array-size N]
+    .venv/bin/python scripts/measure_stream_defaults.py [--rounds 5] [--array-size N]
 """
 
 import argparse

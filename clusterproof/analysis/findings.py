@@ -319,7 +319,7 @@ def listed(found, min_change=None):
     (``min_change``, a fraction, for every figure; None: per figure from
     site_config/changes.yaml, else its reference's tolerance,
     :mod:`.smallest`). `clusterproof changes`, the morning page, the night's
-    notification and scripts/bench_detection.py list what this returns."""
+    notification and scripts/measure_detection.py list what this returns."""
     table = {} if min_change is not None else smallest.load()
     return smallest.keep(found, table, references=min_change is None)
 

@@ -18,7 +18,7 @@ from clusterproof.analysis import detector as changes
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parents[1] / 'data' / 'history'
 sys.path.insert(0, str(REPO / 'scripts'))
-import bench_detection as bench  # noqa: E402
+import measure_detection as bench  # noqa: E402
 
 
 @pytest.fixture(scope='module')
@@ -53,7 +53,7 @@ def test_benchmark_smallest_configuration_against_the_targets(small_bench):
 
 @pytest.mark.slow
 def test_last_line_is_for_scripts():
-    out = subprocess.run([sys.executable, str(REPO / 'scripts' / 'bench_detection.py'),
+    out = subprocess.run([sys.executable, str(REPO / 'scripts' / 'measure_detection.py'),
                           '--methods', 'changes', '--models', 'gauss 1%,gauss 2%',
                           '--no-classes', '--real', 'none', '--speed', '0'],
                          capture_output=True, text=True, timeout=600, check=True).stdout

@@ -188,7 +188,7 @@ def test_tcpd_metrics_on_hand_worked_cases():
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
-    import bench_detection as bench
+    import measure_detection as bench
     # each prediction matches at most one annotated point
     assert bench.true_positives({1, 10, 20, 23}, {3, 8, 20}) == 3
     assert bench.true_positives({1, 2, 3}, set()) == 0
@@ -211,8 +211,8 @@ def _bench():
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
-    import bench_detection
-    return bench_detection
+    import measure_detection
+    return measure_detection
 
 
 def test_tcpd_scores_the_points_tcpdbench_scores():

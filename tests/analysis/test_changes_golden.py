@@ -1,5 +1,5 @@
 """The findings of the change detector on a fixed set of generated figures
-(``scripts/bench_detection.py``'s speed set: levels, steps, drifts,
+(``scripts/measure_detection.py``'s speed set: levels, steps, drifts,
 quantised values, two node types, heavy tails) are those recorded in
 ``tests/data/changes-golden/findings.json``: making the detector faster
 must not change what it finds. Rewrite the record only for a change of
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / 'scripts'))
 sys.path.insert(0, str(REPO))
 
-import bench_detection as bench  # noqa: E402
+import measure_detection as bench  # noqa: E402
 from clusterproof.analysis import detector as changes  # noqa: E402
 
 RECORD = REPO / 'tests' / 'data' / 'changes-golden' / 'findings.json'

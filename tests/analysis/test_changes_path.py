@@ -1,4 +1,4 @@
-"""One detection path: what scripts/bench_detection.py scores is what
+"""One detection path: what scripts/measure_detection.py scores is what
 `clusterproof changes FILE --format json` prints, run as a whole process
 on a CSV history of a few series (a step, a short excursion, a change of
 noise, a figure with a value of 0, judged on its values)."""
@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / 'scripts'))
-import bench_detection as bench  # noqa: E402
+import measure_detection as bench  # noqa: E402
 
 
 def _series():
