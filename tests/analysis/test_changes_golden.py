@@ -5,7 +5,7 @@ quantised values, two node types, heavy tails) are those recorded in
 must not change what it finds. Rewrite the record only for a change of
 behaviour that is argued as a fix:
 
-    .venv/bin/python tests/test_changes_golden.py --write
+    .venv/bin/python tests/analysis/test_changes_golden.py --write
 """
 
 import json

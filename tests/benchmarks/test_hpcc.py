@@ -1,7 +1,7 @@
 """HPCC: the summary parser on recorded hpccoutf.txt, and the check end to
 end for real on ``local`` (mpirun, 2 ranks). Across the 4 nodes of the local
 Slurm cluster over MPI (both partitions of ``emu``) it is asserted on the
-whole-suite run (tests/test_suite_emu.py, with :func:`check_passed`): a run
+whole-suite run (tests/suite/test_suite_emu.py, with :func:`check_passed`): a run
 of HPCC alone would repeat what that run already does."""
 
 import shutil

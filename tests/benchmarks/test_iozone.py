@@ -1,7 +1,7 @@
 """IOzone: parser on recorded real output, command lines and limits, the
 generated pixstor job scripts (ReFrame dry run), and end to end on this
 machine. End to end on the local Slurm cluster is asserted on the run of the
-whole suite there (tests/test_suite_emu.py), which runs every IOzone case."""
+whole suite there (tests/suite/test_suite_emu.py), which runs every IOzone case."""
 
 import os
 import re

@@ -101,7 +101,7 @@ def test_a_perflog_moved_aside_by_a_new_header_is_read_too(tmp_path):
 @pytest.mark.slow
 def test_a_real_iozone_run_logs_lines_that_read_as_its_database(local_iozone_run):
     """The check whose job script holds ``|| exit 2``, run by ReFrame with the
-    site configuration (the run tests/test_iozone.py checks end to end,
+    site configuration (the run tests/benchmarks/test_iozone.py checks end to end,
     ``local_iozone_run`` of conftest): every perflog line has the header's
     fields, and the figures read from it are those of the results database."""
     from clusterproof.store.sessions import load_sessions, records

@@ -208,7 +208,7 @@ def test_stonewalled_iozone_runs_are_flagged(shape):
     (every stonewalled phase with the fraction its slowest process moved, or
     nothing). Whether a run is stonewalled at all depends on this machine's
     timing that day, so no count is asserted here; a stonewalled run's flag
-    is tested on recorded output in tests/test_iozone.py."""
+    is tested on recorded output in tests/benchmarks/test_iozone.py."""
     _proc, _out, _results, cases = shape
     seen = 0
     for (kind, threads), case in cases.items():

@@ -1,7 +1,7 @@
 """Faults during a run, on the local cluster (``emu_cluster``) and on
 ``local``: a node dies mid-benchmark, the run is interrupted (SIGINT,
 SIGTERM), the scratch file system fills up. (A benchmark that hangs is in
-tests/test_reliability_exit.py, beside the STREAM faults.)
+tests/suite/test_reliability_exit.py, beside the STREAM faults.)
 
 Each test asserts the outcome a user sees (the failure message names the
 node, the time limit, the "no space" cause), and that nothing was lost:
@@ -141,7 +141,7 @@ def node_death_session(emu_cluster, tmp_path_factory):
     four nodes (node n2 is killed while it runs), ReliabilityExit. (Slurm
     ends a hang at a whole minute of time limit, checked every 30 s:
     ReliabilityHang runs beside the STREAM faults of
-    tests/test_reliability_exit.py, whose time limit takes as long, instead
+    tests/suite/test_reliability_exit.py, whose time limit takes as long, instead
     of making this session wait for it.) Starts from a known state (no job,
     every node idle) and restores it at the end, n2 included, whatever the
     tests did."""
