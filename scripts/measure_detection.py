@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Labelled detection benchmark: how often each method finds a real step,
+"""Labelled detection measurement: how often each method finds a real step,
 how late, and how often it raises a false alarm, per noise model.
 
 Synthetic figures of 120 nights each (fixed seeds):

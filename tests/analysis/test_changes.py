@@ -1,4 +1,4 @@
-"""Change detection: the detection benchmark's smallest configuration on
+"""Change detection: the detection measurement's smallest configuration on
 its held-out seeds, the detector on plain series, and `clusterproof
 changes` end to end on CSV and on a results database recorded from real
 runs."""
