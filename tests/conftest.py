@@ -202,8 +202,8 @@ def run_reframe(args, results_dir, mode='smoke', extra_env=None, timeout=WAIT_S,
 @pytest.fixture(scope='session')
 def local_iozone_run(tmp_path_factory):
     """One real IOzone run on this machine, shared by the tests that read
-    it (tests/test_iozone.py: the run and its scratch directory;
-    tests/test_perflog.py: its perflog against its results database):
+    it (tests/benchmarks/test_iozone.py: the run and its scratch directory;
+    tests/store/test_perflog.py: its perflog against its results database):
     ``reframe -c reframe_checks/iozone.py --system local -r -n
     IOzoneSequential%threads=2`` in smoke mode. Returns ``(proc, results)``;
     nothing is written under ``results`` after the run."""
@@ -324,7 +324,7 @@ def pytest_configure(config):
 
 
 #: fixtures that bring up a local Slurm cluster (``shape``: the 16-node one of
-#: tests/test_published_shape.py): a test using one is marked ``cluster``
+#: tests/suite/test_published_shape.py): a test using one is marked ``cluster``
 CLUSTER_FIXTURES = {'emu_cluster', 'shape'}
 
 
@@ -391,7 +391,7 @@ def _warn_strays(when, test, done):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Reliability counts of tests/test_reliability_*.py (docs/reliability.md):
+    """Reliability counts of tests/suite/test_reliability_*.py (docs/reliability.md):
     each scenario records ``reliability`` (fault or bad_input) and, for faults,
     ``results_lost``."""
     tally = {'fault': [0, 0], 'bad_input': [0, 0]}

@@ -4,7 +4,7 @@ recorded outputs of tests/data/ it reads, the ways an output gets damaged
 and the rule a parser must keep on such input: return finite figures it
 read, or raise the declared error (``ParseError``, ``SlurmFormatError``).
 
-Used by tests/test_parsers_fuzz.py (property-based, bounded in time) and by
+Used by tests/parsers/test_parsers_fuzz.py (property-based, bounded in time) and by
 scripts/fuzz-parsers (the full count over every recorded output).
 """
 

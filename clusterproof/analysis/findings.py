@@ -42,12 +42,12 @@ from clusterproof.store import history, sessions
 #: the detector's version: findings derived by another are stale. Raise it
 #: when a change to :mod:`.detector`, :mod:`.attribution` or the functions
 #: of a figure's findings below changes what they find, and write the new
-#: :data:`GOLDEN` (tests/test_findings_version.py fails, saying so, while
+#: :data:`GOLDEN` (tests/analysis/test_findings_version.py fails, saying so, while
 #: the findings of its fixed history differ from :data:`GOLDEN`)
 VERSION = 10
 #: ``{version: digest}``: the digest of the findings of the recorded history
 #: tests/data/history-real/local-smoke.csv under each :data:`VERSION`, as
-#: tests/test_findings_version.py computes it; a new version adds its own
+#: tests/analysis/test_findings_version.py computes it; a new version adds its own
 #: (3, changes of noise: none in that history, so its digest is 2's; 4,
 #: periodic components taken out: none in that history either; 5, the
 #: onset of a slow change: no single step of that history is a ramp; 6, the
@@ -322,7 +322,7 @@ def listed(found, min_change=None):
     (``min_change``, a fraction, for every figure; None: per figure from
     site_config/changes.yaml, else its reference's tolerance,
     :mod:`.smallest`). `clusterproof changes`, the morning page, the night's
-    notification and scripts/bench_detection.py list what this returns."""
+    notification and scripts/measure_detection.py list what this returns."""
     table = {} if min_change is not None else smallest.load()
     return smallest.keep(found, table, references=min_change is None)
 

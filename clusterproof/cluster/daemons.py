@@ -65,7 +65,7 @@ def start_status(returncode):
 
 
 #: the GPU device files: root's, as slurmd is, and writable by no one else
-#: (nothing in the cluster's directory is: tests/test_reliability_users.py)
+#: (nothing in the cluster's directory is: tests/suite/test_reliability_users.py)
 GPU_MODE = 0o660
 
 

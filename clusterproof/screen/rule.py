@@ -43,7 +43,7 @@ from clusterproof.paths import SITE_CONFIG
 #: noise (one-sided), with room for the several correlated figures of a
 #: node (its components); measured: 0.1 to 0.5 false positives per 1,000
 #: healthy nodes, where 3.25 gives about 1 and 3 about 2
-#: (scripts/bench_screen_judgement.py)
+#: (scripts/measure_screen_judgement.py)
 DEFAULT_NOISE_UNITS = 3.5
 
 #: the smallest slowdown that matters (percent), per check or figure; a site

@@ -301,7 +301,7 @@ def judge_with_repeats(samples, expected, checks, repeat, rerun, rule=None, peer
     samples of repeat ``k``); a node's runs are judged together
     (``judge.best_of``, ``judge.judge_figure``). Returns ``(verdicts,
     {node: runs})``. The one judgement ``clusterproof screen`` makes, and
-    the one ``scripts/bench_screen_judgement.py`` measures."""
+    the one ``scripts/measure_screen_judgement.py`` measures."""
     verdicts = judge.screen(samples, expected, rule, peers_of=peers_of)
     runs = defaultdict(lambda: 1)
     called = {v.node for v in judge.to_repeat(verdicts, rule)} - set(exclude)

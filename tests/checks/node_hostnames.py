@@ -1,7 +1,7 @@
 """A trivial check for the test suite: one task per node prints its host
 name. It proves the scheduler and the launcher of a system work (on ``emu``:
 Slurm with accounting, ``srun --mpi=pmix`` and ``mpirun``), and it measures
-ReFrame's own overhead per test (``scripts/bench_cluster.py``)."""
+ReFrame's own overhead per test (``scripts/measure_local_cluster.py``)."""
 
 import reframe as rfm
 import reframe.utility.sanity as sn

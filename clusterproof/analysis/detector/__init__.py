@@ -59,7 +59,7 @@ sessions.
 A figure whose minimum detectable change exceeds ``max_detectable`` is too
 noisy: only its changes larger than that are listed.
 
-The thresholds were tuned on seeds of ``scripts/bench_detection.py`` that
+The thresholds were tuned on seeds of ``scripts/measure_detection.py`` that
 its reported figures do not use; ``docs/changes.md`` has the measured
 recall, delay and false alarm rate per noise model.
 
