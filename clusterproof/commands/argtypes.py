@@ -82,6 +82,10 @@ nbytes = integer(1, MAX_BYTES, what='a number of bytes')
 MAX_PERCENT = 1000
 #: a percentage that cannot be negative (a tolerance, a drop)
 percent = number(0, MAX_PERCENT, what='a percentage')
+#: a minimum detectable change above which a figure is too noisy to judge:
+#: larger than a tolerance may be (a test that never wants a figure called
+#: too noisy gives 100000); above a million percent it is no setting but a typo
+MAX_DETECTABLE_PERCENT = 1_000_000
 
 
 def size(text):

@@ -53,7 +53,8 @@ def register(subparsers):
     p.add_argument('--all', action='store_true',
                    help='also list the noise of figures without a change')
     p.add_argument('--max-detectable',
-                   type=argtypes.number(above=0, high=argtypes.MAX_PERCENT, what='a percentage'),
+                   type=argtypes.number(above=0, high=argtypes.MAX_DETECTABLE_PERCENT,
+                                        what='a percentage'),
                    default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
                    help='a figure whose minimum detectable change is larger is listed as '
                         'too noisy to judge when it has no change (default %(default)g)')

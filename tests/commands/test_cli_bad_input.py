@@ -138,7 +138,7 @@ BAD = [
     # changes
     (['changes', '--max-detectable', '-1'], ['--max-detectable']),
     (['changes', '--max-detectable', '0'], ['--max-detectable']),
-    (['changes', '--max-detectable', '1e308'], ['--max-detectable', '1,000']),
+    (['changes', '--max-detectable', '1e308'], ['--max-detectable', '1,000,000']),
     (['changes', '--min-change', '1e308'], ['--min-change', '1,000']),
     (['changes', '--min-change', '-1'], ['--min-change']),
     (['changes', '{tmp}/none.csv'], ['{tmp}/none.csv']),
