@@ -52,7 +52,7 @@ def attribution(points, c):
             continue
         if new and not (new & old):
             out.append(f'{k}: {_short(old)} -> {_short(new)}')
-    return runsettings.changes(before, after) + out
+    return runsettings.changes(before, after, provenance=set(keys)) + out
 
 
 def cause_at(points, at, n_before=8):

@@ -20,17 +20,20 @@ import json
 SETTINGS, SETVARS = 'settings', 'setvars'
 
 
-def changes(before, after):
+def changes(before, after, provenance=()):
     """Lines naming each variable or parameter of the test case that had one
     value in every point of ``before`` and another in every point of
     ``after`` (points with a provenance, see the module's docstring), with
-    where the new value came from."""
+    where the new value came from. A variable that is also one of the
+    ``provenance`` keys (``cp_fingerprint``, ``cp_mpi_library``: what the
+    check recorded, not what the session set) is left to the attribution
+    of provenance, which names it in its own words."""
     old = [_settings(p) for p in before]
     new = [_settings(p) for p in after]
     if not old or not new:
         return []
     out = []
-    for name in sorted(set().union(*old, *new)):
+    for name in sorted(set().union(*old, *new) - set(provenance)):
         was = {json.dumps(s.get(name)) for s in old}
         now = {json.dumps(s.get(name)) for s in new}
         if len(was) == 1 and len(now) == 1 and was != now:

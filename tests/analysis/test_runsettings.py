@@ -70,3 +70,16 @@ def test_the_recorded_slowed_night_names_its_block_size(tmp_path):
             'block_size: 1M -> 512 (set on the command line)'], h.key
         # the third session: the project's revision changed, no setting did
         assert [x.split(':')[0] for x in attribution.cause_at(h.points, 2)] == ['cp_git_rev']
+
+
+def test_a_recorded_provenance_variable_is_left_to_its_own_attribution():
+    """``cp_fingerprint`` is a variable of the test case too, but what the
+    check recorded, not what the session set: the attribution names it once,
+    in the words of the fingerprint, never as a setting."""
+    def point(fp):
+        p = _point({'block_size': '1M', 'cp_fingerprint': fp})
+        p.provenance['cp_fingerprint'] = fp
+        return p
+    before, after = [point('n3=aaaa')] * 2, [point('n3=bbbb')] * 2
+    assert runsettings.changes(before, after) == ['cp_fingerprint: n3=aaaa -> n3=bbbb']
+    assert runsettings.changes(before, after, provenance={'cp_fingerprint'}) == []
