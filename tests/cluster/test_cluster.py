@@ -859,7 +859,10 @@ def _life_cycle(emu_cluster):
     assert status['nodes'] == {f'n{i}': 'idle' for i in range(1, 5)}
     srun = _run(['srun', '-N4', 'hostname'], _env(emu_cluster))
     assert sorted(srun.stdout.split()) == ['n1', 'n2', 'n3', 'n4'], srun.stderr
-    assert _run(['squeue', '-h'], _env(emu_cluster)).stdout == ''
+    # srun returns when its tasks have; the job may still be completing (CG)
+    # for a moment after: the queue empties, or the test fails naming it
+    wait_for('an empty queue after srun',
+             lambda: _run(['squeue', '-h'], _env(emu_cluster)).stdout == '')
 
 
 # ------------------------------------------- up --like: a real cluster's description
