@@ -359,8 +359,9 @@ def test_the_json_output_keeps_its_documented_shape():
     assert node['finding'] == finding_id('outlier', 'emu', 'p', 'inventory', 'n2', 'sid')
     assert data['nodes'][-1]['finding'] is None, 'a node that passed is no finding'
     assert sorted(node['worst']) == ['check', 'component', 'confirmed', 'figure', 'history',
-                                     'noise_pct', 'noise_units', 'pair', 'percent', 'reference',
-                                     'runs', 'smallest_pct', 'unit', 'value', 'verdict']
+                                     'noise_pct', 'noise_units', 'own_past', 'pair', 'percent',
+                                     'reference', 'runs', 'smallest_pct', 'unit', 'value',
+                                     'verdict']
     assert node['worst']['noise_units'] == '-inf'         # the peers agree exactly
     assert sorted(node['inventory_mismatch'][0]) == ['expected', 'field', 'found', 'note']
     assert sorted(data['peers'][0]) == ['check', 'count', 'figure', 'mad', 'median',
