@@ -97,7 +97,7 @@ def test_one_slow_node_of_many_is_named_with_its_distance():
     assert first.worst.percent == pytest.approx(-20, abs=1.5)
     assert first.worst.noise_units < -screenrule.DEFAULT_NOISE_UNITS
     assert '-19.9 %, -26.9 noise units from the peers' in first.reason
-    assert 'line: 3.5 noise units of' in first.reason and 'and 2 %' in first.reason
+    assert 'line: 3.5 noise units of' in first.reason and 'and 1.5 %' in first.reason
     assert all(v.verdict == 'pass' for v in verdicts[1:])
 
 
@@ -115,7 +115,7 @@ def test_a_tight_population_names_a_node_a_few_percent_slow_with_both_numbers():
     named = judge.outliers(judge.screen(_stream(values)))
     assert [v.node for v in named] == ['n9']
     assert named[0].worst.noise_pct == pytest.approx(0.74, abs=0.1)
-    assert named[0].worst.smallest_pct == 2.0
+    assert named[0].worst.smallest_pct == 1.5
     assert re.search(r'-3\.\d %, -4\.\d noise units', named[0].reason)
 
 
