@@ -97,6 +97,9 @@ def test_a_noise_unit_is_the_repeatability_or_the_nodes_own_spread_and_never_the
     spread = [0.0, 1.0, -1.0]
     assert ownpast.noise_unit(spread, 0) > 1.0             # its own spread, widened
     assert ownpast.noise_unit(two, 0.15, pooled=0.5) == 0.5
+    # no repeatability, too few peers with history: no finer than among the peers
+    assert ownpast.noise_unit(two, 0, None, peers_unit=2.0) == 2.0
+    assert ownpast.noise_unit(two, 0.15, None, peers_unit=2.0) < 0.2
     assert ownpast.pooled_unit([0.1] * 19) is None          # too few peers with history
 
 
@@ -106,3 +109,24 @@ def test_offsets_are_signed_so_that_slower_is_negative_whatever_the_direction():
     assert round(ownpast.row_offset(row, False), 3) == round(ownpast.offset(98, 100, False), 3)
     assert round(ownpast.row_offset(row, True), 3) == round(ownpast.offset(102, 100, True), 3)
     assert ownpast.offset(0, 100, False) is None
+
+
+def test_a_small_partition_without_the_repeatability_is_judged_no_finer_than_among_its_peers():
+    """Ten nodes spread 5 %, two identical earlier screenings each: n3 now 3 %
+    below its past is inside its peers' noise; named only once the site
+    gives the check's repeatability."""
+    rnd = random.Random(4)
+    offsets = {f'n{i}': rnd.gauss(0, 0.05) for i in range(1, 11)}
+    offsets['n3'] = 0.0
+
+    def judged(rule):
+        before = {n: 100 * (1 + o) for n, o in offsets.items()}
+        from clusterproof.store.screenings import rows_of
+        rows = []
+        for k in range(2):
+            rows += rows_of(judge.screen(_samples(before), None, rule), 'sys', f's{k}', float(k))
+        now = _samples(dict(before, n3=97.0))
+        return judge.outliers(judge.screen(now, None, rule, past=memory.earlier(rows, 'now')))
+
+    assert judged(Rule()) == []
+    assert [v.node for v in judged(RULE)] == ['n3']

@@ -352,7 +352,7 @@ def judge_figure(sample, peers, rule=None, past=None, pooled=None):
         what = f'{sample.component}: {what}'
     if sample.pair:
         what += f' between {nodepairs.pair_label(sample.pair)}'
-    own = _own_past(sample, peers, past, pooled, rule, smallest)
+    own = _own_past(sample, peers, past, (pooled, _log_pct(noise)), rule, smallest)
     judged = dict(peers=peers, noise_units=units, percent=pct, noise_pct=noise,
                   smallest_pct=smallest, confirmed=confirmed, own=own)
     line = past_line(units, pct, rule.noise_units, smallest)
@@ -380,14 +380,19 @@ def judge_figure(sample, peers, rule=None, past=None, pooled=None):
     return FigureVerdict(sample, Verdict.PASS, why=what, **judged)
 
 
-def _own_past(sample, peers, past, pooled, rule, smallest):
+def _log_pct(pct):
+    """A percent step as ``100 x ln(1 + pct / 100)`` (None stays None)."""
+    return None if pct is None else 100 * math.log1p(pct / 100)
+
+
+def _own_past(sample, peers, past, floors, rule, smallest):
     """The figure against its node's earlier screenings (``ownpast.OwnPast``), or None."""
     if not past or sample.pair or peers is None:
         return None
     values = [v for v in (sample.run_values or (sample.value,)) if math.isfinite(v)]
     return ownpast.against_past(
         values, peers.median, sample.lower_is_better, past,
-        rule.repeatability_pct(sample.check, sample.figure), pooled,
+        rule.repeatability_pct(sample.check, sample.figure), floors,
         lambda units, pct: past_line(units, pct, rule.suspect_units, smallest))
 
 

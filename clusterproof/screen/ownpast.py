@@ -22,7 +22,10 @@ is about ten noise units out. Pure functions over remembered rows
   the same drop among the peers (:func:`pooled_unit`: what one screening to
   the next moves a healthy node of this population, so a component noisier
   than the node's figure or a repeatability set too low does not name
-  healthy nodes);
+  healthy nodes) where at least :data:`MIN_POOLED` peers have history;
+  with fewer and no repeatability, never less than the peers' own noise
+  unit (two or three screenings do not tell a node's noise finely enough
+  to judge it more finely than among its peers);
 - the figure is past the line when the drop is more than k noise units
   **and** more than the smallest slowdown that matters (the one rule,
   ``screen.rule``, ``judge.past_line``). A figure run more than once is
@@ -94,15 +97,20 @@ def own_spread(offsets):
     return max(_scaled_mad(offsets), FLOOR_PCT) * judge.widening(len(offsets))
 
 
-def noise_unit(offsets, repeatability_pct, pooled=None):
+def noise_unit(offsets, repeatability_pct, pooled=None, peers_unit=None):
     """One noise unit of a drop from ``offsets`` (percent, log scale): the
     repeatability where known (> 0), else the node's own spread, widened
-    by the noise of their median; at least ``pooled``."""
+    by the noise of their median; at least ``pooled``. Where neither the
+    repeatability nor ``pooled`` is known, at least ``peers_unit`` (the
+    peers' noise unit): two or three screenings of one node do not say
+    its noise finely enough to judge it more finely than its peers."""
     if repeatability_pct:
         one = 100 * math.log1p(repeatability_pct / 100)
     else:
         one = own_spread(offsets)
     unit = one * math.sqrt(1 + median_noise(len(offsets)))
+    if pooled is None and not repeatability_pct:
+        return max(unit, peers_unit or 0.0)
     return max(unit, pooled or 0.0)
 
 
@@ -138,16 +146,17 @@ class OwnPast:
     confirmed: tuple = None
 
 
-def against_past(values, median, lower_is_better, rows, repeatability_pct, pooled, near):
+def against_past(values, median, lower_is_better, rows, repeatability_pct, floors, near):
     """The :class:`OwnPast` of a figure whose runs gave ``values`` against
     its peers' ``median`` and its earlier ``rows``, or None (too few
-    earlier screenings, no positive value). ``near(units, percent)``: whether
-    one run is near or past the line (confirmation)."""
+    earlier screenings, no positive value). ``floors``: ``(pooled, peers'
+    unit)`` (:func:`noise_unit`); ``near(units, percent)``: whether one run
+    is near or past the line (confirmation)."""
     offsets = earlier_offsets(rows, lower_is_better)
     runs = [offset(v, median, lower_is_better) for v in values]
     if len(offsets) < MIN_EARLIER or not runs or None in runs:
         return None
-    unit = noise_unit(offsets, repeatability_pct, pooled)
+    unit = noise_unit(offsets, repeatability_pct, *floors)
     d = drop(sum(runs) / len(runs), offsets)
     confirmed = None
     if len(runs) > 1:
