@@ -30,7 +30,10 @@ A figure of one component of a node (``Sample.component``: a NUMA domain,
 a GPU) is judged among the same components of the peers. A figure run
 more than once (an outlier or a suspect run again, :func:`to_repeat`) is
 judged on the mean of its runs and named only when every run was near or
-past the line (:func:`confirmation`).
+past the line (:func:`confirmation`). Where the store holds 2 or more
+earlier screenings of a node's figure, a figure its peers pass is also
+judged against its node's own past (``screen.ownpast``: its drop from its
+earlier offsets, by the same k and smallest slowdown, confirmed alike).
 
 :func:`screen` returns one :class:`NodeVerdict` per node, ranked worst
 first (:func:`rank`).
