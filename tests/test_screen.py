@@ -652,14 +652,17 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
     """The whole flow on the local cluster: n3's slurmd in a CPU-quota cgroup,
     n2 declared to Slurm with half the memory of its peers; ``clusterproof
     screen --checks stream,inventory`` names exactly those two, n3 slow on
-    STREAM and n2 failed for its memory, and exits 1. The session's
-    cluster is brought back as it was."""
+    STREAM and n2 failed for its memory, and exits 1; two earlier
+    screenings in the store, each node's Triad is judged against its own
+    past too (no healthy node named for it). The session's cluster is
+    brought back as it was."""
     from clusterproof import cluster as lc
     with emu_cluster_exclusive():
         k = EMU_INSTANCE
         spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
         rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
         env = _screen_env(tmp_path, emu_cluster)
+        _earlier_screenings(tmp_path / 'results' / 'store', ['n1', 'n2', 'n3', 'n4'])
         node_spec = 'n1:mem=2048;n2:mem=1024;n[3-4]:mem=2048'
         try:
             if spec.node_spec != node_spec:
@@ -684,6 +687,10 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
             assert [m['field'] for m in rows['n2']['inventory_mismatch']] == ['slurm_memory_mib']
             assert 'less memory than its peers' in rows['n2']['reason']
             assert rows['n1']['verdict'] == rows['n4']['verdict'] == 'pass'
+            for node in ('n1', 'n3'):
+                triad = next(f for f in rows[node]['figures'] if f['figure'] == 'triad'
+                             and not f['component'])
+                assert triad['own_past']['earlier_screenings'] == 2, triad
             assert 'nodes done 4/4' in proc.stderr
             assert 'is emulated' in data['note']
             assert 'NodeName=n3 State=DRAIN' in drain and 'NodeName=n2 State=DRAIN' in drain
@@ -696,6 +703,19 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
                        else ['--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
                              '--mem-per-node', str(spec.mem)]), env)
             assert back.returncode == 0, back.stdout + back.stderr
+
+
+def _earlier_screenings(store, nodes):
+    """Two screenings of ``nodes`` kept in ``store``, each node's Triad at
+    its peers' median."""
+    from clusterproof.store import screenings
+    for k in range(2):
+        screenings.write(store, [
+            {'screening': f'earlier{k}', 'time': float(k), 'system': 'emu',
+             'partition': 'srun', 'node': n, 'check': 'stream', 'figure': 'triad',
+             'component': '', 'value': 1000.0, 'median': 1000.0, 'noise_pct': 5.0,
+             'noise_units': 0.0, 'percent': 0.0, 'verdict': 'pass'} for n in nodes],
+            f'earlier{k}')
 
 
 def _squeue(env, name=None):
