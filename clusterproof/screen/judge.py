@@ -396,7 +396,17 @@ def _own_past(sample, peers, past, floors, rule, smallest):
     return ownpast.against_past(
         values, peers.median, sample.lower_is_better, past,
         rule.repeatability_pct(sample.check, sample.figure), floors,
-        lambda units, pct: past_line(units, pct, rule.suspect_units, smallest))
+        lambda units, pct, unit: near_own_line(units, pct, unit, rule, smallest))
+
+
+def near_own_line(units, pct, unit_pct, rule, smallest_pct):
+    """Whether a drop against a node's own past (``units`` noise units of
+    ``unit_pct`` percent, ``pct`` percent) is near or past the line: more
+    than ``rule.suspect_units`` noise units, and short of the smallest
+    slowdown that matters by no more than one noise unit (a drop is
+    measured to a noise unit: a node exactly as slow as matters is as often
+    just inside it as just past)."""
+    return past_line(units, pct, rule.suspect_units, max(0.0, smallest_pct - unit_pct))
 
 
 def inventory_mismatches(node, found, typical):
@@ -615,8 +625,8 @@ def suspect(nv, rule=None):
 def _near(f, rule):
     """Whether a figure is near or past the line, against its peers or its own past."""
     smallest = f.smallest_pct or 0.0
-    own = f.own is not None and past_line(f.own.units, f.own.percent, rule.suspect_units,
-                                          smallest)
+    own = f.own is not None and near_own_line(f.own.units, f.own.percent, f.own.noise_pct,
+                                              rule, smallest)
     return own or past_line(f.noise_units, f.percent, rule.suspect_units, smallest)
 
 

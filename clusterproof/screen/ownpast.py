@@ -103,7 +103,12 @@ def noise_unit(offsets, repeatability_pct, pooled=None, peers_unit=None):
     by the noise of their median; at least ``pooled``. Where neither the
     repeatability nor ``pooled`` is known, at least ``peers_unit`` (the
     peers' noise unit): two or three screenings of one node do not say
-    its noise finely enough to judge it more finely than its peers."""
+    its noise finely enough to judge it more finely than among its peers.
+    The mean of several runs is judged in these units too: the runs share
+    the earlier screenings' median, so their mean is not as much less
+    noisy as independent runs would be, and a suspect was chosen for a
+    low first run (measured: a unit narrowed as for independent runs
+    named 1.5 healthy nodes in 1,000)."""
     if repeatability_pct:
         one = 100 * math.log1p(repeatability_pct / 100)
     else:
@@ -150,8 +155,9 @@ def against_past(values, median, lower_is_better, rows, repeatability_pct, floor
     """The :class:`OwnPast` of a figure whose runs gave ``values`` against
     its peers' ``median`` and its earlier ``rows``, or None (too few
     earlier screenings, no positive value). ``floors``: ``(pooled, peers'
-    unit)`` (:func:`noise_unit`); ``near(units, percent)``: whether one run
-    is near or past the line (confirmation)."""
+    unit)`` (:func:`noise_unit`); ``near(units, percent, unit percent)``:
+    whether one run is near or past the line (confirmation). Several runs
+    are judged on their mean."""
     offsets = earlier_offsets(rows, lower_is_better)
     runs = [offset(v, median, lower_is_better) for v in values]
     if len(offsets) < MIN_EARLIER or not runs or None in runs:
@@ -160,9 +166,15 @@ def against_past(values, median, lower_is_better, rows, repeatability_pct, floor
     d = drop(sum(runs) / len(runs), offsets)
     confirmed = None
     if len(runs) > 1:
-        confirmed = (sum(near(*_units_pct(drop(r, offsets), unit)) for r in runs), len(runs))
+        confirmed = (sum(near(*_units_pct(drop(r, offsets), unit), _pct(unit)) for r in runs),
+                     len(runs))
     units, pct = _units_pct(d, unit)
-    return OwnPast(pct, units, math.expm1(unit / 100) * 100, len(offsets), confirmed)
+    return OwnPast(pct, units, _pct(unit), len(offsets), confirmed)
+
+
+def _pct(unit):
+    """A noise unit on the log scale, in percent."""
+    return math.expm1(unit / 100) * 100
 
 
 def _units_pct(d, unit):

@@ -50,7 +50,7 @@ DEFAULT_NOISE_UNITS = 3.5
 #: sets its own (``smallest_slowdown``). A node 2 % slow costs every tightly
 #: coupled job it lands in 2 %, and must be named: its drop is measured
 #: with run-to-run noise, so a line at 2 % names only half of such nodes;
-#: at 1.5 % a node 2 % slower than its own past is named 78-100 % of the
+#: at 1.5 % a node 2 % slower than its own past is named 92-100 % of the
 #: time (scripts/bench_screen_judgement.py, NEW+3). The 10 % of Intel's
 #: cluster-checker guidance for STREAM and HPL is a site's choice here, no
 #: longer a gate
