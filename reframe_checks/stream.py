@@ -21,19 +21,29 @@ compile time: at least 4 x the total last-level cache the partition declares
 ReFrame), and at least the published 120,000,000 elements outside smoke mode.
 Threads come from the declared cores or L3 domains. Override them with
 ``-S StreamBuild.array_size=N`` and ``-S Stream.threads=N``.
+
+``-S Stream.per_numa=1`` (the screening sets it, ``clusterproof screen``):
+after the node's run, STREAM again bound to each NUMA domain in turn, its
+cores and its memory (``clusterproof.screen.numa``: the domains the node
+lists, counted inside the job; none on a node of one domain), each
+domain's Triad reported as ``triad@numa<D>``, judged among the same
+domains of the peers.
 """
 
 import os
 
 import reframe as rfm
+import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, run_after,
                                    run_before, sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
 from clusterproof.checklib.api import (REPO, ClusterproofCheck, binaries, by_mode,
-                                       performance_figure, pinned_spec)
+                                       performance_figure, performance_figure_function,
+                                       pinned_spec)
 from clusterproof.methods import memory
 from clusterproof.parsers import stream as stream_parser
+from clusterproof.screen import numa
 
 STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
 STREAM_SPEC = pinned_spec('stream')
@@ -111,6 +121,10 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     #: threads; 0 = from the placement and the declared cores / L3 domains
     threads = variable(int, value=0)
 
+    #: after the node's run, one run bound to each NUMA domain in turn
+    #: (``triad@numa<D>``; the screening's); with the first-touch binding only
+    per_numa = variable(bool, value=False)
+
     #: what the run reported (logged with each result)
     stream_array_size = variable(int, value=0)
     stream_threads = variable(int, value=0)
@@ -134,6 +148,8 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         self.executable = self.stream_binary.stream_path
         self.binary_path = self.stream_binary.binary_path
         if self.membind == 'local':
+            if self.per_numa:
+                self.postrun_cmds = numa.domain_loop(self.executable)
             return
         nodes = memory.membind_nodes(self.declared('hardware'), self.membind)
         key = {'dram': 'numa_dram', 'pmem': 'numa_pmem'}[self.membind]
@@ -150,7 +166,11 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
             self.job.launcher.options = ['--bind-to', 'none']
 
     def result(self):
-        return self.parsed_output(stream_parser.parse)
+        return self.parsed_output(_parse_node)
+
+    def domain_results(self):
+        """``{domain: parsed run}`` of the per-domain runs (``per_numa``)."""
+        return self.parsed_output(_parse_domains)
 
     @sanity_function
     def solution_validates(self):
@@ -163,8 +183,20 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
         if self.threads and out['threads'] and out['threads'] != self.threads:
             raise SanityError(f'STREAM counted {out["threads"]} threads, '
                               f'{self.threads} were requested')
+        for d, run in (self.domain_results() if self.per_numa else {}).items():
+            if not run['validates']:
+                raise SanityError(f'STREAM bound to NUMA domain {d} did not print '
+                                  f'"{stream_parser.VALIDATES}" ({self.job.stdout})')
         self.binary_version = self.binary_version or '5.10'
         return True
+
+    @run_before('performance')
+    def add_domain_figures(self):
+        if not self.per_numa or self.is_dry_run():      # --dry-run: nothing ran
+            return
+        for d, out in self.domain_results().items():
+            self.perf_variables[numa.figure(d)] = performance_figure_function(
+                sn.defer(out['rates']['Triad']), 'MB/s', lower_is_better=False)
 
     @run_before('performance')
     def drop_efficiency_without_peak(self):
@@ -191,3 +223,14 @@ class Stream(rfm.RunOnlyRegressionTest, ClusterproofCheck):
     def triad_efficiency(self):
         peak = memory.declared_memory_peak_mbs(self.declared('hardware'))
         return memory.efficiency_percent(self.result()['rates']['Triad'], peak)
+
+
+
+def _parse_node(text, source='STREAM output'):
+    """The node's run of an output that may hold per-domain runs after it."""
+    return stream_parser.parse(numa.split(text)[0], source)
+
+
+def _parse_domains(text, source='STREAM output'):
+    """``{domain: parsed run}`` of the per-domain runs (``screen.numa``)."""
+    return numa.runs(text, stream_parser.parse, source)[1]

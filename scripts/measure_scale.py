@@ -70,8 +70,9 @@ CP = str(REPO / '.venv' / 'bin' / 'clusterproof')
 SCALE_LIKE = REPO / 'scripts' / 'scale-like'
 GIB = 1024 ** 3
 #: the targets (issue 29): own overhead of a 1,024-node screening, jobs per
-#: node, the screen process's memory, init, the page
-TARGETS = {'overhead_s': 60.0, 'jobs_per_node': 1.0, 'screen_bytes': GIB, 'init_s': 60.0,
+#: node (1.1 with the suspects run again to confirm them, issue 38), the
+#: screen process's memory, init, the page
+TARGETS = {'overhead_s': 60.0, 'jobs_per_node': 1.1, 'screen_bytes': GIB, 'init_s': 60.0,
            'page_s': 5.0}
 PHASES = ('up', 'status', 'init', 'screen', 'judge', 'contract', 'fingerprint')
 
@@ -313,7 +314,9 @@ def table(rows):
         if 'screen_overhead_s' in r:
             parts.append(f'screen overhead {r["screen_overhead_s"]:.1f} s '
                          f'({r["screen_overhead_s"] / TARGETS["overhead_s"]:.2f})')
-            parts.append(f'jobs {r["screen_jobs"]} ({r["screen_jobs"] / n:.2f} per node)')
+            per = r['screen_jobs'] / n
+            parts.append(f'jobs {r["screen_jobs"]} ({per:.2f} per node: '
+                         f'{per / TARGETS["jobs_per_node"]:.2f})')
         if r.get('screen'):
             parts.append(f'screen memory {r["screen"]["peak_bytes"] / 2**20:.0f} MiB '
                          f'({r["screen"]["peak_bytes"] / TARGETS["screen_bytes"]:.2f})')

@@ -100,7 +100,6 @@ def live(args):
     module's docstring."""
     from clusterproof import cluster as lc
     from clusterproof.cluster import faults
-    from clusterproof.screen import jobs
     n = args.live
     nodes = [f'n{i}' for i in range(1, n + 1)]
     severities = [float(x) for x in args.severities.split(',')]

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Recall and false positives of the screening's judgement on generated
-populations shaped like real ones, the rule before and the rule now side by
-side in one run.
+populations shaped like real ones, the rule before and the rule now (on a
+first screening, and with 3 earlier screenings of every node in the
+store) side by side in one run.
 
 What is measured is the command's own judgement: ``run.judge_with_repeats``
 (the function ``clusterproof screen`` calls after its first run, with its
@@ -18,6 +19,9 @@ the node offset and the component offset each half of a component's
 variance, sized so that the node figure (the mean of its four components)
 spreads between nodes by the shape's spread; the run noise per component
 is twice the shape's repeatability (the node's mean then repeats to it).
+The offsets are the node's own: the same in every screening; the run
+noise is drawn afresh for every run, the injected slowdown applied to the
+current screening only.
 Shapes (one standard deviation):
 
 - tight: 0.6 % between nodes, 0.15 % run to run: 1,532 identical nodes of a
@@ -39,10 +43,17 @@ Rules:
   repeat could only clear an outlier, never name one: this is an upper
   bound on its recall and its false positives);
 - NEW: the rule now with its defaults (``screen.rule.Rule()``: 3.5 noise
-  units and 2 %; ``--noise-units`` sets another k), the node's figure and
-  each component's judged (each among the same components of the peers),
-  suspects and outliers run once more (``--repeat 1``) with fresh run noise
-  and named only when confirmed.
+  units and the default smallest slowdown; ``--noise-units`` sets another
+  k) and the shape's repeatability set as a site sets it
+  (``repeatability`` in ``site_config/screening.yaml``), the node's figure
+  and each component's judged (each among the same components of the
+  peers), suspects and outliers run once more (``--repeat 1``) with fresh
+  run noise and named only when confirmed; on the first screening of the
+  population (no history: the population rule alone);
+- NEW+3: the same after 3 earlier screenings of the whole population
+  (fresh run noise, no slowdown, judged and kept as ``clusterproof screen``
+  keeps them: ``store.screenings.rows_of``), so that each figure is judged
+  against its node's own past too (``screen.ownpast``).
 
 Prints one table: recall per severity (whole node / one component), false
 positives per 1,000 healthy nodes, tail nodes named, jobs per node.
@@ -56,15 +67,13 @@ import argparse
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from clusterproof.screen import judge, run  # noqa: E402
-from clusterproof.screen.judge import Sample  # noqa: E402
-from clusterproof.screen.rule import Rule  # noqa: E402
+from clusterproof.screen import judge, memory, run
+from clusterproof.screen.judge import Sample
+from clusterproof.screen.rule import Rule
+from clusterproof.store import screenings
 
 #: name: (check, figure, spread between nodes %, repeatability %)
 SHAPES = {
@@ -79,6 +88,9 @@ COMPONENTS = 4
 TAIL_FRACTION = 0.005
 #: populations per size, and nodes slowed per severity and mode in each
 PLAN = {100: (100, 0), 1000: (20, 2), 10000: (3, 10)}
+#: the earlier screenings of the NEW+3 rows
+EARLIER = 3
+RULES = ('OLD', 'NEW', f'NEW+{EARLIER}')
 
 OLD = Rule(noise_units=3.0, smallest={'default': 10.0, 'stream': 10.0, 'hpl': 10.0,
                                       'fio': 10.0, 'osu': 4.0}, source='the rule before',
@@ -100,22 +112,25 @@ class Population:
         self.names = [f'n{i:05d}' for i in range(size)]
         self.offset = (rng.normal(0, part, (size, 1)) + rng.normal(0, part, (size, COMPONENTS)))
         self.slowed = slowed                       # {index: (severity, mode)}
+        self.cut = np.zeros((size, COMPONENTS))    # the injected slowdowns, now only
         for i, (sev, mode) in slowed.items():
             cut = np.log1p(-sev / 100)
             if mode == 'whole':
-                self.offset[i] += cut
+                self.cut[i] += cut
             else:
-                self.offset[i, rng.integers(COMPONENTS)] += cut
+                self.cut[i, rng.integers(COMPONENTS)] += cut
         free = [i for i in range(size) if i not in slowed]
         n_tail = max(1, round(size * TAIL_FRACTION))
         self.tail = set(rng.choice(free, n_tail, replace=False).tolist())
         for i in self.tail:
             self.offset[i] -= rng.uniform(2, 4) * sb
 
-    def run(self, index):
-        """``{node index: component values}`` of one run of ``index``."""
+    def run(self, index, now=True):
+        """The component values of one run of the nodes ``index``: in this
+        screening (``now``: with the injected slowdowns) or an earlier one."""
         noise = self.rng.normal(0, self.run_sd, (len(index), COMPONENTS))
-        return 100 * np.exp(self.offset[index] + noise)
+        cut = self.cut[index] if now else 0.0
+        return 100 * np.exp(self.offset[index] + cut + noise)
 
     def samples(self, index, values, per_component):
         out = []
@@ -141,7 +156,19 @@ def plan_slowed(rng, size, trial):
     return {i: cells[k // per] for k, i in enumerate(chosen)}
 
 
-def judge_population(pop, rule, per_component, repeat):
+def earlier_screenings(pop, rule, count):
+    """``{figure key: rows}`` of ``count`` earlier screenings of the whole of
+    ``pop`` (no slowdown), judged and kept as ``clusterproof screen`` does."""
+    everyone = list(range(pop.size))
+    rows = []
+    for k in range(count):
+        samples = pop.samples(everyone, pop.run(everyone, now=False), True)
+        rows += screenings.rows_of(judge.screen(samples, None, rule), 'bench', f'earlier{k}',
+                                   float(k))
+    return memory.earlier(rows, 'now')
+
+
+def judge_population(pop, rule, per_component, repeat, past=None):
     """``(named nodes, jobs)`` of the command's judgement on ``pop``."""
     everyone = list(range(pop.size))
     first = pop.samples(everyone, pop.run(everyone), per_component)
@@ -154,19 +181,29 @@ def judge_population(pop, rule, per_component, repeat):
         return pop.samples(index, pop.run(index), per_component)
 
     verdicts, _ = run.judge_with_repeats(first, None, [pop.check], repeat, rerun, rule,
-                                         log=lambda line: None)
+                                         log=lambda line: None, past=past)
     return {v.node for v in judge.outliers(verdicts)}, jobs[0]
+
+
+def site_rule(new, shape):
+    """``new`` with the repeatability of ``shape`` set as a site sets it."""
+    check, _figure, _between, repeat = SHAPES[shape]
+    return Rule(new.noise_units, dict(new.smallest), {check: repeat}, 'the site')
 
 
 def measure(shape, size, seed, new=NEW):
     """``{rule name: tallies}`` over the populations of one shape and size."""
     rng = np.random.default_rng(seed)
-    tallies = {name: defaultdict(int) for name in ('OLD', 'NEW')}
+    tallies = {name: defaultdict(int) for name in RULES}
+    new = site_rule(new, shape)
     for trial in range(PLAN[size][0]):
         slowed = plan_slowed(rng, size, trial)
         pop = Population(rng, size, shape, slowed)
-        for name, rule, per_comp, repeat in (('OLD', OLD, False, 0), ('NEW', new, True, 1)):
-            named, jobs = judge_population(pop, rule, per_comp, repeat)
+        past = earlier_screenings(pop, new, EARLIER)
+        for name, rule, per_comp, repeat, known in (
+                ('OLD', OLD, False, 0, None), ('NEW', new, True, 1, None),
+                (RULES[2], new, True, 1, past)):
+            named, jobs = judge_population(pop, rule, per_comp, repeat, known)
             t = tallies[name]
             for i, cell in slowed.items():
                 t[('n',) + cell] += 1
@@ -225,7 +262,9 @@ def main():
         print('  '.join(str(c).rjust(w) for c, w in zip(r, widths)))
     print(f'\n{time.monotonic() - start:.0f} s; OLD: node figure, 10 % and 3 noise units, one '
           f'run; NEW: node and components, {new.noise_units:g} noise units and '
-          f'{new.smallest_pct("", ""):g} %, --repeat 1 (suspects confirmed)')
+          f'{new.smallest_pct("", ""):g} %, the shape\'s repeatability, --repeat 1 (suspects '
+          f'confirmed), a first screening; NEW+{EARLIER}: the same with {EARLIER} earlier '
+          'screenings of every node (against its own past too)')
 
 
 if __name__ == '__main__':

@@ -31,7 +31,10 @@ def register(subparsers):
                     "check's repeatability where larger; k %g) and by more than the smallest "
                     'slowdown that matters (%g %%), both set per check or figure in '
                     'site_config/screening.yaml ($CLUSTERPROOF_SCREENING), or worse than the '
-                    "system's reference; failed when a check failed on it or its inventory "
+                    "system's reference, or, where the store holds 2 or more of its earlier "
+                    'screenings, slower than its own past by as much (k noise units of its '
+                    "repeatability, and the smallest slowdown); failed when a check failed on "
+                    'it or its inventory '
                     'differs from its peers (less memory: a missing DIMM); missing when it '
                     'gave no result or Slurm has it down or drained (before or during the '
                     "screening; Slurm's reason given). Outliers and suspects "
@@ -109,9 +112,10 @@ def main(args):
             peers_of = None
             _progress(f'peers: every node of a partition (Slurm cannot say which nodes are of one '
                       f'kind: {err})')
-        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of,
-                                     judged_by)
         screening_id = run.reports_id(args.from_report)
+        kept, past = _past(args.system, screening_id)
+        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of,
+                                     judged_by, past)
     else:
         from clusterproof.site.validate import find_partition, find_system, \
             load_site_configuration
@@ -129,13 +133,15 @@ def main(args):
                                   resume=args.resume, progress_s=args.progress_every,
                                   limits=limits)
         screening_id = screening.id
+        kept, past = _past(args.system, screening_id)
         _progress(f'screening {args.system}:{part} (Slurm partition {slurm_part or "default"}) '
                   f'with {",".join(checks)}: one job per node, at most {screening.window} '
                   f'queued at once (MaxSubmitJobs {limits.get("MaxSubmitJobs") or "unset"}); '
                   f'results in {screening.workdir}'
                   + (' (resumed)' if args.resume else ''))
         try:
-            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part, judged_by)
+            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part, judged_by,
+                                                   past)
         except KeyboardInterrupt:
             _progress(f'interrupted: the results so far are kept in {screening.workdir / "nodes"}'
                       '; node jobs already queued keep running; continue with: clusterproof '
@@ -143,7 +149,7 @@ def main(args):
             return 130
         _progress(f'jobs submitted: {screening.submitted} for {len(nodes)} node(s)')
     system = args.system
-    verdicts = _remembered(verdicts, system, screening_id, judged_by)
+    verdicts = _remembered(verdicts, system, screening_id, judged_by, kept)
     bad = judge.outliers(verdicts)
     findings = {v.node: judge.finding_of(v, system, screening_id) for v in bad}
     if args.page:
@@ -189,15 +195,29 @@ def _resume_args(args, workdir):
     return out
 
 
-def _remembered(verdicts, system, screening_id, judged_by):
-    """The verdicts with the node's earlier screenings (``screen.memory``),
-    this screening then kept in the store (``store.screenings``: the first
-    of --store / CLUSTERPROOF_STORE, else the results database's)."""
+def _store():
+    """Where screenings are kept (``store.screenings``: the first of --store /
+    CLUSTERPROOF_STORE, else the results database's)."""
     from clusterproof.paths import results_db
-    from clusterproof.store import default_path, screenings, sessions
-    where = (sessions.store_paths() or [default_path(results_db())])[0]
-    verdicts = memory.remember(verdicts, screenings.read(where, system), judged_by,
-                               screening_id)
+    from clusterproof.store import default_path, sessions
+    return (sessions.store_paths() or [default_path(results_db())])[0]
+
+
+def _past(system, screening_id):
+    """``(rows, past)``: the remembered rows of ``system`` and, by figure,
+    those of other screenings than this one (``memory.earlier``), which
+    the judgement weighs a node's own past with (``screen.ownpast``)."""
+    from clusterproof.store import screenings
+    kept = screenings.read(_store(), system)
+    return kept, memory.earlier(kept, screening_id)
+
+
+def _remembered(verdicts, system, screening_id, judged_by, kept):
+    """The verdicts with the node's earlier screenings ``kept`` (``screen.memory``),
+    this screening then kept in the store (:func:`_store`)."""
+    from clusterproof.store import screenings
+    where = _store()
+    verdicts = memory.remember(verdicts, kept, judged_by, screening_id)
     screenings.write(where, screenings.rows_of(verdicts, system, screening_id, time.time()),
                      screening_id)
     _progress(f'kept in {screenings.path_of(where)}')

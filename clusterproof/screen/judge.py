@@ -30,7 +30,10 @@ A figure of one component of a node (``Sample.component``: a NUMA domain,
 a GPU) is judged among the same components of the peers. A figure run
 more than once (an outlier or a suspect run again, :func:`to_repeat`) is
 judged on the mean of its runs and named only when every run was near or
-past the line (:func:`confirmation`).
+past the line (:func:`confirmation`). Where the store holds 2 or more
+earlier screenings of a node's figure, a figure its peers pass is also
+judged against its node's own past (``screen.ownpast``: its drop from its
+earlier offsets, by the same k and smallest slowdown, confirmed alike).
 
 :func:`screen` returns one :class:`NodeVerdict` per node, ranked worst
 first (:func:`rank`).
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field, replace
 
 from clusterproof.references import judge as refjudge
 from clusterproof.references.judge import Verdict
+from clusterproof.screen import ownpast
 from clusterproof.screen import pairs as nodepairs
 from clusterproof.screen.rule import Rule
 from clusterproof.site import inventory as inv
@@ -130,6 +134,7 @@ class FigureVerdict:
     smallest_pct: float = None      # the smallest slowdown that matters (percent)
     confirmed: tuple = None         # (runs near or past the line, runs) after a repeat
     history: str = ''               # slow in k of the last n screenings (``screen.memory``)
+    own: object = None              # against its own earlier screenings (``screen.ownpast``)
 
 
 @dataclass
@@ -322,12 +327,16 @@ def confirmation_text(confirmed):
     return f'not confirmed (near the line in {near} of {n} runs)'
 
 
-def judge_figure(sample, peers, rule=None):
+def judge_figure(sample, peers, rule=None, past=None, pooled=None):
     """The :class:`FigureVerdict` of one sample against its peers under
     ``rule`` (a ``screen.rule.Rule``; its defaults when None). A figure run
     more than once (a suspect run again) is judged on the mean of its runs
     and is slow only when every run was near or past the line
-    (:func:`confirmation`): one unlucky run neither names nor clears it."""
+    (:func:`confirmation`): one unlucky run neither names nor clears it.
+    ``past``: the figure's rows of the node's earlier screenings, ``pooled``
+    the peers' spread of their drop (``screen.ownpast``): a figure the
+    peers pass is slow when it dropped past the line against its own past,
+    confirmed in the same way."""
     if sample.value is None or not math.isfinite(sample.value):
         return FigureVerdict(sample, Verdict.FAILED, peers,
                              why=f'{sample.check}: {sample.reason or "no value"}')
@@ -346,8 +355,9 @@ def judge_figure(sample, peers, rule=None):
         what = f'{sample.component}: {what}'
     if sample.pair:
         what += f' between {nodepairs.pair_label(sample.pair)}'
+    own = _own_past(sample, peers, past, (pooled, _log_pct(noise)), rule, smallest)
     judged = dict(peers=peers, noise_units=units, percent=pct, noise_pct=noise,
-                  smallest_pct=smallest, confirmed=confirmed)
+                  smallest_pct=smallest, confirmed=confirmed, own=own)
     line = past_line(units, pct, rule.noise_units, smallest)
     if line and (confirmed is None or confirmed[0] == confirmed[1]):
         return FigureVerdict(sample, Verdict.SLOW, why=(
@@ -355,6 +365,12 @@ def judge_figure(sample, peers, rule=None):
             f'{peers.median:g} (line: {rule.noise_units:g} noise units of '
             f'{_fmt(noise, "{:.2g}")} % and {smallest:g} %)'
             + (f'; {confirmation_text(confirmed)}' if confirmed else '')), **judged)
+    if own is not None and past_line(own.units, own.percent, rule.noise_units, smallest) and (
+            own.confirmed is None or own.confirmed[0] == own.confirmed[1]):
+        return FigureVerdict(sample, Verdict.SLOW, why=(
+            f'{what}: {ownpast.text(own)}; {pct:+.1f} %, {units:+.1f} noise units from the '
+            f'peers\' median' + (f'; {confirmation_text(own.confirmed)}' if own.confirmed
+                                 else '')), **judged)
     if confirmed:
         what += f': {pct:+.1f} %, {units:+.1f} noise units; {confirmation_text(confirmed)}'
 
@@ -365,6 +381,32 @@ def judge_figure(sample, peers, rule=None):
             f'{what}: worse than the reference {ref} ({_fmt(pct, "{:+.1f} %")}, '
             f'{_fmt(units, "{:+.1f}")} noise units from the peers\' median)'), **judged)
     return FigureVerdict(sample, Verdict.PASS, why=what, **judged)
+
+
+def _log_pct(pct):
+    """A percent step as ``100 x ln(1 + pct / 100)`` (None stays None)."""
+    return None if pct is None else 100 * math.log1p(pct / 100)
+
+
+def _own_past(sample, peers, past, floors, rule, smallest):
+    """The figure against its node's earlier screenings (``ownpast.OwnPast``), or None."""
+    if not past or sample.pair or peers is None:
+        return None
+    values = [v for v in (sample.run_values or (sample.value,)) if math.isfinite(v)]
+    return ownpast.against_past(
+        values, peers.median, sample.lower_is_better, past,
+        rule.repeatability_pct(sample.check, sample.figure), floors,
+        lambda units, pct, unit: near_own_line(units, pct, unit, rule, smallest))
+
+
+def near_own_line(units, pct, unit_pct, rule, smallest_pct):
+    """Whether a drop against a node's own past (``units`` noise units of
+    ``unit_pct`` percent, ``pct`` percent) is near or past the line: more
+    than ``rule.suspect_units`` noise units, and short of the smallest
+    slowdown that matters by no more than one noise unit (a drop is
+    measured to a noise unit: a node exactly as slow as matters is as often
+    just inside it as just past)."""
+    return past_line(units, pct, rule.suspect_units, max(0.0, smallest_pct - unit_pct))
 
 
 def inventory_mismatches(node, found, typical):
@@ -406,7 +448,7 @@ def typical_inventory(values):
     return out
 
 
-def screen(samples, nodes=None, rule=None, peers_of=None):
+def screen(samples, nodes=None, rule=None, peers_of=None, past=None):
     """Judge every node: returns :class:`NodeVerdict` s ranked worst first.
 
     ``samples``: :class:`Sample` s; check ``inventory`` carries the inventory
@@ -418,8 +460,11 @@ def screen(samples, nodes=None, rule=None, peers_of=None):
     partition of the same kind; every node of a partition when None. A
     figure between two nodes is judged among every pair of the partition; a
     figure of a component (``Sample.component``) among the same component
-    of the peers."""
+    of the peers. ``past``: ``{ownpast.key_of(...): rows}`` of the nodes'
+    earlier screenings (``memory.earlier``): a figure is judged against its
+    node's own past too (``screen.ownpast``)."""
     kind = (peers_of or {}).get
+    past = past or {}
     groups = defaultdict(list)
     inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
     inv_failed = {}
@@ -443,9 +488,10 @@ def screen(samples, nodes=None, rule=None, peers_of=None):
             continue
         stats = peer_stats(s.value for s in group)
         small = len(group) < LEAVE_ONE_OUT_BELOW
+        pooled = ownpast.pooled_of(group, stats, past) if past else None
         for s in group:
             peers = peer_stats(o.value for o in group if o is not s) if small else stats
-            fv = judge_figure(s, peers or stats, rule)
+            fv = judge_figure(s, peers or stats, rule, past.get(_past_key(s)), pooled)
             fv.group = stats
             if s.pair:
                 pair_figures.append(fv)
@@ -508,6 +554,10 @@ def screen(samples, nodes=None, rule=None, peers_of=None):
     return rank(verdicts)
 
 
+def _past_key(s):
+    return ownpast.key_of(s.partition, s.node, s.check, s.figure, s.component)
+
+
 def _figure_rank(fv):
     units = fv.noise_units if fv.noise_units is not None else 0.0
     pct = fv.percent if fv.percent is not None else 0.0
@@ -555,9 +605,7 @@ def measured_outliers(nv, rule=None):
     Empty for a node named for its inventory alone."""
     facts = {m.field for m in nv.mismatches}
     if suspect(nv, rule):
-        rule = rule or Rule()
-        return [f for f in nv.figures if past_line(f.noise_units, f.percent,
-                                                   rule.suspect_units, f.smallest_pct or 0.0)]
+        return [f for f in nv.figures if _near(f, rule or Rule())]
     return [f for f in nv.figures if f.verdict != Verdict.PASS
             and not (f.sample.check == 'inventory' and f.sample.figure in facts)]
 
@@ -566,12 +614,20 @@ def suspect(nv, rule=None):
     """Whether a node that passed has a figure near the line: worse than
     its peers by more than ``rule.suspect_units`` noise units and the
     smallest slowdown that matters, on one run (a figure already
-    confirmed or cleared by a repeat is not a suspect again)."""
+    confirmed or cleared by a repeat is not a suspect again), or as near
+    the line against its own earlier screenings (``screen.ownpast``)."""
     rule = rule or Rule()
     return nv.verdict == Verdict.PASS and any(
-        f.confirmed is None and past_line(f.noise_units, f.percent, rule.suspect_units,
-                                          f.smallest_pct or 0.0)
+        (f.confirmed is None and (f.own is None or f.own.confirmed is None)) and _near(f, rule)
         for f in nv.figures)
+
+
+def _near(f, rule):
+    """Whether a figure is near or past the line, against its peers or its own past."""
+    smallest = f.smallest_pct or 0.0
+    own = f.own is not None and near_own_line(f.own.units, f.own.percent, f.own.noise_pct,
+                                              rule, smallest)
+    return own or past_line(f.noise_units, f.percent, rule.suspect_units, smallest)
 
 
 #: the suspects a repeat runs again are at most this share of the nodes
@@ -593,7 +649,9 @@ def to_repeat(verdicts, rule=None):
 
 
 def _suspect_rank(nv):
-    return min((f.noise_units for f in nv.figures if f.noise_units is not None), default=0.0)
+    units = [f.noise_units for f in nv.figures if f.noise_units is not None]
+    units += [f.own.units for f in nv.figures if f.own is not None]
+    return min(units, default=0.0)
 
 
 def drain_command(nv):
@@ -648,6 +706,7 @@ def as_dict(nv):
                 'component': s.component or None,
                 'confirmed': confirmation_text(fv.confirmed) if fv.confirmed else None,
                 'history': fv.history or None,
+                'own_past': _own_dict(fv.own),
                 'noise_units': _json_num(fv.noise_units),
                 'percent': _json_num(fv.percent),
                 'noise_pct': _json_num(fv.noise_pct), 'smallest_pct': fv.smallest_pct,
@@ -658,6 +717,15 @@ def as_dict(nv):
             'inventory_mismatch': [{'field': m.field, 'expected': str(m.expected),
                                     'found': str(m.found), 'note': m.note}
                                    for m in nv.mismatches]}
+
+
+def _own_dict(own):
+    """The figure against its own earlier screenings, as plain data (null: none)."""
+    if own is None:
+        return None
+    return {'percent': own.percent, 'noise_units': _json_num(own.units),
+            'noise_pct': own.noise_pct, 'earlier_screenings': own.earlier,
+            'confirmed': confirmation_text(own.confirmed) if own.confirmed else None}
 
 
 def named_by(nv):

@@ -18,16 +18,13 @@ from dataclasses import replace
 
 from clusterproof.references.judge import Verdict
 from clusterproof.screen import judge
+from clusterproof.screen.ownpast import key_of
 from clusterproof.screen.rule import Rule
 
 #: the screenings looked at, this one included
 LAST = 4
 #: near or past the line in this many of them: persistently at the tail
 AT_TAIL_IN = 3
-
-
-def key_of(partition, node, check, figure, component):
-    return (partition, node, check, figure, component or '')
 
 
 def earlier(past, screening_id):

@@ -61,8 +61,10 @@ SCREEN_CHECKS = {c.name: c for c in (
                 'the hardware of each node (sockets, cores, NUMA nodes, memory, Slurm record)'),
     ScreenCheck('stream', 'Stream', 'stream.py',
                 ('-n', 'Stream%placement=cores', '-x', 'Stream%membind=dram',
-                 '-x', 'Stream%membind=pmem'),
-                'STREAM memory bandwidth, one thread per core: Triad is judged',
+                 '-x', 'Stream%membind=pmem', '-S', 'Stream.per_numa=true'),
+                'STREAM memory bandwidth, one thread per core, then bound to each NUMA '
+                "domain in turn (a node of two or more): Triad is judged, the node's and "
+                "each domain's",
                 figures=('triad',)),
     ScreenCheck('hpl', 'Hpl', 'hpl.py', ('-n', 'Hpl%num_nodes=1'),
                 'single-node HPL (Gflop/s)', figures=('gflops',)),

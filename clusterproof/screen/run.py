@@ -293,16 +293,17 @@ def repeat_groups(verdicts, nodes, checks, rule=None):
 
 
 def judge_with_repeats(samples, expected, checks, repeat, rerun, rule=None, peers_of=None,
-                       log=print, exclude=()):
+                       log=print, exclude=(), past=None):
     """The verdicts of a screening's first run ``samples`` after its
     repeats: the outliers and the suspects (``judge.to_repeat``) run again
     up to ``repeat`` times, each time only the checks that made them so
     (:func:`repeat_groups`), through ``rerun(k, checks, nodes)`` (the
     samples of repeat ``k``); a node's runs are judged together
     (``judge.best_of``, ``judge.judge_figure``). Returns ``(verdicts,
-    {node: runs})``. The one judgement ``clusterproof screen`` makes, and
+    {node: runs})``. ``past``: the nodes' earlier screenings
+    (``judge.screen``). The one judgement ``clusterproof screen`` makes, and
     the one ``scripts/measure_screen_judgement.py`` measures."""
-    verdicts = judge.screen(samples, expected, rule, peers_of=peers_of)
+    verdicts = judge.screen(samples, expected, rule, peers_of=peers_of, past=past)
     runs = defaultdict(lambda: 1)
     called = {v.node for v in judge.to_repeat(verdicts, rule)} - set(exclude)
     for k in range(1, repeat + 1):
@@ -314,17 +315,17 @@ def judge_with_repeats(samples, expected, checks, repeat, rerun, rule=None, peer
             samples = judge.best_of(samples, rerun(k, group_checks, nodes))
         for n in again:
             runs[n] += 1
-        verdicts = judge.screen(samples, expected, rule, peers_of=peers_of)
+        verdicts = judge.screen(samples, expected, rule, peers_of=peers_of, past=past)
         called &= {v.node for v in judge.to_repeat(verdicts, rule)}
     return verdicts, dict(runs)
 
 
-def screen_partition(screening, slurm_nodes, slurm_partition, rule=None):
+def screen_partition(screening, slurm_nodes, slurm_partition, rule=None, past=None):
     """Screen every node of a partition: ``(verdicts, runs)`` where
     ``runs`` is ``{node: number of runs}``. A node Slurm cannot run a job on
     is not run; one whose job gave no result (drained, down) is missing,
     Slurm's reason given. ``rule``: the ``screen.rule.Rule`` (its defaults
-    when None)."""
+    when None); ``past``: the nodes' earlier screenings (``judge.screen``)."""
     runnable, unavailable = partition_nodes(slurm_nodes, slurm_partition)
     if not runnable and not unavailable:
         raise ClusterproofError(f'Slurm partition {slurm_partition!r} has no nodes')
@@ -342,7 +343,7 @@ def screen_partition(screening, slurm_nodes, slurm_partition, rule=None):
 
     verdicts, runs = judge_with_repeats(samples, expected, screening.checks, screening.repeat,
                                         rerun, rule, peer_kinds(slurm_nodes), screening.log,
-                                        exclude=set(gone))
+                                        exclude=set(gone), past=past)
     runs = {n: runs.get(n, 1) for n in runnable}
     verdicts = [v for v in verdicts if v.node not in gone]
     verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=why)
@@ -380,11 +381,11 @@ def drain(verdicts, apply=False, run=run_tool):
     return out
 
 
-def judge_reports(paths, refs=None, partition=None, peers_of=None, rule=None):
+def judge_reports(paths, refs=None, partition=None, peers_of=None, rule=None, past=None):
     """Verdicts from run reports already written (``--from-report``), for
     the cases of ``partition`` (all when None); a node in several reports
     is judged on the best of its runs, as repeats are (``judge.best_of``);
-    ``peers_of`` and ``rule`` as for ``judge.screen``."""
+    ``peers_of``, ``rule`` and ``past`` as for ``judge.screen``."""
     samples, nodes = [], {}
     for path in paths:
         got, seen = results.samples_from_report(runner.read_report(path), refs,
@@ -397,7 +398,7 @@ def judge_reports(paths, refs=None, partition=None, peers_of=None, rule=None):
     if not nodes:
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
                                 + (f' for partition {partition}' if partition else ''))
-    return judge.screen(samples, nodes, rule, peers_of=peers_of)
+    return judge.screen(samples, nodes, rule, peers_of=peers_of, past=past)
 
 
 def reports_id(paths):

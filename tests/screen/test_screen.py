@@ -97,7 +97,7 @@ def test_one_slow_node_of_many_is_named_with_its_distance():
     assert first.worst.percent == pytest.approx(-20, abs=1.5)
     assert first.worst.noise_units < -screenrule.DEFAULT_NOISE_UNITS
     assert '-19.9 %, -26.9 noise units from the peers' in first.reason
-    assert 'line: 3.5 noise units of' in first.reason and 'and 2 %' in first.reason
+    assert 'line: 3.5 noise units of' in first.reason and 'and 1.5 %' in first.reason
     assert all(v.verdict == 'pass' for v in verdicts[1:])
 
 
@@ -115,7 +115,7 @@ def test_a_tight_population_names_a_node_a_few_percent_slow_with_both_numbers():
     named = judge.outliers(judge.screen(_stream(values)))
     assert [v.node for v in named] == ['n9']
     assert named[0].worst.noise_pct == pytest.approx(0.74, abs=0.1)
-    assert named[0].worst.smallest_pct == 2.0
+    assert named[0].worst.smallest_pct == 1.5
     assert re.search(r'-3\.\d %, -4\.\d noise units', named[0].reason)
 
 
@@ -359,8 +359,9 @@ def test_the_json_output_keeps_its_documented_shape():
     assert node['finding'] == finding_id('outlier', 'emu', 'p', 'inventory', 'n2', 'sid')
     assert data['nodes'][-1]['finding'] is None, 'a node that passed is no finding'
     assert sorted(node['worst']) == ['check', 'component', 'confirmed', 'figure', 'history',
-                                     'noise_pct', 'noise_units', 'pair', 'percent', 'reference',
-                                     'runs', 'smallest_pct', 'unit', 'value', 'verdict']
+                                     'noise_pct', 'noise_units', 'own_past', 'pair', 'percent',
+                                     'reference', 'runs', 'smallest_pct', 'unit', 'value',
+                                     'verdict']
     assert node['worst']['noise_units'] == '-inf'         # the peers agree exactly
     assert sorted(node['inventory_mismatch'][0]) == ['expected', 'field', 'found', 'note']
     assert sorted(data['peers'][0]) == ['check', 'count', 'figure', 'mad', 'median',
@@ -651,14 +652,17 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
     """The whole flow on the local cluster: n3's slurmd in a CPU-quota cgroup,
     n2 declared to Slurm with half the memory of its peers; ``clusterproof
     screen --checks stream,inventory`` names exactly those two, n3 slow on
-    STREAM and n2 failed for its memory, and exits 1. The session's
-    cluster is brought back as it was."""
+    STREAM and n2 failed for its memory, and exits 1; two earlier
+    screenings in the store, each node's Triad is judged against its own
+    past too (no healthy node named for it). The session's cluster is
+    brought back as it was."""
     from clusterproof import cluster as lc
     with emu_cluster_exclusive():
         k = EMU_INSTANCE
         spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
         rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
         env = _screen_env(tmp_path, emu_cluster)
+        _earlier_screenings(tmp_path / 'results' / 'store', ['n1', 'n2', 'n3', 'n4'])
         node_spec = 'n1:mem=2048;n2:mem=1024;n[3-4]:mem=2048'
         try:
             if spec.node_spec != node_spec:
@@ -683,6 +687,10 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
             assert [m['field'] for m in rows['n2']['inventory_mismatch']] == ['slurm_memory_mib']
             assert 'less memory than its peers' in rows['n2']['reason']
             assert rows['n1']['verdict'] == rows['n4']['verdict'] == 'pass'
+            for node in ('n1', 'n3'):
+                triad = next(f for f in rows[node]['figures'] if f['figure'] == 'triad'
+                             and not f['component'])
+                assert triad['own_past']['earlier_screenings'] == 2, triad
             assert 'nodes done 4/4' in proc.stderr
             assert 'is emulated' in data['note']
             assert 'NodeName=n3 State=DRAIN' in drain and 'NodeName=n2 State=DRAIN' in drain
@@ -695,6 +703,19 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
                        else ['--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
                              '--mem-per-node', str(spec.mem)]), env)
             assert back.returncode == 0, back.stdout + back.stderr
+
+
+def _earlier_screenings(store, nodes):
+    """Two screenings of ``nodes`` kept in ``store``, each node's Triad at
+    its peers' median."""
+    from clusterproof.store import screenings
+    for k in range(2):
+        screenings.write(store, [
+            {'screening': f'earlier{k}', 'time': float(k), 'system': 'emu',
+             'partition': 'srun', 'node': n, 'check': 'stream', 'figure': 'triad',
+             'component': '', 'value': 1000.0, 'median': 1000.0, 'noise_pct': 5.0,
+             'noise_units': 0.0, 'percent': 0.0, 'verdict': 'pass'} for n in nodes],
+            f'earlier{k}')
 
 
 def _squeue(env, name=None):

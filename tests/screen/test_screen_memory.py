@@ -72,14 +72,16 @@ def test_a_screening_is_kept_in_the_store_and_read_back(tmp_path):
 def test_the_command_keeps_its_screening_and_says_the_nodes_history(tmp_path):
     """``clusterproof screen --from-report`` on the recorded run report, a
     screening of the day before already in the store: n3's Triad says it was
-    slow in 1 of its last 2 screenings, and this screening is kept beside."""
+    slow in 2 of its last 3 screenings, is judged against its own past too,
+    and this screening is kept beside."""
     results = tmp_path / 'results'
     store = results / 'store'
-    before = [{'screening': 'yesterday', 'time': 1.0, 'system': 'emu', 'partition': 'srun',
-               'node': 'n3', 'check': 'stream', 'figure': 'triad', 'component': '',
-               'value': 5000.0, 'median': 7000.0, 'noise_pct': 3.0, 'noise_units': -9.0,
-               'percent': -28.0, 'verdict': 'slow'}]
-    screenings.write(store, before, 'yesterday')
+    for k, day in enumerate(('the day before', 'yesterday')):
+        before = [{'screening': day, 'time': float(k), 'system': 'emu', 'partition': 'srun',
+                   'node': 'n3', 'check': 'stream', 'figure': 'triad', 'component': '',
+                   'value': 5000.0, 'median': 7000.0, 'noise_pct': 3.0, 'noise_units': -9.0,
+                   'percent': -28.0, 'verdict': 'slow'}]
+        screenings.write(store, before, day.replace(' ', '-'))
     proc = subprocess.run([str(VENV_BIN / 'clusterproof'), 'screen', '--system', 'emu',
                            '--from-report', str(DATA / 'screen' / 'report-emu-stream-inventory.json'),
                            '--format', 'json'], cwd=REPO, capture_output=True, text=True,
@@ -87,7 +89,8 @@ def test_the_command_keeps_its_screening_and_says_the_nodes_history(tmp_path):
     assert proc.returncode == 1, proc.stderr            # n2: less memory
     n3 = next(n for n in json.loads(proc.stdout)['nodes'] if n['node'] == 'n3')
     triad = next(f for f in n3['figures'] if f['figure'] == 'triad')
-    assert triad['history'] == 'slow in 1 of the last 2 screenings'
+    assert triad['history'] == 'slow in 2 of the last 3 screenings'
+    assert triad['own_past']['earlier_screenings'] == 2
     kept = {r['screening'] for r in screenings.read(store, 'emu')}
-    assert kept == {'yesterday', '00000000-0000-0000-0000-000000000000'}
+    assert kept == {'the day before', 'yesterday', '00000000-0000-0000-0000-000000000000'}
     assert f'kept in {store / "screenings"}' in proc.stderr

@@ -11,7 +11,7 @@ from clusterproof.screen import rule
 def test_no_file_and_the_shipped_file_are_the_defaults(tmp_path):
     assert rule.load(tmp_path / 'none.yaml') == rule.Rule()
     shipped = rule.load(SITE_CONFIG / 'screening.yaml')
-    assert (shipped.noise_units, shipped.smallest) == (3.5, {'default': 2.0})
+    assert (shipped.noise_units, shipped.smallest) == (3.5, {'default': 1.5})
 
 
 def test_a_figure_takes_its_own_then_its_checks_then_the_default(tmp_path):
@@ -21,7 +21,7 @@ def test_a_figure_takes_its_own_then_its_checks_then_the_default(tmp_path):
     r = rule.load(path)
     assert r.noise_units == 4.0 and r.suspect_units == 3.0
     assert (r.smallest_pct('stream', 'triad'), r.smallest_pct('stream', 'copy'),
-            r.smallest_pct('fio', 'write'), r.smallest_pct('hpl', 'gflops')) == (1, 2, 5, 2)
+            r.smallest_pct('fio', 'write'), r.smallest_pct('hpl', 'gflops')) == (1, 1.5, 5, 1.5)
     assert (r.repeatability_pct('stream', 'copy'), r.repeatability_pct('hpl', 'gflops')) \
         == (0.15, 0.0)
 
