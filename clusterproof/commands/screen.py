@@ -94,60 +94,17 @@ def register(subparsers):
 
 
 def main(args):
-    if args.apply and not args.drain:
-        raise ClusterproofError('--apply runs the --drain lines: give --drain --apply')
-    if args.repeat < 0:
-        raise ClusterproofError(f'--repeat {args.repeat}: use 0 or more')
-    if args.resume and not args.workdir:
-        raise ClusterproofError('--resume continues the screening of a --workdir: give the '
-                                '--workdir of the screening to resume')
+    _check_args(args)
     checks = results.check_names(args.checks)
     refs = load_references(args.system)
     judged_by = rule.load()
-    note = ''
     if args.from_report:
-        try:
-            peers_of = run.peer_kinds(run.slurm_nodes())
-        except ClusterproofError as err:
-            peers_of = None
-            _progress(f'peers: every node of a partition (Slurm cannot say which nodes are of one '
-                      f'kind: {err})')
-        screening_id = run.reports_id(args.from_report)
-        kept, past = _past(args.system, screening_id)
-        verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of,
-                                     judged_by, past)
+        verdicts, screening_id, kept, note = _judged_reports(args, refs, judged_by)
     else:
-        from clusterproof.site.validate import find_partition, find_system, \
-            load_site_configuration
-        config = load_site_configuration()
-        part, slurm_part, emulated = run.resolve_partition(config, args.system, args.partition)
-        if emulated:
-            note = f'{args.system}:{part} is emulated: figures for function, not speed'
-        nodes = run.slurm_nodes()
-        limits = jobs.site_limits()
-        screening = run.Screening(args.system, part, checks, args.mode, args.batch, args.repeat,
-                                  refs, log=_progress, workdir=args.workdir,
-                                  extra=run.set_options(args.set),
-                                  access=find_partition(find_system(config, args.system),
-                                                        part).get('access', []),
-                                  resume=args.resume, progress_s=args.progress_every,
-                                  limits=limits)
-        screening_id = screening.id
-        kept, past = _past(args.system, screening_id)
-        _progress(f'screening {args.system}:{part} (Slurm partition {slurm_part or "default"}) '
-                  f'with {",".join(checks)}: one job per node, at most {screening.window} '
-                  f'queued at once (MaxSubmitJobs {limits.get("MaxSubmitJobs") or "unset"}); '
-                  f'results in {screening.workdir}'
-                  + (' (resumed)' if args.resume else ''))
-        try:
-            verdicts, _runs = run.screen_partition(screening, nodes, slurm_part, judged_by,
-                                                   past)
-        except KeyboardInterrupt:
-            _progress(f'interrupted: the results so far are kept in {screening.workdir / "nodes"}'
-                      '; node jobs already queued keep running; continue with: clusterproof '
-                      f'screen {shlex.join(_resume_args(args, screening.workdir))}')
+        screened = _screened(args, checks, refs, judged_by)
+        if screened is None:
             return 130
-        _progress(f'jobs submitted: {screening.submitted} for {len(nodes)} node(s)')
+        verdicts, screening_id, kept, note = screened
     system = args.system
     verdicts = _remembered(verdicts, system, screening_id, judged_by, kept)
     bad = judge.outliers(verdicts)
@@ -162,26 +119,97 @@ def main(args):
         # one line, written at once: json.dump with indent writes piece by piece (slow)
         print(json.dumps(judge.as_json(verdicts, note, findings, screening_id, judged_by)))
     else:
-        print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
-        rows = judge.outlier_rows(bad)
-        print(f'\n{len(verdicts)} node(s), {len(bad)} outlier(s)'
-              + (': ' + ', '.join(f'{nodes} {row[0].verdict}' for nodes, row in rows) if bad else ''))
-        for nodes, row in rows:
-            ids = (findings[row[0].node] if len(row) == 1 else
-                   f'{findings[row[0].node]} .. {findings[row[-1].node]} ({len(row)}, each in --format json)')
-            print(f'  finding {ids}  {nodes} {row[0].verdict}: {row[0].reason}')
-        if note:
-            print(note)
+        _print_table(verdicts, bad, findings, note)
     if args.drain:
-        for argv, done in run.drain(verdicts, apply=args.apply):
-            line = shlex.join(argv)
-            if done is None:
-                print(line)
-            elif done['rc'] == 0:
-                print(f'{line}  # done')
-            else:
-                print(f'{line}  # FAILED: {tool_failure(done)}')
+        _print_drain(verdicts, args.apply)
     return 1 if bad else 0
+
+
+def _check_args(args):
+    """A clear error for options that do not go together."""
+    if args.apply and not args.drain:
+        raise ClusterproofError('--apply runs the --drain lines: give --drain --apply')
+    if args.repeat < 0:
+        raise ClusterproofError(f'--repeat {args.repeat}: use 0 or more')
+    if args.resume and not args.workdir:
+        raise ClusterproofError('--resume continues the screening of a --workdir: give the '
+                                '--workdir of the screening to resume')
+
+
+def _judged_reports(args, refs, judged_by):
+    """``(verdicts, screening_id, kept, note)`` of the reports of --from-report."""
+    try:
+        peers_of = run.peer_kinds(run.slurm_nodes())
+    except ClusterproofError as err:
+        peers_of = None
+        _progress(f'peers: every node of a partition (Slurm cannot say which nodes are of one '
+                  f'kind: {err})')
+    screening_id = run.reports_id(args.from_report)
+    kept, past = _past(args.system, screening_id)
+    verdicts = run.judge_reports(args.from_report, refs, args.partition, peers_of,
+                                 judged_by, past)
+    return verdicts, screening_id, kept, ''
+
+
+def _screened(args, checks, refs, judged_by):
+    """``(verdicts, screening_id, kept, note)`` of a screening run now; None
+    when it was interrupted (its results kept, the command to resume said)."""
+    from clusterproof.site.validate import find_partition, find_system, \
+        load_site_configuration
+    config = load_site_configuration()
+    part, slurm_part, emulated = run.resolve_partition(config, args.system, args.partition)
+    note = f'{args.system}:{part} is emulated: figures for function, not speed' if emulated \
+        else ''
+    nodes = run.slurm_nodes()
+    limits = jobs.site_limits()
+    screening = run.Screening(args.system, part, checks, args.mode, args.batch, args.repeat,
+                              refs, log=_progress, workdir=args.workdir,
+                              extra=run.set_options(args.set),
+                              access=find_partition(find_system(config, args.system),
+                                                    part).get('access', []),
+                              resume=args.resume, progress_s=args.progress_every,
+                              limits=limits)
+    kept, past = _past(args.system, screening.id)
+    _progress(f'screening {args.system}:{part} (Slurm partition {slurm_part or "default"}) '
+              f'with {",".join(checks)}: one job per node, at most {screening.window} '
+              f'queued at once (MaxSubmitJobs {limits.get("MaxSubmitJobs") or "unset"}); '
+              f'results in {screening.workdir}'
+              + (' (resumed)' if args.resume else ''))
+    try:
+        verdicts, _runs = run.screen_partition(screening, nodes, slurm_part, judged_by, past)
+    except KeyboardInterrupt:
+        _progress(f'interrupted: the results so far are kept in {screening.workdir / "nodes"}'
+                  '; node jobs already queued keep running; continue with: clusterproof '
+                  f'screen {shlex.join(_resume_args(args, screening.workdir))}')
+        return None
+    _progress(f'jobs submitted: {screening.submitted} for {len(nodes)} node(s)')
+    return verdicts, screening.id, kept, note
+
+
+def _print_table(verdicts, bad, findings, note):
+    """The verdicts as a table, then the outliers with their finding ids."""
+    print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
+    rows = judge.outlier_rows(bad)
+    print(f'\n{len(verdicts)} node(s), {len(bad)} outlier(s)'
+          + (': ' + ', '.join(f'{nodes} {row[0].verdict}' for nodes, row in rows) if bad else ''))
+    for nodes, row in rows:
+        ids = (findings[row[0].node] if len(row) == 1 else
+               f'{findings[row[0].node]} .. {findings[row[-1].node]} ({len(row)}, each in --format json)')
+        print(f'  finding {ids}  {nodes} {row[0].verdict}: {row[0].reason}')
+    if note:
+        print(note)
+
+
+def _print_drain(verdicts, apply):
+    """The drain line of each outlier, and with ``apply`` how running it went."""
+    for argv, done in run.drain(verdicts, apply=apply):
+        line = shlex.join(argv)
+        if done is None:
+            print(line)
+        elif done['rc'] == 0:
+            print(f'{line}  # done')
+        else:
+            print(f'{line}  # FAILED: {tool_failure(done)}')
 
 
 def _resume_args(args, workdir):

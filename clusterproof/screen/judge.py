@@ -40,125 +40,33 @@ first (:func:`rank`).
 """
 
 import math
-import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from clusterproof.references import judge as refjudge
 from clusterproof.references.judge import Verdict
 from clusterproof.screen import ownpast
 from clusterproof.screen import pairs as nodepairs
 from clusterproof.screen.rule import Rule
-from clusterproof.site import inventory as inv
-
-#: the MAD of normally distributed noise times this is its standard deviation
-MAD_TO_SIGMA = 1.4826
-
-#: the relative standard error of a scaled MAD from n normal values is about
-#: this over sqrt(n) (its asymptotic efficiency, 37 %, against the standard
-#: deviation's: sqrt(1 / (2 x 0.37)) = 1.17)
-MAD_ERROR = 1.17
+# the parts of the judgement in their own modules; every name their readers
+# import stays importable from here
+from clusterproof.screen.output import (  # noqa: F401
+    ROW_HEADERS, _fmt, _json_num, _own_dict, as_dict, as_json, as_row, confirmation_text,
+    drain_command, figure_name, finding_of, named_by, peers_dict)
+from clusterproof.screen.peerinventory import (  # noqa: F401
+    INVENTORY_FIGURES, INVENTORY_UNITS, _num, _number, inventory_mismatches, mismatch_text,
+    typical_inventory)
+from clusterproof.screen.stats import (  # noqa: F401
+    MAD_ERROR, MAD_TO_SIGMA, PeerStats, distance, mean_of_runs, near_own_line, noise_pct,
+    past_line, peer_stats, widening)
+from clusterproof.screen.verdicts import (  # noqa: F401
+    OUTLIER, VERDICTS, FigureVerdict, NodeVerdict, Sample, _figure_rank, outliers, rank)
 
 #: below this many nodes a node's peers are the other nodes (the node left
 #: out of the median and MAD: among 4 nodes, one slow and one very fast
 #: would otherwise make the MAD as wide as the outliers); from it on the
 #: node's own weight is negligible and the statistics are computed once
 LEAVE_ONE_OUT_BELOW = 20
-
-#: units of the inventory figures
-INVENTORY_UNITS = {'memory_gib': 'GiB', 'slurm_memory_mib': 'MiB'}
-
-#: the verdicts of a node or a figure, worst first (the order of the ranking)
-VERDICTS = (Verdict.FAILED, Verdict.MISSING, Verdict.SLOW, Verdict.PASS)
-#: verdicts that name a node (exit status 1, a drain line)
-OUTLIER = (Verdict.FAILED, Verdict.MISSING, Verdict.SLOW)
-
-#: inventory figures compared between peers (names as ``extras['hardware']``)
-INVENTORY_FIGURES = inv.EXACT_FIELDS + ('memory_gib',) + inv.SLURM_FIELDS
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One figure of one node. ``value`` None: the check failed on the node
-    (``reason`` says why); ``reference``: a ``references.judge.Reference``
-    of the system for this figure, or None; ``runs``: how many runs of the
-    check on this node the value is the best of; ``pair``: the two nodes of
-    a figure measured between them (``screen.pairs``), ``node`` then being
-    the pair's label; ``component``: the part of the node the figure is of
-    (``socket 1``, ``gpu 3``), judged among the same components of the
-    peers; '' for the whole node."""
-    node: str
-    partition: str
-    check: str
-    figure: str
-    value: float = None
-    unit: str = ''
-    reason: str = ''
-    reference: object = None
-    runs: int = 1               # runs this figure is the best of (:func:`best_of`)
-    pair: tuple = ()            # a figure between two nodes: the two (``node`` is ``a+b``)
-    #: the direction its check declared (``cp_lower_is_better``); None: none
-    declared_lower_is_better: bool = None
-    component: str = ''
-    #: the value of every run, in order, where there are several (a suspect
-    #: run again: :func:`best_of`); judged by :func:`judge_figure` on their mean
-    run_values: tuple = ()
-
-    @property
-    def lower_is_better(self):
-        return refjudge.record_lower_is_better(self)
-
-
-@dataclass(frozen=True)
-class PeerStats:
-    """The peers of one (partition, check, figure): median, scaled MAD, count,
-    and where every value is positive the scaled MAD of the logarithms of
-    value / median (``log_mad``: the noise of rates is multiplicative)."""
-    median: float
-    mad: float
-    count: int
-    log_mad: float = None
-
-
-@dataclass
-class FigureVerdict:
-    """One figure of one node against its peers."""
-    sample: Sample
-    verdict: Verdict
-    peers: PeerStats = None
-    noise_units: float = None       # signed, negative = worse than the peers
-    percent: float = None           # signed, negative = worse than the peers
-    why: str = ''
-    group: PeerStats = None         # every node of the figure, the node included
-    noise_pct: float = None         # one noise unit, in percent of the median
-    smallest_pct: float = None      # the smallest slowdown that matters (percent)
-    confirmed: tuple = None         # (runs near or past the line, runs) after a repeat
-    history: str = ''               # slow in k of the last n screenings (``screen.memory``)
-    own: object = None              # against its own earlier screenings (``screen.ownpast``)
-
-
-@dataclass
-class NodeVerdict:
-    """A node: its verdict, the figure that decided it (the worst), every
-    figure, and the inventory mismatches with its peers."""
-    node: str
-    partition: str
-    verdict: Verdict
-    worst: FigureVerdict = None
-    figures: list = field(default_factory=list)
-    mismatches: list = field(default_factory=list)
-    note: str = ''
-
-    @property
-    def reason(self):
-        """One line: why the node has its verdict."""
-        parts = [self.note]
-        if self.worst is not None and self.worst.verdict != Verdict.PASS and not (
-                self.worst.sample.check == 'inventory'
-                and self.worst.sample.figure in {m.field for m in self.mismatches}):
-            parts.append(self.worst.why)
-        parts += [mismatch_text(m) for m in self.mismatches]
-        return '; '.join(p for p in parts if p)
 
 
 def better(a, b):
@@ -226,85 +134,6 @@ def _scope(figure):
     return figure.rsplit(' ', 1)[0] if ' ' in figure else ''
 
 
-def peer_stats(values):
-    """Median and MAD (scaled by :data:`MAD_TO_SIGMA`) of finite ``values``,
-    and the MAD of their logarithms around the median's when all are
-    positive; None when there are none."""
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return None
-    med = statistics.median(vals)
-    mad = statistics.median(abs(v - med) for v in vals) * MAD_TO_SIGMA
-    log_mad = None
-    if med > 0 and all(v > 0 for v in vals):
-        log_mad = statistics.median(abs(math.log(v / med)) for v in vals) * MAD_TO_SIGMA
-    return PeerStats(med, mad, len(vals), log_mad)
-
-
-def distance(value, peers, lower_is_better, floor=0.0, widen=1.0):
-    """``(noise_units, percent)`` of ``value`` from the peers' median, signed
-    so that negative is worse. Noise units: the distance over the scaled
-    MAD, on the logarithmic scale where the peers and the value are
-    positive (a node at half the median is as far as one at twice it, and
-    a few very fast peers do not hide a very slow node); infinite when the
-    peers do not spread at all and the value differs. Percent is None when
-    the median is 0. ``floor``: the check's repeatability (a fraction),
-    the smallest a noise unit may be; ``widen``: the scaled MAD times it
-    is the peers' spread (:func:`widening`)."""
-    diff = value - peers.median
-    if lower_is_better:
-        diff = -diff
-    if peers.log_mad is not None and value > 0:
-        spread = max(peers.log_mad * widen, math.log1p(floor))
-        step = math.log(value / peers.median)
-        if lower_is_better:
-            step = -step
-    else:
-        spread, step = max(peers.mad * widen, floor * abs(peers.median)), diff
-    if spread > 0:
-        units = step / spread
-    else:
-        units = 0.0 if step == 0 else math.copysign(math.inf, step)
-    pct = diff / abs(peers.median) * 100 if peers.median else None
-    return units, pct
-
-
-def noise_pct(peers, floor=0.0, widen=1.0):
-    """One noise unit of ``peers`` in percent of their median (the
-    larger of their spread and ``floor``, a fraction), or None."""
-    if peers is None:
-        return None
-    if peers.log_mad is not None:
-        return math.expm1(max(peers.log_mad * widen, math.log1p(floor))) * 100
-    if not peers.median:
-        return None
-    return max(peers.mad * widen / abs(peers.median), floor) * 100
-
-
-def widening(count):
-    """How much wider a noise unit is than the peers' scaled MAD: by the
-    uncertainty of a MAD from ``count`` peers (its relative standard error
-    is about :data:`MAD_ERROR` / sqrt(count) for normal noise), so that a
-    small population whose MAD came out low does not name its tail: x1.12
-    among 100 peers, x1.04 among 1,000."""
-    return 1.0 + MAD_ERROR / math.sqrt(count) if count else 1.0
-
-
-def past_line(units, pct, k, smallest_pct):
-    """Whether a figure ``units`` noise units and ``pct`` percent from its
-    peers (negative: worse) is beyond the line: more than ``k`` units and
-    more than ``smallest_pct`` percent worse."""
-    return pct is not None and units is not None and pct < -smallest_pct and units < -k
-
-
-def mean_of_runs(values):
-    """The mean of a figure's runs: geometric where all are positive (the
-    noise of rates is multiplicative, as the noise units'), else arithmetic."""
-    if all(v > 0 for v in values):
-        return math.exp(sum(math.log(v) for v in values) / len(values))
-    return sum(values) / len(values)
-
-
 def confirmation(sample, peers, lib, floor, rule, smallest):
     """``(value, confirmed)`` of a figure run more than once: the mean of
     its runs (:func:`mean_of_runs`) and ``(m, n)``, the runs of ``n`` near
@@ -317,14 +146,6 @@ def confirmation(sample, peers, lib, floor, rule, smallest):
     near = sum(past_line(*distance(v, peers, lib, floor, widen), rule.suspect_units, smallest)
                for v in values)
     return mean_of_runs(values), (near, len(values))
-
-
-def confirmation_text(confirmed):
-    """``confirmed in 2 of 2 runs`` / ``not confirmed (near the line in 1 of 2 runs)``."""
-    near, n = confirmed
-    if near == n:
-        return f'confirmed in {near} of {n} runs'
-    return f'not confirmed (near the line in {near} of {n} runs)'
 
 
 def judge_figure(sample, peers, rule=None, past=None, pooled=None):
@@ -399,55 +220,6 @@ def _own_past(sample, peers, past, floors, rule, smallest):
         lambda units, pct, unit: near_own_line(units, pct, unit, rule, smallest))
 
 
-def near_own_line(units, pct, unit_pct, rule, smallest_pct):
-    """Whether a drop against a node's own past (``units`` noise units of
-    ``unit_pct`` percent, ``pct`` percent) is near or past the line: more
-    than ``rule.suspect_units`` noise units, and short of the smallest
-    slowdown that matters by no more than one noise unit (a drop is
-    measured to a noise unit: a node exactly as slow as matters is as often
-    just inside it as just past)."""
-    return past_line(units, pct, rule.suspect_units, max(0.0, smallest_pct - unit_pct))
-
-
-def inventory_mismatches(node, found, typical):
-    """Mismatches (``site.inventory.Mismatch``) of a node's inventory
-    figures ``found`` with its peers' ``typical`` ones, compared as the
-    inventory check compares a node with the declaration (memory within
-    ``inventory.memory_bounds``, the rest equal); each says "peers"."""
-    problems = inv.compare_hardware(node, typical, found)
-    out = []
-    for p in problems:
-        note = p.note
-        if p.field in ('memory_gib', 'slurm_memory_mib') and _number(found.get(p.field)) \
-                and found[p.field] < typical.get(p.field, 0):
-            note = 'less memory than its peers: a missing or failed DIMM shows here'
-        out.append(inv.Mismatch(p.node, p.field, f'{_num(p.expected)} (peers)', _num(p.found),
-                                note))
-    return out
-
-
-def mismatch_text(m):
-    """``slurm_memory_mib 1024, peers 2048 (less memory ...)``: a mismatch
-    with the peers, without the node name (the row has it)."""
-    text = f'{m.field} {m.found}, peers {str(m.expected).replace(" (peers)", "")}'
-    return f'{text} ({m.note})' if m.note else text
-
-
-def _number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def typical_inventory(values):
-    """The peers' value of each inventory figure: the median of what the
-    nodes report (``{figure: [values]}``)."""
-    out = {}
-    for fig, vals in values.items():
-        stats = peer_stats(vals)
-        if stats is not None:
-            out[fig] = stats.median
-    return out
-
-
 def screen(samples, nodes=None, rule=None, peers_of=None, past=None):
     """Judge every node: returns :class:`NodeVerdict` s ranked worst first.
 
@@ -465,6 +237,24 @@ def screen(samples, nodes=None, rule=None, peers_of=None, past=None):
     node's own past too (``screen.ownpast``)."""
     kind = (peers_of or {}).get
     past = past or {}
+    groups, inventory, inv_failed, inv_runs = _grouped(samples, kind)
+    per_node = _judge_groups(groups, rule, past)
+    for key, s in inv_failed.items():
+        per_node[key].append(judge_figure(s, None, rule))
+    wanted = dict(nodes or {})
+    _add_missing(per_node, samples, wanted)
+    mismatches = _inventory_verdicts(per_node, inventory, inv_runs, kind)
+    keys = set(per_node) | set(mismatches) | {(p, n) for p, n in inventory}
+    keys |= {(p, n) for n, p in wanted.items()}
+    return rank([_node_verdict(part, node, per_node.get((part, node), []),
+                               mismatches.get((part, node), []), (part, node) in inventory)
+                 for part, node in keys])
+
+
+def _grouped(samples, kind):
+    """The samples by (partition, kind, check, figure, component), and the
+    inventory: ``{(partition, node): {figure: value}}``, the failed
+    inventory samples and the runs of each node's inventory."""
     groups = defaultdict(list)
     inventory = defaultdict(dict)         # (partition, node) -> {figure: value}
     inv_failed = {}
@@ -480,7 +270,13 @@ def screen(samples, nodes=None, rule=None, peers_of=None, past=None):
                 continue
         groups[(s.partition, None if s.pair else kind(s.node), s.check, s.figure,
                 s.component)].append(s)
+    return groups, inventory, inv_failed, inv_runs
 
+
+def _judge_groups(groups, rule, past):
+    """``{(partition, node): [FigureVerdict]}`` of the performance figures,
+    each against its group; a figure between two nodes attributed to them
+    (``screen.pairs``)."""
     per_node = defaultdict(list)
     pair_figures = []
     for (part, _kind, check, _fig, _comp), group in groups.items():
@@ -499,10 +295,12 @@ def screen(samples, nodes=None, rule=None, peers_of=None, past=None):
                 per_node[(part, s.node)].append(fv)
     for key, figs in nodepairs.attribute(pair_figures).items():
         per_node[key] += figs
-    for key, s in inv_failed.items():
-        per_node[key].append(judge_figure(s, None, rule))
+    return per_node
 
-    wanted = dict(nodes or {})
+
+def _add_missing(per_node, samples, wanted):
+    """A ``missing`` figure for each check a node of ``wanted`` gave no
+    result of while others of its partition did."""
     reported = defaultdict(set)                     # (partition, check) -> nodes
     for s in samples:
         reported[(s.partition, s.check)].update(s.pair or (s.node,))
@@ -512,6 +310,10 @@ def screen(samples, nodes=None, rule=None, peers_of=None, past=None):
                 Sample(node, part, check, 'result'), Verdict.MISSING,
                 why=f'{check}: no result from this node'))
 
+
+def _inventory_verdicts(per_node, inventory, inv_runs, kind):
+    """Each node's inventory against its peers': a ``FAILED`` figure per
+    mismatch added to ``per_node``; returns ``{(partition, node): [mismatches]}``."""
     by_part = defaultdict(dict)
     for (part, node), figs in inventory.items():
         by_part[(part, kind(node))][node] = figs
@@ -535,47 +337,24 @@ def screen(samples, nodes=None, rule=None, peers_of=None, past=None):
                     units, pct = distance(sample.value, stats[m.field], False)
                 per_node[(part, node)].append(FigureVerdict(
                     sample, Verdict.FAILED, stats[m.field], units, pct, mismatch_text(m)))
+    return mismatches
 
-    keys = set(per_node) | set(mismatches) | {(p, n) for p, n in inventory}
-    keys |= {(p, n) for n, p in wanted.items()}
-    verdicts = []
-    for part, node in keys:
-        figs = per_node.get((part, node), [])
-        mm = mismatches.get((part, node), [])
-        worst = min(figs, key=_figure_rank) if figs else None
-        note = ''
-        if not figs and (part, node) not in inventory and not mm:
-            verdict, note = Verdict.MISSING, 'no result from any check'
-        elif mm or (worst is not None and worst.verdict == Verdict.FAILED):
-            verdict = Verdict.FAILED
-        else:
-            verdict = worst.verdict if worst is not None else Verdict.PASS
-        verdicts.append(NodeVerdict(node, part, verdict, worst, figs, mm, note))
-    return rank(verdicts)
+
+def _node_verdict(part, node, figs, mm, has_inventory):
+    """The :class:`NodeVerdict` of a node from its figures and mismatches."""
+    worst = min(figs, key=_figure_rank) if figs else None
+    note = ''
+    if not figs and not has_inventory and not mm:
+        verdict, note = Verdict.MISSING, 'no result from any check'
+    elif mm or (worst is not None and worst.verdict == Verdict.FAILED):
+        verdict = Verdict.FAILED
+    else:
+        verdict = worst.verdict if worst is not None else Verdict.PASS
+    return NodeVerdict(node, part, verdict, worst, figs, mm, note)
 
 
 def _past_key(s):
     return ownpast.key_of(s.partition, s.node, s.check, s.figure, s.component)
-
-
-def _figure_rank(fv):
-    units = fv.noise_units if fv.noise_units is not None else 0.0
-    pct = fv.percent if fv.percent is not None else 0.0
-    return (VERDICTS.index(fv.verdict), pct, units)
-
-
-def rank(verdicts):
-    """Worst first: by verdict (:data:`VERDICTS`), then by the
-    percent distance of the worst figure (most negative first), then name."""
-    def key(nv):
-        pct = nv.worst.percent if nv.worst is not None and nv.worst.percent is not None else 0.0
-        return (VERDICTS.index(nv.verdict), pct, nv.partition, nv.node)
-    return sorted(verdicts, key=key)
-
-
-def outliers(verdicts):
-    """The node verdicts that name a node (:data:`OUTLIER`)."""
-    return [v for v in verdicts if v.verdict in OUTLIER]
 
 
 def outlier_rows(bad):
@@ -654,135 +433,3 @@ def _suspect_rank(nv):
     return min(units, default=0.0)
 
 
-def drain_command(nv):
-    """``scontrol update NodeName=n3 State=DRAIN Reason="..."`` for an outlier."""
-    reason = f'clusterproof screen: {nv.verdict}: {nv.reason or nv.verdict}'
-    reason = reason.replace('"', "'")[:200]
-    return ['scontrol', 'update', f'NodeName={nv.node}', 'State=DRAIN', f'Reason={reason}']
-
-
-def figure_name(fv):
-    """``stream triad``, ``socket 1: stream triad``: what a figure verdict is of."""
-    s = fv.sample
-    name = f'{s.check} {s.figure}'
-    return f'{s.component}: {name}' if s.component else name
-
-
-def as_row(nv):
-    """The table row of a node: node, partition, figure, value, noise units,
-    percent, verdict, inventory mismatch."""
-    w = nv.worst
-    fig = figure_name(w) if w else ''
-    value = f'{w.sample.value:g} {w.sample.unit}'.strip() if w and w.sample.value is not None else ''
-    units = _fmt(w.noise_units, '{:+.1f}') if w else ''
-    pct = _fmt(w.percent, '{:+.1f} %') if w else ''
-    mismatched = {m.field for m in nv.mismatches}
-    perf = [f for f in nv.figures if f.verdict != Verdict.PASS and not
-            (f.sample.check == 'inventory' and f.sample.figure in mismatched)]
-    why = min(perf, key=_figure_rank).why if perf else nv.note
-    return [nv.node, nv.partition, fig, value, units, pct, nv.verdict,
-            '; '.join(mismatch_text(m) for m in nv.mismatches), why]
-
-
-ROW_HEADERS = ['node', 'partition', 'figure', 'value', 'noise units', 'from peers',
-               'verdict', 'inventory mismatch', 'reason']
-
-
-def _fmt(x, form):
-    if x is None:
-        return ''
-    if math.isinf(x):
-        return '-inf' if x < 0 else '+inf'
-    return form.format(x)
-
-
-def as_dict(nv):
-    """A node verdict as plain data (``--format json``); the peers' figures
-    are given once per group (:func:`peers_dict`), not per node."""
-    def fig(fv):
-        s = fv.sample
-        return {'check': s.check, 'figure': s.figure, 'value': s.value, 'unit': s.unit,
-                'pair': list(s.pair) or None, 'runs': s.runs, 'verdict': fv.verdict,
-                'component': s.component or None,
-                'confirmed': confirmation_text(fv.confirmed) if fv.confirmed else None,
-                'history': fv.history or None,
-                'own_past': _own_dict(fv.own),
-                'noise_units': _json_num(fv.noise_units),
-                'percent': _json_num(fv.percent),
-                'noise_pct': _json_num(fv.noise_pct), 'smallest_pct': fv.smallest_pct,
-                'reference': str(s.reference) if s.reference is not None else None}
-    return {'node': nv.node, 'partition': nv.partition, 'verdict': nv.verdict,
-            'reason': nv.reason, 'worst': fig(nv.worst) if nv.worst else None,
-            'figures': [fig(f) for f in nv.figures],
-            'inventory_mismatch': [{'field': m.field, 'expected': str(m.expected),
-                                    'found': str(m.found), 'note': m.note}
-                                   for m in nv.mismatches]}
-
-
-def _own_dict(own):
-    """The figure against its own earlier screenings, as plain data (null: none)."""
-    if own is None:
-        return None
-    return {'percent': own.percent, 'noise_units': _json_num(own.units),
-            'noise_pct': own.noise_pct, 'earlier_screenings': own.earlier,
-            'confirmed': confirmation_text(own.confirmed) if own.confirmed else None}
-
-
-def named_by(nv):
-    """The check that named an outlier: its worst figure's; ``result`` when
-    it gave none (it failed, or is missing)."""
-    return nv.worst.sample.check if nv.worst is not None else 'result'
-
-
-def finding_of(nv, system, screening_id):
-    """The finding id of an outlier (``analysis.findings.finding_id``, kind
-    ``outlier``): its system, partition, the check that named it
-    (:func:`named_by`), node and screening: the id ``screen`` prints, the
-    notification sends and ``clusterproof triage`` takes."""
-    from clusterproof.analysis.findings import finding_id
-    return finding_id('outlier', system, nv.partition, named_by(nv), nv.node, screening_id)
-
-
-def as_json(verdicts, note='', findings=None, screening_id=None, rule=None):
-    """The whole screening as plain data, the output of ``--format json``
-    (its shape is documented in docs/screening.md, "JSON output", and read
-    by the acceptance report: keep it). ``findings``: ``{node: finding
-    id}`` of the outliers (:func:`finding_of`); ``rule``: the
-    ``screen.rule.Rule`` the verdicts were judged by (its defaults when None)."""
-    findings = findings or {}
-    rule = rule or Rule()
-    nodes = [dict(as_dict(v), finding=findings.get(v.node)) for v in verdicts]
-    return {'nodes': nodes, 'screening_id': screening_id,
-            'outliers': [v.node for v in outliers(verdicts)],
-            'peers': peers_dict(verdicts), 'note': note,
-            'thresholds_pct': dict(rule.smallest), 'min_noise_units': rule.noise_units,
-            'rule': rule.as_dict()}
-
-
-def peers_dict(verdicts):
-    """The peers' median, scaled MAD and count of every (partition, check,
-    figure), as plain data."""
-    seen = {}
-    for nv in verdicts:
-        for fv in nv.figures:
-            s = fv.sample
-            key = (s.partition, s.check, s.figure)
-            stats = fv.group or fv.peers
-            if stats is not None and key not in seen:
-                seen[key] = {'partition': s.partition, 'check': s.check, 'figure': s.figure,
-                             'unit': s.unit, 'median': stats.median, 'mad': stats.mad,
-                             'count': stats.count}
-    return list(seen.values())
-
-
-def _num(x):
-    """``2048`` for 2048.0; other values as they are."""
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x
-
-
-def _json_num(x):
-    if x is None or math.isfinite(x):
-        return x
-    return '-inf' if x < 0 else '+inf'
