@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / 'clusterproof'
 ARCHITECTURE = PACKAGE.parent / 'docs' / 'architecture.md'
 _LAYER = re.compile(r'^(\d+)\. (.*?): ')
@@ -131,6 +133,7 @@ def _shell_launches(text):
             yield n, 'sets RFM_CONFIG_FILES'
 
 
+@pytest.mark.slow   # it parses every module of the package, the checks and the tests
 def test_reframe_is_started_and_configured_in_one_module():
     """Only clusterproof/reframe_io/runner.py starts ``reframe`` and decides
     RFM_CONFIG_FILES; everything else calls it (``runner.run``, ``start``,
