@@ -386,19 +386,31 @@ def judge_reports(paths, refs=None, partition=None, peers_of=None, rule=None, pa
     the cases of ``partition`` (all when None); a node in several reports
     is judged on the best of its runs, as repeats are (``judge.best_of``);
     ``peers_of``, ``rule`` and ``past`` as for ``judge.screen``."""
-    samples, nodes = [], {}
+    by_node, nodes = {}, {}
     for path in paths:
         got, seen = results.samples_from_report(runner.read_report(path), refs,
                                                 base=Path(path).parent)
         if partition:
             got = [s for s in got if s.partition == partition]
             seen = {n: p for n, p in seen.items() if p == partition}
-        samples = judge.best_of(samples, got)
+        # merged node by node: a report holds one node in a screening, and
+        # merging each into all the samples so far grew as the square of
+        # the nodes (1.2 s of 2.7 at 781 nodes)
+        for node, own in _by_node(got).items():
+            by_node[node] = judge.best_of(by_node.get(node, []), own)
         nodes.update(seen)
+    samples = [s for own in by_node.values() for s in own]
     if not nodes:
         raise ClusterproofError(f'no screening test case in {", ".join(map(str, paths))}'
                                 + (f' for partition {partition}' if partition else ''))
     return judge.screen(samples, nodes, rule, peers_of=peers_of, past=past)
+
+
+def _by_node(samples):
+    out = {}
+    for s in samples:
+        out.setdefault((s.partition, s.node), []).append(s)
+    return out
 
 
 def reports_id(paths):

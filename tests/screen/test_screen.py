@@ -1013,3 +1013,30 @@ def test_suspects_run_again_are_at_most_a_tenth_of_the_nodes_the_worst_first():
     verdicts = judge.screen(_stream(values), rule=site)
     assert {v.node for v in verdicts if judge.suspect(v, site)} == {'n1', 'n2', 'n3'}
     assert [v.node for v in judge.to_repeat(verdicts, site)] == ['n4', 'n2', 'n3']
+
+
+def test_reports_that_run_a_node_again_judge_it_on_the_best_of_its_runs(tmp_path):
+    """``--from-report`` over a screening's node reports and a repeat of one
+    node: that node is judged on the better of its two runs, counted as two
+    runs, and the nodes of the first report keep their one run (the reports
+    are merged node by node)."""
+    report = json.loads((DATA / 'report-emu-stream-inventory.json').read_text())
+    first = tmp_path / 'first.json'
+    first.write_text(json.dumps(report))
+    for r in report['runs']:
+        r['testcases'] = [tc for tc in r['testcases'] if tc.get('job_nodelist') == ['n2']]
+        for tc in r['testcases']:
+            for name, pv in (tc.get('perfvalues') or {}).items():
+                pv[0] = round(pv[0] * 0.5, 1)      # the repeat is slower
+    again = tmp_path / 'again.json'
+    again.write_text(json.dumps(report))
+    once = {v.node: v for v in run.judge_reports([first])}
+    twice = {v.node: v for v in run.judge_reports([first, again])}
+    assert set(twice) == set(once) == {'n1', 'n2', 'n3', 'n4'}
+    assert [v.verdict for v in twice.values()] == [v.verdict for v in once.values()]
+    samples = {(f.sample.node, f.sample.figure): f.sample for v in twice.values()
+               for f in v.figures if f.sample.check == 'stream'}
+    firsts = {(f.sample.node, f.sample.figure): f.sample for v in once.values()
+              for f in v.figures if f.sample.check == 'stream'}
+    assert samples[('n2', 'triad')].runs == 2 and samples[('n1', 'triad')].runs == 1
+    assert samples[('n2', 'triad')].value == firsts[('n2', 'triad')].value
