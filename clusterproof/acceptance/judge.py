@@ -28,8 +28,9 @@ from pathlib import Path
 
 from clusterproof.analysis.statistics import statistic
 from clusterproof.site import fingerprint
-from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
-    record_lower_is_better
+from clusterproof.references.judge import Judgement, Verdict, judge_reference
+from clusterproof.references.lookup import locate
+from clusterproof.references.direction import record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
 

@@ -41,9 +41,10 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from clusterproof.store.sessions import Record, case_reason
-from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
-                                           record_lower_is_better, reference_of_record,
-                                           references_for, tolerance_text)
+from clusterproof.references.judge import Verdict, judge, judge_reference
+from clusterproof.references.lookup import lookup, references_for
+from clusterproof.references.direction import record_lower_is_better
+from clusterproof.references.entries import reference_of_record, tolerance_text
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7

@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from clusterproof.analysis import detector, findings
+from clusterproof.analysis import findings
+from clusterproof.analysis.detector import model, noise
 from clusterproof.store import history
 
 #: changes found in this many newest sessions are on the first screen
@@ -40,7 +41,7 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     suspects = []
     for h in histories:
         if (h.key in kept
-                or len(h.points) < detector.DEFAULT_MIN_BEFORE + detector.DEFAULT_MIN_AFTER):
+                or len(h.points) < model.DEFAULT_MIN_BEFORE + model.DEFAULT_MIN_AFTER):
             continue
         vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
         if (vals > 0).all() and moved(np.log(vals)):
@@ -71,10 +72,10 @@ def moved(y, nights=RECENT_NIGHTS):
     detector itself decides; this only spares it the figures that cannot
     have changed."""
     n = len(y)
-    need = detector.DEFAULT_MIN_AFTER
+    need = model.DEFAULT_MIN_AFTER
     if n < need + 2:
         return False
-    sigma = detector.diff_scale(y)
+    sigma = noise.diff_scale(y)
     mid = float(np.median(y))
     cs = np.cumsum(np.clip(y, mid - 3 * sigma, mid + 3 * sigma))
     for k in range(need, min(nights, n - 2) + 1):

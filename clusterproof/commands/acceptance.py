@@ -15,7 +15,9 @@ from clusterproof.acceptance import run as contract_run
 from clusterproof.commands import argtypes
 from clusterproof.notify import send as notify_send
 from clusterproof.paths import CHECKS_DIR, write_atomic
-from clusterproof.references.judge import Verdict, load_references, reference_file
+from clusterproof.references.judge import Verdict
+from clusterproof.references.lookup import load_references
+from clusterproof.references.entries import reference_file
 from clusterproof.site.validate import find_system, load_site_configuration
 
 

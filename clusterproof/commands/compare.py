@@ -7,7 +7,7 @@ from clusterproof import ClusterproofError
 from clusterproof.analysis import compare
 from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_store_arg
-from clusterproof.references.judge import reference_file
+from clusterproof.references.entries import reference_file
 from clusterproof.store import history
 from clusterproof.store.sessions import load_sessions, records, select
 

@@ -201,13 +201,13 @@ def after_session(system, session_id):
 
 def after_screening(system, outliers, screening_id, when=None):
     """Notify of the outliers of the screening ``screening_id`` of ``system``
-    (node verdicts of :func:`clusterproof.screen.judge.outliers`: ``node``,
+    (node verdicts of :func:`clusterproof.screen.verdicts.outliers`: ``node``,
     ``partition``, ``worst`` and ``reason``), each under the id ``screen``
-    prints for it (:func:`clusterproof.screen.judge.finding_of`): the same
+    prints for it (:func:`clusterproof.screen.output.finding_of`): the same
     screening judged again sends nothing new; another screening's outliers
     are its own findings. Said on stderr (screen's stdout may be JSON);
     returns the exit status of :func:`notify`."""
-    from clusterproof.screen.judge import named_by
+    from clusterproof.screen.output import named_by
     when = time.time() if when is None else when
     found = []
     for nv in outliers:

@@ -26,7 +26,7 @@ import sqlite3
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.references import judge
+from clusterproof.references import direction
 from clusterproof.reframe_io import runner
 from clusterproof.site.hardware import is_emulated
 
@@ -222,7 +222,7 @@ def _testcase_rows(tc, uuid, start, end, info, source):
         value = _float(value)
         figure = key.rsplit(':', 1)[-1]
         try:
-            declared = judge.declared_direction(tc.get('cp_lower_is_better'), figure)
+            declared = direction.declared_direction(tc.get('cp_lower_is_better'), figure)
         except ClusterproofError as err:
             raise ClusterproofError(f'{source or "session " + uuid}: test case {name}: '
                                     f'{err}') from None

@@ -47,7 +47,9 @@ from clusterproof.analysis import findings, triage
 from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
 from clusterproof.analysis.statistics import mmap_ratios
-from clusterproof.references.judge import Bucket, Verdict, bounds, lookup, references_for
+from clusterproof.references.judge import Bucket, Verdict
+from clusterproof.references.entries import bounds
+from clusterproof.references.lookup import lookup, references_for
 from clusterproof.store import history
 from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import THREAD_ATTRS, check_name

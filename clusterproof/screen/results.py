@@ -4,7 +4,7 @@ A screening run is ReFrame with ``--distribute=all``: one test case per node,
 pinned to it, the node named in the case's ``job_nodelist`` (and in its
 display name as ``%.nid=NODE``). :func:`samples_from_report` turns the test
 cases of the screening checks (:data:`SCREEN_CHECKS`) into
-``screen.judge.Sample`` s: one per performance figure, and for the inventory
+``screen.verdicts.Sample`` s: one per performance figure, and for the inventory
 check one per hardware figure of the node's report (read from the job's
 standard output file, the lines ``clusterproof inventory --report`` prints).
 A failed case gives one sample without a value and ReFrame's fail reason.
@@ -29,9 +29,10 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.reframe_io import runner
-from clusterproof.references import judge as refjudge
+from clusterproof.references import direction, lookup
 from clusterproof.screen import pairs
-from clusterproof.screen.judge import INVENTORY_FIGURES, INVENTORY_UNITS, Sample
+from clusterproof.screen.peerinventory import INVENTORY_FIGURES, INVENTORY_UNITS
+from clusterproof.screen.verdicts import Sample
 from clusterproof.site import inventory as inv
 
 
@@ -187,7 +188,7 @@ def _case_samples(tc, check, node, part, refs, base):
         if sc.figures is not None and figure not in sc.figures:
             continue
         ref = _reference(refs, tc, figure)
-        declared = refjudge.declared_direction(tc.get('cp_lower_is_better'), figure)
+        declared = direction.declared_direction(tc.get('cp_lower_is_better'), figure)
         if named:
             figure = f'{named} {figure}'
         value, unit = pv[0], pv[4] if len(pv) > 4 else ''
@@ -222,7 +223,7 @@ def _inventory_samples(tc, node, part, base):
 
 
 class _Case:
-    """What ``references.judge.lookup`` asks of a result: the test case's
+    """What ``references.lookup.lookup`` asks of a result: the test case's
     check, system, partition, environment, parameters and figure."""
 
     def __init__(self, tc, figure):
@@ -241,6 +242,6 @@ def _reference(refs, tc, figure):
     if not refs:
         return None
     try:
-        return refjudge.lookup(refs, _Case(tc, figure))
+        return lookup.lookup(refs, _Case(tc, figure))
     except ClusterproofError:
         return None

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterproof.analysis import detector as changes
+from clusterproof.analysis.detector import figure, nightly
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parents[1] / 'data' / 'history'
@@ -66,7 +66,7 @@ def test_step_found_with_its_size_and_night():
     rng = np.random.default_rng(3)
     values = 45 * (1 + 0.01 * rng.standard_normal(60))
     values[40:] *= 0.92
-    (c,) = changes.scan(values)
+    (c,) = nightly.scan(values)
     assert c.at == 40 and 40 <= c.found <= 43
     assert c.change == pytest.approx(-0.08, abs=0.01)
     assert c.uncertainty < 0.01 and c.confidence > 0.999
@@ -75,8 +75,8 @@ def test_step_found_with_its_size_and_night():
 def test_no_change_in_quiet_noise_and_noise_estimate():
     rng = np.random.default_rng(4)
     values = 10 * (1 + 0.02 * rng.standard_normal(120))
-    assert changes.scan(values) == []
-    fn = changes.figure_noise(values)
+    assert nightly.scan(values) == []
+    fn = figure.figure_noise(values)
     assert fn.noise == pytest.approx(0.02, rel=0.25)
     assert 0.05 < fn.detectable < 0.12 and not fn.too_noisy
 
@@ -176,7 +176,7 @@ def test_noise_of_a_figure_that_just_changed_is_its_noise_not_the_step():
     rng = np.random.default_rng(9)
     values = 30000 * (1 + 0.03 * rng.standard_normal(13))
     values[9:] /= 20        # a node twenty times slower, four sessions ago
-    cps = changes.scan(values)
+    cps = nightly.scan(values)
     assert [c.at for c in cps] == [9]
-    fn = changes.figure_noise(values, cps)
+    fn = figure.figure_noise(values, cps)
     assert fn.noise < 0.06 and not fn.too_noisy

@@ -9,7 +9,8 @@ import pytest
 
 from clusterproof.analysis import compare
 from clusterproof.analysis.bless import derive, merged_entries
-from clusterproof.references.judge import Verdict, reference_of_record
+from clusterproof.references.judge import Verdict
+from clusterproof.references.entries import reference_of_record
 from clusterproof.store.sessions import load_sessions, records
 import yaml
 

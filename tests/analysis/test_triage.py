@@ -270,7 +270,8 @@ def test_notify_names_the_ids_triage_accepts_and_sends_no_triaged_one(tmp_path, 
     and notify no longer sends it. A screening outlier that notify sent is
     triaged by the id it was sent with."""
     from clusterproof.notify import config, send
-    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample, finding_of
+    from clusterproof.screen.verdicts import FigureVerdict, NodeVerdict, Sample
+    from clusterproof.screen.output import finding_of
     from clusterproof.references.judge import Verdict
     from clusterproof.store.sessions import load_sessions
     for name in ('a', 'b'):

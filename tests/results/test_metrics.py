@@ -19,7 +19,7 @@ from clusterproof import ClusterproofError, redact
 from clusterproof.reframe_io import runner
 from clusterproof.results import metrics
 from conftest import REPO, reframe_env, run_reframe, wait_for
-from servers import Echo, free_port, leaks, victoria_metrics, vm_query  # noqa: F401 (a fixture)
+from servers import Echo, free_port, leaks, vm_query
 
 CHECK = ['-c', str(REPO / 'tests' / 'checks' / 'results' / 'devzero_copy.py'),
          '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=64', '--system', 'local', '-r']
