@@ -207,8 +207,8 @@ def _state(f):
 def _view(f):
     if f['view'] == 'retrospective':
         return 'whole history'
-    night = 'nightly ' + f['found'][:10]
-    return night + (' + whole history' if f['view'] == 'both' else '')
+    nightly = 'nightly ' + f['found'][:10]
+    return nightly + (' + whole history' if f['view'] == 'both' else '')
 
 
 def _table(header, rows):

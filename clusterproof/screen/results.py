@@ -139,7 +139,7 @@ def check_of(tc):
     return _BY_CLASS.get((tc.get('name') or '').split(' ')[0])
 
 
-def samples_from_report(report, refs=None, base=None, node=None):
+def samples_from_report(run_report, refs=None, base=None, node=None):
     """``(samples, nodes)``: the :class:`Sample` s of a parsed run report and
     ``{node: partition}`` of every node a case ran or was meant to run on.
     ``refs``: parsed references of the system (``references.judge``);
@@ -150,7 +150,7 @@ def samples_from_report(report, refs=None, base=None, node=None):
     only = node
     latest = {}
     nodes = {}
-    for tc in runner.testcases(report):
+    for tc in runner.testcases(run_report):
         check = check_of(tc)
         if check is None:
             continue

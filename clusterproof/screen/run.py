@@ -196,17 +196,17 @@ class Screening:
 
     def _invoke(self, make_args):
         self.invocations += 1
-        report = self.workdir / f'report-{self.invocations}.json'
-        args = make_args(report)
+        report_file = self.workdir / f'report-{self.invocations}.json'
+        args = make_args(report_file)
         with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
             status = runner.start(args, env=self.env, stdout=out,
                                   stderr=subprocess.STDOUT).wait()
-        runner.require_cases(args, report, status)
-        if not report.is_file():
+        runner.require_cases(args, report_file, status)
+        if not report_file.is_file():
             raise ClusterproofError(
                 f'reframe wrote no run report (exit status {status}); its output: '
                 f'{self.workdir / f"reframe-{self.invocations}.log"}')
-        data = runner.read_report(report)
+        data = runner.read_report(report_file)
         self.submitted += len(runner.testcases(data))
         return results.samples_from_report(data, self.refs)
 
@@ -266,8 +266,8 @@ class Screening:
         selections = pair_selections(pair_checks)
         for group in groups:
             for selection in selections:
-                got, where = self._invoke(lambda report: pair_command(
-                    self.system, self.partition, selection, group, report, self.mode,
+                got, where = self._invoke(lambda report_file: pair_command(
+                    self.system, self.partition, selection, group, report_file, self.mode,
                     self.extra))
                 samples += got
                 seen.update(where)

@@ -165,12 +165,12 @@ def reference_bounds(row):
 def to_bmf(figs):
     out = {}
     for row in figs.iter_rows(named=True):
-        bench, measure = benchmark_name(row), measure_name(row)
-        if len(bench) > BMF_BENCHMARK_MAX:
-            raise ClusterproofError(f'benchmark name {bench[:80]!r}...: {len(bench)} '
+        benchmark, measure = benchmark_name(row), measure_name(row)
+        if len(benchmark) > BMF_BENCHMARK_MAX:
+            raise ClusterproofError(f'benchmark name {benchmark[:80]!r}...: {len(benchmark)} '
                                     f'characters, Bencher takes at most {BMF_BENCHMARK_MAX}')
         if len(measure) > BMF_MEASURE_MAX:
-            raise ClusterproofError(f'measure name {measure!r} of {bench}: {len(measure)} '
+            raise ClusterproofError(f'measure name {measure!r} of {benchmark}: {len(measure)} '
                                     f'characters, Bencher takes at most {BMF_MEASURE_MAX}')
         metric = {'value': row['value']}
         low, high = reference_bounds(row)
@@ -178,7 +178,7 @@ def to_bmf(figs):
             metric['lower_value'] = low
         if high is not None:
             metric['upper_value'] = high
-        out.setdefault(bench, {})[measure] = metric
+        out.setdefault(benchmark, {})[measure] = metric
     return json.dumps(out, indent=2, sort_keys=True) + '\n'
 
 

@@ -173,8 +173,8 @@ def test_an_alarm_against_a_step_of_the_whole_history_is_not_a_second_change():
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
-    import measure_detection as bench
-    series = bench.generate('flipping', 'small', bench.SEEDS['eval'])[58]
+    import measure_detection as detection
+    series = detection.generate('flipping', 'small', detection.SEEDS['eval'])[58]
     kept, withdrawn = views.find(series.values)
     ats = [c.at for c in kept + withdrawn]
     assert len(ats) == len(set(ats))

@@ -189,26 +189,26 @@ def test_tcpd_metrics_on_hand_worked_cases():
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
-    import measure_detection as bench
+    import measure_detection as detection
     # each prediction matches at most one annotated point
-    assert bench.true_positives({1, 10, 20, 23}, {3, 8, 20}) == 3
-    assert bench.true_positives({1, 2, 3}, set()) == 0
+    assert detection.true_positives({1, 10, 20, 23}, {3, 8, 20}) == 3
+    assert detection.true_positives({1, 2, 3}, set()) == 0
     # one annotator at 50, prediction at 53: the points {0, 50} and {0, 53}
-    assert bench.f1_score({'a': [50]}, [53]) == 1.0
+    assert detection.f1_score({'a': [50]}, [53]) == 1.0
     # no prediction: precision 1 (the start), recall 1/2 -> F1 2/3
-    assert bench.f1_score({'a': [50]}, []) == pytest.approx(2 / 3)
+    assert detection.f1_score({'a': [50]}, []) == pytest.approx(2 / 3)
     # two annotators, one marks nothing: recall (1 + 1) / 2, precision 2 / 2
-    assert bench.f1_score({'a': [50], 'b': []}, [50]) == 1.0
+    assert detection.f1_score({'a': [50], 'b': []}, [50]) == 1.0
     # cover: truth [0, 50), [50, 100); prediction one segment: each true
     # segment's best Jaccard index is 50 / 100
-    assert bench.cover_score({'a': [50]}, [], 100) == pytest.approx(0.5)
-    assert bench.cover_score({'a': [50]}, [50], 100) == 1.0
+    assert detection.cover_score({'a': [50]}, [], 100) == pytest.approx(0.5)
+    assert detection.cover_score({'a': [50]}, [50], 100) == 1.0
     # prediction at 60: [0,50) vs [0,60) = 50/60, [50,100) vs [60,100) = 40/50
-    assert bench.cover_score({'a': [50]}, [60], 100) == pytest.approx(
+    assert detection.cover_score({'a': [50]}, [60], 100) == pytest.approx(
         (50 * 50 / 60 + 50 * 40 / 50) / 100)
 
 
-def _bench():
+def _detection():
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
@@ -219,9 +219,9 @@ def _bench():
 def test_tcpd_scores_the_points_tcpdbench_scores():
     """TCPDBench drops predicted points at the first and last positions
     (several methods name them by default) and duplicates."""
-    bench = _bench()
-    assert bench.tcpd_clean([0, 5, 5, 98, 99, 140], 100) == [5, 98]
-    assert bench.tcpd_clean([], 10) == []
+    detection = _detection()
+    assert detection.tcpd_clean([0, 5, 5, 98, 99, 140], 100) == [5, 98]
+    assert detection.tcpd_clean([], 10) == []
 
 
 def test_tcpd_counts_the_onset_of_a_slow_decline_not_its_end(tmp_path):
@@ -229,35 +229,35 @@ def test_tcpd_counts_the_onset_of_a_slow_decline_not_its_end(tmp_path):
     held, then a steady 4 % decline from session 40 over 30 sessions (a
     missing value among them, left out of the CSV, its day kept) is one
     point, at its onset."""
-    bench = _bench()
+    detection = _detection()
     rng = np.random.default_rng(6)
     values = 100 * (1 + 0.01 * rng.standard_normal(90)) * (
         1 - 0.04 * np.clip((np.arange(90) - 39) / 30, 0, 1))
     raw = [float(v) for v in values]
     raw[20] = None
-    bench.tcpd_csv([('decline', raw, {})], tmp_path / 'h.csv')
-    found, skipped = bench.command_listing(tmp_path / 'h.csv')
+    detection.tcpd_csv([('decline', raw, {})], tmp_path / 'h.csv')
+    found, skipped = detection.command_listing(tmp_path / 'h.csv')
     assert skipped == []
-    (point,) = bench.tcpd_points(found)['decline']
+    (point,) = detection.tcpd_points(found)['decline']
     assert abs(point - 39) <= 3
 
 
 def test_tcpd_r_column_says_why_when_rscript_is_absent(tmp_path, monkeypatch):
-    bench = _bench()
+    detection = _detection()
     monkeypatch.setenv('PATH', str(tmp_path))
-    why = bench.r_changepoint_missing()
+    why = detection.r_changepoint_missing()
     assert why is not None and 'Rscript not found' in why
 
 
 def test_tcpd_r_binseg_default_places_a_step():
     """Measured only where R and its changepoint package are installed (a
     measurement tool of the benchmark, not a dependency)."""
-    bench = _bench()
-    why = bench.r_changepoint_missing()
+    detection = _detection()
+    why = detection.r_changepoint_missing()
     if why:
         pytest.skip(why)
     rng = np.random.default_rng(3)
     raw = list(np.r_[np.full(60, 10.0), np.full(40, 13.0)] + 0.3 * rng.standard_normal(100))
     raw[20] = None                       # a missing value is left out, places mapped back
-    for _, method in bench.TCPD_R_DEFAULTS:
-        assert bench.tcpd_clean(bench.r_changepoint_predict(raw, method), 100) == [59]
+    for _, method in detection.TCPD_R_DEFAULTS:
+        assert detection.tcpd_clean(detection.r_changepoint_predict(raw, method), 100) == [59]

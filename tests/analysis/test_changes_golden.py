@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / 'scripts'))
 sys.path.insert(0, str(REPO))
 
-import measure_detection as bench  # noqa: E402
+import measure_detection as detection  # noqa: E402
 from clusterproof.analysis.detector import figure, nightly, segmentation, views  # noqa: E402
 
 RECORD = REPO / 'tests' / 'data' / 'changes-golden' / 'findings.json'
@@ -41,7 +41,7 @@ def findings(count=COUNT, nights=NIGHTS, seed=SEED):
     alarms (:func:`changes.scan`), the changes kept and withdrawn
     (:func:`changes.find`) and the figure's noise."""
     out = []
-    for kind, values, groups in bench.speed_series(count, nights, seed):
+    for kind, values, groups in detection.speed_series(count, nights, seed):
         kept, withdrawn = views.find(values, None, groups)
         fn = figure.figure_noise(values, kept, None, groups)
         out.append({
@@ -73,7 +73,7 @@ def test_findings_are_those_recorded():
 def test_lists_and_arrays_give_the_same_findings():
     """The loaders hand the detector numpy arrays (values, node lists) or
     lists: the same findings either way."""
-    for kind, values, groups in bench.speed_series(12, 120, 3):
+    for kind, values, groups in detection.speed_series(12, 120, 3):
         as_list = views.find(list(values), None, groups)
         as_array = views.find(np.asarray(values, dtype=float), None,
                               None if groups is None else np.asarray(groups))

@@ -61,7 +61,7 @@ def test_significance_the_shift_and_the_agreement_after_it():
 
 def test_nightly_the_night_a_step_is_raised():
     y = np.r_[np.zeros(30), np.full(5, -0.1)] + _noise(35, 0.01, 6)
-    c = nightly.judge_night(y[:33], 0, model.Settings())
+    c = nightly.judge_session(y[:33], 0, model.Settings())
     assert c is not None and c.at == 30 and c.found == 32
 
 
