@@ -7,7 +7,7 @@ from clusterproof.analysis import findings, triage
 from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import results_dir, write_atomic
-from clusterproof.results import report
+from clusterproof.publish import report
 from clusterproof.store import history
 from clusterproof.store.sessions import load_sessions, records, select
 

@@ -2,7 +2,7 @@
 (synthetic, fixed seeds), with the behaviour that fixes it: a change the
 nightly runs missed, changes inside the noise, large changes of noisy
 figures, quantised values, two node types, a slow drift. (The morning page
-and `clusterproof changes` agreeing: tests/results/test_report.py.)"""
+and `clusterproof changes` agreeing: tests/publish/test_report.py.)"""
 
 import datetime
 

@@ -173,7 +173,7 @@ def test_one_verdict_vocabulary():
     """Every judge's verdicts are members of one enum, each with one
     spelling; spellings written before it read as the verdict they meant;
     the report's counts are named in one place."""
-    from clusterproof.results import report
+    from clusterproof.publish import report
     Verdict = references.Verdict
     assert all(Verdict.read(v.value) is v for v in Verdict)
     assert [Verdict.read(old) for old in ('ok', 'failed', 'not-judged')] == \

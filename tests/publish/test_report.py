@@ -14,7 +14,7 @@ import pytest
 from clusterproof.analysis import compare
 from clusterproof.store import history, sources
 from clusterproof.references.judge import Verdict
-from clusterproof.results.report import build, bucket
+from clusterproof.publish.report import build, bucket
 from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import REPO, clusterproof, recorded_results

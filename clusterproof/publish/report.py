@@ -1,6 +1,6 @@
 """The HTML report, "the morning page": one self-contained file (plotly.js
 inlined once, no network), rendered from the Jinja2 templates of
-``clusterproof/results/templates`` with autoescaping on.
+``clusterproof/publish/templates`` with autoescaping on.
 
 First screen (what a reader needs at 8 in the morning):
 
