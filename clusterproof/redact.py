@@ -4,7 +4,7 @@ webhook's URL (its path carries the token), an Alertmanager URL (it may
 carry ``user:password``), the SMTP password (:mod:`clusterproof.notify`),
 and the metrics URL of the figures sent to a time-series database
 (``$CLUSTERPROOF_METRICS_URL``, a system file's ``metrics_url``:
-:mod:`clusterproof.results.metrics`). Every command holding one prints,
+:mod:`clusterproof.publish.metrics`). Every command holding one prints,
 logs, raises and writes it only through this rule:
 
 - A URL is shown as its scheme, host and port only (:func:`shown`): never

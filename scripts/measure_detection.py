@@ -66,8 +66,10 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterproof.analysis import bless, compare, detector, findings
-from clusterproof.references.judge import lower_is_better
+from clusterproof.analysis import bless, compare, findings
+from clusterproof.analysis.detector import (figure as detector_figure, model as detector_model,
+                                            nightly, views)
+from clusterproof.references.direction import lower_is_better
 from clusterproof.store import history, sources
 from clusterproof.store.sessions import Record
 
@@ -298,8 +300,8 @@ def detector_speed(count, nights, seed=1, profile=None):
         prof.enable()
     t0 = time.process_time()
     for _kind, values, groups in data:
-        cps, _withdrawn = detector.find(values, None, groups)
-        detector.figure_noise(values, cps, None, groups)
+        cps, _withdrawn = views.find(values, None, groups)
+        detector_figure.figure_noise(values, cps, None, groups)
     cpu = time.process_time() - t0
     if prof is not None:
         prof.disable()
@@ -406,14 +408,14 @@ def method_listed_aperiodic(series, transients=False):
     """:func:`method_listed` without taking out periodic components: the
     listing as it was before :func:`detector.periodic_levels` (for a
     before/after in one run)."""
-    return method_listed(series, transients, detector.Settings(periodic=False))
+    return method_listed(series, transients, detector_model.Settings(periodic=False))
 
 
 def method_listed_steps(series, transients=False):
     """:func:`method_listed` without the onsets of slow changes (a single
     step never made a ramp from its onset, ``detector.Settings(onsets=False)``):
     the listing as it was before (for a before/after in one run)."""
-    return method_listed(series, transients, detector.Settings(onsets=False))
+    return method_listed(series, transients, detector_model.Settings(onsets=False))
 
 
 def method_listed_noisy(series, transients=False):
@@ -421,7 +423,7 @@ def method_listed_noisy(series, transients=False):
     changes larger than its minimum detectable change
     (``detector.Settings(noisy_changes=False)``): the listing as it was
     before (for a before/after in one run)."""
-    return method_listed(series, transients, detector.Settings(noisy_changes=False))
+    return method_listed(series, transients, detector_model.Settings(noisy_changes=False))
 
 
 def method_listed_unconfirmed(series, transients=False):
@@ -429,21 +431,21 @@ def method_listed_unconfirmed(series, transients=False):
     confirm stays while it reaches ``z`` (``detector.Settings(
     confirm_alarms=False)``): the listing as it was before (for a
     before/after in one run)."""
-    return method_listed(series, transients, detector.Settings(confirm_alarms=False))
+    return method_listed(series, transients, detector_model.Settings(confirm_alarms=False))
 
 
 #: the listing with rules of the detector turned off, each as it was before
 #: that rule (for a before/after in one run): ``{method: (settings, what
 #: the rule does)}``
 RULES_OFF = {
-    'listed-cut': (detector.Settings(own_widening=False),
+    'listed-cut': (detector_model.Settings(own_widening=False),
                    'an unconfirmed alarm widened about confirmed ones'),
-    'listed-retro-rows': (detector.Settings(drift_rows=False),
+    'listed-retro-rows': (detector_model.Settings(drift_rows=False),
                           'rows of kept alarms made one drift'),
-    'listed-ramps': (detector.Settings(abrupt_steps=False),
+    'listed-ramps': (detector_model.Settings(abrupt_steps=False),
                      'an abrupt step kept, not made a ramp'),
-    'listed-before': (detector.Settings(own_widening=False, drift_rows=False,
-                                        abrupt_steps=False), 'all three'),
+    'listed-before': (detector_model.Settings(own_widening=False, drift_rows=False,
+                                              abrupt_steps=False), 'all three'),
 }
 
 
@@ -464,11 +466,11 @@ def _library_scan(series, place):
     history, the screen, ``min_after`` sessions after a change) with a
     library deciding alone: ``place(seg, sigma)`` returns the change
     points it finds significant (indices of the first session after)."""
-    s = detector.Settings()
+    s = detector_model.Settings()
     y = np.log(series.values)
     alarms, start = [], 0
     for t in range(len(y)):
-        screened = detector.moved_enough(y[:t + 1], start, s)
+        screened = nightly.moved_enough(y[:t + 1], start, s)
         if screened is None:
             continue
         seg, offset, sigma, need = screened
@@ -486,7 +488,7 @@ def method_ruptures_pelt(series):
     import ruptures
 
     def place(seg, sigma):
-        algo = ruptures.Pelt(model='l1', min_size=detector.DEFAULT_MIN_AFTER, jump=1)
+        algo = ruptures.Pelt(model='l1', min_size=detector_model.DEFAULT_MIN_AFTER, jump=1)
         return algo.fit(seg / sigma).predict(pen=3 * math.log(len(seg)))[:-1]
     return _library_scan(series, place)
 

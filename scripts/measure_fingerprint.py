@@ -40,7 +40,7 @@ from clusterproof.site import fingerprint
 from clusterproof.hostlist import compress
 from clusterproof.paths import SETTINGS_FILE
 from clusterproof.reframe_io import runner
-from clusterproof.site.discover import _node_key
+from clusterproof.site.slurm_view import _node_key
 
 REPO = Path(__file__).resolve().parent.parent
 

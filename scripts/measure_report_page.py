@@ -9,7 +9,7 @@ and MPI library's sha256), and a figure's step comes with a kernel update
 and another binary, which the attribution of its change names
 (``--no-fingerprint``: values as recorded before the fingerprint).
 
-Measured (targets): building the page, ``clusterproof.results.report.build``
+Measured (targets): building the page, ``clusterproof.publish.report.build``
 (<= 5 s); compare, the newest night judged against the references and the
 change points of every figure (``compare.against_references`` and
 ``report.recent_changes``, <= 5 s); loading the page in headless Chromium at
@@ -42,7 +42,7 @@ from pathlib import Path
 
 from clusterproof.site import fingerprint
 from clusterproof.analysis import compare
-from clusterproof.results import report
+from clusterproof.publish import report
 from clusterproof.store import history
 from clusterproof.store.sessions import Record, Session
 

@@ -70,8 +70,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from clusterproof.screen import judge, memory, run
-from clusterproof.screen.judge import Sample
+from clusterproof.screen import judge, memory, run, verdicts as screen_verdicts
+from clusterproof.screen.verdicts import Sample
 from clusterproof.screen.rule import Rule
 from clusterproof.store import screenings
 
@@ -182,7 +182,7 @@ def judge_population(pop, rule, per_component, repeat, past=None):
 
     verdicts, _ = run.judge_with_repeats(first, None, [pop.check], repeat, rerun, rule,
                                          log=lambda line: None, past=past)
-    return {v.node for v in judge.outliers(verdicts)}, jobs[0]
+    return {v.node for v in screen_verdicts.outliers(verdicts)}, jobs[0]
 
 
 def site_rule(new, shape):

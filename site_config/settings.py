@@ -27,7 +27,7 @@ from pathlib import Path
 from clusterproof.modes import reframe_modes
 from clusterproof.paths import results_dir, system_files
 from clusterproof.store.perflog import perflog_format
-from clusterproof.results.metrics import logging_entries
+from clusterproof.publish.metrics import logging_entries
 from clusterproof.site.hardware import processor_from_hardware
 
 _here = Path(__file__).resolve().parent

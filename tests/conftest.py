@@ -6,7 +6,9 @@ them. ``emu_cluster`` starts the local Slurm cluster once per test session
 brought down at the end of the session. Every test that uses it is marked
 ``cluster`` (``pytest -m cluster`` runs them) and finds the cluster in a
 known state, and leaves it so, whatever happened before: no job, every node
-idle (``emu_known_state``).
+idle (``emu_known_state``). The fixtures of ``servers.py`` (a real
+VictoriaMetrics) are registered here, so a test names them without
+importing them.
 """
 
 import contextlib
@@ -22,6 +24,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / '.venv' / 'bin'
 DATA = Path(__file__).resolve().parent / 'data'
+
+pytest_plugins = ['servers']
 
 #: Bound of every wait in the tests, in seconds: for a job state, a file, a
 #: log line, a program's end. A wait ends at its event; the bound only turns

@@ -16,14 +16,14 @@ from pathlib import Path
 
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import (fio, gpu, hpcc, hpl, ior, iozone, ipmctl_memoryresources,
-                                  ipmctl_topology, lscpu, md_workbench, mdtest, mmap_sweep,
-                                  mounts, ndctl, osu, runtime_errors, slurm, stream)
+                                  ipmctl_topology, lscpu, md_workbench, mdtest, mmap_sweep, mounts,
+                                  ndctl, osu, runtime_errors, slurm, slurm_values, stream)
 
 DATA = Path(__file__).resolve().parent / 'data'
 #: the minimal damaged inputs found so far, one file each: ``<entry point>--<what>.txt``
 CORPUS = DATA / 'parsers-damaged'
 #: the errors a parser declares
-DECLARED = (ParseError, slurm.SlurmFormatError)
+DECLARED = (ParseError, slurm_values.SlurmFormatError)
 SOURCE = 'damaged.out'
 
 

@@ -10,7 +10,7 @@ checks say what they have (:func:`clusterproof.acceptance.run.load`
 reads it from ReFrame's loader). The
 result is a :class:`Contract` of :class:`Item` objects; nothing else reads
 the YAML. An item's committed value and tolerance are a
-:class:`clusterproof.references.judge.Reference`, judged by that module.
+:class:`clusterproof.references.entries.Reference`, judged by that module.
 """
 
 import difflib
@@ -23,8 +23,9 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import SITE_CONFIG
-from clusterproof.references.judge import (KNOWN_UNITS, Reference, declared, parse_yaml,
-                                           tolerance_text)
+from clusterproof.references.direction import KNOWN_UNITS
+from clusterproof.references.entries import Reference, parse_yaml, tolerance_text
+from clusterproof.references.lookup import declared
 
 #: where the contracts of a site live
 CONTRACTS_DIR = SITE_CONFIG / 'contracts'
@@ -108,8 +109,8 @@ class Item:
     #: the reason of a ``$xfail`` reference: the item is expected to miss it
     xfail: str = ''
     #: for an item made from a declared reference: its entry ``(check, keys)``
-    #: (:attr:`clusterproof.references.judge.Declared.where`), what a test
-    #: case must resolve to (:func:`clusterproof.references.judge.locate`)
+    #: (:attr:`clusterproof.references.lookup.Declared.where`), what a test
+    #: case must resolve to (:func:`clusterproof.references.lookup.locate`)
     where: tuple = None
 
     def __hash__(self):
@@ -495,7 +496,7 @@ def from_references(system, partitions, refs, file, *, repetitions, selection=()
                     checks=''):
     """The contract of an acceptance of ``system`` (its ``partitions``, names)
     against its declared references ``refs`` (parsed from ``file``):
-    every reference that applies (:func:`clusterproof.references.judge.declared`)
+    every reference that applies (:func:`clusterproof.references.lookup.declared`)
     is a committed item, judged on the median of ``repetitions`` sessions of
     mode acceptance, each running the ReFrame options ``selection`` (``-n``,
     ``-S``... ; empty: every check of the system). Refused when it would

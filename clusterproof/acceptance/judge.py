@@ -28,8 +28,9 @@ from pathlib import Path
 
 from clusterproof.analysis.statistics import statistic
 from clusterproof.site import fingerprint
-from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
-    record_lower_is_better
+from clusterproof.references.judge import Judgement, Verdict, judge_reference
+from clusterproof.references.lookup import locate
+from clusterproof.references.direction import record_lower_is_better
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
 
@@ -123,7 +124,7 @@ def _db():
     return results_db()
 
 
-def node_ram_gib(fp_text, results=None):
+def node_ram_gib(fp_text, results_dir=None):
     """The RAM (GiB) of the nodes of a recorded ``cp_fingerprint``, summed
     over its nodes; None when a node's record or memory is missing."""
     nodes = fingerprint.per_node(fp_text)
@@ -131,7 +132,7 @@ def node_ram_gib(fp_text, results=None):
         return None
     total = 0.0
     for h in nodes.values():
-        rec = fingerprint.load(h, results)
+        rec = fingerprint.load(h, results_dir)
         mem = (rec or {}).get('mem_gib')
         if not mem:
             return None
@@ -139,7 +140,7 @@ def node_ram_gib(fp_text, results=None):
     return total
 
 
-def check_run(item, rec, runtime, results=None):
+def check_run(item, rec, runtime, results_dir=None):
     """``(valid, why not, used)`` of the run ``rec`` of ``item``."""
     case = rec.case or {}
     used = {a.name: case.get(a.name) for a in item.modifications}
@@ -157,7 +158,7 @@ def check_run(item, rec, runtime, results=None):
     if 'min_data_ram_ratio' in rules:
         k, var = rules['min_data_ram_ratio'], rules['data_variable']
         data = size_bytes(case.get(var))
-        ram = node_ram_gib(case.get('cp_fingerprint', ''), results)
+        ram = node_ram_gib(case.get('cp_fingerprint', ''), results_dir)
         if data is None:
             why.append(f'data moved not recorded ({var}={case.get(var)!r})')
         elif ram is None:
@@ -187,7 +188,7 @@ def check_run(item, rec, runtime, results=None):
     return not why, '; '.join(why), used
 
 
-def judge_item(item, contract, recs, runtimes, results=None):
+def judge_item(item, contract, recs, runtimes, results_dir=None):
     """The :class:`Result` of ``item`` on store records ``recs``."""
     runs, direction = [], None
     for r in recs:
@@ -199,7 +200,7 @@ def judge_item(item, contract, recs, runtimes, results=None):
         if r.figure == item.figure:
             direction = record_lower_is_better(r)
         runtime = runtimes.get((r.session, r.test, r.partition, r.environ))
-        valid, why, used = check_run(item, r, runtime, results)
+        valid, why, used = check_run(item, r, runtime, results_dir)
         if r.figure == '' and r.sanity_ok:
             valid, why = False, f'the test case reported no {item.figure}'
         runs.append(Repetition(r, valid, why, used))
@@ -249,27 +250,27 @@ def candidate_sessions(contract, ids=(), now=None, db=None):
     return load_sessions(db, since=since, system=contract.system, mode=contract.mode)
 
 
-def judge_contract(contract, sessions, results=None):
+def judge_contract(contract, sessions, results_dir=None):
     """``[Result]`` of every item of ``contract`` on ``sessions`` (read from
     the figure store, run times too)."""
     recs = records(sessions)
     runtimes = run_times(recs)
-    return [judge_item(item, contract, recs, runtimes, results) for item in contract.items]
+    return [judge_item(item, contract, recs, runtimes, results_dir) for item in contract.items]
 
 
-def needed(results_):
+def needed(judged):
     """``{item: runs still needed}`` for the items without enough valid runs
     (what ``acceptance --contract`` runs)."""
-    return {r.item: r.item.repetitions - len(r.counted) for r in results_
+    return {r.item: r.item.repetitions - len(r.counted) for r in judged
             if len(r.counted) < r.item.repetitions}
 
 
-def not_judged(results, recs):
+def not_judged(judged, recs):
     """The figures of ``recs`` that were measured and that no item of
-    ``results`` judges (a figure without a reference, or beside a contract's
-    items), one per test case and figure: ``{test, partition, figure, unit,
+    ``judged`` (``[Result]``) covers (a figure without a reference, or beside
+    a contract's items), one per test case and figure: ``{test, partition, figure, unit,
     median, n}``, sorted. Shown, never counted."""
-    covered = {(x.session, x.test, r.item.figure) for r in results for x in r.runs}
+    covered = {(x.session, x.test, r.item.figure) for r in judged for x in r.runs}
     groups = {}
     for r in recs:
         if r.figure and r.sanity_ok and math.isfinite(r.value) and \

@@ -63,15 +63,15 @@ def item_record(result):
     }
 
 
-def failures(results):
+def failures(judged):
     """The committed items that fail, as ``id (why)`` texts."""
     return [f'{r.item.id} ({r.judgement.reason or r.judgement.verdict})'
-            for r in results if r.failing]
+            for r in judged if r.failing]
 
 
-def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(),
+def build(contract, judged, *, reused=(), run=(), screening=None, unexplained=(),
           not_judged=(), now=None):
-    """The record (a dict) of ``contract`` judged as ``results``
+    """The record (a dict) of ``contract`` with its items ``judged``
     (:class:`clusterproof.acceptance.judge.Result`); ``reused`` and ``run``
     are the session uuids taken from the store and run now; ``unexplained``
     the lines of what failed although no item shows it
@@ -81,11 +81,11 @@ def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(
     from clusterproof.site.provenance import git_revision
     # every run looked at, counted or not: an acceptance whose every run was an
     # emulated one that timed out is as emulated as one that passed
-    flags = {f for r in results for x in r.runs for f in x.flags}
-    failed = [r for r in results if r.failing]
+    flags = {f for r in judged for x in r.runs for f in x.flags}
+    failed = [r for r in judged if r.failing]
     why = (f'{len(failed)} committed item(s) failed: '
            f'{", ".join(r.item.id for r in failed)}' if failed else
-           f'every committed item passed ({sum(r.item.is_committed for r in results)})')
+           f'every committed item passed ({sum(r.item.is_committed for r in judged)})')
     if unexplained:
         why += f'; and what no item shows failed: {"; ".join(unexplained)}'
         failed = failed or list(unexplained)
@@ -100,7 +100,7 @@ def build(contract, results, *, reused=(), run=(), screening=None, unexplained=(
         'verdict': 'rejected' if failed else 'accepted',
         'why': why,
         'sessions': {'reused': list(reused), 'run': list(run)},
-        'items': [item_record(r) for r in results],
+        'items': [item_record(r) for r in judged],
         'screening': screening,
         'not_judged': [dict(x, median=_json_value(x['median'])) for x in not_judged],
     }

@@ -27,7 +27,7 @@ from markupsafe import Markup
 from clusterproof import ClusterproofError
 from clusterproof.acceptance import record as acceptance_record
 from clusterproof.references.judge import Verdict
-from clusterproof.results.report import TEMPLATES as RESULTS_TEMPLATES, bucket
+from clusterproof.publish.report import TEMPLATES as PAGE_TEMPLATES, bucket
 
 TEMPLATES = Path(__file__).with_name('templates')
 
@@ -249,10 +249,10 @@ def css_string(text):
 
 
 def _env():
-    loader = jinja2.FileSystemLoader([str(TEMPLATES), str(RESULTS_TEMPLATES)])
+    loader = jinja2.FileSystemLoader([str(TEMPLATES), str(PAGE_TEMPLATES)])
     env = jinja2.Environment(loader=loader, autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-    env.filters['bucket'] = bucket   # the results report's macros use it
+    env.filters['bucket'] = bucket   # the morning page's macros use it
     env.filters['num'] = num
     env.filters['css_string'] = css_string
     env.filters['plain'] = plain

@@ -132,7 +132,7 @@ class Acceptance:
     """What :func:`accept` did: the judged items, the sessions reused from
     the store and those run now (uuids), lines for what failed although no
     item shows it, and the figures measured that no item judges."""
-    results: list
+    judged: list
     reused: list
     ran: list
     unexplained: list
@@ -146,13 +146,13 @@ def accept(contract, ids=(), run_missing=True, checks=None):
     ``ids``), run the items still lacking valid runs (unless ``ids`` are
     given or not ``run_missing``), and judge again on both."""
     stored = judge.candidate_sessions(contract, ids=ids)
-    results = judge.judge_contract(contract, stored)
-    lacking = judge.needed(results)
+    judged = judge.judge_contract(contract, stored)
+    lacking = judge.needed(judged)
     new, fresh = [], []
     if contract.selection is not None and run_missing and not ids:
         new = run(contract, lacking, checks=checks)
         fresh = load_sessions(ids=[u for u, _ in new])
-        results = judge.judge_contract(contract, fresh)
+        judged = judge.judge_contract(contract, fresh)
     elif lacking and run_missing and not ids:
         print(f'acceptance {contract.name}: {len(lacking)} item(s) lack valid runs in the '
               f'store ({", ".join(f"{i.id}: {n} more" for i, n in lacking.items())})',
@@ -160,22 +160,22 @@ def accept(contract, ids=(), run_missing=True, checks=None):
         new = run(contract, lacking, checks=checks)
         fresh = load_sessions(ids=[u for u, _ in new])
         known = {s.uuid for s in stored}
-        results = judge.judge_contract(contract,
-                                       stored + [s for s in fresh if s.uuid not in known])
+        judged = judge.judge_contract(contract,
+                                      stored + [s for s in fresh if s.uuid not in known])
     ran = [u for u, _ in new]
-    used = set().union(*(r.sessions for r in results))
+    used = set().union(*(r.sessions for r in judged))
     fresh_recs = records(fresh)
-    return Acceptance(results, sorted(u for u in used if u not in ran), ran,
-                      unexplained(results, fresh_recs, new),
-                      judge.not_judged(results, fresh_recs))
+    return Acceptance(judged, sorted(u for u in used if u not in ran), ran,
+                      unexplained(judged, fresh_recs, new),
+                      judge.not_judged(judged, fresh_recs))
 
 
-def unexplained(results, recs, runs):
+def unexplained(judged, recs, runs):
     """Lines for what fails an acceptance although no item shows it: a test
     case of ``recs`` that failed and is no item's (a check run beside the
     items), and a run of ``runs`` (``[(uuid, exit status)]``) where ReFrame
     exited non-zero and no test case of its session failed."""
-    mine = {(x.session, x.test) for r in results for x in r.runs}
+    mine = {(x.session, x.test) for r in judged for x in r.runs}
     out = []
     for r in recs:
         if r.result in _FAILED and (r.session, r.test) not in mine:

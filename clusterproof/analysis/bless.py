@@ -35,10 +35,9 @@ import yaml
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import append_synced, read_text, write_atomic
-from clusterproof.references.judge import (default_index, entry_reference, index_of,
-                                           index_value, load_references, parse,
-                                           record_lower_is_better, reference_file,
-                                           validate_data)
+from clusterproof.references.lookup import default_index, index_of, index_value, load_references
+from clusterproof.references.entries import entry_reference, parse, reference_file, validate_data
+from clusterproof.references.direction import record_lower_is_better
 from clusterproof.analysis.statistics import percentile
 
 DEFAULT_NSIGMA = 3.0

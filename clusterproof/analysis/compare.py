@@ -25,9 +25,9 @@ A row whose reference today differs from the one ReFrame judged the figure
 against when it ran (a re-bless or an edit since) carries the flag
 ``ref-changed`` and the old reference in ``Row.ran_against``.
 
-Drift is what no single night trips: the rolling median of the last
+Drift is what no single session trips: the rolling median of the last
 ``window`` sessions worse than the reference by more than ``drop``, or a
-figure that got worse ``nights`` sessions in a row.
+figure that got worse in each of its last ``in_a_row`` sessions.
 
 An emulated figure is judged only against ``<system>.emulated.yaml``
 (``clusterproof bless --allow-emulated``); its row carries the flag
@@ -41,14 +41,15 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from clusterproof.store.sessions import Record, case_reason
-from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
-                                           record_lower_is_better, reference_of_record,
-                                           references_for, tolerance_text)
+from clusterproof.references.judge import Verdict, judge, judge_reference
+from clusterproof.references.lookup import lookup, references_for
+from clusterproof.references.direction import record_lower_is_better
+from clusterproof.references.entries import reference_of_record, tolerance_text
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
 DEFAULT_DROP = 0.05
-DEFAULT_NIGHTS = 5
+DEFAULT_DRIFT_SESSIONS = 5
 
 
 @dataclass
@@ -219,12 +220,12 @@ class Drift:
 
 
 def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP,
-          nights=DEFAULT_NIGHTS, keys=None):
+          in_a_row=DEFAULT_DRIFT_SESSIONS, keys=None):
     """Slow drift in ``history`` (records of several sessions).
 
     For every figure (optionally only ``keys``): the median of its last
     ``window`` values worse than its reference by more than ``drop``
-    (a fraction), or its value worse than the session before ``nights``
+    (a fraction), or its value worse than the session before ``in_a_row``
     times in a row. Smoke results are left out (different sizes)."""
     series = {}
     for r in history:
@@ -234,11 +235,11 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
     for rs in series.values():
         rs.sort(key=lambda r: r.start)
     return drift_of({k: (rs[-1], [r.value for r in rs]) for k, rs in series.items()},
-                    refs_by_system, window, drop, nights)
+                    refs_by_system, window, drop, in_a_row)
 
 
 def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP,
-             nights=DEFAULT_NIGHTS):
+             in_a_row=DEFAULT_DRIFT_SESSIONS):
     """:func:`drift` of ``series``: ``{key: (newest record, values oldest
     first)}`` (the values as a history read from the store has them)."""
     refs_by_system = dict(refs_by_system or {})
@@ -255,12 +256,12 @@ def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DR
                                  f'median of the last {window} sessions {med:.4g} is '
                                  f'{change * 100:+.1f}% from the reference {found.value:.4g} '
                                  f'(limit {drop * 100:g}%)'))
-        if nights and len(vals) > nights:
-            tail = vals[-(nights + 1):]
+        if in_a_row and len(vals) > in_a_row:
+            tail = vals[-(in_a_row + 1):]
             worse = all((b > a) if lib else (b < a) for a, b in zip(tail, tail[1:]))
             if worse:
                 out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit, 'streak',
-                                 f'worse {nights} sessions in a row: '
+                                 f'worse {in_a_row} sessions in a row: '
                                  + ' -> '.join(f'{v:.4g}' for v in tail)))
     out.sort(key=lambda d: (d.system, d.partition, d.test, d.figure, d.kind))
     return out

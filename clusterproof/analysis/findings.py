@@ -34,7 +34,8 @@ from pathlib import Path
 import polars as pl
 
 from clusterproof import store as st
-from clusterproof.analysis import detector, smallest
+from clusterproof.analysis import smallest
+from clusterproof.analysis.detector import figure as detector_figure, model, noise, views
 from clusterproof.analysis.attribution import attribution
 from clusterproof.paths import replace_synced, results_db
 from clusterproof.store import history, sessions
@@ -82,7 +83,7 @@ SCHEMA = {
 
 def settings_digest(settings=None):
     """What findings were derived with: the detector's settings and :data:`VERSION`."""
-    s = dataclasses.asdict(settings or detector.Settings())
+    s = dataclasses.asdict(settings or model.Settings())
     text = json.dumps({'version': VERSION, **s}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -120,7 +121,7 @@ def read(store):
 
 def _row(h, digest, sd, status, what, found):
     k = h.key
-    fn = what if isinstance(what, detector.FigureNoise) else None
+    fn = what if isinstance(what, detector_figure.FigureNoise) else None
     return {**dict(zip(st.IDENTITY, k)), 'unit': h.unit, 'digest': digest, 'settings': sd,
             'status': status, 'noise': fn and fn.noise, 'detectable': fn and fn.detectable,
             'n': fn and fn.n, 'too_noisy': fn and fn.too_noisy,
@@ -162,7 +163,7 @@ def derive(store, settings=None, processes=None):
     store dropped). Under the store's lock; returns (figures judged, seconds)."""
     t0 = time.perf_counter()
     store = Path(store)
-    settings = settings or detector.Settings()
+    settings = settings or model.Settings()
     sd = settings_digest(settings)
     with st.locked(store):
         lf = st.scan([store])
@@ -202,8 +203,8 @@ def _what(row):
         return row['why']
     if row['noise'] is None:
         return None
-    return detector.FigureNoise(row['noise'], row['detectable'], row['n'],
-                               row['too_noisy'], row['heavy_tailed'])
+    return detector_figure.FigureNoise(row['noise'], row['detectable'], row['n'],
+                                       row['too_noisy'], row['heavy_tailed'])
 
 
 def judged(stores, settings=None, system=None, want=None):
@@ -214,7 +215,7 @@ def judged(stores, settings=None, system=None, want=None):
     judged now (their findings missing or stale). The histories of the kept
     ones have no points. A figure in more than one store (a store per
     month) is judged over all of them, now."""
-    settings = settings or detector.Settings()
+    settings = settings or model.Settings()
     sd = settings_digest(settings)
     per_store = []
     seen = {}
@@ -307,7 +308,7 @@ def detect(hists, settings=None):
     noisy to judge still lists the changes the detector keeps (each reached
     its own significance; ``settings.noisy_changes`` off: only those larger
     than its minimum detectable change), not its withdrawn alarms."""
-    settings = settings or detector.Settings()
+    settings = settings or model.Settings()
     found, quiet, noisy, skipped = [], [], [], []
     for h in hists:
         status, what, figure_found = judge_figure(h, settings)
@@ -339,18 +340,18 @@ def listing(hists, settings=None, min_change=None):
 def judge_figure(h, settings):
     """``(status, what, found)`` of one history: ``status`` is ``changed``,
     ``quiet``, ``noisy`` or ``skipped``; ``what`` its
-    :class:`~clusterproof.analysis.detector.FigureNoise`
+    :class:`~clusterproof.analysis.detector.figure.FigureNoise`
     (None for a history of one session) or, skipped, the reason; ``found``
     its changes (see :func:`detect`), each with its summary. A figure's
     findings depend on its history and ``settings`` alone
     (:func:`derive` keeps them)."""
-    if not settings.linear and detector.linear(h.values):
+    if not settings.linear and noise.linear(h.values):
         return 'skipped', 'values <= 0', []
     if len(h.points) < 2:
         return 'quiet', None, []
     groups = node_groups(h.points)
-    cps, withdrawn = detector.find(h.values, settings, groups)
-    fn = detector.figure_noise(h.values, cps, settings, groups)
+    cps, withdrawn = views.find(h.values, settings, groups)
+    fn = detector_figure.figure_noise(h.values, cps, settings, groups)
     status = 'changed'
     if fn.too_noisy:
         if not settings.noisy_changes:

@@ -1,4 +1,4 @@
-"""The changes of the newest nights: which figures may have moved in their
+"""The changes of the newest sessions: which figures may have moved in their
 newest sessions (:func:`moved`, a scan of a few vector operations that
 spares the change detector the figures that cannot have changed), and the
 changes the detector finds in them, ranked (:func:`recent_changes`): what
@@ -11,23 +11,24 @@ import math
 
 import numpy as np
 
-from clusterproof.analysis import detector, findings
+from clusterproof.analysis import findings
+from clusterproof.analysis.detector import model, noise
 from clusterproof.store import history
 
 #: changes found in this many newest sessions are on the first screen
-RECENT_NIGHTS = 14
+RECENT_SESSIONS = 14
 #: sessions of each figure's history the change detector sees
 SCAN_SESSIONS = 90
 #: a figure is scanned when the mean of its newest sessions after some split
-#: in the last RECENT_NIGHTS is this many standard errors from the mean
+#: in the last RECENT_SESSIONS is this many standard errors from the mean
 #: before it (:func:`moved`)
 SCAN_Z = 3.0
 #: variance of a median against a mean (Gaussian)
 _HL = math.pi / 2
 
 
-def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
-    """The changes found in the newest ``nights`` sessions of each history,
+def recent_changes(histories, sessions=RECENT_SESSIONS, kept=None):
+    """The changes found in the newest ``sessions`` sessions of each history,
     ranked by size x confidence: what ``clusterproof changes`` lists for
     them (the same :func:`detect`; nightly alarms since withdrawn left out).
     ``kept`` (``{key: changes}``, :func:`clusterproof.analysis.findings.current`)
@@ -40,13 +41,13 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     suspects = []
     for h in histories:
         if (h.key in kept
-                or len(h.points) < detector.DEFAULT_MIN_BEFORE + detector.DEFAULT_MIN_AFTER):
+                or len(h.points) < model.DEFAULT_MIN_BEFORE + model.DEFAULT_MIN_AFTER):
             continue
         vals = np.asarray(h.values[-SCAN_SESSIONS:], float)
         if (vals > 0).all() and moved(np.log(vals)):
             suspects.append(dataclasses.replace(h, points=h.points[-SCAN_SESSIONS:]))
     found, _quiet, _noisy, _skipped = findings.detect(suspects)
-    cut = {h.key: h.points[-min(nights, len(h.points))].time
+    cut = {h.key: h.points[-min(sessions, len(h.points))].time
            for h in suspects + [h for h in histories if h.key in kept and len(h.points)]}
     keep = []
     for f, h in [*_with_history(found, suspects),
@@ -59,8 +60,8 @@ def recent_changes(histories, nights=RECENT_NIGHTS, kept=None):
     return keep
 
 
-def moved(y, nights=RECENT_NIGHTS):
-    """True when a level shift may start in the newest ``nights`` log values
+def moved(y, sessions=RECENT_SESSIONS):
+    """True when a level shift may start in the newest ``sessions`` log values
     of ``y`` (at least ``detector.DEFAULT_MIN_AFTER`` sessions after it): for
     some split, the median of the sessions after it (of two middle values,
     the one nearer the level before) is :data:`SCAN_Z` standard errors or
@@ -71,13 +72,13 @@ def moved(y, nights=RECENT_NIGHTS):
     detector itself decides; this only spares it the figures that cannot
     have changed."""
     n = len(y)
-    need = detector.DEFAULT_MIN_AFTER
+    need = model.DEFAULT_MIN_AFTER
     if n < need + 2:
         return False
-    sigma = detector.diff_scale(y)
+    sigma = noise.diff_scale(y)
     mid = float(np.median(y))
     cs = np.cumsum(np.clip(y, mid - 3 * sigma, mid + 3 * sigma))
-    for k in range(need, min(nights, n - 2) + 1):
+    for k in range(need, min(sessions, n - 2) + 1):
         base = cs[n - k - 1] / (n - k)
         last = np.sort(y[n - k:])
         lo, hi = last[(k - 1) // 2], last[k // 2]

@@ -31,7 +31,7 @@ import yaml
 
 from clusterproof import ClusterproofError
 from clusterproof.paths import SITE_CONFIG
-from clusterproof.references import judge
+from clusterproof.references import lookup
 
 KEY = 'smallest_change'
 
@@ -67,7 +67,7 @@ def load(path=None):
 def for_figure(table, test, figure, reference=None):
     """The smallest change that matters (a fraction) of ``figure`` of
     ``test`` under ``table`` (:func:`load`), else from ``reference`` (a
-    :class:`clusterproof.references.judge.Reference`), else 0."""
+    :class:`clusterproof.references.entries.Reference`), else 0."""
     check = test.split()[0] if test.strip() else test
     for key in (f'{check} {figure}', check, 'default'):
         if key in table:
@@ -80,7 +80,7 @@ def for_figure(table, test, figure, reference=None):
 
 
 class _Case:
-    """What ``references.judge.lookup`` asks of a finding: check, system,
+    """What ``references.lookup.lookup`` asks of a finding: check, system,
     partition, environment and parameters, read from the test's name as
     ReFrame prints it (``Check %param=value +environ``)."""
 
@@ -99,12 +99,12 @@ class _Case:
 def reference_of(f, refs_by_system):
     """The reference of finding ``f``'s figure, or None (no file, no entry,
     or an entry indexed by an attribute its test's name does not carry)."""
-    refs = judge.references_for(refs_by_system, f['system'],
-                                emulated='emulated' in f.get('flags', ()))
+    refs = lookup.references_for(refs_by_system, f['system'],
+                                 emulated='emulated' in f.get('flags', ()))
     if not refs:
         return None
     try:
-        return judge.lookup(refs, _Case(f))
+        return lookup.lookup(refs, _Case(f))
     except ClusterproofError:
         return None
 

@@ -21,7 +21,7 @@ from clusterproof import ClusterproofError
 from clusterproof.hostlist import compress
 
 from clusterproof.site import binaries
-from clusterproof.references import judge as references
+from clusterproof.references import entries
 from clusterproof.reframe_io import figures
 from clusterproof.methods import placement
 from clusterproof.site.hardware import partition_node_count, declared, is_emulated
@@ -123,8 +123,8 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
             return              # the check set its own
         units = {name: getattr(fn, 'unit', None)
                  for name, fn in self.perf_variables.items()}
-        path = references.check_references(self.current_system.name, type(self).__name__,
-                                           units)
+        path = entries.check_references(self.current_system.name, type(self).__name__,
+                                        units)
         if path is None:
             return
         # An absolute path: ReFrame joins it to its reference prefix unchanged.

@@ -22,9 +22,10 @@ from pathlib import Path
 from clusterproof import ClusterproofError
 from clusterproof.cluster.network import MAX_NODES
 from clusterproof.hostlist import compress
-from clusterproof.parsers.slurm import (SlurmFormatError, SlurmPartition, SlurmSwitch, membership,
-                                        nodes_from_json, nodes_from_scontrol, nodes_from_slurm_conf,
-                                        parse_topology, partitions_from_json, partitions_from_scontrol)
+from clusterproof.parsers.slurm import (SlurmPartition, SlurmSwitch, membership, nodes_from_json,
+                                        nodes_from_scontrol, nodes_from_slurm_conf, parse_topology,
+                                        partitions_from_json, partitions_from_scontrol)
+from clusterproof.parsers.slurm_values import SlurmFormatError
 
 #: a node's name is its hostname inside its namespace (sethostname: 64 bytes)
 NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')

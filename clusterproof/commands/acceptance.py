@@ -15,7 +15,9 @@ from clusterproof.acceptance import run as contract_run
 from clusterproof.commands import argtypes
 from clusterproof.notify import send as notify_send
 from clusterproof.paths import CHECKS_DIR, write_atomic
-from clusterproof.references.judge import Verdict, load_references, reference_file
+from clusterproof.references.judge import Verdict
+from clusterproof.references.lookup import load_references
+from clusterproof.references.entries import reference_file
 from clusterproof.site.validate import find_system, load_site_configuration
 
 
@@ -97,12 +99,12 @@ def run_system(args):
                                  refs_file, repetitions=args.repetitions,
                                  selection=args.reframe_args), checks=args.checks)
     done = contract_run.accept(c, checks=args.checks)
-    results = done.results
+    judged = done.judged
     path, page = _write(args, c, done, screening)
-    failed = [r for r in results if r.failing]
-    print(f'\nacceptance of {args.system}: {len(results)} item(s), {len(failed)} not passed '
+    failed = [r for r in judged if r.failing]
+    print(f'\nacceptance of {args.system}: {len(judged)} item(s), {len(failed)} not passed '
           f'(references: {refs_file})')
-    for r in results:
+    for r in judged:
         it, why = r.item, r.judgement.reason
         value = why if r.measured is None else \
             f'{r.measured:.5g} {it.unit} (n={len(r.counted)})' + (f'; {why}' if why else '')
@@ -135,7 +137,7 @@ def _write(args, c, done, screening):
     """Write the acceptance record (``--record``, default under
     <results>/acceptance/) and its report page (``-o``, default the record
     with the suffix .html); their paths."""
-    rec = record.build(c, done.results, reused=done.reused, run=done.ran,
+    rec = record.build(c, done.judged, reused=done.reused, run=done.ran,
                        screening=screening, unexplained=done.unexplained,
                        not_judged=done.not_judged)
     path = record.write(args.record or record.default_path(c.name), rec)
@@ -156,13 +158,13 @@ def run_contract(args):
     c = contract_run.load(args.contract, checks=checks)
     done = contract_run.accept(c, ids=args.session or (), run_missing=not args.from_store,
                                checks=checks)
-    results, reused, ran = done.results, done.reused, done.ran
+    judged, reused, ran = done.judged, done.reused, done.ran
     path, page = _write(args, c, done, screening)
     rec = record.read(path)
     print(f'\nacceptance of {c.system} against contract {c.name} ({rec["contract"]["file"]}), '
           f'mode {rec["mode"]}:')
-    print(tabulate(_rows(results), headers=_HEADERS, tablefmt='simple', disable_numparse=True))
-    for r in results:
+    print(tabulate(_rows(judged), headers=_HEADERS, tablefmt='simple', disable_numparse=True))
+    for r in judged:
         for x in r.runs:
             if not x.valid:
                 print(f'  not counted: {r.item.id} session {x.session[:8]} ({x.test}): '
@@ -176,7 +178,7 @@ def run_contract(args):
           f'acceptance-report {path} --pdf {path.with_suffix(".pdf")}')
     if ran:     # what is new and needs a person, sent once on the site's channels (docs/notify.md)
         notify_send.after_session(c.system, ran[-1])
-    failing = record.failures(results)
+    failing = record.failures(judged)
     if failing:
         print(f'REJECTED: {len(failing)} committed item(s) failed: {"; ".join(failing)}')
         return 1
@@ -191,9 +193,9 @@ def run_contract(args):
 _HEADERS = ('item', 'kind', 'committed', 'measured', 'runs', 'verdict', 'why')
 
 
-def _rows(results):
+def _rows(judged):
     out = []
-    for r in results:
+    for r in judged:
         it = r.item
         spread = r.spread
         measured = '-' if r.measured is None else \

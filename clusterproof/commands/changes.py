@@ -6,7 +6,8 @@ import json
 from tabulate import tabulate
 
 from clusterproof import ClusterproofError
-from clusterproof.analysis import detector, findings, triage
+from clusterproof.analysis import findings, triage
+from clusterproof.analysis.detector import model
 from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, parse_since
 from clusterproof.store import history, sources
@@ -55,7 +56,7 @@ def register(subparsers):
     p.add_argument('--max-detectable',
                    type=argtypes.number(above=0, high=argtypes.MAX_DETECTABLE_PERCENT,
                                         what='a percentage'),
-                   default=detector.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
+                   default=model.DEFAULT_MAX_DETECTABLE * 100, metavar='PERCENT',
                    help='a figure whose minimum detectable change is larger is listed as '
                         'too noisy to judge when it has no change (default %(default)g)')
     p.add_argument('--min-change', type=argtypes.percent, metavar='PERCENT',
@@ -71,8 +72,8 @@ def run(args):
     if args.min_change is not None and not args.min_change >= 0:
         raise ClusterproofError(f'--min-change {args.min_change:g}: the smallest change that '
                                 'matters is a percentage of 0 or more (1 for one percent)')
-    settings = detector.Settings(max_detectable=args.max_detectable / 100,
-                                 min_change=(args.min_change or 0) / 100)
+    settings = model.Settings(max_detectable=args.max_detectable / 100,
+                              min_change=(args.min_change or 0) / 100)
     min_change = None if args.min_change is None else args.min_change / 100
     if args.untriaged and args.sources:
         raise ClusterproofError('--untriaged: the verdicts are kept in the figure store; not '
@@ -206,8 +207,8 @@ def _state(f):
 def _view(f):
     if f['view'] == 'retrospective':
         return 'whole history'
-    night = 'nightly ' + f['found'][:10]
-    return night + (' + whole history' if f['view'] == 'both' else '')
+    nightly = 'nightly ' + f['found'][:10]
+    return nightly + (' + whole history' if f['view'] == 'both' else '')
 
 
 def _table(header, rows):

@@ -7,7 +7,7 @@ from clusterproof import ClusterproofError
 from clusterproof.analysis import compare
 from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_store_arg
-from clusterproof.references.judge import reference_file
+from clusterproof.references.entries import reference_file
 from clusterproof.store import history
 from clusterproof.store.sessions import load_sessions, records, select
 
@@ -21,7 +21,7 @@ def register(subparsers):
                     'per test and figure: base value (reference or base session), value, '
                     'ratio, tolerance, verdict. Also looks for slow drift over the history '
                     'of the session\'s system: a rolling median worse than the reference by '
-                    'more than --drift-percent, or a figure worse --drift-nights sessions in '
+                    'more than --drift-percent, or a figure worse --drift-sessions sessions in '
                     'a row. Emulated results are judged only against references blessed '
                     'from emulated runs (<system>.emulated.yaml, bless --allow-emulated), '
                     'flagged emulated-ref. A reference marked $xfail gives xfail (failed as '
@@ -48,10 +48,10 @@ def register(subparsers):
     p.add_argument('--drift-percent', type=argtypes.percent, default=compare.DEFAULT_DROP * 100,
                    metavar='X', help='drift when that median is X%% worse than the reference '
                                      '(default %(default)g)')
-    p.add_argument('--drift-nights', type=argtypes.count,
-                   default=compare.DEFAULT_NIGHTS, metavar='N',
+    p.add_argument('--drift-sessions', '--drift-nights', type=argtypes.count,
+                   default=compare.DEFAULT_DRIFT_SESSIONS, metavar='N',
                    help='drift when a figure got worse N sessions in a row (default '
-                        '%(default)s; 0: off)')
+                        '%(default)s; 0: off; --drift-nights is its former name)')
     add_store_arg(p)
     p.add_argument('--mode', choices=('smoke', 'nightly', 'acceptance'),
                    help='history: only sessions of this mode (default: the mode of SESSION)')
@@ -105,7 +105,7 @@ def run(args):
         hists = history.from_frame(lf, keys=set(newest))
         drifts = compare.drift_of({h.key: (newest[h.key], h.values) for h in hists},
                                   window=args.drift_window, drop=args.drift_percent / 100,
-                                  nights=args.drift_nights)
+                                  in_a_row=args.drift_sessions)
         n_hist = lf.select('session').unique().select(pl.len()).collect().item()
         print(f'drift over {n_hist} session(s)'
               + (f' of mode {mode}' if mode else '') + ': '

@@ -13,8 +13,8 @@ import time
 from clusterproof import ClusterproofError
 from clusterproof.hostlist import compress
 from clusterproof.paths import REPO, references_dir, system_file, write_atomic
-from clusterproof.parsers import slurm
-from clusterproof.site import discover
+from clusterproof.parsers import slurm_values
+from clusterproof.site import declare as site_declare, discover, slurm_view
 
 NAME_RE = re.compile(r'^[a-z][a-z0-9_]*(-[a-z0-9_]+)*$')
 #: a probe (srun waits at most discover.PROBE_IMMEDIATE_S for the node) ends in this
@@ -127,16 +127,16 @@ def declare(name, group, nodes, args, login_boot_id, node, why, probed):
     if node is not None:
         rep = probed[node]
         if not isinstance(rep, ClusterproofError):
-            return discover.declare_group(name, group, rep, nodes, args.scratch, login_boot_id)
+            return site_declare.declare_group(name, group, rep, nodes, args.scratch, login_boot_id)
         why = str(rep)
     print(f'init: {group.partition} {group.nodelist}: declared from Slurm\'s view alone: {why}',
           file=sys.stderr, flush=True)
-    return discover.declare_group(name, group, None, nodes, args.scratch, login_boot_id,
-                                  unprobed=why)
+    return site_declare.declare_group(name, group, None, nodes, args.scratch, login_boot_id,
+                                      unprobed=why)
 
 
 def _head(group):
-    gpus = slurm.gpu_count(group.slurm.gres)
+    gpus = slurm_values.gpu_count(group.slurm.gres)
     return (f'init: {group.partition}: {group.nodelist} ({group.slurm.cpus} CPUs, '
             f'{group.slurm.real_memory_mib} MiB in Slurm' + (f', {gpus} GPUs)' if gpus else ')'))
 
@@ -164,9 +164,9 @@ def run(args):
     recorded = bool(args.slurm_output)
     if recorded and not os.path.isdir(args.slurm_output):
         raise ClusterproofError(f'--slurm-output {args.slurm_output}: no such directory')
-    run_cmd = discover.recorded_runner(args.slurm_output) if recorded else discover.run_tool
-    nodes, partitions, how = discover.read_slurm(run_cmd)
-    groups = discover.group_nodes(nodes, args.partition, partitions)
+    run_cmd = slurm_view.recorded_runner(args.slurm_output) if recorded else discover.run_tool
+    nodes, partitions, how = slurm_view.read_slurm(run_cmd)
+    groups = slurm_view.group_nodes(nodes, args.partition, partitions)
     login_boot_id = None if recorded else discover.probe_node()['boot_id']
     chosen = choose_probes(groups, recorded, args.slurm_output)
     seen = set()
@@ -180,12 +180,12 @@ def run(args):
     probed = probe_all(todo, args.scratch)
     if probed:
         failed = [n for n, rep in probed.items() if isinstance(rep, ClusterproofError)]
-        print(f'init: probed {compress(sorted(probed, key=discover._node_key))} '
+        print(f'init: probed {compress(sorted(probed, key=slurm_view._node_key))} '
               f'({len(probed)} nodes, at most {PROBE_WORKERS} at once) in '
               f'{time.monotonic() - t0:.1f} s' + (f'; failed: {compress(failed)}' if failed else ''),
               flush=True)
     decls = [declare(name, group, nodes, args, login_boot_id, node, why, probed)
-             for name, group, (node, why) in zip(discover.partition_names(groups), groups, chosen)]
+             for name, group, (node, why) in zip(site_declare.partition_names(groups), groups, chosen)]
     text = discover.render_system(args.name, decls, hostname_patterns(nodes), how,
                                   time.strftime('%Y-%m-%d %H:%M %Z'),
                                   socket.gethostname().split('.')[0])

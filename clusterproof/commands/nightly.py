@@ -95,13 +95,13 @@ def _after_run(session, system, stamp, results, env, log):
     """The page, the comparison, the findings and the notification of the
     night ``session``: ``(compare's status, notify's status)``, or None when
     the page could not be written."""
-    reports = results / 'reports'
+    reports_dir = results / 'reports'
     sel = ['--system', system] if system else []
-    page = reports / f'nightly-{stamp}.html'
+    page = reports_dir / f'nightly-{stamp}.html'
     if _command(['report', '--mode', 'nightly', '--last', '60', *sel,
                  '--title', f'clusterproof nightly {stamp}', '-o', str(page)], env) != 0:
         return None
-    latest = reports / 'nightly-latest.html'
+    latest = reports_dir / 'nightly-latest.html'
     latest.unlink(missing_ok=True)
     latest.symlink_to(page.name)
     compared = _command(['compare', session, *sel], env, log)

@@ -58,7 +58,7 @@ def run(args):
     cfg = send.settings(system, args.config)
     if cfg is None:
         return 0
-    found, triaged = send.night(cfg, session)
+    found, triaged = send.items_of_session(cfg, session)
     if args.dry_run:
         fresh = items.to_send([i for i in found if i.kind in cfg.kinds], triaged)
         print(message.render(fresh, cfg).text if fresh else

@@ -7,7 +7,7 @@ from clusterproof.analysis import findings, triage
 from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import results_dir, write_atomic
-from clusterproof.results import report
+from clusterproof.publish import report
 from clusterproof.store import history
 from clusterproof.store.sessions import load_sessions, records, select
 
@@ -27,7 +27,7 @@ def register(subparsers):
                     'system pixstor, never judged against), latency percentiles and the '
                     'judged rows; then mmap sweep memory/device ratios and the provenance of '
                     'each session. Smoke and emulated results are labelled so. See '
-                    'docs/report.md.' % report.RECENT_NIGHTS)
+                    'docs/report.md.' % report.RECENT_SESSIONS)
     add_selection_args(p, default_help='the newest 30 sessions')
     p.add_argument('-o', '--output', metavar='FILE', type=argtypes.output_file,
                    help='where to write the page (default: <results>/reports/report.html)')

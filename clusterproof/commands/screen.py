@@ -14,8 +14,9 @@ from clusterproof import ClusterproofError
 from clusterproof.commands import argtypes
 from clusterproof.modes import MODES
 from clusterproof.notify import send as notify_send
-from clusterproof.references.judge import load_references
-from clusterproof.screen import jobs, judge, memory, page, results, rule, run
+from clusterproof.references.lookup import load_references
+from clusterproof.screen import (jobs, judge, memory, output, page, results, rule, run,
+                                 verdicts as screen_verdicts)
 from clusterproof.site.inventory import tool_failure
 
 
@@ -107,8 +108,8 @@ def main(args):
         verdicts, screening_id, kept, note = screened
     system = args.system
     verdicts = _remembered(verdicts, system, screening_id, judged_by, kept)
-    bad = judge.outliers(verdicts)
-    findings = {v.node: judge.finding_of(v, system, screening_id) for v in bad}
+    bad = screen_verdicts.outliers(verdicts)
+    findings = {v.node: output.finding_of(v, system, screening_id) for v in bad}
     if args.page:
         page.write(args.page, verdicts, system=system, screening_id=screening_id, note=note,
                    findings=findings, topology_text=page.slurm_topology(), rule=judged_by)
@@ -117,7 +118,7 @@ def main(args):
     notify_send.after_screening(args.system, bad, screening_id)
     if args.format == 'json':
         # one line, written at once: json.dump with indent writes piece by piece (slow)
-        print(json.dumps(judge.as_json(verdicts, note, findings, screening_id, judged_by)))
+        print(json.dumps(output.as_json(verdicts, note, findings, screening_id, judged_by)))
     else:
         _print_table(verdicts, bad, findings, note)
     if args.drain:
@@ -188,7 +189,7 @@ def _screened(args, checks, refs, judged_by):
 
 def _print_table(verdicts, bad, findings, note):
     """The verdicts as a table, then the outliers with their finding ids."""
-    print(tabulate([judge.as_row(v) for v in verdicts], headers=judge.ROW_HEADERS))
+    print(tabulate([output.as_row(v) for v in verdicts], headers=output.ROW_HEADERS))
     rows = judge.outlier_rows(bad)
     print(f'\n{len(verdicts)} node(s), {len(bad)} outlier(s)'
           + (': ' + ', '.join(f'{nodes} {row[0].verdict}' for nodes, row in rows) if bad else ''))

@@ -2,10 +2,10 @@
 person (a regression against the reference, a failed test case, a change
 found by the detector, a screening outlier), its id
 :func:`clusterproof.analysis.findings.finding_id`, and how the items of a
-night are found in the figure store (:func:`of_sessions`,
+session are found in the figure store (:func:`of_sessions`,
 :func:`of_changes`) or in a screening (:func:`of_outliers`).
 
-A regression or failure that persists night after night is one finding, and
+A regression or failure that persists session after session is one finding, and
 its id is the one ``clusterproof triage`` accepts: both take it from
 :func:`clusterproof.analysis.triage.judged_failures` (its test named with its
 `` +environ``, its ``since`` the first session of the run of failing
@@ -144,8 +144,8 @@ def _unix(iso):
     return datetime.datetime.fromisoformat(iso).timestamp()
 
 
-def of_night(session, lf, found, min_change=0.0, refs_by_system=None):
-    """Every item of a night: the regressions and failures of ``session``
+def of_session_and_changes(session, lf, found, min_change=0.0, refs_by_system=None):
+    """Every item of a session: the regressions and failures of ``session``
     (:func:`of_sessions`, their beginnings in the store rows ``lf``) and the
     standing changes of ``found`` (:func:`of_changes`; those of smoke
     figures only when ``session`` is a smoke run); a regression takes as its

@@ -126,21 +126,21 @@ def settings(system, path=None):
     return config.load(path, system)
 
 
-def night(cfg, session):
+def items_of_session(cfg, session):
     """``(items, triaged)``: the items of ``session`` (a
     :class:`~clusterproof.store.sessions.Session`) on ``cfg.system``, its
     regressions and failures (each beginning where its failure began in the
     figure store) and the standing changes the detector kept that
     `clusterproof changes` lists (:func:`clusterproof.analysis.findings.listed`,
-    :func:`clusterproof.notify.items.of_night`); and the ids of those a
+    :func:`clusterproof.notify.items.of_session_and_changes`); and the ids of those a
     person has triaged (:func:`clusterproof.analysis.triage.triaged`)."""
     stores = findings.stores_read()
     (found, *_), _, now = findings.detect_kept(stores, system=cfg.system)
     findings.note(now)
     found = findings.listed(found)
     recs = [r for r in session.recs if r.system == cfg.system]
-    got = items.of_night(dataclasses.replace(session, recs=recs), st.scan(stores), found,
-                         cfg.min_change)
+    got = items.of_session_and_changes(dataclasses.replace(session, recs=recs), st.scan(stores), found,
+                                       cfg.min_change)
     return got, triage.triaged(triage.read_all(stores), found)
 
 
@@ -194,20 +194,20 @@ def after_session(system, session_id):
     ``clusterproof acceptance``); returns the exit status of :func:`notify`."""
     def send_them(cfg):
         [session] = load_sessions(ids=[session_id], system=system)
-        got, triaged = night(cfg, session)
+        got, triaged = items_of_session(cfg, session)
         return notify(cfg, got, triaged=triaged)
     return _guarded(system, send_them)
 
 
 def after_screening(system, outliers, screening_id, when=None):
     """Notify of the outliers of the screening ``screening_id`` of ``system``
-    (node verdicts of :func:`clusterproof.screen.judge.outliers`: ``node``,
+    (node verdicts of :func:`clusterproof.screen.verdicts.outliers`: ``node``,
     ``partition``, ``worst`` and ``reason``), each under the id ``screen``
-    prints for it (:func:`clusterproof.screen.judge.finding_of`): the same
+    prints for it (:func:`clusterproof.screen.output.finding_of`): the same
     screening judged again sends nothing new; another screening's outliers
     are its own findings. Said on stderr (screen's stdout may be JSON);
     returns the exit status of :func:`notify`."""
-    from clusterproof.screen.judge import named_by
+    from clusterproof.screen.output import named_by
     when = time.time() if when is None else when
     found = []
     for nv in outliers:

@@ -21,8 +21,8 @@ The JSON generations:
   (:func:`~clusterproof.parsers.slurm_values.number`).
 
 The values inside those forms (numbers, ``Gres`` strings, node states) are
-read by :mod:`clusterproof.parsers.slurm_values`; their names are importable
-from here too.
+read by :mod:`clusterproof.parsers.slurm_values`; their readers import them
+from there.
 
 A form that cannot be read raises :class:`SlurmFormatError` naming what is
 missing, so a caller can fall back to another command and say why.
@@ -34,11 +34,8 @@ from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
 from clusterproof.hostlist import expand
-# the values of Slurm's output, read by their own module; the names of its
-# readers (states, GPUs, numbers) stay importable from here
-from clusterproof.parsers.slurm_values import (  # noqa: F401
-    RUNNABLE, STATE_SUFFIXES, UNRUNNABLE, Gres, SlurmFormatError, _required, _words, gpu_count,
-    gpus, number, parse_gres, parse_state, run_rank, runnable)
+from clusterproof.parsers.slurm_values import (SlurmFormatError, _required, _words, gpus, number,
+                                               parse_gres, parse_state)
 
 
 # ------------------------------------------------------------------- nodes

@@ -1,20 +1,18 @@
 """The one judge of reference values: ``site_config/references/<system>.yaml``
 in ReFrame's external-reference (``$ref``) format.
 
-Everything that reads or applies a reference goes through this module:
-loading and validating a file (:func:`load`, :func:`validate_file`), finding
-the entry of a measured figure as ReFrame does (:func:`lookup`), its absolute
-bounds (:func:`bounds`), the direction of a figure as its check declared it
-(:func:`lower_is_better`, :func:`record_lower_is_better`),
-the verdict (:class:`Verdict`, :func:`judge`) and the references a system declares
-(:func:`declared`, what ``acceptance`` walks). ``compare``, ``report``,
-``acceptance``, ``bless`` and the checks (``checklib.base``, at set-up) use it;
-none of them reads the YAML, parses an entry or applies a bound on its own.
-The parts live in their own modules, importable from here by the same names:
-:mod:`~clusterproof.references.direction` (the direction of a figure),
-:mod:`~clusterproof.references.entries` (the files and their entries) and
-:mod:`~clusterproof.references.lookup` (finding an entry, the declared
-references); this module gives the verdict.
+Everything that reads or applies a reference goes through this package, one
+module per part: :mod:`~clusterproof.references.entries` loads and validates a
+file (``load``, ``validate_file``) and gives an entry's absolute bounds
+(``bounds``); :mod:`~clusterproof.references.lookup` finds the entry of a
+measured figure as ReFrame does (``lookup``) and the references a system
+declares (``declared``, what ``acceptance`` walks);
+:mod:`~clusterproof.references.direction` gives the direction of a figure as
+its check declared it (``lower_is_better``, ``record_lower_is_better``); this
+module gives the verdict (:class:`Verdict`, :func:`judge`). ``compare``,
+``report``, ``acceptance``, ``bless`` and the checks (``checklib.base``, at
+set-up) use them, each name from the module that defines it; none of them
+reads the YAML, parses an entry or applies a bound on its own.
 
 Each top-level key is a check's class name; under it an optional ``$index``
 (test attributes such as ``threads``) and, per index value, figures as
@@ -33,18 +31,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-# the reference files, their lookup and a figure's direction, in their own
-# modules; every reader imports them from here by these names
-from clusterproof.references.direction import (  # noqa: F401
-    KNOWN_UNITS, LOWER_IS_BETTER_UNITS, declared_direction, lower_is_better,
-    record_lower_is_better)
-from clusterproof.references.entries import (  # noqa: F401
-    Reference, bounds, check_entry, check_references, entry_reference, iter_entries, load,
-    parse, parse_yaml, reference_file, reference_of_record, tolerance_text, validate_data,
-    validate_file)
-from clusterproof.references.lookup import (  # noqa: F401
-    Declared, declared, default_index, index_of, index_value, load_references, locate, lookup,
-    references_for)
+from clusterproof.references.entries import bounds
 
 
 # -- judging ------------------------------------------------------------------
@@ -85,7 +72,7 @@ class Verdict(enum.StrEnum):
     @property
     def bucket(self):
         """The :class:`Bucket` this verdict is counted in (the report's
-        counts, ``results.report.BUCKETS``), else its own text."""
+        counts, ``publish.report.BUCKETS``), else its own text."""
         return _BUCKETS.get(self, self.value)
 
     @classmethod

@@ -26,7 +26,7 @@ import sqlite3
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.references import judge
+from clusterproof.references import direction
 from clusterproof.reframe_io import runner
 from clusterproof.site.hardware import is_emulated
 
@@ -57,7 +57,7 @@ _NOT_ATTRS = {
 
 class DamagedDatabase(ClusterproofError):
     """The results database exists but is not a readable ReFrame database
-    (empty, truncated, another file): the night is read from its run report."""
+    (empty, truncated, another file): the session is read from its run report."""
 
 
 def connect(db):
@@ -78,7 +78,7 @@ def connect(db):
             f'{db}: not a ReFrame results database ({err}; {size} bytes)'
             + (': an empty file, as a killed run or a full disk leaves. Move it aside '
                f'(mv {db} {db}.damaged); ReFrame creates a new one at its next run, and '
-               'the nights it lacks are read from their run reports '
+               'the sessions it lacks are read from their run reports '
                f'({db.parent}/reports/run-report-*.json)' if size == 0 else '')) from None
     try:
         row = conn.execute('SELECT schema_version FROM metadata').fetchone()
@@ -149,10 +149,10 @@ def read_run_report(path):
     """
     path = Path(path)
     try:
-        report = runner.read_report(path)
-        info = report['session_info']
+        run_report = runner.read_report(path)
+        info = run_report['session_info']
         return (info['uuid'], float(info['time_start_unix']), float(info['time_end_unix']),
-                report, str(path))
+                run_report, str(path))
     except (runner.NotARunReport, ValueError, KeyError, TypeError):
         return None
 
@@ -186,11 +186,11 @@ def test_attrs(tc):
                       separators=(',', ':'))
 
 
-def case_rows(uuid, start, end, report, source):
+def case_rows(uuid, start, end, run_report, source):
     """Figure rows (dicts, the columns of :data:`clusterproof.store.SCHEMA`)
     of every test case of one session's run report."""
-    info = report.get('session_info', {})
-    return [row for run in report.get('runs', []) for tc in run.get('testcases', [])
+    info = run_report.get('session_info', {})
+    return [row for run in run_report.get('runs', []) for tc in run.get('testcases', [])
             for row in _testcase_rows(tc, uuid, start, end, info, source)]
 
 
@@ -222,7 +222,7 @@ def _testcase_rows(tc, uuid, start, end, info, source):
         value = _float(value)
         figure = key.rsplit(':', 1)[-1]
         try:
-            declared = judge.declared_direction(tc.get('cp_lower_is_better'), figure)
+            declared = direction.declared_direction(tc.get('cp_lower_is_better'), figure)
         except ClusterproofError as err:
             raise ClusterproofError(f'{source or "session " + uuid}: test case {name}: '
                                     f'{err}') from None

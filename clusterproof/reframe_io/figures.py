@@ -12,7 +12,7 @@ instead of ``sn.make_performance_function`` for figures made at run time::
 :class:`clusterproof.checklib.base.ClusterproofCheck` records the declarations
 of its figures with every test case (its variable ``cp_lower_is_better``,
 ``{figure: true|false}``, in ReFrame's run report, results database and
-perflog); :func:`clusterproof.references.judge.lower_is_better` reads them
+perflog); :func:`clusterproof.references.direction.lower_is_better` reads them
 there. A figure of a clusterproof check without a declaration fails the test
 case, naming the figure (:func:`declared`).
 """

@@ -152,9 +152,9 @@ class Run:
         return testcases(self.report)
 
 
-def testcases(report):
+def testcases(run_report):
     """Every test case of a run report's data (of every retry round)."""
-    return [tc for run in report.get('runs', []) for tc in run.get('testcases', [])]
+    return [tc for run in run_report.get('runs', []) for tc in run.get('testcases', [])]
 
 
 def default_report_file(env=None):
@@ -210,10 +210,10 @@ def cases_selected(report_file, status):
     return _cases_of(read_report(path) if path.is_file() else None, status)
 
 
-def _cases_of(report, status):
-    """:func:`cases_selected` of the run report's data ``report`` (None: no report)."""
-    if report is not None:
-        return int(report['session_info'].get('num_cases', len(testcases(report))))
+def _cases_of(run_report, status):
+    """:func:`cases_selected` of the run report's data ``run_report`` (None: no report)."""
+    if run_report is not None:
+        return int(run_report['session_info'].get('num_cases', len(testcases(run_report))))
     return 0 if status == 0 else None
 
 
@@ -261,15 +261,15 @@ def run(args, *, env=None, cwd=REPO, report_file=None, echo=False, timeout=None,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=timeout)
         status, output = proc.returncode, proc.stdout
-    report = read_report(report_file) if report_file.is_file() else None
-    if _cases_of(report, status) == 0:
+    run_report = read_report(report_file) if report_file.is_file() else None
+    if _cases_of(run_report, status) == 0:
         raise NoTestCase(no_case_message(args))
-    if report is None:
+    if run_report is None:
         tail = '\n'.join(output.rstrip().splitlines()[-15:]) or '(no output)'
         raise ClusterproofError(f'ReFrame wrote no run report {report_file} (exit status '
                                 f'{status}): it failed before running any test case; its '
                                 f'output ends:\n{tail}')
-    return Run(status, output, report_file, report)
+    return Run(status, output, report_file, run_report)
 
 
 def read_report(path):

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.hostlist import compress
-from clusterproof.parsers import slurm
+from clusterproof.parsers import slurm_values
 from clusterproof.paths import REPO, write_atomic
 from clusterproof.reframe_io import runner
 from clusterproof.site.inventory import run_tool, tool_failure
@@ -250,9 +250,9 @@ def parse_node_states(text):
     return out
 
 
-#: node state words (``parsers.slurm.parse_state``) under which a node's job
+#: node state words (``parsers.slurm_values.parse_state``) under which a node's job
 #: will not run until a person acts: the node is named missing. Not the
-#: passing states that also stop a job starting now (``parsers.slurm.runnable``:
+#: passing states that also stop a job starting now (``parsers.slurm_values.runnable``:
 #: PLANNED, CONFIGURING, RESERVED, a moment NOT_RESPONDING): a job waits those out.
 LOST = ('DOWN', 'DRAIN', 'FAIL')
 
@@ -260,7 +260,7 @@ LOST = ('DOWN', 'DRAIN', 'FAIL')
 def unavailable_reason(state, reason):
     """``Slurm state DRAINED: Reason`` when a node in ``state`` will run no
     job until a person acts (:data:`LOST`), else None."""
-    if not any(w in LOST for w in slurm.parse_state(state)):
+    if not any(w in LOST for w in slurm_values.parse_state(state)):
         return None
     return f'Slurm state {state}' + (f': {reason}' if reason and reason != 'none' else '')
 

@@ -13,7 +13,7 @@ and figure. For each (partition, check, figure, component):
   for positive figures) and in percent of
   the median, signed so that negative is worse
   (the direction of a figure is the one its check declared,
-  ``references.judge.lower_is_better``):
+  ``references.direction.lower_is_better``):
   :func:`distance`;
 - the verdict (``references.judge.Verdict``, the one vocabulary): ``slow`` when the node is worse than the median by more
   than k noise units **and** by more than the smallest slowdown that
@@ -48,19 +48,14 @@ from clusterproof.references.judge import Verdict
 from clusterproof.screen import ownpast
 from clusterproof.screen import pairs as nodepairs
 from clusterproof.screen.rule import Rule
-# the parts of the judgement in their own modules; every name their readers
-# import stays importable from here
-from clusterproof.screen.output import (  # noqa: F401
-    ROW_HEADERS, _fmt, _json_num, _own_dict, as_dict, as_json, as_row, confirmation_text,
-    drain_command, figure_name, finding_of, named_by, peers_dict)
-from clusterproof.screen.peerinventory import (  # noqa: F401
-    INVENTORY_FIGURES, INVENTORY_UNITS, _num, _number, inventory_mismatches, mismatch_text,
-    typical_inventory)
-from clusterproof.screen.stats import (  # noqa: F401
-    MAD_ERROR, MAD_TO_SIGMA, PeerStats, distance, mean_of_runs, near_own_line, noise_pct,
-    past_line, peer_stats, widening)
-from clusterproof.screen.verdicts import (  # noqa: F401
-    OUTLIER, VERDICTS, FigureVerdict, NodeVerdict, Sample, _figure_rank, outliers, rank)
+from clusterproof.screen.output import _fmt, confirmation_text
+from clusterproof.screen.peerinventory import (INVENTORY_FIGURES, INVENTORY_UNITS,
+                                               inventory_mismatches, mismatch_text,
+                                               typical_inventory)
+from clusterproof.screen.stats import (distance, mean_of_runs, near_own_line, noise_pct, past_line,
+                                       peer_stats, widening)
+from clusterproof.screen.verdicts import (OUTLIER, FigureVerdict, NodeVerdict, Sample, _figure_rank,
+                                          rank)
 
 #: below this many nodes a node's peers are the other nodes (the node left
 #: out of the median and MAD: among 4 nodes, one slow and one very fast
@@ -72,7 +67,7 @@ LEAVE_ONE_OUT_BELOW = 20
 def better(a, b):
     """The better of two samples of one node, check and figure: the higher
     value, or the lower where the figure is lower-is-better
-    (as its check declared, ``references.judge.lower_is_better``); a value beats none (a failed
+    (as its check declared, ``references.direction.lower_is_better``); a value beats none (a failed
     run). Ties keep ``a``."""
     if b.value is None or not math.isfinite(b.value):
         return a

@@ -17,7 +17,7 @@ Pure functions over node verdicts and remembered rows.
 from dataclasses import replace
 
 from clusterproof.references.judge import Verdict
-from clusterproof.screen import judge
+from clusterproof.screen import stats, verdicts as screen_verdicts
 from clusterproof.screen.ownpast import key_of
 from clusterproof.screen.rule import Rule
 
@@ -47,7 +47,7 @@ def history_of(fv, rows, rule):
     seen.append((str(fv.verdict), fv.noise_units, fv.percent))
     measured = [(u, p) for _v, u, p in seen if u is not None and p is not None]
     slow = sum(v == str(Verdict.SLOW) for v, _u, _p in seen)
-    near = sum(judge.past_line(u, p, rule.suspect_units, smallest) for u, p in measured)
+    near = sum(stats.past_line(u, p, rule.suspect_units, smallest) for u, p in measured)
     if not measured:
         return slow, near, len(seen), None, None
     return (slow, near, len(seen), sum(u for u, _ in measured) / len(measured),
@@ -63,7 +63,7 @@ def judge_remembered(fv, rows, rule):
         return fv
     text = f'slow in {slow} of the last {n} screenings'
     if (fv.verdict == Verdict.PASS and near >= AT_TAIL_IN and units is not None
-            and judge.past_line(units, pct, rule.noise_units, fv.smallest_pct or 0.0)):
+            and stats.past_line(units, pct, rule.noise_units, fv.smallest_pct or 0.0)):
         why = (f'{fv.why}: persistently at the tail, near or past the line in {near} of the '
                f'last {n} screenings, on average {pct:+.1f} %, {units:+.1f} noise units')
         return replace(fv, verdict=Verdict.SLOW, why=why, history=text)
@@ -87,14 +87,14 @@ def remember(verdicts, past, rule=None, screening_id=None):
                 Verdict.PASS, Verdict.SLOW)
             figs.append(fv if keep else judge_remembered(fv, rows, rule))
         out.append(_renamed(nv, figs))
-    return judge.rank(out)
+    return screen_verdicts.rank(out)
 
 
 def _renamed(nv, figs):
     """``nv`` with its figures ``figs``: a node that passed with a figure
     now slow is slow, that figure its worst."""
     if nv.verdict == Verdict.PASS and any(f.verdict == Verdict.SLOW for f in figs):
-        worst = min(figs, key=judge._figure_rank)
+        worst = min(figs, key=screen_verdicts._figure_rank)
         return replace(nv, verdict=Verdict.SLOW, worst=worst, figures=figs)
     at = [i for i, f in enumerate(nv.figures) if f is nv.worst]
     return replace(nv, worst=figs[at[0]] if at else nv.worst, figures=figs)

@@ -40,7 +40,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from clusterproof.screen import judge
+from clusterproof.screen import stats as screen_stats
 
 #: the fewest earlier screenings of a figure the rule judges it against
 MIN_EARLIER = 2
@@ -94,7 +94,7 @@ def median_noise(n):
 def own_spread(offsets):
     """The scaled MAD of a node's own earlier offsets, widened by its
     uncertainty from so few, floored at :data:`FLOOR_PCT`."""
-    return max(_scaled_mad(offsets), FLOOR_PCT) * judge.widening(len(offsets))
+    return max(_scaled_mad(offsets), FLOOR_PCT) * screen_stats.widening(len(offsets))
 
 
 def noise_unit(offsets, repeatability_pct, pooled=None, peers_unit=None):
@@ -130,12 +130,12 @@ def pooled_unit(drops):
     vals = [d for d in drops if d is not None]
     if len(vals) < MIN_POOLED:
         return None
-    return _scaled_mad(vals) * judge.widening(len(vals))
+    return _scaled_mad(vals) * screen_stats.widening(len(vals))
 
 
 def _scaled_mad(values):
     med = statistics.median(values)
-    return statistics.median(abs(v - med) for v in values) * judge.MAD_TO_SIGMA
+    return statistics.median(abs(v - med) for v in values) * screen_stats.MAD_TO_SIGMA
 
 
 @dataclass(frozen=True)

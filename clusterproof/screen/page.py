@@ -18,12 +18,15 @@ import re
 import subprocess
 from collections import defaultdict
 
-from clusterproof.parsers.slurm import SlurmFormatError, parse_topology
+from clusterproof.parsers.slurm import parse_topology
+from clusterproof.parsers.slurm_values import SlurmFormatError
 from clusterproof.paths import write_atomic
 from clusterproof.references.judge import Verdict
-from clusterproof.screen.judge import figure_name, outlier_rows, outliers
+from clusterproof.screen.judge import outlier_rows
+from clusterproof.screen.output import figure_name
+from clusterproof.screen.verdicts import outliers
 from clusterproof.screen.rule import DEFAULT_NOISE_UNITS, Rule
-from clusterproof.site.discover import _node_key
+from clusterproof.site.slurm_view import _node_key
 
 _TRAILING_NUMBER = re.compile(r'^(.*?)(\d+)$')
 

@@ -4,7 +4,7 @@ A screening run is ReFrame with ``--distribute=all``: one test case per node,
 pinned to it, the node named in the case's ``job_nodelist`` (and in its
 display name as ``%.nid=NODE``). :func:`samples_from_report` turns the test
 cases of the screening checks (:data:`SCREEN_CHECKS`) into
-``screen.judge.Sample`` s: one per performance figure, and for the inventory
+``screen.verdicts.Sample`` s: one per performance figure, and for the inventory
 check one per hardware figure of the node's report (read from the job's
 standard output file, the lines ``clusterproof inventory --report`` prints).
 A failed case gives one sample without a value and ReFrame's fail reason.
@@ -29,9 +29,10 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.reframe_io import runner
-from clusterproof.references import judge as refjudge
+from clusterproof.references import direction, lookup
 from clusterproof.screen import pairs
-from clusterproof.screen.judge import INVENTORY_FIGURES, INVENTORY_UNITS, Sample
+from clusterproof.screen.peerinventory import INVENTORY_FIGURES, INVENTORY_UNITS
+from clusterproof.screen.verdicts import Sample
 from clusterproof.site import inventory as inv
 
 
@@ -138,7 +139,7 @@ def check_of(tc):
     return _BY_CLASS.get((tc.get('name') or '').split(' ')[0])
 
 
-def samples_from_report(report, refs=None, base=None, node=None):
+def samples_from_report(run_report, refs=None, base=None, node=None):
     """``(samples, nodes)``: the :class:`Sample` s of a parsed run report and
     ``{node: partition}`` of every node a case ran or was meant to run on.
     ``refs``: parsed references of the system (``references.judge``);
@@ -149,7 +150,7 @@ def samples_from_report(report, refs=None, base=None, node=None):
     only = node
     latest = {}
     nodes = {}
-    for tc in runner.testcases(report):
+    for tc in runner.testcases(run_report):
         check = check_of(tc)
         if check is None:
             continue
@@ -187,7 +188,7 @@ def _case_samples(tc, check, node, part, refs, base):
         if sc.figures is not None and figure not in sc.figures:
             continue
         ref = _reference(refs, tc, figure)
-        declared = refjudge.declared_direction(tc.get('cp_lower_is_better'), figure)
+        declared = direction.declared_direction(tc.get('cp_lower_is_better'), figure)
         if named:
             figure = f'{named} {figure}'
         value, unit = pv[0], pv[4] if len(pv) > 4 else ''
@@ -222,7 +223,7 @@ def _inventory_samples(tc, node, part, base):
 
 
 class _Case:
-    """What ``references.judge.lookup`` asks of a result: the test case's
+    """What ``references.lookup.lookup`` asks of a result: the test case's
     check, system, partition, environment, parameters and figure."""
 
     def __init__(self, tc, figure):
@@ -241,6 +242,6 @@ def _reference(refs, tc, figure):
     if not refs:
         return None
     try:
-        return refjudge.lookup(refs, _Case(tc, figure))
+        return lookup.lookup(refs, _Case(tc, figure))
     except ClusterproofError:
         return None

@@ -72,7 +72,7 @@ class Rule:
     repeatability: dict = field(default_factory=dict)
     source: str = 'defaults'
     #: a noise unit is the peers' scaled MAD widened by its own uncertainty
-    #: (``screen.judge.widening``); False only to measure the rule before it
+    #: (``screen.stats.widening``); False only to measure the rule before it
     widen: bool = True
 
     def smallest_pct(self, check, figure):

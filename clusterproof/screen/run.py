@@ -30,12 +30,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from clusterproof import ClusterproofError
-from clusterproof.parsers import slurm
+from clusterproof.parsers import slurm_values
 from clusterproof.paths import REPO
 from clusterproof.references.judge import Verdict
 from clusterproof.reframe_io import runner
-from clusterproof.screen import jobs, judge, pairs, results
-from clusterproof.site import discover
+from clusterproof.screen import jobs, judge, output, pairs, results, verdicts as screen_verdicts
+from clusterproof.site import slurm_view
 from clusterproof.site.hardware import is_emulated
 from clusterproof.site.inventory import run_tool
 from clusterproof.hostlist import compress
@@ -63,11 +63,11 @@ def partition_nodes(slurm_nodes, slurm_partition):
         if slurm_partition and slurm_partition not in node.partitions:
             continue
         state = node.state.upper()
-        if slurm.runnable(state)[0]:        # the rule init probes by, too
+        if slurm_values.runnable(state)[0]:        # the rule init probes by, too
             runnable.append(node.name)
         else:
             unavailable[node.name] = state
-    return sorted(runnable, key=discover._node_key), unavailable
+    return sorted(runnable, key=slurm_view._node_key), unavailable
 
 
 def peer_kinds(slurm_nodes):
@@ -83,8 +83,8 @@ def peer_kinds(slurm_nodes):
 
 
 def slurm_nodes():
-    """Slurm's nodes (``site.discover.read_slurm``)."""
-    return discover.read_slurm()[0]
+    """Slurm's nodes (``site.slurm_view.read_slurm``)."""
+    return slurm_view.read_slurm()[0]
 
 
 def batches(nodes, size):
@@ -196,17 +196,17 @@ class Screening:
 
     def _invoke(self, make_args):
         self.invocations += 1
-        report = self.workdir / f'report-{self.invocations}.json'
-        args = make_args(report)
+        report_file = self.workdir / f'report-{self.invocations}.json'
+        args = make_args(report_file)
         with open(self.workdir / f'reframe-{self.invocations}.log', 'w') as out:
             status = runner.start(args, env=self.env, stdout=out,
                                   stderr=subprocess.STDOUT).wait()
-        runner.require_cases(args, report, status)
-        if not report.is_file():
+        runner.require_cases(args, report_file, status)
+        if not report_file.is_file():
             raise ClusterproofError(
                 f'reframe wrote no run report (exit status {status}); its output: '
                 f'{self.workdir / f"reframe-{self.invocations}.log"}')
-        data = runner.read_report(report)
+        data = runner.read_report(report_file)
         self.submitted += len(runner.testcases(data))
         return results.samples_from_report(data, self.refs)
 
@@ -266,8 +266,8 @@ class Screening:
         selections = pair_selections(pair_checks)
         for group in groups:
             for selection in selections:
-                got, where = self._invoke(lambda report: pair_command(
-                    self.system, self.partition, selection, group, report, self.mode,
+                got, where = self._invoke(lambda report_file: pair_command(
+                    self.system, self.partition, selection, group, report_file, self.mode,
                     self.extra))
                 samples += got
                 seen.update(where)
@@ -289,7 +289,7 @@ def repeat_groups(verdicts, nodes, checks, rule=None):
         bad = {f.sample.check for f in judge.measured_outliers(v, rule)} & set(checks)
         key = tuple(c for c in checks if c in bad) or tuple(checks)
         groups.setdefault(key, []).append(v.node)
-    return [(key, sorted(ns, key=discover._node_key)) for key, ns in groups.items()]
+    return [(key, sorted(ns, key=slurm_view._node_key)) for key, ns in groups.items()]
 
 
 def judge_with_repeats(samples, expected, checks, repeat, rerun, rule=None, peers_of=None,
@@ -309,7 +309,7 @@ def judge_with_repeats(samples, expected, checks, repeat, rerun, rule=None, peer
     for k in range(1, repeat + 1):
         if not called:
             break
-        again = sorted(called, key=discover._node_key)
+        again = sorted(called, key=slurm_view._node_key)
         log(f'repeat {k}/{repeat}: {len(again)} outlier or suspect node(s) {compress(again)}')
         for group_checks, nodes in repeat_groups(verdicts, called, checks, rule):
             samples = judge.best_of(samples, rerun(k, group_checks, nodes))
@@ -346,16 +346,16 @@ def screen_partition(screening, slurm_nodes, slurm_partition, rule=None, past=No
                                         exclude=set(gone), past=past)
     runs = {n: runs.get(n, 1) for n in runnable}
     verdicts = [v for v in verdicts if v.node not in gone]
-    verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=why)
+    verdicts += [screen_verdicts.NodeVerdict(n, part, Verdict.MISSING, note=why)
                  for n, why in sorted(gone.items())]
     reasons = {n.name: n.reason for n in slurm_nodes}
     if unavailable:
         # a resumed screening's job still queued for a node Slurm now has drained
         screening.cancel_jobs(unavailable)
-    verdicts += [judge.NodeVerdict(n, part, Verdict.MISSING, note=f'Slurm state {state}: '
-                                   + (f'{reasons[n]}; ' if reasons.get(n) else '') + 'not run')
+    verdicts += [screen_verdicts.NodeVerdict(n, part, Verdict.MISSING, note=f'Slurm state {state}: '
+                                             + (f'{reasons[n]}; ' if reasons.get(n) else '') + 'not run')
                  for n, state in sorted(unavailable.items())]
-    return judge.rank(verdicts), runs
+    return screen_verdicts.rank(verdicts), runs
 
 
 def resolve_partition(config, system, partition=None):
@@ -375,8 +375,8 @@ def drain(verdicts, apply=False, run=run_tool):
     """The ``scontrol update ... State=DRAIN`` argv of every outlier; with
     ``apply`` each is run. Returns ``[(argv, result or None)]``."""
     out = []
-    for v in judge.outliers(verdicts):
-        argv = judge.drain_command(v)
+    for v in screen_verdicts.outliers(verdicts):
+        argv = output.drain_command(v)
         out.append((argv, run(argv) if apply else None))
     return out
 

@@ -6,7 +6,7 @@ node), the :class:`FigureVerdict` of a figure against its peers, the
 
 from dataclasses import dataclass, field
 
-from clusterproof.references import judge as refjudge
+from clusterproof.references import direction
 from clusterproof.references.judge import Verdict
 from clusterproof.screen.peerinventory import mismatch_text
 from clusterproof.screen.stats import PeerStats
@@ -20,7 +20,7 @@ OUTLIER = (Verdict.FAILED, Verdict.MISSING, Verdict.SLOW)
 @dataclass(frozen=True)
 class Sample:
     """One figure of one node. ``value`` None: the check failed on the node
-    (``reason`` says why); ``reference``: a ``references.judge.Reference``
+    (``reason`` says why); ``reference``: a ``references.entries.Reference``
     of the system for this figure, or None; ``runs``: how many runs of the
     check on this node the value is the best of; ``pair``: the two nodes of
     a figure measured between them (``screen.pairs``), ``node`` then being
@@ -46,7 +46,7 @@ class Sample:
 
     @property
     def lower_is_better(self):
-        return refjudge.record_lower_is_better(self)
+        return direction.record_lower_is_better(self)
 
 
 @dataclass

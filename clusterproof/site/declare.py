@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from clusterproof import ClusterproofError
 from clusterproof.hostlist import compress
 from clusterproof.parsers import lscpu as lscpu_parser
-from clusterproof.parsers import slurm
+from clusterproof.parsers import slurm_values
 from clusterproof.site import topology
 from clusterproof.site.hardware import processor_from_hardware
 from clusterproof.site.slurm_view import NodeGroup
@@ -78,7 +78,7 @@ def gpu_devices(node):
     Gres): ``{'type': 'gpu', 'arch': <Gres type>, 'num_devices': N}``,
     without ``arch`` where the Gres names no type (``gpu:2``)."""
     out = []
-    for gtype, count in slurm.gpus(node.gres):
+    for gtype, count in slurm_values.gpus(node.gres):
         dev = {'type': 'gpu'}
         if gtype:
             dev['arch'] = gtype
@@ -104,7 +104,7 @@ def slurm_extras(group):
     other = [str(g) for g in group.slurm.gres if g.name != 'gpu']
     if other:
         out['gres'] = other
-    down = {n.name: n.state for n in group.nodes if not slurm.runnable(n.state)[0]}
+    down = {n.name: n.state for n in group.nodes if not slurm_values.runnable(n.state)[0]}
     if down:
         out['unavailable'] = down
     return out
@@ -222,7 +222,7 @@ def _storage(group, hw, und, notes, probe):
     scratch, unprobed)`` as :func:`declare_group` was given them."""
     rep, node, scratch, unprobed = probe
     # the nodes a job of this partition can have now (never one Slurm cannot run on)
-    ready = [n for n in group.nodes if slurm.runnable(n.state)[0]]
+    ready = [n for n in group.nodes if slurm_values.runnable(n.state)[0]]
     storage = {'client_nodes': len(ready) or len(group.nodes)}
     if ready and len(ready) < len(group.nodes):
         notes.append(f'client_nodes counts the {len(ready)} of {len(group.nodes)} nodes Slurm '

@@ -37,14 +37,6 @@ import sys
 from clusterproof import ClusterproofError
 from clusterproof.site import topology
 from clusterproof.site.inventory import run_tool
-# the steps before and after the probe, in their own modules; init and the
-# tests use them by these names
-from clusterproof.site.declare import (  # noqa: F401
-    Declaration, declare_group, gpu_devices, parse_dmidecode_memory, partition_names,
-    slurm_extras)
-from clusterproof.site.slurm_view import (  # noqa: F401
-    NODE_COMMAND, PARTITION_COMMAND, RECORDED_FILES, SINFO_COMMAND, NodeGroup, SlurmNode,
-    _node_key, group_nodes, read_slurm, recorded_runner)
 
 PROBE_TAG = 'CLUSTERPROOF-PROBE'
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from clusterproof import ClusterproofError
 from clusterproof.parsers import gpu as gpu_parser
 from clusterproof.parsers import lscpu
-from clusterproof.parsers import slurm
+from clusterproof.parsers import slurm, slurm_values
 from clusterproof.site import topology
 
 REPORT_TAG = 'CLUSTERPROOF-INVENTORY'
@@ -315,5 +315,5 @@ def slurm_record(environ=None, run=None):
     for rec in recs:
         if rec.name == node:
             return {'slurm_cpus': rec.cpus, 'slurm_memory_mib': rec.real_memory_mib,
-                    'slurm_gpus': slurm.gpu_count(rec.gres)}
+                    'slurm_gpus': slurm_values.gpu_count(rec.gres)}
     return {}

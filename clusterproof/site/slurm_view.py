@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from clusterproof import ClusterproofError
 from clusterproof.hostlist import compress
-from clusterproof.parsers import slurm
+from clusterproof.parsers import slurm, slurm_values
 from clusterproof.parsers.slurm import SlurmNode
 from clusterproof.site.inventory import run_tool, tool_failure
 
@@ -145,12 +145,12 @@ class NodeGroup:
                         'there')
         ok, why = [], []
         for node in self.nodes:
-            can, reason = slurm.runnable(node.state)
+            can, reason = slurm_values.runnable(node.state)
             if can:
                 ok.append(node)
             else:
                 why.append(f'{node.name} {reason}' + (f' ({node.reason})' if node.reason else ''))
-        ok.sort(key=lambda n: slurm.run_rank(n.state))
+        ok.sort(key=lambda n: slurm_values.run_rank(n.state))
         if ok:
             return ok, ''
         shown = '; '.join(why[:4]) + (f'; and {len(why) - 4} more' if len(why) > 4 else '')

@@ -110,7 +110,7 @@ def validate_system(system):
 def validate_references(directory=None):
     """``{file name: entries}`` of every references file of ``directory``
     (default: :func:`clusterproof.paths.references_dir`, as the checks read it)."""
-    from clusterproof.references.judge import validate_file
+    from clusterproof.references.entries import validate_file
     counts = {}
     for path in sorted(Path(directory or references_dir()).glob('*.yaml')):
         counts[path.name] = validate_file(path)

@@ -211,8 +211,8 @@ def _clean(store, m):
 
 def _rows_of(sessions):
     rows = []
-    for uuid, start, end, report, source in sessions:
-        rows += rfdb.case_rows(uuid, start, end, report, source)
+    for uuid, start, end, run_report, source in sessions:
+        rows += rfdb.case_rows(uuid, start, end, run_report, source)
     return frame(rows)
 
 
@@ -244,7 +244,7 @@ def ingest(db, store=None, batch=64):
 
 def ingest_reports(results, store=None):
     """Add the sessions of the run reports of ``results``
-    (``reports/run-report-*.json``) that ``store`` lacks: the nights a
+    (``reports/run-report-*.json``) that ``store`` lacks: the sessions a
     damaged results database did not record. Returns their uuids."""
     store = Path(store or default_path(Path(results) / 'results.db'))
     added = []
@@ -273,7 +273,7 @@ def ingest_reports(results, store=None):
 
 def rebuild(db, store=None):
     """Derive ``store`` anew from ``db``; the sessions the database lacks
-    (imported history, nights read from run reports) are kept as they are.
+    (imported history, sessions read from run reports) are kept as they are.
     Readers see the old store until the new manifest replaces it."""
     store = Path(store or default_path(db))
     with locked(store):

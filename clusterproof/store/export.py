@@ -34,7 +34,7 @@ import polars as pl
 import yaml
 
 from clusterproof import ClusterproofError, paths, store
-from clusterproof.references import judge
+from clusterproof.references import entries, lookup
 from clusterproof.reframe_io import database as rfdb
 
 FORMATS = ('csv', 'parquet', 'bmf', 'openmetrics', 'rules')
@@ -158,19 +158,19 @@ def measure_name(row):
 def reference_bounds(row):
     """(low, high) of the reference ReFrame judged the figure with, None
     where unbounded or without a reference (:func:`judge.reference_of_record`)."""
-    ref = judge.reference_of_record(SimpleNamespace(**row))
+    ref = entries.reference_of_record(SimpleNamespace(**row))
     return (None, None) if ref is None else ref.limits
 
 
 def to_bmf(figs):
     out = {}
     for row in figs.iter_rows(named=True):
-        bench, measure = benchmark_name(row), measure_name(row)
-        if len(bench) > BMF_BENCHMARK_MAX:
-            raise ClusterproofError(f'benchmark name {bench[:80]!r}...: {len(bench)} '
+        benchmark, measure = benchmark_name(row), measure_name(row)
+        if len(benchmark) > BMF_BENCHMARK_MAX:
+            raise ClusterproofError(f'benchmark name {benchmark[:80]!r}...: {len(benchmark)} '
                                     f'characters, Bencher takes at most {BMF_BENCHMARK_MAX}')
         if len(measure) > BMF_MEASURE_MAX:
-            raise ClusterproofError(f'measure name {measure!r} of {bench}: {len(measure)} '
+            raise ClusterproofError(f'measure name {measure!r} of {benchmark}: {len(measure)} '
                                     f'characters, Bencher takes at most {BMF_MEASURE_MAX}')
         metric = {'value': row['value']}
         low, high = reference_bounds(row)
@@ -178,7 +178,7 @@ def to_bmf(figs):
             metric['lower_value'] = low
         if high is not None:
             metric['upper_value'] = high
-        out.setdefault(bench, {})[measure] = metric
+        out.setdefault(benchmark, {})[measure] = metric
     return json.dumps(out, indent=2, sort_keys=True) + '\n'
 
 
@@ -259,7 +259,7 @@ def banded(recs, refs_by_system=None):
     out = []
     for key in sorted(newest):
         r = newest[key]
-        ref = judge.lookup(judge.references_for(refs_by_system, r.system, r.emulated), r)
+        ref = lookup.lookup(lookup.references_for(refs_by_system, r.system, r.emulated), r)
         if ref is None or ref.xfail or ref.limits == (None, None):
             continue
         out.append((r, ref))
@@ -355,7 +355,7 @@ def _entries(data):
     """``(check, index, keys, figure, entry)`` of every entry of the parsed
     reference file ``data``: ``keys`` the keys of its index levels."""
     for check, body in data.items():
-        index = judge.index_of(body)
+        index = lookup.index_of(body)
         rest = {k: v for k, v in body.items() if k != '$index'}
         yield from ((check, index, keys, figure, entry)
                     for keys, figure, entry in _walk(rest, len(index) if index else 1))
@@ -378,9 +378,9 @@ def reference_rules(files):
     emulated for ``<system>.emulated.yaml``), labelled ``entry`` with the
     file and keys of its reference: no results database needed."""
     for system, emulated, path in files:
-        judge.validate_file(path)
-        for check, index, keys, figure, entry in _entries(judge.load(path)):
-            ref = judge.entry_reference(entry)
+        entries.validate_file(path)
+        for check, index, keys, figure, entry in _entries(entries.load(path)):
+            ref = entries.entry_reference(entry)
             if ref is None or ref.xfail or ref.limits == (None, None):
                 continue
             labels = [f'system="{_om_escape(system)}"', f'test=~"{re.escape(check)}( .*)?"',

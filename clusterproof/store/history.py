@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from clusterproof import ClusterproofError, store
-from clusterproof.references import judge
+from clusterproof.references import direction
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.store import sessions
 
@@ -84,7 +84,7 @@ class History:
 
     @property
     def lower_is_better(self):
-        return judge.record_lower_is_better(self)
+        return direction.record_lower_is_better(self)
 
     @property
     def values(self):

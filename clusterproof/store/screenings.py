@@ -41,7 +41,7 @@ def path_of(store):
 
 
 def rows_of(verdicts, system, screening_id, when):
-    """The rows of a screening's node verdicts (``screen.judge.NodeVerdict``):
+    """The rows of a screening's node verdicts (``screen.verdicts.NodeVerdict``):
     one per measured figure (the inventory's hardware figures aside)."""
     out = []
     for nv in verdicts:

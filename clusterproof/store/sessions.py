@@ -22,7 +22,7 @@ import polars as pl
 
 from clusterproof import store
 from clusterproof.paths import results_db
-from clusterproof.references import judge
+from clusterproof.references import direction
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.store import identity
 
@@ -126,7 +126,7 @@ class Record:
 
     @property
     def lower_is_better(self):
-        return judge.record_lower_is_better(self)
+        return direction.record_lower_is_better(self)
 
 
 #: ReFrame's results of a test case that passed (an expected failure too)

@@ -238,8 +238,8 @@ def test_verdicts_of_measured_items(tmp_path):
 
 def test_figures_no_item_judges_are_listed(tmp_path):
     uuids, recs = _recorded(tmp_path)
-    results = _judged(recs, uuids)
-    listed = judge.not_judged(results, recs)
+    judged = _judged(recs, uuids)
+    listed = judge.not_judged(judged, recs)
     assert [(x['test'], x['partition'], x['figure'], x['n']) for x in listed] == [
         (f'DevZeroCopy %num_threads={n}', 'local:default', 'copy_time', 2) for n in (1, 2)]
     times = [r.value for r in recs if r.test.endswith('=1') and r.figure == 'copy_time']

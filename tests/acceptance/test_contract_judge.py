@@ -36,7 +36,7 @@ def judged(tmp_path, recorded, *items):
     path = tmp_path / 'c.yaml'
     path.write_text(HEAD + ''.join(items))
     c = contract.load(path)
-    return c, judge.judge_contract(c, sessions, results=results)
+    return c, judge.judge_contract(c, sessions, results_dir=results)
 
 
 def values(sessions, figure='copy_bw', n=3):

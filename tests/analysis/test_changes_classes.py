@@ -11,7 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from clusterproof.analysis import detector
+from clusterproof.analysis.detector import (levels, model, noise as detector_noise, noisechange,
+                                            retrospective, views)
 from clusterproof.analysis.findings import detect
 from clusterproof.store import sources
 
@@ -33,7 +34,7 @@ def test_a_short_spike_is_one_transient_not_two_changes(tmp_path):
     rng = np.random.default_rng(31)
     values = 100 * (1 + 0.01 * rng.standard_normal(90))
     values[40:43] *= 1.21
-    kept, withdrawn = detector.find(values)
+    kept, withdrawn = views.find(values)
     (c,) = kept
     assert (c.kind, c.at, c.end) == ('transient', 40, 43)
     assert c.change == pytest.approx(0.21, abs=0.02)
@@ -50,7 +51,7 @@ def test_six_sessions_away_are_still_two_changes():
     rng = np.random.default_rng(18)
     values = 100 * (1 + 0.01 * rng.standard_normal(80))
     values[40:46] *= 0.7
-    kept, _ = detector.find(values)
+    kept, _ = views.find(values)
     assert [(c.kind, c.at) for c in kept] == [('step', 40), ('step', 46)]
 
 
@@ -63,10 +64,10 @@ def test_a_figure_flipping_between_two_levels_raises_no_change():
     for start, length in ((20, 5), (45, 8), (70, 4), (100, 9), (130, 6)):
         values[start:start + length] *= 1.5
     y = np.log(values)
-    steps = [c for c in detector.segment(y, None, detector.noise_floor(y))
+    steps = [c for c in retrospective.segment(y, None, detector_noise.noise_floor(y))
              if c.kind == 'step']
     assert len(steps) >= 4
-    assert detector.find(values) == ([], [])
+    assert views.find(values) == ([], [])
 
 
 def test_a_step_after_flips_to_a_new_level_is_not_flipping():
@@ -76,7 +77,7 @@ def test_a_step_after_flips_to_a_new_level_is_not_flipping():
     values[30:60] *= 1.5
     values[60:90] *= 1.0
     values[90:] *= 0.7
-    kept, _ = detector.find(values)
+    kept, _ = views.find(values)
     assert [c.at for c in kept] == [30, 60, 90]
 
 
@@ -88,9 +89,9 @@ def test_a_change_below_the_smallest_that_matters_is_not_listed():
     values = 100 * (1 + 0.001 * rng.standard_normal(120))
     values[40:] *= 0.992
     values[80:] *= 0.95
-    kept, _ = detector.find(values)
+    kept, _ = views.find(values)
     assert [c.at for c in kept] == [40, 80]
-    kept, _ = detector.find(values, detector.Settings(min_change=0.01))
+    kept, _ = views.find(values, model.Settings(min_change=0.01))
     assert [c.at for c in kept] == [80]
 
 
@@ -101,13 +102,13 @@ def test_a_wandering_series_is_not_a_row_of_changes():
     rng = np.random.default_rng(5)
     walk = 100 * np.exp(np.cumsum(0.002 * rng.standard_normal(400)))
     y = np.log(walk)
-    assert detector.inflation(y, []) > 2
-    assert [c for c in detector.segment(y, None, detector.noise_floor(y))
+    assert detector_noise.inflation(y, []) > 2
+    assert [c for c in retrospective.segment(y, None, detector_noise.noise_floor(y))
             if c.kind == 'step'] == []
     flat = 100 * (1 + 0.002 * rng.standard_normal(400))
     flat[200:] *= 0.97
-    assert detector.inflation(np.log(flat), [200]) == pytest.approx(1.0, abs=0.1)
-    kept, _ = detector.find(flat)
+    assert detector_noise.inflation(np.log(flat), [200]) == pytest.approx(1.0, abs=0.1)
+    kept, _ = views.find(flat)
     assert [c.at for c in kept] == [200]
 
 
@@ -172,9 +173,9 @@ def test_an_alarm_against_a_step_of_the_whole_history_is_not_a_second_change():
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'scripts'))
-    import measure_detection as bench
-    series = bench.generate('flipping', 'small', bench.SEEDS['eval'])[58]
-    kept, withdrawn = detector.find(series.values)
+    import measure_detection as detection
+    series = detection.generate('flipping', 'small', detection.SEEDS['eval'])[58]
+    kept, withdrawn = views.find(series.values)
     ats = [c.at for c in kept + withdrawn]
     assert len(ats) == len(set(ats))
 
@@ -222,7 +223,7 @@ def test_a_node_becoming_jittery_is_a_change_of_noise(tmp_path):
     z = rng.standard_normal(100)
     z[50:] *= 3
     values = 100 * (1 + 0.01 * z)
-    kept, _ = detector.find(values)
+    kept, _ = views.find(values)
     (c,) = [c for c in kept if c.kind == 'noise']
     assert abs(c.at - 50) <= 3
     assert 2 < c.change + 1 < 4.5
@@ -247,7 +248,7 @@ def test_no_change_of_noise_on_steady_wandering_or_outlying_figures():
     outliers = 100 * (1 + 0.01 * rng.standard_normal(120))
     outliers[[30, 33, 37, 41]] *= 1.3
     for values in (steady, wander, step, outliers):
-        kept, _ = detector.find(values)
+        kept, _ = views.find(values)
         assert [c for c in kept if c.kind == 'noise'] == []
 
 
@@ -257,12 +258,12 @@ def test_a_quieter_figure_and_too_small_a_change_of_noise():
     rng = np.random.default_rng(5)
     z = rng.standard_normal(120)
     z[60:] *= 0.4
-    kept, _ = detector.find(100 * (1 + 0.02 * z))
+    kept, _ = views.find(100 * (1 + 0.02 * z))
     (c,) = kept
     assert c.kind == 'noise' and c.shift < 0
     z = rng.standard_normal(400)
     z[200:] *= 1.2
-    kept, _ = detector.find(100 * (1 + 0.01 * z))
+    kept, _ = views.find(100 * (1 + 0.01 * z))
     assert [c for c in kept if c.kind == 'noise'] == []
 
 
@@ -287,8 +288,8 @@ def test_a_smooth_curve_has_no_change_of_noise():
     rng = np.random.default_rng(3)
     values = (100 * np.exp(0.002 * t + 0.4 * np.sin(t / 60))
               * (1 + 0.0005 * rng.standard_normal(300)))
-    assert detector._lag1(np.diff(np.log(values))) > detector.SMOOTH
-    kept, _ = detector.find(values)
+    assert noisechange._lag1(np.diff(np.log(values))) > noisechange.SMOOTH
+    kept, _ = views.find(values)
     assert [c for c in kept if c.kind == 'noise'] == []
 
 
@@ -301,13 +302,13 @@ def test_a_weekly_cron_job_raises_no_change_and_a_step_beside_it_is_found():
     values = 100 * (1 + 0.01 * rng.standard_normal(120))
     values[np.arange(120) % 7 < 2] *= 0.92
     y = np.log(values)
-    assert np.std(np.diff(detector.periodic_levels(y))) < 0.5 * np.std(np.diff(y))
-    assert detector.find(values)[0] == []
+    assert np.std(np.diff(levels.periodic_levels(y))) < 0.5 * np.std(np.diff(y))
+    assert views.find(values)[0] == []
     values[70:] *= 0.97
-    (c,) = detector.find(values)[0]
+    (c,) = views.find(values)[0]
     assert (c.kind, c.at) == ('step', 70)
     assert c.change == pytest.approx(-0.03, abs=0.005)
-    assert detector.find(values, detector.Settings(periodic=False))[0] == []
+    assert views.find(values, model.Settings(periodic=False))[0] == []
 
 
 def test_no_periodic_component_in_noise_steps_or_a_drift():
@@ -318,7 +319,7 @@ def test_no_periodic_component_in_noise_steps_or_a_drift():
     step = noise + np.where(np.arange(200) >= 90, 0.1, 0.0)
     rise = noise + 0.002 * np.arange(200)
     for y in (noise, step, rise):
-        assert np.array_equal(detector.periodic_levels(y), y)
+        assert np.array_equal(levels.periodic_levels(y), y)
 
 
 def test_a_slow_degradation_is_a_drift_from_the_night_it_began(tmp_path):
@@ -330,9 +331,9 @@ def test_a_slow_degradation_is_a_drift_from_the_night_it_began(tmp_path):
     rng = np.random.default_rng(6)
     noise = 1 + 0.01 * rng.standard_normal(90)
     values = 100 * noise * (1 - 0.04 * np.clip((np.arange(90) - 39) / 30, 0, 1))
-    before, _ = detector.find(values, detector.Settings(onsets=False))
+    before, _ = views.find(values, model.Settings(onsets=False))
     assert [(c.kind, c.at) for c in before] == [('step', 52)]
-    kept, withdrawn = detector.find(values)
+    kept, withdrawn = views.find(values)
     (c,) = kept
     assert c.kind == 'drift' and abs(c.at - 39) <= 3 and abs(c.end - 69) <= 3
     assert c.change == pytest.approx(-0.04, abs=0.01) and withdrawn == []
@@ -341,7 +342,7 @@ def test_a_slow_degradation_is_a_drift_from_the_night_it_began(tmp_path):
     assert f['kind'] == 'drift' and f['at'].startswith('2026-11-11')
     assert 'drifted' in f['summary'] and 'since 2026-11-11' in f['summary']
     abrupt = 100 * noise * np.where(np.arange(90) >= 40, 0.96, 1.0)
-    kept, _ = detector.find(abrupt)
+    kept, _ = views.find(abrupt)
     assert [(c.kind, c.at) for c in kept] == [('step', 40)]
 
 
@@ -353,6 +354,6 @@ def test_a_wandering_figure_has_no_onsets():
     values = 100 * np.exp(np.cumsum(0.003 * rng.standard_normal(120))
                           + 0.005 * rng.standard_normal(120))
     y = np.log(values)
-    plain = detector.segment(y, detector.Settings(onsets=False))
-    assert plain and detector.inflation(y, [c.at for c in plain if c.kind == 'step']) > 1
-    assert [(c.kind, c.at) for c in detector.segment(y)] == [('step', 105)]
+    plain = retrospective.segment(y, model.Settings(onsets=False))
+    assert plain and detector_noise.inflation(y, [c.at for c in plain if c.kind == 'step']) > 1
+    assert [(c.kind, c.at) for c in retrospective.segment(y)] == [('step', 105)]

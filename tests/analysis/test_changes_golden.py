@@ -20,8 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / 'scripts'))
 sys.path.insert(0, str(REPO))
 
-import measure_detection as bench  # noqa: E402
-from clusterproof.analysis import detector as changes  # noqa: E402
+import measure_detection as detection  # noqa: E402
+from clusterproof.analysis.detector import figure, nightly, segmentation, views  # noqa: E402
 
 RECORD = REPO / 'tests' / 'data' / 'changes-golden' / 'findings.json'
 COUNT, NIGHTS, SEED = 60, 200, 7
@@ -41,12 +41,12 @@ def findings(count=COUNT, nights=NIGHTS, seed=SEED):
     alarms (:func:`changes.scan`), the changes kept and withdrawn
     (:func:`changes.find`) and the figure's noise."""
     out = []
-    for kind, values, groups in bench.speed_series(count, nights, seed):
-        kept, withdrawn = changes.find(values, None, groups)
-        fn = changes.figure_noise(values, kept, None, groups)
+    for kind, values, groups in detection.speed_series(count, nights, seed):
+        kept, withdrawn = views.find(values, None, groups)
+        fn = figure.figure_noise(values, kept, None, groups)
         out.append({
             'kind': kind,
-            'alarms': [_change(c) for c in changes.scan(values)],
+            'alarms': [_change(c) for c in nightly.scan(values)],
             'kept': [_change(c) for c in kept],
             'withdrawn': [_change(c) for c in withdrawn],
             'noise': [_num(fn.noise), _num(fn.detectable), fn.n, fn.too_noisy,
@@ -73,10 +73,10 @@ def test_findings_are_those_recorded():
 def test_lists_and_arrays_give_the_same_findings():
     """The loaders hand the detector numpy arrays (values, node lists) or
     lists: the same findings either way."""
-    for kind, values, groups in bench.speed_series(12, 120, 3):
-        as_list = changes.find(list(values), None, groups)
-        as_array = changes.find(np.asarray(values, dtype=float), None,
-                                None if groups is None else np.asarray(groups))
+    for kind, values, groups in detection.speed_series(12, 120, 3):
+        as_list = views.find(list(values), None, groups)
+        as_array = views.find(np.asarray(values, dtype=float), None,
+                              None if groups is None else np.asarray(groups))
         assert as_list == as_array, kind
 
 
@@ -98,7 +98,7 @@ def test_binary_segmentation_places_the_change_points_ruptures_places():
         size = int(rng.choice((2, 3)))
         pen = 3 * math.log(n)
         want = ruptures.Binseg(model='l2', min_size=size, jump=1).fit(x).predict(pen=pen)[:-1]
-        assert changes.binseg(x, size, pen) == want, (i, n)
+        assert segmentation.binseg(x, size, pen) == want, (i, n)
 
 
 def _rounded(rows):

@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / 'scripts'))
-import measure_detection as bench  # noqa: E402
+import measure_detection as detection  # noqa: E402
 
 
 def _series():
@@ -35,7 +35,7 @@ def _series():
 @pytest.fixture(scope='module')
 def csv_path(tmp_path_factory):
     path = tmp_path_factory.mktemp('path') / 'history.csv'
-    bench.tcpd_csv(_series(), path)
+    detection.tcpd_csv(_series(), path)
     return path
 
 
@@ -49,11 +49,11 @@ def command(csv_path):
 
 
 def test_the_benchmark_scores_what_the_command_prints(csv_path, command):
-    found, skipped = bench.command_listing(csv_path)
+    found, skipped = detection.command_listing(csv_path)
     assert found == command
     assert {f['kind'] for f in found} >= {'step', 'transient', 'noise'}
     assert skipped == []
-    points = bench.tcpd_points(found)
+    points = detection.tcpd_points(found)
     assert 48 <= min(points['step']) <= 52 and 48 <= min(points['zero']) <= 52
 
 
@@ -66,5 +66,5 @@ def test_the_generated_models_are_listed_as_the_command_lists_them(command):
     def seen(f):
         return {k: v for k, v in f.items() if k not in ('id', 'where', 'system', 'test', 'summary')}
     for name in ('excursion', 'noise'):
-        got = bench.listed_findings(np.asarray(series[name]), '', 'value')
+        got = detection.listed_findings(np.asarray(series[name]), '', 'value')
         assert [seen(f) for f in got] == [seen(f) for f in command if f['test'] == name]

@@ -9,7 +9,8 @@ import pytest
 
 from clusterproof.analysis import compare
 from clusterproof.analysis.bless import derive, merged_entries
-from clusterproof.references.judge import Verdict, reference_of_record
+from clusterproof.references.judge import Verdict
+from clusterproof.references.entries import reference_of_record
 from clusterproof.store.sessions import load_sessions, records
 import yaml
 
@@ -46,13 +47,13 @@ def test_round_trip_bless_compare_and_slowed_run(tmp_path):
     proc, again = _run(results, refs)
     assert proc.returncode == 0, proc.output    # ReFrame judged it against the blessed file
     assert 'copy_time' in proc.output
-    out = clusterproof(['compare', again, '--drift-nights', '0'], results, refs)
+    out = clusterproof(['compare', again, '--drift-sessions', '0'], results, refs)
     assert out.returncode == 0, out.stdout + out.stderr
     assert 'REGRESSION' not in out.stdout and 'verdicts: pass 4\n' in out.stdout
 
     proc, slowed = _run(results, refs, '-S', 'block_size=512')
     assert proc.returncode != 0                 # ReFrame's own performance check fails too
-    out = clusterproof(['compare', slowed, '--drift-nights', '0'], results, refs)
+    out = clusterproof(['compare', slowed, '--drift-sessions', '0'], results, refs)
     assert out.returncode == 1, out.stdout + out.stderr
     assert re.search(r'copy_time\s+s\s+\S+\s+\S+\s+\S+\s+\S+\s+REGRESSION', out.stdout)
     out = clusterproof(['compare', again, slowed, '--history', '0'], results, refs)
@@ -101,7 +102,7 @@ def test_round_trip_on_the_local_cluster(emu_cluster, tmp_path):
 
     proc, again = _run(results, refs, system='emu', env=emu_cluster)
     assert proc.returncode == 0, proc.output[-3000:]
-    out = clusterproof(['compare', again, '--drift-nights', '0'], results, refs)
+    out = clusterproof(['compare', again, '--drift-sessions', '0'], results, refs)
     assert out.returncode == 0, out.stdout + out.stderr
     assert 'EMULATED' in out.stdout and 'emulated.yaml' in out.stdout
     judged = re.findall(r'^  copy_\w+ .* (pass|REGRESSION|OUT-OF-BOUNDS) +emulated,emulated-ref$',
@@ -111,7 +112,7 @@ def test_round_trip_on_the_local_cluster(emu_cluster, tmp_path):
 
     proc, slowed = _run(results, refs, '-S', 'block_size=512', system='emu', env=emu_cluster)
     assert proc.returncode == 0, proc.output[-3000:]   # ReFrame judges no emulated figure
-    out = clusterproof(['compare', slowed, '--drift-nights', '0'], results, refs)
+    out = clusterproof(['compare', slowed, '--drift-sessions', '0'], results, refs)
     assert out.returncode == 1, out.stdout + out.stderr
     assert re.search(r'^  copy_time .* REGRESSION +emulated,emulated-ref$', out.stdout, re.M)
 
@@ -166,17 +167,17 @@ def test_drift_rolling_median(tmp_path):
     # Each night within the 2% tolerance of the night before, never a
     # single-night regression against the night before, but 10% down in all.
     hist = _nights(base, [1.0] * 10 + [0.97, 0.92, 0.95, 0.91, 0.93, 0.9, 0.92])
-    found = compare.drift(hist, refs, window=5, drop=0.05, nights=0)
+    found = compare.drift(hist, refs, window=5, drop=0.05, in_a_row=0)
     assert {d.kind for d in found} == {'median'} and len(found) == len(base)
-    assert compare.drift(hist, refs, window=5, drop=0.15, nights=0) == []
+    assert compare.drift(hist, refs, window=5, drop=0.15, in_a_row=0) == []
 
 
-def test_drift_nights_in_a_row(tmp_path):
+def test_drift_sessions_in_a_row(tmp_path):
     base, refs = _history(tmp_path)
     hist = _nights(base, [1.0, 1.01, 0.995, 0.99, 0.985, 0.98, 0.975])
-    found = compare.drift(hist, refs, window=7, drop=0.05, nights=5)
+    found = compare.drift(hist, refs, window=7, drop=0.05, in_a_row=5)
     assert [d.kind for d in found] == ['streak'] * len(base)
-    assert compare.drift(hist, refs, window=7, drop=0.05, nights=6) == []
+    assert compare.drift(hist, refs, window=7, drop=0.05, in_a_row=6) == []
 
 
 def test_verdicts_by_direction():

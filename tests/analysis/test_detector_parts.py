@@ -61,7 +61,7 @@ def test_significance_the_shift_and_the_agreement_after_it():
 
 def test_nightly_the_night_a_step_is_raised():
     y = np.r_[np.zeros(30), np.full(5, -0.1)] + _noise(35, 0.01, 6)
-    c = nightly.judge_night(y[:33], 0, model.Settings())
+    c = nightly.judge_session(y[:33], 0, model.Settings())
     assert c is not None and c.at == 30 and c.found == 32
 
 
@@ -135,14 +135,15 @@ def test_a_figure_too_noisy_to_judge_still_lists_the_changes_it_keeps():
     but a drop of 30 % held for 60 sessions is certain; it is listed, and
     the figure is too noisy only for what it cannot show (off: not listed,
     as before)."""
-    from clusterproof.analysis import detector, findings
+    from clusterproof.analysis import findings
+    from clusterproof.analysis.detector import model as detector_model
     from clusterproof.store.history import History, Point
     v = 100 * np.exp(_noise(120, 0.12, 5))
     v[60:] *= 0.7
     h = History('s', 'p', 'T', 'f', 'MB/s', (), [Point(1e9 + i * 86400, float(x))
                                                  for i, x in enumerate(v)])
-    status, fn, found = findings.judge_figure(h, detector.Settings())
+    status, fn, found = findings.judge_figure(h, detector_model.Settings())
     assert fn.too_noisy and status == 'changed'
     assert [round(f['change'], 1) for f in found] == [-0.3]
-    status, _, found = findings.judge_figure(h, detector.Settings(noisy_changes=False))
+    status, _, found = findings.judge_figure(h, detector_model.Settings(noisy_changes=False))
     assert status == 'noisy' and found == []

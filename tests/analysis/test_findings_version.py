@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterproof.analysis import detector, findings
+from clusterproof.analysis import findings
+from clusterproof.analysis.detector import figure, model
 from clusterproof.store import sources
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,8 +34,8 @@ def _digest():
         return v
     out = []
     for h in sources.load([HISTORY]):
-        status, what, found = findings.judge_figure(h, detector.Settings())
-        noise = what.__dict__ if isinstance(what, detector.FigureNoise) else what
+        status, what, found = findings.judge_figure(h, model.Settings())
+        noise = what.__dict__ if isinstance(what, figure.FigureNoise) else what
         out.append(plain([list(h.key), status, noise, found]))
     return hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()[:16]
 

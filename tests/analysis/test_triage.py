@@ -270,7 +270,8 @@ def test_notify_names_the_ids_triage_accepts_and_sends_no_triaged_one(tmp_path, 
     and notify no longer sends it. A screening outlier that notify sent is
     triaged by the id it was sent with."""
     from clusterproof.notify import config, send
-    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample, finding_of
+    from clusterproof.screen.verdicts import FigureVerdict, NodeVerdict, Sample
+    from clusterproof.screen.output import finding_of
     from clusterproof.references.judge import Verdict
     from clusterproof.store.sessions import load_sessions
     for name in ('a', 'b'):
@@ -288,8 +289,8 @@ def test_notify_names_the_ids_triage_accepts_and_sends_no_triaged_one(tmp_path, 
     for name, n in (('a', 3), ('b', 4)):
         results = _first_sessions(tmp_path, name, n)
         monkeypatch.setenv('CLUSTERPROOF_RESULTS', str(results))
-        [night] = load_sessions(last=1, system='local')
-        got, triaged = send.night(cfg, night)
+        [session] = load_sessions(last=1, system='local')
+        got, triaged = send.items_of_session(cfg, session)
         sent = {i.id: i for i in got if i.kind in ('regression', 'failure')}
         known = {f['id']: f for f in triage.failures(findings.stores_read())}
         assert sent and set(sent) == set(known) and not triaged
@@ -308,7 +309,7 @@ def test_notify_names_the_ids_triage_accepts_and_sends_no_triaged_one(tmp_path, 
     assert "--check '^DevZeroCopy %num_threads=2$'" in line
     assert [w for w in shlex.split(line) if w in sessions] == sessions[1:]
     assert f'expected regression {named[1]}' in line and '--allow-smoke' not in line
-    got, triaged = send.night(cfg, night)
+    got, triaged = send.items_of_session(cfg, session)
     assert named[1] in {i.id for i in got} and triaged == {named[1]}
     assert named[1] not in {i.id for i in items_to_send(got, triaged)}
     assert len(items_to_send(got, triaged)) == len(got) - 1

@@ -35,8 +35,8 @@ CHECKS = Path(__file__).resolve().parents[1] / 'checks'
 # ------------------------------------------------------------------ pure parts
 
 def test_addresses_stay_in_the_benchmarking_range_and_instances_do_not_overlap():
-    bench = ipaddress.ip_network('198.18.0.0/15')
-    assert lc.NETWORK == bench
+    benchmarking = ipaddress.ip_network('198.18.0.0/15')
+    assert lc.NETWORK == benchmarking
     seen = set()
     for k in lc.INSTANCES:
         inst = lc.Instance(k)
@@ -46,7 +46,7 @@ def test_addresses_stay_in_the_benchmarking_range_and_instances_do_not_overlap()
             assert len(set(addrs)) == nodes + 1
             for a in addrs:
                 ip = ipaddress.ip_address(a)
-                assert ip in bench and ip in net.subnet
+                assert ip in benchmarking and ip in net.subnet
                 assert ip not in (net.subnet.network_address, net.subnet.broadcast_address)
             assert not seen & set(addrs)
             seen |= set(addrs)

@@ -118,6 +118,7 @@ BAD = [
     (['compare', '--history', '-1'], ['--history']),
     (['compare', '--drift-window', '0'], ['--drift-window']),
     (['compare', '--drift-percent', '-5'], ['--drift-percent']),
+    (['compare', '--drift-sessions', '-1'], ['--drift-sessions']),
     (['compare', '--drift-nights', '-1'], ['--drift-nights']),
     (['compare', 'a', 'b', 'c'], ['at most two']),
     (['compare', '--store', '{tmp}/none'], ['{tmp}/none']),

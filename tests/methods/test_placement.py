@@ -163,9 +163,9 @@ def test_storage_benchmarks_are_what_the_checks_declare():
     plan = declared.plan_names(declared.published_plan())
     assert list(plan) == ['iozone-sequential', 'iozone-random', 'ior', 'mdtest']
     # placement's thread limits accept exactly the declared benchmarks
-    for bench in declared.storage_benchmarks():
-        assert placement.declared_limit({'max_threads': {bench: 8}}, bench) == \
-            (8, f"extras['storage']['max_threads'][{bench!r}]")
+    for benchmark in declared.storage_benchmarks():
+        assert placement.declared_limit({'max_threads': {benchmark: 8}}, benchmark) == \
+            (8, f"extras['storage']['max_threads'][{benchmark!r}]")
     with pytest.raises(ClusterproofError, match="'fio': not a storage benchmark"):
         placement.declared_limit({'max_threads': {'fio': 4}}, 'ior')
 

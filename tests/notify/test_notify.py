@@ -381,7 +381,8 @@ def test_the_example_settings_load():
 
 def test_a_screenings_outliers_are_sent_once_under_the_ids_screen_prints(tmp_path, monkeypatch, receiver, capsys):
     from clusterproof.references.judge import Verdict
-    from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample, finding_of
+    from clusterproof.screen.verdicts import FigureVerdict, NodeVerdict, Sample
+    from clusterproof.screen.output import finding_of
     (tmp_path / 'notify').mkdir()
     (tmp_path / 'notify' / 'emu.yaml').write_text(
         'channels: {webhook: {url_env: CP_TEST_WEBHOOK}}\n')

@@ -25,7 +25,7 @@ from servers import leaks as servers_leaks
 from clusterproof import redact
 from clusterproof.notify import channels, config, items, message, send
 from clusterproof.references.judge import Verdict
-from clusterproof.screen.judge import FigureVerdict, NodeVerdict, Sample
+from clusterproof.screen.verdicts import FigureVerdict, NodeVerdict, Sample
 
 NOW = 1795400000.0
 TOKEN = 'Tok3nWh00k5ecret'

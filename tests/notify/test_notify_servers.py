@@ -25,7 +25,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.handlers import Mailbox
 from aiosmtpd.smtp import AuthResult, LoginPassword
 from results_helpers import clusterproof, recorded_results
-from servers import free_port, get, serving, victoria_metrics, vm_query  # noqa: F401 (a fixture)
+from servers import free_port, get, serving, vm_query
 from test_notify import Receiver
 
 from conftest import wait_for

@@ -4,7 +4,7 @@
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.references import judge as references
+from clusterproof.references import direction, entries, judge as references, lookup
 from clusterproof.paths import REFERENCES_DIR
 from conftest import run_reframe
 
@@ -26,7 +26,7 @@ FioPmem:
   'pmserver:default':
     randwrite_lat_mean: [6.05, null, 0.2, 'us']
 """)
-    assert references.validate_file(path) == 3
+    assert entries.validate_file(path) == 3
 
 
 @pytest.mark.parametrize('text, message', [
@@ -42,7 +42,7 @@ FioPmem:
 def test_bad_files_are_refused_naming_file_and_key(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ClusterproofError) as err:
-        references.validate_file(path)
+        entries.validate_file(path)
     assert str(path) in str(err.value)
     assert message in str(err.value)
 
@@ -50,12 +50,12 @@ def test_bad_files_are_refused_naming_file_and_key(tmp_path, text, message):
 def test_unit_must_match_the_check(tmp_path):
     with pytest.raises(ClusterproofError, match="unit 'MB/s' does not match the check, "
                                                 "which reports 'GB/s'"):
-        references.check_entry('f.yaml: A.x', [1, -0.1, None, 'MB/s'], 'GB/s')
+        entries.check_entry('f.yaml: A.x', [1, -0.1, None, 'MB/s'], 'GB/s')
 
 
 def test_direction_by_unit():
-    assert references.lower_is_better('us')
-    assert not references.lower_is_better('MB/s')
+    assert direction.lower_is_better('us')
+    assert not direction.lower_is_better('MB/s')
 
 
 #: reference files the repository ships (the declared systems with real hardware)
@@ -67,7 +67,7 @@ def test_shipped_reference_files_are_valid():
     missing = SHIPPED_REFERENCES - {p.name for p in paths}
     assert not missing, f'{REFERENCES_DIR}: no {", ".join(sorted(missing))}'
     for path in paths:
-        references.validate_file(path)
+        entries.validate_file(path)
 
 
 CHECK = '''
@@ -152,13 +152,13 @@ ReferenceProbe:
 
 def test_xfail_is_read_in_one_place(tmp_path):
     path = write(tmp_path, XFAIL_REFS)
-    assert references.validate_file(path) == 2
-    ref = references.check_entry('f', ['$xfail', 'why', [10, -0.1, None, 'MB/s']])
-    assert ref == references.Reference(10, -0.1, None, 'MB/s', 'why')
-    assert references.entry_reference([10, -0.1, None, 'MB/s']).xfail is None
+    assert entries.validate_file(path) == 2
+    ref = entries.check_entry('f', ['$xfail', 'why', [10, -0.1, None, 'MB/s']])
+    assert ref == entries.Reference(10, -0.1, None, 'MB/s', 'why')
+    assert entries.entry_reference([10, -0.1, None, 'MB/s']).xfail is None
     assert str(ref) == 'xfail (why) 10 MB/s [-10.0%/+inf]'
     with pytest.raises(ClusterproofError, match=r"\$xfail entries are"):
-        references.check_entry('f', ['$xfail', [10, -0.1, None, 'MB/s']])
+        entries.check_entry('f', ['$xfail', [10, -0.1, None, 'MB/s']])
 
 
 def test_xfail_and_xpass_verdicts():
@@ -173,7 +173,7 @@ def test_one_verdict_vocabulary():
     """Every judge's verdicts are members of one enum, each with one
     spelling; spellings written before it read as the verdict they meant;
     the report's counts are named in one place."""
-    from clusterproof.results import report
+    from clusterproof.publish import report
     Verdict = references.Verdict
     assert all(Verdict.read(v.value) is v for v in Verdict)
     assert [Verdict.read(old) for old in ('ok', 'failed', 'not-judged')] == \
@@ -202,7 +202,7 @@ def test_xfail_verdicts_agree_with_reframe(tmp_path):
     recs = [r for r in records(load_sessions(tmp_path / 'results' / 'results.db'))
             if r.figure]
     assert {r.perf_result for r in recs} == {'xfail', 'xpass'}
-    refs = {'local': references.parse(XFAIL_REFS, 'refs'), 'local.emulated': {}}
+    refs = {'local': entries.parse(XFAIL_REFS, 'refs'), 'local.emulated': {}}
     rows = compare.against_references(recs, refs)
     assert [row.verdict for row in rows] == [r.perf_result for r in recs]
     assert all(r.sanity_ok for r in recs)            # both ran and measured
@@ -224,7 +224,7 @@ def test_above_the_upper_bound_of_a_throughput_fails_as_in_reframe(tmp_path):
     recs = sorted((r for r in records(load_sessions(tmp_path / 'results' / 'results.db'))
                    if r.figure), key=lambda r: r.value)
     assert [(r.value, r.perf_result) for r in recs] == [(10, 'fail'), (20, 'pass')]
-    rows = compare.against_references(recs, {'local': references.parse(text, 'refs')})
+    rows = compare.against_references(recs, {'local': entries.parse(text, 'refs')})
     assert [row.verdict for row in rows] == [references.Verdict.OUT_OF_BOUNDS, 'pass']
     assert [row.regression for row in rows] == [True, False]
     assert rows[0].reason == 'above the upper bound 6, on the better side; ReFrame fails it too'
@@ -240,13 +240,13 @@ def test_direction_is_the_one_the_check_declared(tmp_path):
     assert proc.returncode == 0, proc.stdout
     recs = [r for r in records(load_sessions(tmp_path / 'results' / 'results.db')) if r.figure]
     assert [r.declared_lower_is_better for r in recs] == [False] * 2
-    assert not references.record_lower_is_better(recs[0])
+    assert not direction.record_lower_is_better(recs[0])
     # The declaration wins over the unit; a figure it does not name is an error.
     as_time = dataclasses.replace(recs[0], unit='s')
-    assert not references.record_lower_is_better(as_time) and not as_time.lower_is_better
+    assert not direction.record_lower_is_better(as_time) and not as_time.lower_is_better
     with pytest.raises(ClusterproofError, match=r"figure 'lat' has no declared direction "
                                                 r"\(its test case declares bw\)"):
-        references.lower_is_better('us', 'lat', {'bw': False})
+        direction.lower_is_better('us', 'lat', {'bw': False})
 
 
 def test_a_figure_without_a_direction_fails_its_test_case(tmp_path):
@@ -262,7 +262,7 @@ def test_a_figure_without_a_direction_fails_its_test_case(tmp_path):
 
 
 def test_declared_items_of_a_system():
-    refs = references.parse('''
+    refs = entries.parse('''
 A:
   $index: [$partition, threads]
   "sys:p1":
@@ -279,7 +279,7 @@ C:
   $index: [threads]
   8: {iops: [5, -0.1, null, IOPS], lat: ['$xfail', 'slow', [1, null, 0.2, us]]}
 ''', 'refs')
-    items = references.declared(refs, 'sys', ['p1', 'p2'])
+    items = lookup.declared(refs, 'sys', ['p1', 'p2'])
     labels = sorted(d.label() for d in items)
     assert labels == ['A threads=1 @sys:p1 bw', 'A threads=1 @sys:p[2-3] bw',
                       'A threads=2 @sys:p1 bw', 'B @* t', 'B @sys:p1 t',
@@ -287,9 +287,9 @@ C:
     lat = next(d for d in items if d.figure == 'lat')
     assert lat.reference.xfail == 'slow' and lat.where == ('C', (8,))
     # Only p1: B's '*' entry applies to no partition.
-    assert 'B @* t' not in {d.label() for d in references.declared(refs, 'sys', ['p1'])}
+    assert 'B @* t' not in {d.label() for d in lookup.declared(refs, 'sys', ['p1'])}
     # Another system: only the '*' entry and entries not indexed on where.
-    assert sorted(d.label() for d in references.declared(refs, 'nowhere', ['p1'])) == [
+    assert sorted(d.label() for d in lookup.declared(refs, 'nowhere', ['p1'])) == [
         'B @* t', 'C threads=8 iops', 'C threads=8 lat']
 
 
@@ -301,8 +301,8 @@ def test_ms_per_op_is_lower_is_better_everywhere(tmp_path):
     from clusterproof.store import history
     from clusterproof.store.sessions import load_sessions, records
     from results_helpers import recorded_results
-    assert references.lower_is_better('ms/op')
-    assert references.judge(1.2, 1.0, None, 0.1, references.lower_is_better('ms/op')).verdict \
+    assert direction.lower_is_better('ms/op')
+    assert references.judge(1.2, 1.0, None, 0.1, direction.lower_is_better('ms/op')).verdict \
         == 'REGRESSION'
     rec = next(r for r in records(load_sessions(recorded_results(tmp_path) / 'results.db'))
                if r.figure == 'copy_bw')

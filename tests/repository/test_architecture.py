@@ -51,7 +51,7 @@ def test_a_moved_module_is_named_until_the_table_is_written(tmp_path):
 
 def test_a_module_without_a_docstring_is_named(tmp_path):
     root = copy_of_the_tree(tmp_path)
-    (root / 'clusterproof' / 'results' / 'store.py').write_text('import os\n')
+    (root / 'clusterproof' / 'publish' / 'store.py').write_text('import os\n')
     proc = architecture('--check', root=root)
     assert proc.returncode == 2
-    assert f'{root}/clusterproof/results/store.py: no docstring' in proc.stderr
+    assert f'{root}/clusterproof/publish/store.py: no docstring' in proc.stderr

@@ -20,13 +20,14 @@ from conftest import EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, emu_cluster_exclusive
 from clusterproof import ClusterproofError
 from clusterproof.analysis.findings import finding_id
 from clusterproof.cluster import faults
-from clusterproof.references.judge import Reference
+from clusterproof.references.entries import Reference
 from clusterproof.reframe_io import runner
-from clusterproof.screen import jobs, judge, page, pairs, results, run
+from clusterproof.screen import (jobs, judge, output, page, pairs, peerinventory, results, run,
+                                 stats as screen_stats, verdicts as screen_verdicts)
 from clusterproof.screen import rule as screenrule
-from clusterproof.screen.judge import Sample
+from clusterproof.screen.verdicts import Sample
 from clusterproof.site import binaries
-from clusterproof.site.discover import SlurmNode
+from clusterproof.site.slurm_view import SlurmNode
 
 
 def _stream(values, partition='p', unit='MB/s', figure='triad', check='stream'):
@@ -41,29 +42,29 @@ def _noisy(n, centre=100.0, spread=0.01, seed=1):
 # ---------------------------------------------------------------- statistics
 
 def test_peer_stats_median_and_scaled_mad():
-    stats = judge.peer_stats([1.0, 2.0, 3.0, 4.0, 100.0])
+    stats = screen_stats.peer_stats([1.0, 2.0, 3.0, 4.0, 100.0])
     assert stats.median == 3.0
-    assert stats.mad == pytest.approx(1.0 * judge.MAD_TO_SIGMA)
+    assert stats.mad == pytest.approx(1.0 * screen_stats.MAD_TO_SIGMA)
     assert stats.count == 5
-    assert judge.peer_stats([None, math.nan]) is None
+    assert screen_stats.peer_stats([None, math.nan]) is None
 
 
 def test_distance_is_signed_worse_negative_by_direction():
-    peers = judge.PeerStats(100.0, 2.0, 10)
-    assert judge.distance(90.0, peers, lower_is_better=False) == (-5.0, -10.0)
+    peers = screen_stats.PeerStats(100.0, 2.0, 10)
+    assert screen_stats.distance(90.0, peers, lower_is_better=False) == (-5.0, -10.0)
     # a latency 10 % above the median is 10 % worse
-    assert judge.distance(110.0, peers, lower_is_better=True) == (-5.0, -10.0)
-    units, pct = judge.distance(99.0, judge.PeerStats(100.0, 0.0, 3), False)
+    assert screen_stats.distance(110.0, peers, lower_is_better=True) == (-5.0, -10.0)
+    units, pct = screen_stats.distance(99.0, screen_stats.PeerStats(100.0, 0.0, 3), False)
     assert units == -math.inf and pct == pytest.approx(-1.0)
 
 
 def test_noise_units_on_the_log_scale_for_rates():
-    stats = judge.peer_stats([50.0, 100.0, 200.0])
-    assert stats.log_mad == pytest.approx(math.log(2) * judge.MAD_TO_SIGMA)
-    half, _ = judge.distance(50.0, stats, False)
-    double, _ = judge.distance(200.0, stats, False)
+    stats = screen_stats.peer_stats([50.0, 100.0, 200.0])
+    assert stats.log_mad == pytest.approx(math.log(2) * screen_stats.MAD_TO_SIGMA)
+    half, _ = screen_stats.distance(50.0, stats, False)
+    double, _ = screen_stats.distance(200.0, stats, False)
     assert half == pytest.approx(-double)
-    assert judge.peer_stats([-1.0, 1.0]).log_mad is None
+    assert screen_stats.peer_stats([-1.0, 1.0]).log_mad is None
 
 
 def test_a_very_slow_node_among_very_noisy_peers_is_named():
@@ -72,7 +73,7 @@ def test_a_very_slow_node_among_very_noisy_peers_is_named():
     triad = {'n1': 33571.5, 'n2': 9000.0, 'n3': 369.5, 'n4': 11377.9, 'n5': 7744.9,
              'n6': 7824.3, 'n7': 11419.9, 'n8': 20410.0}
     out = judge.screen(_stream(triad))
-    assert [v.node for v in judge.outliers(out)] == ['n3']
+    assert [v.node for v in screen_verdicts.outliers(out)] == ['n3']
     assert out[0].worst.noise_units < -screenrule.DEFAULT_NOISE_UNITS
 
 
@@ -81,7 +82,7 @@ def test_among_four_nodes_one_slow_and_one_very_fast_the_slow_one_is_named():
     # with n3 and n2 in their own statistics the MAD was as wide as they are
     triad = {'n1': 2746.3, 'n2': 16726.7, 'n3': 354.1, 'n4': 2833.4}
     out = judge.screen(_stream(triad))
-    assert [v.node for v in judge.outliers(out)] == ['n3']
+    assert [v.node for v in screen_verdicts.outliers(out)] == ['n3']
     assert out[0].worst.peers.count == 3
 
 
@@ -91,7 +92,7 @@ def test_one_slow_node_of_many_is_named_with_its_distance():
     values = _noisy(40)
     values['n17'] = 80.0
     verdicts = judge.screen(_stream(values))
-    assert [v.node for v in judge.outliers(verdicts)] == ['n17']
+    assert [v.node for v in screen_verdicts.outliers(verdicts)] == ['n17']
     first = verdicts[0]
     assert (first.node, first.verdict) == ('n17', 'slow')
     assert first.worst.percent == pytest.approx(-20, abs=1.5)
@@ -104,15 +105,15 @@ def test_one_slow_node_of_many_is_named_with_its_distance():
 def test_a_slowdown_the_site_says_does_not_matter_is_not_named_however_far_in_noise():
     values = _noisy(40, spread=0.001)
     values['n3'] = 93.0             # 7 %: hundreds of noise units
-    assert [v.node for v in judge.outliers(judge.screen(_stream(values)))] == ['n3']
+    assert [v.node for v in screen_verdicts.outliers(judge.screen(_stream(values)))] == ['n3']
     site = screenrule.Rule(smallest={'default': 2.0, 'stream': 10.0})
-    assert judge.outliers(judge.screen(_stream(values), rule=site)) == []
+    assert screen_verdicts.outliers(judge.screen(_stream(values), rule=site)) == []
 
 
 def test_a_tight_population_names_a_node_a_few_percent_slow_with_both_numbers():
     values = _noisy(200, spread=0.01)       # uniform +-1 %: a scaled MAD of 0.74 %
     values['n9'] = 96.5                     # 3.5 %: about 4.7 noise units
-    named = judge.outliers(judge.screen(_stream(values)))
+    named = screen_verdicts.outliers(judge.screen(_stream(values)))
     assert [v.node for v in named] == ['n9']
     assert named[0].worst.noise_pct == pytest.approx(0.74, abs=0.1)
     assert named[0].worst.smallest_pct == 1.5
@@ -122,10 +123,10 @@ def test_a_tight_population_names_a_node_a_few_percent_slow_with_both_numbers():
 def test_the_checks_repeatability_is_the_smallest_noise_unit():
     values = {f'n{i}': 100.0 for i in range(1, 30)}     # peers that happen to agree
     values['n3'] = 97.0
-    assert [v.node for v in judge.outliers(judge.screen(_stream(values)))] == ['n3']
+    assert [v.node for v in screen_verdicts.outliers(judge.screen(_stream(values)))] == ['n3']
     site = screenrule.Rule(repeatability={'stream triad': 1.0})    # 3 %: 3 units of 1 %
     out = judge.screen(_stream(values), rule=site)
-    assert judge.outliers(out) == []
+    assert screen_verdicts.outliers(out) == []
     assert out[0].worst.noise_units == pytest.approx(-3.06, abs=0.01)
 
 
@@ -133,18 +134,18 @@ def test_beyond_the_guidance_but_within_the_noise_is_ok():
     rnd = random.Random(3)
     values = {f'n{i}': 100 * (1 + rnd.uniform(-0.3, 0.3)) for i in range(1, 41)}
     values['n1'] = 85.0             # 15 % low, but the partition spreads 30 %
-    assert 'n1' not in [v.node for v in judge.outliers(judge.screen(_stream(values)))]
+    assert 'n1' not in [v.node for v in screen_verdicts.outliers(judge.screen(_stream(values)))]
 
 
 def test_the_smallest_slowdown_is_set_per_check_and_figure():
     values = _noisy(20, spread=0.002)
     values['n5'] = 94.0             # 6 %
     site = screenrule.Rule(smallest={'default': 2.0, 'stream': 10.0, 'osu bandwidth': 4.0})
-    assert judge.outliers(judge.screen(_stream(values), rule=site)) == []
+    assert screen_verdicts.outliers(judge.screen(_stream(values), rule=site)) == []
     osu = judge.screen(_stream(values, check='osu', figure='bandwidth'), rule=site)
-    assert [v.node for v in judge.outliers(osu)] == ['n5']
+    assert [v.node for v in screen_verdicts.outliers(osu)] == ['n5']
     osu = judge.screen(_stream(values, check='osu', figure='latency', unit='us'), rule=site)
-    assert judge.outliers(osu) == []        # 6 % lower latency: better
+    assert screen_verdicts.outliers(osu) == []        # 6 % lower latency: better
 
 
 def test_lower_is_better_uses_the_projects_direction_rule():
@@ -152,13 +153,13 @@ def test_lower_is_better_uses_the_projects_direction_rule():
     values['n2'] = 130.0            # a latency 30 % above: slow
     values['n3'] = 70.0             # 30 % below: better, not slow
     out = judge.screen(_stream(values, unit='us', figure='latency', check='osu'))
-    assert [v.node for v in judge.outliers(out)] == ['n2']
+    assert [v.node for v in screen_verdicts.outliers(out)] == ['n2']
 
 
 def test_partitions_are_judged_apart():
     a = _stream(_noisy(10, centre=100.0), partition='a')
     b = _stream(_noisy(10, centre=50.0, seed=2), partition='b')
-    assert judge.outliers(judge.screen(a + b)) == []
+    assert screen_verdicts.outliers(judge.screen(a + b)) == []
 
 
 def test_failed_and_missing_nodes_rank_first():
@@ -178,7 +179,7 @@ def test_a_node_without_one_check_is_missing_it():
     samples += _stream({f'n{i}': 50.0 for i in range(1, 6)}, check='hpl', figure='gflops',
                        unit='Gflop/s')
     out = judge.screen(samples, {f'n{i}': 'p' for i in range(1, 7)})
-    assert [(v.node, v.verdict) for v in judge.outliers(out)] == [('n6', 'missing')]
+    assert [(v.node, v.verdict) for v in screen_verdicts.outliers(out)] == [('n6', 'missing')]
     assert 'hpl: no result' in out[0].reason
 
 
@@ -188,7 +189,7 @@ def test_reference_makes_a_node_slow_even_when_its_peers_agree():
                for n, v in _noisy(5, centre=190.0).items()]
     samples.append(Sample('n9', 'p', 'stream', 'triad', 175.0, 'MB/s', reference=ref))
     out = judge.screen(samples, rule=screenrule.Rule(smallest={'default': 10.0}))
-    assert [v.node for v in judge.outliers(out)] == ['n9']
+    assert [v.node for v in screen_verdicts.outliers(out)] == ['n9']
     assert 'reference 200' in out[0].reason
 
 
@@ -203,14 +204,14 @@ def test_less_memory_than_the_peers_is_an_inventory_mismatch():
     for i in range(1, 9):
         samples += _inventory(f'n{i}', 1024 if i == 2 else 2048, gib=22.0 if i == 5 else 23.5)
     out = judge.screen(samples)
-    named = {v.node: v for v in judge.outliers(out)}
+    named = {v.node: v for v in screen_verdicts.outliers(out)}
     assert set(named) == {'n2', 'n5'}
     n2 = named['n2']
     assert n2.verdict == 'FAILED' and n2.worst.sample.figure == 'slurm_memory_mib'
     assert n2.worst.percent == pytest.approx(-50.0)
     assert [m.field for m in n2.mismatches] == ['slurm_memory_mib']
-    assert 'less memory than its peers' in judge.mismatch_text(n2.mismatches[0])
-    assert 'peers 2048' in judge.mismatch_text(n2.mismatches[0])
+    assert 'less memory than its peers' in peerinventory.mismatch_text(n2.mismatches[0])
+    assert 'peers 2048' in peerinventory.mismatch_text(n2.mismatches[0])
     # 22 GiB of 23.5 is 6.4 % short: beyond the inventory check's 4 %
     assert [m.field for m in named['n5'].mismatches] == ['memory_gib']
 
@@ -219,12 +220,12 @@ def test_rows_json_and_drain_lines():
     values = _noisy(10)
     values['n7'] = 50.0
     out = judge.screen(_stream(values))
-    row = judge.as_row(out[0])
+    row = output.as_row(out[0])
     assert row[:3] == ['n7', 'p', 'stream triad'] and row[6] == 'slow'
-    data = json.loads(json.dumps([judge.as_dict(v) for v in out]))
+    data = json.loads(json.dumps([output.as_dict(v) for v in out]))
     assert data[0]['verdict'] == 'slow' and data[0]['worst']['percent'] == pytest.approx(-50, abs=1)
-    assert [(p['figure'], p['count']) for p in judge.peers_dict(out)] == [('triad', 10)]
-    argv = judge.drain_command(out[0])
+    assert [(p['figure'], p['count']) for p in output.peers_dict(out)] == [('triad', 10)]
+    argv = output.drain_command(out[0])
     assert argv[:4] == ['scontrol', 'update', 'NodeName=n7', 'State=DRAIN']
     assert argv[4].startswith('Reason=clusterproof screen: slow: stream triad 50')
     assert [a for a, _ in run.drain(out)] == [argv]
@@ -258,7 +259,7 @@ def test_a_node_in_two_slow_pairs_is_the_culprit_and_its_partners_are_cleared():
     lat = {p: 20.0 * (1 + 0.005 * i) for i, p in enumerate(pairs.ring_pairs(nodes))}
     lat[('n4', 'n5')] = lat[('n5', 'n6')] = 26.0         # 30 % slower through n5
     out = judge.screen(_pairs(lat), {n: 'p' for n in nodes})
-    assert [(v.node, v.verdict) for v in judge.outliers(out)] == [('n5', 'slow')]
+    assert [(v.node, v.verdict) for v in screen_verdicts.outliers(out)] == [('n5', 'slow')]
     assert 'n5 is in 2 bad pairs (n4+n5, n5+n6)' in out[0].reason
     assert 'between n4+n5' in out[0].reason or 'between n5+n6' in out[0].reason
     row = {v.node: v for v in out}
@@ -270,9 +271,9 @@ def test_a_slow_pair_alone_names_both_of_its_nodes():
     bw = {p: 1000.0 * (1 - 0.002 * i) for i, p in enumerate(pairs.ring_pairs(nodes))}
     bw[('n2', 'n3')] = 950.0                            # 5 %: beyond the network's 4 %
     out = judge.screen(_pairs(bw, figure='bandwidth', unit='MB/s'))
-    assert sorted(v.node for v in judge.outliers(out)) == ['n2', 'n3']
+    assert sorted(v.node for v in screen_verdicts.outliers(out)) == ['n2', 'n3']
     assert 'either node of the pair' in out[0].reason
-    assert judge.as_dict(out[0])['worst']['pair'] == ['n2', 'n3']
+    assert output.as_dict(out[0])['worst']['pair'] == ['n2', 'n3']
 
 
 def test_a_failed_pair_and_a_node_in_no_pair():
@@ -282,7 +283,7 @@ def test_a_failed_pair_and_a_node_in_no_pair():
     samples.append(Sample('n3+n1', 'p', 'osu', 'result', None, '', 'job failed', pair=('n3', 'n1')))
     out = judge.screen([s for s in samples if s.node != 'n3+n1' or s.value is None],
                        {n: 'p' for n in nodes})
-    named = {v.node: v.verdict for v in judge.outliers(out)}
+    named = {v.node: v.verdict for v in screen_verdicts.outliers(out)}
     assert named == {'n1': 'FAILED', 'n3': 'FAILED', 'n4': 'missing'}
 
 
@@ -329,14 +330,14 @@ def test_the_direction_a_check_declares_decides_a_node_worse():
     report = {'runs': [{'testcases': [case(n, v) for n, v in values.items()]}]}
     samples, _ = results.samples_from_report(report)
     assert len(samples) == 6 and all(s.lower_is_better for s in samples)
-    named = {v.node: v.verdict for v in judge.outliers(judge.screen(samples))}
+    named = {v.node: v.verdict for v in screen_verdicts.outliers(judge.screen(samples))}
     assert named == {'n4': 'slow'}
     # the same figures declaring nothing: 'ticks' reads as higher-is-better, n4 is not named
     for tc in report['runs'][0]['testcases']:
         del tc['cp_lower_is_better']
     samples, _ = results.samples_from_report(report)
     assert not any(s.lower_is_better for s in samples)
-    assert 'n4' not in {v.node for v in judge.outliers(judge.screen(samples))}
+    assert 'n4' not in {v.node for v in screen_verdicts.outliers(judge.screen(samples))}
 
 
 def test_the_json_output_keeps_its_documented_shape():
@@ -347,8 +348,8 @@ def test_the_json_output_keeps_its_documented_shape():
     for i in range(1, 7):
         samples += _inventory(f'n{i}', 1024 if i == 2 else 2048)
     verdicts = judge.screen(samples)
-    findings = {v.node: judge.finding_of(v, 'emu', 'sid') for v in judge.outliers(verdicts)}
-    data = json.loads(json.dumps(judge.as_json(verdicts, 'emulated', findings, 'sid')))
+    findings = {v.node: output.finding_of(v, 'emu', 'sid') for v in screen_verdicts.outliers(verdicts)}
+    data = json.loads(json.dumps(output.as_json(verdicts, 'emulated', findings, 'sid')))
     assert sorted(data) == ['min_noise_units', 'nodes', 'note', 'outliers', 'peers', 'rule',
                             'screening_id', 'thresholds_pct']
     assert data['outliers'] == ['n2', 'n3'] and data['note'] == 'emulated'
@@ -370,7 +371,7 @@ def test_the_json_output_keeps_its_documented_shape():
     assert (slow['node'], slow['worst']['figure'], slow['worst']['value']) == ('n3', 'triad', 40.0)
     assert slow['worst']['percent'] < -50 and slow['worst']['noise_units'] < -3
     again = judge.best_of(samples, _inventory('n2', 1024))
-    assert judge.as_json(judge.screen(again))['nodes'][0]['worst']['runs'] == 2
+    assert output.as_json(judge.screen(again))['nodes'][0]['worst']['runs'] == 2
 
 
 # ---------------------------------------------------------------- the runner's pure parts
@@ -495,7 +496,7 @@ def test_a_repeat_runs_again_only_the_checks_that_named_a_node():
     verdicts = judge.screen(samples, {'n1': 'p', 'n2': 'p', 'n3': 'p', 'n4': 'p', 'n5': 'p'})
     # n2 is named for its memory, a fact a second run reads the same: not repeated
     again = {v.node for v in judge.to_repeat(verdicts)}
-    assert again == {'n3', 'n5'} and 'n2' in {v.node for v in judge.outliers(verdicts)}
+    assert again == {'n3', 'n5'} and 'n2' in {v.node for v in screen_verdicts.outliers(verdicts)}
     groups = run.repeat_groups(verdicts, again, ['inventory', 'stream'])
     assert sorted(groups) == [(('inventory', 'stream'), ['n5']), (('stream',), ['n3'])]
     # an inventory that failed to run is a measurement: run again, the inventory alone
@@ -511,7 +512,8 @@ def test_peers_are_nodes_of_one_kind_and_less_memory_is_still_named():
     40 CPUs without): each node is judged against its own kind, so the
     minority kind is not named for being different; a node Slurm gives
     less memory than its siblings is of their kind and still named."""
-    from clusterproof.parsers.slurm import SlurmNode, parse_gres
+    from clusterproof.parsers.slurm import SlurmNode
+    from clusterproof.parsers.slurm_values import parse_gres
     gpu = [SlurmNode(f'g{i}', ('p',), 48, 2, 24, 1, 512000 if i != 2 else 256000,
                      gres=tuple(parse_gres('gpu:a100:1'))) for i in range(1, 7)]
     cpu = [SlurmNode(f'c{i}', ('p',), 40, 2, 20, 1, 384000) for i in range(1, 4)]
@@ -520,11 +522,11 @@ def test_peers_are_nodes_of_one_kind_and_less_memory_is_still_named():
         samples += [Sample(n.name, 'p', 'inventory', 'slurm_cpus', float(n.cpus), 'count'),
                     Sample(n.name, 'p', 'inventory', 'slurm_memory_mib', float(n.real_memory_mib),
                            'MiB')]
-    alone = {v.node for v in judge.outliers(judge.screen(samples))}
+    alone = {v.node for v in screen_verdicts.outliers(judge.screen(samples))}
     assert {'c1', 'c2', 'c3'} <= alone          # one group per partition names the minority
     kinds = run.peer_kinds(gpu + cpu)
     assert kinds['g2'] == kinds['g1'] != kinds['c1']
-    named = judge.outliers(judge.screen(samples, peers_of=kinds))
+    named = screen_verdicts.outliers(judge.screen(samples, peers_of=kinds))
     assert [(v.node, [m.field for m in v.mismatches]) for v in named] == [('g2', ['slurm_memory_mib'])]
 
 
@@ -554,11 +556,11 @@ def test_a_node_slow_in_one_run_only_is_not_named():
     # n4 shared its processors with a burst of other work in the first run;
     # the repeat of the outliers is judged on the best of each node's runs
     first = judge.screen(_stream({'n1': 100.0, 'n2': 98.0, 'n3': 3.0, 'n4': 60.0}))
-    assert {v.node for v in judge.outliers(first)} == {'n3', 'n4'}
+    assert {v.node for v in screen_verdicts.outliers(first)} == {'n3', 'n4'}
     samples = judge.best_of(_stream({'n1': 100.0, 'n2': 98.0, 'n3': 3.0, 'n4': 60.0}),
                             _stream({'n3': 2.5, 'n4': 97.0}))
     again = judge.screen(samples)
-    assert [v.node for v in judge.outliers(again)] == ['n3']
+    assert [v.node for v in screen_verdicts.outliers(again)] == ['n3']
     assert again[0].worst.sample.runs == 2
 
 
@@ -594,7 +596,7 @@ def test_samples_from_a_real_node_jobs_report():
 
 def test_judge_reports_names_the_node_with_less_memory():
     verdicts = run.judge_reports([DATA / 'report-emu-stream-inventory.json'])
-    assert [(v.node, v.verdict) for v in judge.outliers(verdicts)] == [('n2', 'FAILED')]
+    assert [(v.node, v.verdict) for v in screen_verdicts.outliers(verdicts)] == [('n2', 'FAILED')]
 
 
 def test_a_report_that_is_not_one_is_named(tmp_path):
@@ -794,7 +796,7 @@ def test_a_failed_inventory_says_why():
     samples.append(Sample('n4', 'p', 'inventory', 'hardware', None, '', 'no hardware report'))
     out = judge.screen(samples)
     assert (out[0].node, out[0].verdict) == ('n4', 'FAILED')
-    assert 'no hardware report' in out[0].reason and 'no hardware report' in judge.as_row(out[0])[-1]
+    assert 'no hardware report' in out[0].reason and 'no hardware report' in output.as_row(out[0])[-1]
 
 
 def _screen_every_node(checks, emu_cluster, tmp_path):
@@ -862,10 +864,10 @@ def _thousand_nodes():
     for n in values:
         samples += _inventory(n, 1024 if n == 'r19n02' else 2048)
     verdicts = judge.screen(samples, {n: 'p' for n in values})
-    verdicts.append(judge.NodeVerdict('r03n40', 'p', judge.Verdict.MISSING,
-                                      note='Slurm state DRAINED: bad fan; its job (pending) '
+    verdicts.append(screen_verdicts.NodeVerdict('r03n40', 'p', judge.Verdict.MISSING,
+                                                note='Slurm state DRAINED: bad fan; its job (pending) '
                                            'was cancelled'))
-    return judge.rank(verdicts)
+    return screen_verdicts.rank(verdicts)
 
 
 def test_page_layout_by_switch_by_rack_or_by_partition():
@@ -879,7 +881,7 @@ def test_page_layout_by_switch_by_rack_or_by_partition():
     switches = page.topology_switches(topo)
     assert sorted(switches) == ['leaf1', 'leaf2']
     assert switches['leaf2'] == ['n3', 'n4']
-    small = [judge.NodeVerdict(f'n{i}', 'p', judge.Verdict.PASS) for i in range(1, 6)]
+    small = [screen_verdicts.NodeVerdict(f'n{i}', 'p', judge.Verdict.PASS) for i in range(1, 6)]
     how, groups = page.layout(small, topo)
     assert how == 'switch'
     assert [(g, [v.node for v in vs]) for g, vs in groups] == [
@@ -896,14 +898,14 @@ def test_a_block_missing_for_one_reason_is_one_row(tmp_path):
     drained = 'Slurm state IDLE+DRAIN: gpu_board; not run'
     for n in ('r20n01', 'r20n02', 'r20n03', 'r21n05'):
         verdicts = [v for v in verdicts if v.node != n]
-        verdicts.append(judge.NodeVerdict(n, 'p', judge.Verdict.MISSING, note=drained))
-    verdicts = judge.rank(verdicts)
-    bad = judge.outliers(verdicts)
+        verdicts.append(screen_verdicts.NodeVerdict(n, 'p', judge.Verdict.MISSING, note=drained))
+    verdicts = screen_verdicts.rank(verdicts)
+    bad = screen_verdicts.outliers(verdicts)
     rows = [(nodes, len(row), str(row[0].verdict)) for nodes, row in judge.outlier_rows(bad)]
     assert sorted(rows) == sorted([('r07n13', 1, 'slow'), ('r19n02', 1, 'FAILED'),
                                    ('r03n40', 1, 'missing'),
                                    ('r20n[01-03],r21n05', 4, 'missing')]), rows
-    findings = {v.node: judge.finding_of(v, 'big', 'sid') for v in bad}
+    findings = {v.node: output.finding_of(v, 'big', 'sid') for v in bad}
     text = page.render(verdicts, system='big', screening_id='sid', findings=findings)
     assert '<tr data-node="r20n[01-03],r21n05"><td>r20n[01-03],r21n05 (4)</td><td>r20, r21</td>' in text
     assert f'title="{" ".join(findings[n] for n in ("r20n01", "r20n02", "r20n03", "r21n05"))}">4 findings' in text
@@ -920,7 +922,7 @@ def test_the_page_of_a_thousand_nodes_in_a_real_browser(tmp_path):
     square in its rack, the three outliers listed with reason and finding
     id, the whole grid within one screen (a screenshot, kept for a person)."""
     verdicts = _thousand_nodes()
-    findings = {v.node: judge.finding_of(v, 'big', 'sid') for v in judge.outliers(verdicts)}
+    findings = {v.node: output.finding_of(v, 'big', 'sid') for v in screen_verdicts.outliers(verdicts)}
     out = page.write(tmp_path / 'screen.html', verdicts, system='big', screening_id='sid',
                      findings=findings)
     base = [CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
@@ -961,10 +963,10 @@ def test_suspects_are_run_again_and_named_only_when_every_run_confirms():
     assert asked == [(1, ('stream',), ['n7', 'n8'])]        # only the suspects, once
     assert runs == {'n7': 2, 'n8': 2}
     by_node = {v.node: v for v in verdicts}
-    assert [v.node for v in judge.outliers(verdicts)] == ['n7']
+    assert [v.node for v in screen_verdicts.outliers(verdicts)] == ['n7']
     assert 'confirmed in 2 of 2 runs' in by_node['n7'].reason
     assert 'mean of 2 runs' in by_node['n7'].reason
-    n8 = judge.as_dict(by_node['n8'])['worst']
+    n8 = output.as_dict(by_node['n8'])['worst']
     assert n8['confirmed'] == 'not confirmed (near the line in 1 of 2 runs)'
     assert by_node['n8'].verdict == 'pass'
 
@@ -996,12 +998,12 @@ def test_one_slow_numa_domain_is_named_from_per_component_figures(tmp_path):
     samples, _ = results.samples_from_report(runner.read_report(path))
     assert {s.component for s in samples} == {'numa 0', 'numa 1'}
     verdicts = run.judge_reports([path])
-    named = judge.outliers(verdicts)
+    named = screen_verdicts.outliers(verdicts)
     assert [v.node for v in named] == ['n5']
     assert named[0].reason.startswith('numa 1: stream triad')
     assert re.search(r': -6\.\d %, -\d+\.\d noise units', named[0].reason)
-    assert judge.as_row(named[0])[2] == 'numa 1: stream triad'
-    assert judge.as_dict(named[0])['worst']['component'] == 'numa 1'
+    assert output.as_row(named[0])[2] == 'numa 1: stream triad'
+    assert output.as_dict(named[0])['worst']['component'] == 'numa 1'
     assert results.component_name('gpu3') == 'gpu 3' and results.component_name('eth0') == 'eth 0'
 
 

@@ -9,8 +9,8 @@ import subprocess
 
 from conftest import DATA, REPO, VENV_BIN
 
-from clusterproof.screen import judge, memory
-from clusterproof.screen.judge import Sample
+from clusterproof.screen import judge, memory, output, verdicts as screen_verdicts
+from clusterproof.screen.verdicts import Sample
 from clusterproof.store import screenings
 
 
@@ -32,18 +32,18 @@ def _rows(node, distances, verdicts=None):
 
 def test_a_node_whose_screenings_straddle_the_line_is_named_on_their_mean():
     now = _tight({'n9': 97.5, 'n10': 97.8})      # -3.4 and -3.0 noise units: both pass
-    assert judge.outliers(now) == []
+    assert screen_verdicts.outliers(now) == []
     past = _rows('n9', [(-3.6, -2.7), (-3.9, -2.9), (-3.7, -2.7)], ['pass', 'slow', 'slow']) \
         + _rows('n10', [(-3.0, -2.2), (-3.1, -2.3), (-2.9, -2.1)])
     out = memory.remember(now, past, screening_id='s9')
-    named = judge.outliers(out)
+    named = screen_verdicts.outliers(out)
     assert [v.node for v in named] == ['n9']
     assert 'persistently at the tail, near or past the line in 4 of the last 4 screenings' \
         in named[0].reason
     assert named[0].worst.history == 'slow in 2 of the last 4 screenings'
     n10 = next(v for v in out if v.node == 'n10')
     assert n10.verdict == 'pass', 'steadily inside the line: a healthy node at the tail'
-    assert judge.as_dict(n10)['worst']['history'] == 'slow in 0 of the last 4 screenings'
+    assert output.as_dict(n10)['worst']['history'] == 'slow in 0 of the last 4 screenings'
 
 
 def test_the_same_screening_judged_again_is_not_its_own_history():

@@ -5,8 +5,9 @@ history is judged by the population rule only."""
 
 import random
 
-from clusterproof.screen import judge, memory, ownpast, run
-from clusterproof.screen.judge import Sample
+from clusterproof.screen import (judge, memory, output, ownpast, run, stats,
+                                 verdicts as screen_verdicts)
+from clusterproof.screen.verdicts import Sample
 from clusterproof.screen.rule import Rule
 
 RULE = Rule(repeatability={'stream': 0.15})
@@ -55,20 +56,20 @@ def _n7_slower(seed, earlier, slower=0.025):
 
 def test_a_node_slower_than_its_own_past_is_named_where_its_peers_pass_it():
     past, now = _n7_slower(1, 3)
-    assert judge.outliers(judge.screen(now, None, RULE)) == [], 'the peers alone pass it'
+    assert screen_verdicts.outliers(judge.screen(now, None, RULE)) == [], 'the peers alone pass it'
     verdicts = judge.screen(now, None, RULE, past=past)
-    assert [v.node for v in judge.outliers(verdicts)] == ['n7']
+    assert [v.node for v in screen_verdicts.outliers(verdicts)] == ['n7']
     why = _node(verdicts, 'n7').reason
     assert 'stream triad' in why and 'against its last 3 screenings' in why
     own = _node(verdicts, 'n7').worst.own
     assert -2.9 < own.percent < -2.1 and own.units < -RULE.noise_units
-    assert judge.as_dict(_node(verdicts, 'n7'))['worst']['own_past']['earlier_screenings'] == 3
+    assert output.as_dict(_node(verdicts, 'n7'))['worst']['own_past']['earlier_screenings'] == 3
 
 
 def test_a_node_with_one_earlier_screening_is_judged_by_its_peers_only():
     past, now = _n7_slower(2, 1)
     verdicts = judge.screen(now, None, RULE, past=past)
-    assert judge.outliers(verdicts) == []
+    assert screen_verdicts.outliers(verdicts) == []
     assert _node(verdicts, 'n7').worst.own is None
 
 
@@ -93,7 +94,7 @@ def test_a_noise_unit_is_the_repeatability_or_the_nodes_own_spread_and_never_the
     two = [0.0, 0.0]
     assert round(ownpast.noise_unit(two, 0.15), 3) == round(
         100 * 0.0014989 * (1.5 ** 0.5), 3)                  # median of 2: x sqrt(1 + 1/2)
-    assert ownpast.noise_unit(two, 0) == ownpast.FLOOR_PCT * judge.widening(2) * 1.5 ** 0.5
+    assert ownpast.noise_unit(two, 0) == ownpast.FLOOR_PCT * stats.widening(2) * 1.5 ** 0.5
     spread = [0.0, 1.0, -1.0]
     assert ownpast.noise_unit(spread, 0) > 1.0             # its own spread, widened
     assert ownpast.noise_unit(two, 0.15, pooled=0.5) == 0.5
@@ -126,7 +127,7 @@ def test_a_small_partition_without_the_repeatability_is_judged_no_finer_than_amo
         for k in range(2):
             rows += rows_of(judge.screen(_samples(before), None, rule), 'sys', f's{k}', float(k))
         now = _samples(dict(before, n3=97.0))
-        return judge.outliers(judge.screen(now, None, rule, past=memory.earlier(rows, 'now')))
+        return screen_verdicts.outliers(judge.screen(now, None, rule, past=memory.earlier(rows, 'now')))
 
     assert judged(Rule()) == []
     assert [v.node for v in judged(RULE)] == ['n3']

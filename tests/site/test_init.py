@@ -13,8 +13,8 @@ import pytest
 
 from clusterproof import ClusterproofError
 from clusterproof import cluster as lc
-from clusterproof.parsers import slurm
-from clusterproof.site import discover, hardware
+from clusterproof.parsers import slurm, slurm_values
+from clusterproof.site import declare, discover, hardware, slurm_view
 from clusterproof.site.inventory import compare_hardware
 from conftest import (DATA, EMU_INSTANCE, REPO, VENV_BIN, emu_cluster_exclusive, report_cases,
                       run_reframe)
@@ -54,19 +54,19 @@ def test_partitions_and_node_groups():
     assert (parts['emu'].state, parts['emu'].max_nodes, parts['emu'].max_time) == \
         ('UP', None, 'UNLIMITED')
     nodes = slurm.nodes_from_scontrol((SLURM / 'scontrol-show-node-22.05.8.txt').read_text())
-    groups = discover.group_nodes(nodes, slurm_partitions=parts)
+    groups = slurm_view.group_nodes(nodes, slurm_partitions=parts)
     assert [(g.partition, g.nodelist) for g in groups] == [('emu', 'n[1-2]'), ('emu', 'n[3-4]')]
-    assert discover.partition_names(groups) == ['emu-g1', 'emu-g2']
-    assert discover.partition_names(groups[:1]) == ['emu']
+    assert declare.partition_names(groups) == ['emu-g1', 'emu-g2']
+    assert declare.partition_names(groups[:1]) == ['emu']
     with pytest.raises(ClusterproofError, match='Slurm has no partition gpu with nodes; it has: emu'):
-        discover.group_nodes(nodes, ['gpu'])
+        slurm_view.group_nodes(nodes, ['gpu'])
 
 
 def test_unreadable_slurm_output_names_node_and_key():
     bad = (SLURM / 'scontrol-show-node-22.05.8.txt').read_text().replace('CPUTot=1', 'CPUTot=x', 1)
     with pytest.raises(ClusterproofError, match="node n3: CPUTot: 'x' is not a whole number"):
         slurm.nodes_from_scontrol(bad)
-    with pytest.raises(slurm.SlurmFormatError,
+    with pytest.raises(slurm_values.SlurmFormatError,
                        match='sinfo --json: neither a "nodes" nor a "sinfo" list in the JSON '
                              r'\(keys: meta\)'):
         slurm.nodes_from_json('{"meta": {}}')
@@ -78,13 +78,13 @@ def test_an_unreadable_node_is_left_out_with_a_warning_not_the_whole_cluster(tmp
     (rec / 'scontrol-show-node.txt').write_text(
         (SLURM / 'scontrol-show-node-22.05.8.txt').read_text().replace('CPUTot=1', 'CPUTot=x', 1))
     warned = []
-    nodes, _, how = discover.read_slurm(discover.recorded_runner(str(rec)), warned.append)
+    nodes, _, how = slurm_view.read_slurm(slurm_view.recorded_runner(str(rec)), warned.append)
     assert [n.name for n in nodes] == ['n1', 'n2', 'n4'] and how == 'scontrol -o show node'
     assert "scontrol -o show node: node n3: CPUTot: 'x' is not a whole number: node left out" \
         in warned
     node = slurm.SlurmNode('f1', ('p',), 0, 0, 0, 0, 0, 'FUTURE')
-    decl = discover.declare_group('p', discover.group_nodes([node])[0], None, [node],
-                                  unprobed='FUTURE')
+    decl = declare.declare_group('p', slurm_view.group_nodes([node])[0], None, [node],
+                                 unprobed='FUTURE')
     assert decl.processor == {} and 'sockets' not in decl.hardware
     assert decl.undiscovered['hardware.sockets'] == 'not probed: FUTURE; Slurm declares 0'
 
@@ -156,7 +156,7 @@ def test_every_recorded_generation_reads(name, release, count, expect):
         assert (got.partitions, got.cpus, got.sockets, got.cores_per_socket,
                 got.threads_per_core, got.real_memory_mib, got.state) == \
             (parts, cpus, sockets, cores, threads, mib, state), node
-        assert slurm.gpus(got.gres) == gpus, node
+        assert slurm_values.gpus(got.gres) == gpus, node
 
 
 def test_features_reasons_and_other_gres():
@@ -165,8 +165,8 @@ def test_features_reasons_and_other_gres():
     assert 'gpu-80gb' in nodes['n0164'].features
     [twcc] = _read_nodes(SLURM / 'scontrol-show-node-17.11-twcc.txt')
     assert twcc.reason.startswith('node-switch')
-    assert slurm.parse_gres('gpu:nvidiah100pcie:6,mps:nvidiah100pcie:600') == [
-        slurm.Gres('gpu', 'nvidiah100pcie', 6), slurm.Gres('mps', 'nvidiah100pcie', 600)]
+    assert slurm_values.parse_gres('gpu:nvidiah100pcie:6,mps:nvidiah100pcie:600') == [
+        slurm_values.Gres('gpu', 'nvidiah100pcie', 6), slurm_values.Gres('mps', 'nvidiah100pcie', 600)]
 
 
 @pytest.mark.parametrize('text,gpus', [
@@ -178,7 +178,7 @@ def test_features_reasons_and_other_gres():
     ('gpu:a100:4(S:0-1),gpu:a100:4(S:2-3)', [('a100', 8)]),
     ('gpu:a100:no_consume:2', [('a100', 2)]), ('shard:8,gpu:l4:1', [('l4', 1)])])
 def test_gres_strings(text, gpus):
-    assert slurm.gpus(slurm.parse_gres(text)) == gpus
+    assert slurm_values.gpus(slurm_values.parse_gres(text)) == gpus
 
 
 @pytest.mark.parametrize('state,can', [
@@ -188,16 +188,16 @@ def test_gres_strings(text, gpus):
     ('MAINT', False), ('IDLE+CLOUD+POWERED_DOWN', False), ('IDLE~', False),
     ('IDLE+POWERED_DOWN', False), ('FUTURE', False), ('IDLE#', False)])
 def test_which_states_a_probe_may_use(state, can):
-    assert slurm.runnable(state)[0] is can
-    assert slurm.parse_state('idle', ['DRAIN']) == ('IDLE', 'DRAIN')
-    assert slurm.parse_state('DOWN*') == ('DOWN', 'NOT_RESPONDING')
+    assert slurm_values.runnable(state)[0] is can
+    assert slurm_values.parse_state('idle', ['DRAIN']) == ('IDLE', 'DRAIN')
+    assert slurm_values.parse_state('DOWN*') == ('DOWN', 'NOT_RESPONDING')
 
 
 def test_sinfo_record_that_mixes_nodes_is_refused_with_the_reason():
     import json
     data = json.loads((SLURM / 'sinfo-23.02.5.json').read_text())
     data['sinfo'][0]['cores'] = {'minimum': 8, 'maximum': 16}
-    with pytest.raises(slurm.SlurmFormatError,
+    with pytest.raises(slurm_values.SlurmFormatError,
                        match=r'sinfo\[0\] \(localhost\): cores ranges from 8 to 16'):
         slurm.nodes_from_json(json.dumps(data))
 
@@ -206,9 +206,9 @@ def test_gpus_split_groups_and_a_drained_group_is_not_probed():
     nodes = _read_nodes(SLURM / 'scontrol-show-node-23.11.1.json')
     parts = slurm.partitions_from_json((SLURM / 'scontrol-show-partition-23.11.1.json').read_text())
     nodes = slurm.membership(nodes, parts)
-    groups = [g for g in discover.group_nodes(nodes, ['gpu'], parts)]
+    groups = [g for g in slurm_view.group_nodes(nodes, ['gpu'], parts)]
     # same CPUs and memory, told apart by their GPUs
-    assert [(g.nodelist, slurm.gpus(g.slurm.gres)) for g in groups] == [
+    assert [(g.nodelist, slurm_values.gpus(g.slurm.gres)) for g in groups] == [
         ('n0160', [('nvidia_a100_80gb_pcie', 1)]), ('n[0162-0163]', [('1g.10gb', 21)]),
         ('n0164', [('nvidia_a100_80gb_pcie', 3)])]
     ready, why = groups[1].probe_candidates()
@@ -230,8 +230,8 @@ def test_hidden_partition_and_limits_reach_the_extras():
                                               n.threads_per_core, n.real_memory_mib, n.state)
                               for n in _read_nodes(SLURM / 'sinfo-22.05.8.json')], parts)
     assert {n.partitions for n in nodes} == {('emu',)}    # from the partition's node list
-    group = discover.group_nodes(nodes, slurm_partitions=parts)[0]
-    assert discover.slurm_extras(group) == {
+    group = slurm_view.group_nodes(nodes, slurm_partitions=parts)[0]
+    assert declare.slurm_extras(group) == {
         'partition': 'emu', 'partition_state': 'UP', 'max_nodes': 2, 'max_time': 'UNLIMITED',
         'hidden': True}
 
@@ -241,7 +241,7 @@ def test_a_partition_that_is_not_up_is_not_probed():
     parts = slurm.partitions_from_scontrol(
         (SLURM / 'scontrol-show-partition-22.05.8.txt').read_text().replace('State=UP',
                                                                             'State=DRAIN'))
-    [group, _] = discover.group_nodes(nodes, slurm_partitions=parts)
+    [group, _] = slurm_view.group_nodes(nodes, slurm_partitions=parts)
     assert group.probe_candidates() == ([], 'partition emu is DRAIN: Slurm starts no job there')
 
 
@@ -250,8 +250,8 @@ def test_cores_per_socket_are_slurms_and_cputot_is_separate():
     CPU (CPUTot=1): 4 cores are declared, 1 CPU is what Slurm schedules."""
     node = slurm.SlurmNode('pi1', ('general',), cpus=1, sockets=1, cores_per_socket=4,
                            threads_per_core=1, real_memory_mib=4096, state='IDLE')
-    [group] = discover.group_nodes([node])
-    decl = discover.declare_group('general', group, None, [node], unprobed='drained')
+    [group] = slurm_view.group_nodes([node])
+    decl = declare.declare_group('general', group, None, [node], unprobed='drained')
     assert (decl.hardware['sockets'], decl.hardware['cores_per_socket'],
             decl.hardware['threads_per_core'], decl.hardware['slurm_cpus']) == (1, 4, 1, 1)
     # processor: what a job gets (1 CPU), and no layout of 1 CPU that the node has not
@@ -380,13 +380,13 @@ def test_recorded_cluster_groups_and_written_file(cluster, tmp_path):
     file loads, with the GPUs, Slurm's topology and the partition limits."""
     rec = _recorded_dir(tmp_path, cluster)
     warned = []
-    nodes, parts, how = discover.read_slurm(discover.recorded_runner(str(rec)), warned.append)
+    nodes, parts, how = slurm_view.read_slurm(slurm_view.recorded_runner(str(rec)), warned.append)
     if 'sinfo.json' not in CLUSTERS[cluster]:
         assert how.startswith('scontrol -o show node')
         assert any('reading scontrol -o show node instead' in w for w in warned)
-    groups = discover.group_nodes(nodes, slurm_partitions=parts)
-    decls = [discover.declare_group(n, g, None, nodes, unprobed='recorded output')
-             for n, g in zip(discover.partition_names(groups), groups)]
+    groups = slurm_view.group_nodes(nodes, slurm_partitions=parts)
+    decls = [declare.declare_group(n, g, None, nodes, unprobed='recorded output')
+             for n, g in zip(declare.partition_names(groups), groups)]
     text = discover.render_system(f'rec{cluster.replace(".", "")}', decls, ['^x$'], how,
                                   'now', 'login')
     system = _load_system(text, cluster)
@@ -410,7 +410,7 @@ def test_recorded_cluster_groups_and_written_file(cluster, tmp_path):
 
 
 def test_a_slurm_that_refuses_all_is_asked_without_it(tmp_path):
-    recorded = discover.recorded_runner(str(_recorded_dir(tmp_path, '22.05')))
+    recorded = slurm_view.recorded_runner(str(_recorded_dir(tmp_path, '22.05')))
     asked = []
 
     def no_all(argv):
@@ -419,9 +419,9 @@ def test_a_slurm_that_refuses_all_is_asked_without_it(tmp_path):
             return {'argv': argv, 'rc': 1, 'stdout': '',
                     'stderr': f"{argv[0]}: unrecognized option '--all'"}
         full = {' '.join(c).replace(' --all', ''): c for c in (
-            discover.PARTITION_COMMAND, discover.SINFO_COMMAND, discover.NODE_COMMAND)}
+            slurm_view.PARTITION_COMMAND, slurm_view.SINFO_COMMAND, slurm_view.NODE_COMMAND)}
         return recorded(full[' '.join(argv)])
-    nodes, parts, how = discover.read_slurm(no_all, warn=pytest.fail)
+    nodes, parts, how = slurm_view.read_slurm(no_all, warn=pytest.fail)
     assert _summary(nodes) == EXPECTED and list(parts) == ['emu']
     assert how == 'sinfo --json, scontrol -o show partition'
     assert asked == ['scontrol --all -o show partition', 'scontrol -o show partition',

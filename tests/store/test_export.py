@@ -17,12 +17,12 @@ import polars as pl
 import pytest
 import yaml
 from results_helpers import clusterproof, recorded_report, recorded_results, reframe_store
-from servers import free_port, get, serving, victoria_metrics, vm_query  # noqa: F401 (a fixture)
+from servers import free_port, get, serving, vm_query
 
 from conftest import wait_for
 
 from clusterproof import store
-from clusterproof.references import judge
+from clusterproof.references import entries
 from clusterproof.store import export
 
 #: the recorded database's sessions: three nightly, one slowed nightly, one smoke
@@ -125,7 +125,7 @@ def test_bmf_is_benchers_shape_with_the_reference_bounds(judged, tmp_path):
     bmf = json.loads(proc.stdout)
     rows = export.measured(_store_rows(results)).filter(pl.col('session') == judged_uuid)
     assert set(bmf) == {f'local:default:gnu/{t}' for t in rows['test']}
-    for bench, measures in bmf.items():
+    for benchmark, measures in bmf.items():
         assert set(measures) == {'copy_bw (MB/s)', 'copy_time (s)'}
         for m in measures.values():
             assert set(m) <= {'value', 'lower_value', 'upper_value'}
@@ -135,10 +135,10 @@ def test_bmf_is_benchers_shape_with_the_reference_bounds(judged, tmp_path):
         assert 'upper_value' not in measures['copy_bw (MB/s)']
         assert measures['copy_time (s)']['upper_value'] == pytest.approx(0.6)
         assert 'lower_value' not in measures['copy_time (s)']
-        test = bench.split('/', 1)[1]
+        test = benchmark.split('/', 1)[1]
         assert measures['copy_bw (MB/s)']['value'] == rows.filter(
             (pl.col('test') == test) & (pl.col('figure') == 'copy_bw'))['value'][0]
-    assert judge.bounds(1000.0, -0.1, None) == (900.0, None)
+    assert entries.bounds(1000.0, -0.1, None) == (900.0, None)
 
 
 def test_bmf_of_a_smoke_session_says_so_and_has_no_bounds(judged, tmp_path):

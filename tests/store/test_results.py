@@ -8,7 +8,7 @@ import time
 import pytest
 
 from clusterproof import ClusterproofError
-from clusterproof.references.judge import lower_is_better
+from clusterproof.references.direction import lower_is_better
 from clusterproof.commands.selection import parse_since
 from clusterproof.store.sessions import load_sessions, records
 from clusterproof.store.sessions import test_params as params_of

@@ -124,7 +124,7 @@ def test_rebuild_and_merge_give_the_same_rows(tmp_path):
 
 def test_a_damaged_database_loses_no_night(tmp_path):
     """An empty results.db, as a kill or a full disk leaves: ReFrame then
-    stores nothing, but writes the run report; the night is read from it."""
+    stores nothing, but writes the run report; the session is read from it."""
     results = tmp_path / 'results'
     (results / 'reports').mkdir(parents=True)
     (results / 'results.db').write_bytes(b'')

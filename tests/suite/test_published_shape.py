@@ -184,9 +184,9 @@ def test_the_plan_ran_emulated_and_tiny_with_progress(shape):
 @need_ior
 def test_thread_counts_above_the_declared_limit_are_refused(shape):
     _proc, _out, _results, cases = shape
-    for check, bench in (('IorSharedFile', 'ior'), ('Mdtest', 'mdtest')):
+    for check, benchmark in (('IorSharedFile', 'ior'), ('Mdtest', 'mdtest')):
         reason = (f"{HIGH} threads are more than the {MPI_LIMIT} this system declares it can hold for "
-                  f"{bench} (extras['storage']['max_threads'][{bench!r}] = {MPI_LIMIT}); not run")
+                  f"{benchmark} (extras['storage']['max_threads'][{benchmark!r}] = {MPI_LIMIT}); not run")
         assert cases[(check, HIGH)]['result'] == 'skip'
         assert reason in cases[(check, HIGH)]['cp_skip_reason']
 

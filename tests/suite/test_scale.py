@@ -17,8 +17,8 @@ from clusterproof import cluster as lc
 from clusterproof.commands import init
 from clusterproof.hostlist import expand
 from clusterproof.parsers.slurm import parse_topology
-from clusterproof.screen import judge, page
-from clusterproof.site import discover
+from clusterproof.screen import page, verdicts as screen_verdicts
+from clusterproof.site import slurm_view
 from conftest import DATA, REPO, VENV_BIN, need_netns
 
 SCALE_LIKE = REPO / 'scripts' / 'scale-like'
@@ -58,7 +58,7 @@ def test_probes_run_in_parallel_at_most_the_bound_at_once():
     todo = [(f'n{i}', f'g{i}') for i in range(1, 13)] + [('n1', 'g13')]
     out = init.probe_all(todo, None, workers=4, probe_one=probe_one)
     assert most[0] == 4
-    assert sorted(out, key=discover._node_key) == [f'n{i}' for i in range(1, 13)]
+    assert sorted(out, key=slurm_view._node_key) == [f'n{i}' for i in range(1, 13)]
     assert out['n1'] == {'node': 'n1', 'group': 'g1'}      # probed once, for its first group
     assert isinstance(out['n7'], ClusterproofError) and 'no python' in str(out['n7'])
     assert init.probe_all([], None) == {}
@@ -86,8 +86,8 @@ def test_a_recorded_tree_topology_is_read_and_its_leaves_lay_out_the_page():
     leaves = page.topology_switches(TOPOLOGY.read_text())
     assert {k: (v[0], v[-1]) for k, v in leaves.items()} == {'leaf1': ('n0001', 'n0032'),
                                                              'leaf2': ('n0033', 'n0064')}
-    verdicts = [judge.NodeVerdict(f'n{i:04d}', 'emu', 'pass') for i in range(1, 41)]
-    verdicts.append(judge.NodeVerdict('x1', 'emu', 'pass'))
+    verdicts = [screen_verdicts.NodeVerdict(f'n{i:04d}', 'emu', 'pass') for i in range(1, 41)]
+    verdicts.append(screen_verdicts.NodeVerdict('x1', 'emu', 'pass'))
     how, groups = page.layout(verdicts, TOPOLOGY.read_text())
     assert how == 'switch'
     assert [(g, len(vs)) for g, vs in groups] == [('(in no switch)', 1), ('leaf1', 32), ('leaf2', 8)]
@@ -143,8 +143,8 @@ def test_a_1024_node_cluster_scaled_from_a_recorded_one_is_grouped_for_init(tmp_
     assert {p.name for p in like.partitions} >= {'gpu', 'preempt', 'kerngpu', 'interactive'}
 
     t0 = time.monotonic()
-    nodes, parts, how = discover.read_slurm(discover.recorded_runner(str(tmp_path)))
-    groups = discover.group_nodes(nodes, slurm_partitions=parts)
+    nodes, parts, how = slurm_view.read_slurm(slurm_view.recorded_runner(str(tmp_path)))
+    groups = slurm_view.group_nodes(nodes, slurm_partitions=parts)
     chosen = init.choose_probes(groups, recorded=False)
     took = time.monotonic() - t0
     assert how.startswith('scontrol -o show node') and len(nodes) == 1024
@@ -210,7 +210,7 @@ def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_pa
             switches = page.topology_switches(topo.stdout)
             assert len(switches) == leaves and switches['leaf01' if leaves > 9 else 'leaf1'][0] == \
                 'n0001', topo.stdout + topo.stderr
-            how, groups = page.layout([judge.NodeVerdict(f'n{i:04d}', 'emu', 'pass')
+            how, groups = page.layout([screen_verdicts.NodeVerdict(f'n{i:04d}', 'emu', 'pass')
                                        for i in range(1, nodes + 1)], topo.stdout)
             assert how == 'switch' and [len(vs) for _, vs in groups] == [32] * leaves
             t0 = time.monotonic()

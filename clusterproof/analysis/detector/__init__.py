@@ -13,13 +13,13 @@ did the figure move to a new level in the last few sessions?
    against the rest large enough to look at? Most nights stop here.
 3. Binary segmentation (ruptures' ``Binseg``, squared error cost on the
    values divided by the noise, penalty ``penalty x log(n)``; computed by
-   :func:`binseg` over prefix sums) places the change points of the window;
+   :func:`~.segmentation.binseg` over prefix sums) places the change points of the window;
    the newest one with at least ``min_after`` sessions after it is the
    candidate.
 4. Confirmation: the Hodges-Lehmann shift between the sessions before and
    after the candidate, divided by its standard error, must reach ``z``
    (``EARLY`` x ``z`` while only ``min_after`` sessions follow), and the
-   sessions after it must agree with each other (:func:`agree`: two bad
+   sessions after it must agree with each other (:func:`~.significance.agree`: two bad
    nights among good ones are not a new level). A figure whose history has
    outliers (values more than ``outlier_z`` noise units from its median: a
    busy node, a cold cache) needs one more session after a change.
@@ -30,27 +30,27 @@ change (or the newest), with its standard error and a confidence (one minus
 the two-sided p-value of the shift).
 
 A second view, retrospective, segments the whole history at once
-(:func:`segment`): a change the nightly screen did not raise in its first
+(:func:`~.retrospective.segment`): a change the nightly screen did not raise in its first
 nights, or years of imported history, is found there; a row of steps that a
 trend fits better is one drift, and so is a single step that a ramp fits
 better, from the night the ramp began (the onset of a slow degradation).
-:func:`find` matches the two views, says which found each change, and
+:func:`~.views.find` matches the two views, says which found each change, and
 withdraws the nightly alarms that later sessions disprove. The noise has
-a floor from the values' resolution and spread (:func:`noise_floor`), and
+a floor from the values' resolution and spread (:func:`~.noise.noise_floor`), and
 the levels of the node lists are taken out when they explain the spread
-(:func:`group_levels`), and so is a periodic component
-(:func:`periodic_levels`: a weekly cron job, a file system's scheduled
+(:func:`~.levels.group_levels`), and so is a periodic component
+(:func:`~.levels.periodic_levels`: a weekly cron job, a file system's scheduled
 scrub), which must not raise changes.
 
-Not every move is a change of level (:func:`classify`): a short excursion
+Not every move is a change of level (:func:`~.classification.classify`): a short excursion
 after which the level comes back is one transient, a move to a level the
 figure keeps going to and leaving is a flip (listed as nothing), a series
 that wanders has its shifts' standard errors widened by the long-run
-variance of its residuals (:func:`inflation`), and nothing smaller than
-``Settings.min_change`` (the smallest change that matters) is listed.
+variance of its residuals (:func:`~.noise.inflation`), and nothing smaller than
+``model.Settings.min_change`` (the smallest change that matters) is listed.
 
 A change of the noise alone (a node that became jittery, or was mended) is
-a change too (:func:`noise_changes`, ``kind='noise'``): found on the
+a change too (:func:`~.noisechange.noise_changes`, ``kind='noise'``): found on the
 session-to-session differences, which a level or a drift does not move.
 
 A figure's minimum detectable change follows from its noise: the shift whose
@@ -67,35 +67,8 @@ The modules, one seam each: :mod:`.model` (settings, a change),
 :mod:`.noise`, :mod:`.levels` (taken out first), :mod:`.segmentation`,
 :mod:`.significance`, :mod:`.nightly` and :mod:`.retrospective` (the two
 views), :mod:`.classification` (step, drift, transient, flip),
-:mod:`.noisechange`, :mod:`.views` (both matched: :func:`find`) and
+:mod:`.noisechange`, :mod:`.views` (both matched: :func:`~.views.find`) and
 :mod:`.figure` (a figure's noise). docs/changes-method.md has the rules
 and their measurements.
 """
 
-from clusterproof.analysis.detector.model import (  # noqa: F401
-    DEFAULT_Z, DEFAULT_MIN_AFTER, DEFAULT_MIN_BEFORE, DEFAULT_WINDOW, DEFAULT_PENALTY,
-    OUTLIER_Z, DEFAULT_MAX_DETECTABLE, Settings, Change)
-from clusterproof.analysis.detector.noise import (  # noqa: F401
-    _IQR, FLOOR_SPREAD, CLIP, INFLATION_MAX, _log, linear, magnitude, on_scale, robust_scale, _quantile, _median,
-    pooled_scale, _floor, noise_floor, resolution, diff_scale, has_outliers, _segments_scale,
-    inflation)
-from clusterproof.analysis.detector.levels import (  # noqa: F401
-    MIN_GROUP, GROUP_GAIN, PERIOD_MAX, PERIOD_CYCLES, group_levels, periodic_levels, _levels)
-from clusterproof.analysis.detector.significance import (  # noqa: F401
-    SCREEN, EARLY, AGREE, POWER, _HL_VAR, _SLACK, hl_shift, shift_stderr, agree,
-    minimum_detectable, refine)
-from clusterproof.analysis.detector.segmentation import (  # noqa: F401
-    MIN_SEGMENT, _segment, binseg, _var_binseg)
-from clusterproof.analysis.detector.nightly import (  # noqa: F401
-    moved_enough, judge_night, scan, _nightly, _rows, _order, _row_quantile, _may_move_enough)
-from clusterproof.analysis.detector.retrospective import (  # noqa: F401
-    segment, _judge_bounds, _drifts, _fit_drift, _fit_onset, _line_costs)
-from clusterproof.analysis.detector.classification import (  # noqa: F401
-    TRANSIENT, FLIP_VISITS, FLIP_RUN, FLIP_NEAR, classify, _transients, _flips, _episode_end,
-    _may_reach)
-from clusterproof.analysis.detector.noisechange import (  # noqa: F401
-    NOISE_SEGMENT, NOISE_RATIO, SMOOTH, NOISE_POWER, _NOISE_VAR, noise_changes, _lag1)
-from clusterproof.analysis.detector.views import (  # noqa: F401
-    MATCH, find)
-from clusterproof.analysis.detector.figure import (  # noqa: F401
-    FigureNoise, figure_noise)

@@ -6,7 +6,7 @@ a nightly run does (:func:`scan`). A cheap screen first
 pass), then binary segmentation of the window places the candidate and
 the shift across it must reach ``z`` standard errors (``EARLY`` x ``z``
 with only ``min_after`` sessions after it) with the sessions after it in
-agreement (:func:`judge_night`). A reported change starts a new segment."""
+agreement (:func:`judge_session`). A reported change starts a new segment."""
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def moved_enough(y, start, settings, floor=1e-6):
     return seg, len(y) - n, sigma, need
 
 
-def judge_night(y, start, settings, floor=1e-6):
+def judge_session(y, start, settings, floor=1e-6):
     """The decision of one night: a :class:`Change` (index relative to
     ``y``) if the newest sessions of ``y[start:]`` moved, else None.
     ``y`` holds log values up to and including tonight."""
@@ -80,7 +80,7 @@ def scan(values, settings=None):
 
 
 def _nightly(y, s, floor):
-    """Every night's :func:`judge_night`, oldest first, each reported change
+    """Every night's :func:`judge_session`, oldest first, each reported change
     starting a new segment; a night is judged only when
     :func:`_may_move_enough` says its screen can pass."""
     found = []
@@ -89,7 +89,7 @@ def _nightly(y, s, floor):
     for t in range(s.min_before + s.min_after - 1, len(y)):
         if not may[t]:
             continue
-        c = judge_night(y[:t + 1], start, s, floor)
+        c = judge_session(y[:t + 1], start, s, floor)
         if c is not None:
             found.append(c)
             start = c.at

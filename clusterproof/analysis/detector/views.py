@@ -55,9 +55,9 @@ def _rows_of(y, steps, s, floor):
     drifts = []
     for d in (c for c in out if c.kind == 'drift'):
         inside = [c for c in steps if d.at - MATCH <= c.at <= d.end + MATCH]
-        nights = [c.found for c in inside if c.found is not None]
-        drifts.append(dataclasses.replace(d, found=min(nights) if nights else None,
-                                          view='both' if nights else 'retrospective'))
+        alarmed = [c.found for c in inside if c.found is not None]
+        drifts.append(dataclasses.replace(d, found=min(alarmed) if alarmed else None,
+                                          view='both' if alarmed else 'retrospective'))
     return [c for c in out if c.kind != 'drift'], drifts
 
 

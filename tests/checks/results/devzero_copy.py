@@ -15,7 +15,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, run_after,
                                    run_before, sanity_function, variable)
 
-from clusterproof.references.judge import reference_file
+from clusterproof.references.entries import reference_file
 from clusterproof.checklib.base import ClusterproofCheck
 from clusterproof.reframe_io.figures import performance_figure
 

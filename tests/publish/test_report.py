@@ -14,7 +14,7 @@ import pytest
 from clusterproof.analysis import compare
 from clusterproof.store import history, sources
 from clusterproof.references.judge import Verdict
-from clusterproof.results.report import build, bucket
+from clusterproof.publish.report import build, bucket
 from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import REPO, clusterproof, recorded_results
@@ -311,7 +311,7 @@ def test_published_curve_beside_an_emulated_run(tmp_path):
     """IOzone on another system is drawn against the published figures (the
     references of pixstor, indexed on threads), labelled, never judged
     against them."""
-    from clusterproof.references.judge import load
+    from clusterproof.references.entries import load
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:1]
     rec = next(r for r in records(sessions) if r.figure == 'copy_bw')
     recs = [dataclasses.replace(rec, check='IOzoneSequential', test=f'IOzoneSequential '

@@ -1,6 +1,6 @@
 """The HTML report, "the morning page": one self-contained file (plotly.js
 inlined once, no network), rendered from the Jinja2 templates of
-``clusterproof/results/templates`` with autoescaping on.
+``clusterproof/publish/templates`` with autoescaping on.
 
 First screen (what a reader needs at 8 in the morning):
 
@@ -8,7 +8,7 @@ First screen (what a reader needs at 8 in the morning):
    failed, skipped, not judged; any other verdict, e.g. ``xfail``, is
    counted under its own name: ``judge.Verdict.bucket``);
 2. the changes the change-point detector found in the last
-   :data:`RECENT_NIGHTS` sessions, ranked by size x confidence, with what
+   :data:`RECENT_SESSIONS` sessions, ranked by size x confidence, with what
    changed in the provenance (:func:`clusterproof.analysis.findings.detect`,
    as ``clusterproof changes`` finds them);
 3. the failures and regressions with their reason.
@@ -44,10 +44,12 @@ from plotly.offline import get_plotlyjs
 
 from clusterproof import ClusterproofError
 from clusterproof.analysis import findings, triage
-from clusterproof.analysis.recent import RECENT_NIGHTS, change_key, recent_changes
+from clusterproof.analysis.recent import RECENT_SESSIONS, change_key, recent_changes
 from clusterproof.analysis.compare import against_references
 from clusterproof.analysis.statistics import mmap_ratios
-from clusterproof.references.judge import Bucket, Verdict, bounds, lookup, references_for
+from clusterproof.references.judge import Bucket, Verdict
+from clusterproof.references.entries import bounds
+from clusterproof.references.lookup import lookup, references_for
 from clusterproof.store import history
 from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import THREAD_ATTRS, check_name
@@ -127,7 +129,7 @@ def build(sessions, recs, refs_by_system=None, title='clusterproof report',
         counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
         failures=_failures(rows, store_rows, triaged or []),
         families=families, mmap=_mmap_rows(latest_recs),
-        provenance=view['sessions'], recent=RECENT_NIGHTS,
+        provenance=view['sessions'], recent=RECENT_SESSIONS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
         plots=plots, num=_num)
     return page

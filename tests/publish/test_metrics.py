@@ -1,5 +1,5 @@
 """Figures to VictoriaMetrics through ReFrame's own ``httpjson`` perflog
-handler (``clusterproof.results.metrics``), against a real VictoriaMetrics
+handler (``clusterproof.publish.metrics``), against a real VictoriaMetrics
 (Debian's ``victoria-metrics``) started on a loopback port with its storage
 in the test's directory: a real check runs on system ``local``, and its
 figure is queried back through VictoriaMetrics' HTTP query API.
@@ -17,9 +17,9 @@ import pytest
 
 from clusterproof import ClusterproofError, redact
 from clusterproof.reframe_io import runner
-from clusterproof.results import metrics
+from clusterproof.publish import metrics
 from conftest import REPO, reframe_env, run_reframe, wait_for
-from servers import Echo, free_port, leaks, victoria_metrics, vm_query  # noqa: F401 (a fixture)
+from servers import Echo, free_port, leaks, vm_query
 
 CHECK = ['-c', str(REPO / 'tests' / 'checks' / 'results' / 'devzero_copy.py'),
          '-n', 'DevZeroCopy%num_threads=1', '-S', 'copy_mib=64', '--system', 'local', '-r']
@@ -197,7 +197,7 @@ def test_per_system_urls_and_the_variable(monkeypatch):
 
 
 SYSTEMS_CONFIG = '''
-from clusterproof.results.metrics import logging_entries
+from clusterproof.publish.metrics import logging_entries
 perflog = {'type': 'filelog', 'prefix': '%(check_system)s', 'basedir': PERFLOGS, 'level': 'info'}
 site_configuration = {
     'systems': [{'name': name, 'hostnames': ['.*'], 'partitions': [
