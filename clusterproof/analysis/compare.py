@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from clusterproof.store.sessions import Record, case_reason
-from clusterproof.references.judge import (Verdict, judge, judge_reference, lookup,
+from clusterproof.references.judge import (Verdict, bounds, judge, judge_reference, lookup,
                                            record_lower_is_better, reference_of_record,
                                            references_for, tolerance_text)
 
@@ -107,6 +107,14 @@ class Row:
     @property
     def tolerance(self):
         return tolerance_text(self.lower, self.upper)
+
+    @property
+    def band(self):
+        """``(low, high)`` of the tolerance band about ``base``, None where
+        unbounded (both None without a base)."""
+        if self.base is None:
+            return None, None
+        return bounds(self.base, self.lower, self.upper)
 
     @property
     def regression(self):
