@@ -14,9 +14,9 @@ An item without enough valid runs is ``invalid`` with the reason ``not
 measured validly`` (runs there were, none or too few counted), or ``not
 measured`` (no run).
 
-What a run recorded comes from the store (the test's attributes and
-provenance) and, for its run time (ReFrame's ``time_run``), from its run
-report in the results database. The RAM of the nodes under test comes from
+What a run recorded comes from its store record: the test's attributes, its
+provenance (:attr:`~clusterproof.store.sessions.Record.provenance`) and its
+run time (ReFrame's ``time_run``). The RAM of the nodes under test comes from
 their fingerprints (``<results>/fingerprints/``), never from this machine.
 """
 
@@ -28,9 +28,8 @@ from pathlib import Path
 
 from clusterproof.analysis.statistics import statistic
 from clusterproof.site import fingerprint
-from clusterproof.references.judge import Judgement, Verdict, judge_reference, locate, \
-    record_lower_is_better
-from clusterproof.reframe_io import database as rfdb
+from clusterproof.references.judge import (Judgement, Verdict, judge_reference, locate,
+                                           record_lower_is_better)
 from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
@@ -50,12 +49,9 @@ class Repetition:
     time = property(lambda self: self.rec.time)
     value = property(lambda self: self.rec.value)
     flags = property(lambda self: tuple(self.rec.flags))
-    binary_sha256 = property(lambda self: (self.rec.case or {}).get('cp_binary_sha256') or '')
-    fingerprint = property(lambda self: (self.rec.case or {}).get('cp_fingerprint') or '')
-
-    @property
-    def nodes(self):
-        return rfdb.provenance_text((self.rec.case or {}).get('job_nodelist'))
+    binary_sha256 = property(lambda self: self.rec.provenance.get('cp_binary_sha256', ''))
+    fingerprint = property(lambda self: self.rec.provenance.get('cp_fingerprint', ''))
+    nodes = property(lambda self: self.rec.provenance.get('job_nodelist', ''))
 
 
 @dataclass
@@ -111,13 +107,6 @@ def matches(item, contract, rec):
     return all(params.get(k) == v for k, v in item.parameters.items())
 
 
-def run_times(recs):
-    """``{(session, test, partition, environ): time_run}`` of the test cases
-    of the records ``recs`` that recorded their run time (seconds)."""
-    return {(r.session, r.test, r.partition, r.environ): r.time_run for r in recs
-            if r.time_run is not None}
-
-
 def _db():
     from clusterproof.paths import results_db
     return results_db()
@@ -139,9 +128,10 @@ def node_ram_gib(fp_text, results=None):
     return total
 
 
-def check_run(item, rec, runtime, results=None):
+def check_run(item, rec, results=None):
     """``(valid, why not, used)`` of the run ``rec`` of ``item``."""
     case = rec.case or {}
+    runtime = rec.time_run
     used = {a.name: case.get(a.name) for a in item.modifications}
     if not rec.sanity_ok:
         return False, rec.why, used
@@ -187,7 +177,7 @@ def check_run(item, rec, runtime, results=None):
     return not why, '; '.join(why), used
 
 
-def judge_item(item, contract, recs, runtimes, results=None):
+def judge_item(item, contract, recs, results=None):
     """The :class:`Result` of ``item`` on store records ``recs``."""
     runs, direction = [], None
     for r in recs:
@@ -198,8 +188,7 @@ def judge_item(item, contract, recs, runtimes, results=None):
             continue
         if r.figure == item.figure:
             direction = record_lower_is_better(r)
-        runtime = runtimes.get((r.session, r.test, r.partition, r.environ))
-        valid, why, used = check_run(item, r, runtime, results)
+        valid, why, used = check_run(item, r, results)
         if r.figure == '' and r.sanity_ok:
             valid, why = False, f'the test case reported no {item.figure}'
         runs.append(Repetition(r, valid, why, used))
@@ -253,8 +242,7 @@ def judge_contract(contract, sessions, results=None):
     """``[Result]`` of every item of ``contract`` on ``sessions`` (read from
     the figure store, run times too)."""
     recs = records(sessions)
-    runtimes = run_times(recs)
-    return [judge_item(item, contract, recs, runtimes, results) for item in contract.items]
+    return [judge_item(item, contract, recs, results) for item in contract.items]
 
 
 def needed(results_):
