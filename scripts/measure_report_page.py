@@ -45,6 +45,7 @@ from clusterproof.site import fingerprint
 from clusterproof.analysis import compare, morning, recent
 from clusterproof.results import report
 from clusterproof.store import history
+from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import Record, Session
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,7 +186,8 @@ def main():
     regressions = sum(r.verdict == 'REGRESSION' for r in rows)
 
     t0, c0 = time.perf_counter(), time.process_time()
-    page = report.build(morning.prepare(sessions, recs, refs, histories=hists), title='bench')
+    view = overview(frame_of(sessions))
+    page = report.build(morning.prepare(sessions[-1], recs, hists, view, refs), title='bench')
     dt_report, cpu_report = time.perf_counter() - t0, time.process_time() - c0
     if args.keep:
         Path(args.keep).write_text(page)

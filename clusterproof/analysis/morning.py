@@ -17,8 +17,6 @@ from clusterproof.analysis.compare import against_references
 from clusterproof.analysis.recent import change_key, recent_changes
 from clusterproof.analysis.statistics import mmap_ratios
 from clusterproof.references.judge import Bucket, Verdict, lookup, references_for
-from clusterproof.store import history
-from clusterproof.store.overview import frame_of, overview
 
 #: the system whose references are the published figures (scaling curves)
 PUBLISHED_SYSTEM = 'pixstor'
@@ -45,29 +43,26 @@ class Morning:
     mmap: list          # statistics.mmap_ratios of the newest session's records
 
 
-def prepare(sessions, recs, refs_by_system=None, histories=None, view=None, kept=None,
-            triaged=None, store_rows=None):
-    """The :class:`Morning` of ``sessions`` (oldest first) and ``recs``, the
-    records of the newest (more are ignored). ``view`` (optional,
-    :func:`overview`) the provenance of every session, when ``sessions``
-    holds only the newest; ``histories`` (optional) replaces the histories
-    made from ``recs``; ``kept``: see :func:`recent_changes`; ``triaged``:
-    the verdicts people gave (:func:`clusterproof.analysis.triage.read_all`);
-    ``store_rows`` (a lazy frame of the figure store) says since when each
-    failure fails (:func:`clusterproof.analysis.triage.failure_findings`;
-    without it, since the newest session)."""
+def prepare(latest, recs, histories, view, refs_by_system=None, kept=None, triaged=None,
+            store_rows=None):
+    """The :class:`Morning` of the newest session ``latest`` (None: none)
+    and ``recs``, its records (those of other sessions are ignored).
+    ``histories``: the figures' histories
+    (:class:`clusterproof.store.history.History`); ``view``: the provenance
+    of every session (:func:`clusterproof.store.overview.overview`);
+    ``kept``: see :func:`recent_changes`; ``triaged``: the verdicts people
+    gave (:func:`clusterproof.analysis.triage.read_all`); ``store_rows`` (a
+    lazy frame of the figure store) says since when each failure fails
+    (:func:`clusterproof.analysis.triage.failure_findings`; without it,
+    since the newest session)."""
     refs = dict(refs_by_system or {})
-    latest = sessions[-1] if sessions else None
     latest_recs = [r for r in recs if latest and r.session == latest.uuid]
     rows = against_references(latest_recs, refs)
-    if histories is None:
-        histories = history.from_records(sessions, recs)
     changes = _changes(histories, kept, triaged or [])
     change_at = {}
     for f in changes:
         change_at.setdefault(change_key(f), []).append(f['at'])
-    return Morning(latest=latest, view=overview(frame_of(sessions)) if view is None else view,
-                   rows=rows, counts=counts(rows, len(changes)),
+    return Morning(latest=latest, view=view, rows=rows, counts=counts(rows, len(changes)),
                    histories={h.key: h for h in histories}, changes=changes,
                    change_at=change_at, failures=_failures(rows, store_rows, triaged or []),
                    published=_published_of(rows, refs), mmap=mmap_ratios(latest_recs))

@@ -60,7 +60,7 @@ def run(args):
         kept = findings.current(stores, {h.key for h in hists})
         findings.note(sum(h.key not in kept for h in hists),
                       'changes of {} figure(s) without kept findings looked for now')
-    shown = morning.prepare(newest, recs, histories=hists, view=view, kept=kept,
+    shown = morning.prepare(newest[-1], recs, hists, view, kept=kept,
                             triaged=triage.read_all(stores), store_rows=store.scan(stores))
     page = report.build(shown, title=args.title)
     write_atomic(out, page)

@@ -16,13 +16,18 @@ from clusterproof.analysis.morning import prepare
 from clusterproof.store import history, sources
 from clusterproof.references.judge import Verdict
 from clusterproof.results.report import build, bucket
+from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import REPO, clusterproof, recorded_results
 
-def page_of(sessions, recs, refs, **kw):
-    """The page of ``sessions``: what it shows prepared, then formatted."""
-    return build(prepare(sessions, recs, refs, **kw))
+def page_of(sessions, recs, refs, histories=None):
+    """The page of ``sessions`` (oldest first; ``recs`` the records of the
+    newest): what it shows prepared, then formatted."""
+    if histories is None:
+        histories = history.from_records(sessions, recs)
+    return build(prepare(sessions[-1] if sessions else None, recs, histories,
+                         overview(frame_of(sessions)), refs))
 
 
 CHROMIUM = shutil.which('chromium') or '/usr/bin/chromium'
