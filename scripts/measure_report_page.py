@@ -9,10 +9,11 @@ and MPI library's sha256), and a figure's step comes with a kernel update
 and another binary, which the attribution of its change names
 (``--no-fingerprint``: values as recorded before the fingerprint).
 
-Measured (targets): building the page, ``clusterproof.publish.report.build``
-(<= 5 s); compare, the newest night judged against the references and the
-change points of every figure (``compare.against_references`` and
-``report.recent_changes``, <= 5 s); loading the page in headless Chromium at
+Measured (targets): building the page, what it shows prepared
+(``clusterproof.analysis.morning.prepare``) and formatted
+(``clusterproof.publish.report.build``) (<= 5 s); compare, the newest night
+judged against the references and the change points of every figure
+(``compare.against_references`` and ``recent.recent_changes``, <= 5 s); loading the page in headless Chromium at
 1400x900 until its load event, the plots near the first screen drawn
 (<= 3 s), and, not a target, until every plot is drawn as if a reader
 scrolled through the page. Prints the figures and their ratios to the
@@ -41,9 +42,10 @@ import time
 from pathlib import Path
 
 from clusterproof.site import fingerprint
-from clusterproof.analysis import compare
+from clusterproof.analysis import compare, morning, recent
 from clusterproof.publish import report
 from clusterproof.store import history
+from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import Record, Session
 
 REPO = Path(__file__).resolve().parent.parent
@@ -179,12 +181,13 @@ def main():
 
     t0, c0 = time.perf_counter(), time.process_time()
     rows = compare.against_references(recs, refs)
-    found = report.recent_changes(hists)
+    found = recent.recent_changes(hists)
     dt_compare, cpu_compare = time.perf_counter() - t0, time.process_time() - c0
     regressions = sum(r.verdict == 'REGRESSION' for r in rows)
 
     t0, c0 = time.perf_counter(), time.process_time()
-    page = report.build(sessions, recs, refs, histories=hists, title='bench')
+    view = overview(frame_of(sessions))
+    page = report.build(morning.prepare(sessions[-1], recs, hists, view, refs), title='bench')
     dt_report, cpu_report = time.perf_counter() - t0, time.process_time() - c0
     if args.keep:
         Path(args.keep).write_text(page)

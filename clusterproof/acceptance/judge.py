@@ -14,9 +14,9 @@ An item without enough valid runs is ``invalid`` with the reason ``not
 measured validly`` (runs there were, none or too few counted), or ``not
 measured`` (no run).
 
-What a run recorded comes from the store (the test's attributes and
-provenance) and, for its run time (ReFrame's ``time_run``), from its run
-report in the results database. The RAM of the nodes under test comes from
+What a run recorded comes from its store record: the test's attributes, its
+provenance (:attr:`~clusterproof.store.sessions.Record.provenance`) and its
+run time (ReFrame's ``time_run``). The RAM of the nodes under test comes from
 their fingerprints (``<results>/fingerprints/``), never from this machine.
 """
 
@@ -31,7 +31,6 @@ from clusterproof.site import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference
 from clusterproof.references.lookup import locate
 from clusterproof.references.direction import record_lower_is_better
-from clusterproof.reframe_io import database as rfdb
 from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
@@ -51,12 +50,9 @@ class Repetition:
     time = property(lambda self: self.rec.time)
     value = property(lambda self: self.rec.value)
     flags = property(lambda self: tuple(self.rec.flags))
-    binary_sha256 = property(lambda self: (self.rec.case or {}).get('cp_binary_sha256') or '')
-    fingerprint = property(lambda self: (self.rec.case or {}).get('cp_fingerprint') or '')
-
-    @property
-    def nodes(self):
-        return rfdb.provenance_text((self.rec.case or {}).get('job_nodelist'))
+    binary_sha256 = property(lambda self: self.rec.provenance.get('cp_binary_sha256', ''))
+    fingerprint = property(lambda self: self.rec.provenance.get('cp_fingerprint', ''))
+    nodes = property(lambda self: self.rec.provenance.get('job_nodelist', ''))
 
 
 @dataclass
@@ -112,13 +108,6 @@ def matches(item, contract, rec):
     return all(params.get(k) == v for k, v in item.parameters.items())
 
 
-def run_times(recs):
-    """``{(session, test, partition, environ): time_run}`` of the test cases
-    of the records ``recs`` that recorded their run time (seconds)."""
-    return {(r.session, r.test, r.partition, r.environ): r.time_run for r in recs
-            if r.time_run is not None}
-
-
 def _db():
     from clusterproof.paths import results_db
     return results_db()
@@ -140,9 +129,10 @@ def node_ram_gib(fp_text, results_dir=None):
     return total
 
 
-def check_run(item, rec, runtime, results_dir=None):
+def check_run(item, rec, results_dir=None):
     """``(valid, why not, used)`` of the run ``rec`` of ``item``."""
     case = rec.case or {}
+    runtime = rec.time_run
     used = {a.name: case.get(a.name) for a in item.modifications}
     if not rec.sanity_ok:
         return False, rec.why, used
@@ -188,7 +178,7 @@ def check_run(item, rec, runtime, results_dir=None):
     return not why, '; '.join(why), used
 
 
-def judge_item(item, contract, recs, runtimes, results_dir=None):
+def judge_item(item, contract, recs, results_dir=None):
     """The :class:`Result` of ``item`` on store records ``recs``."""
     runs, direction = [], None
     for r in recs:
@@ -199,8 +189,7 @@ def judge_item(item, contract, recs, runtimes, results_dir=None):
             continue
         if r.figure == item.figure:
             direction = record_lower_is_better(r)
-        runtime = runtimes.get((r.session, r.test, r.partition, r.environ))
-        valid, why, used = check_run(item, r, runtime, results_dir)
+        valid, why, used = check_run(item, r, results_dir)
         if r.figure == '' and r.sanity_ok:
             valid, why = False, f'the test case reported no {item.figure}'
         runs.append(Repetition(r, valid, why, used))
@@ -254,8 +243,7 @@ def judge_contract(contract, sessions, results_dir=None):
     """``[Result]`` of every item of ``contract`` on ``sessions`` (read from
     the figure store, run times too)."""
     recs = records(sessions)
-    runtimes = run_times(recs)
-    return [judge_item(item, contract, recs, runtimes, results_dir) for item in contract.items]
+    return [judge_item(item, contract, recs, results_dir) for item in contract.items]
 
 
 def needed(judged):

@@ -44,7 +44,7 @@ from clusterproof.store.sessions import Record, case_reason
 from clusterproof.references.judge import Verdict, judge, judge_reference
 from clusterproof.references.lookup import lookup, references_for
 from clusterproof.references.direction import record_lower_is_better
-from clusterproof.references.entries import reference_of_record, tolerance_text
+from clusterproof.references.entries import bounds, reference_of_record, tolerance_text
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
@@ -108,6 +108,14 @@ class Row:
     @property
     def tolerance(self):
         return tolerance_text(self.lower, self.upper)
+
+    @property
+    def band(self):
+        """``(low, high)`` of the tolerance band about ``base``, None where
+        unbounded (both None without a base)."""
+        if self.base is None:
+            return None, None
+        return bounds(self.base, self.lower, self.upper)
 
     @property
     def regression(self):

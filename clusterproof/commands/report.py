@@ -3,12 +3,14 @@
 from pathlib import Path
 
 from clusterproof import store
-from clusterproof.analysis import findings, triage
+from clusterproof.analysis import findings, morning, triage
+from clusterproof.analysis.recent import RECENT_SESSIONS
 from clusterproof.commands import argtypes
 from clusterproof.commands.selection import add_selection_args, none_selected, selection
 from clusterproof.paths import results_dir, write_atomic
 from clusterproof.publish import report
 from clusterproof.store import history
+from clusterproof.store.overview import overview
 from clusterproof.store.sessions import load_sessions, records, select
 
 
@@ -27,7 +29,7 @@ def register(subparsers):
                     'system pixstor, never judged against), latency percentiles and the '
                     'judged rows; then mmap sweep memory/device ratios and the provenance of '
                     'each session. Smoke and emulated results are labelled so. See '
-                    'docs/report.md.' % report.RECENT_SESSIONS)
+                    'docs/report.md.' % RECENT_SESSIONS)
     add_selection_args(p, default_help='the newest 30 sessions')
     p.add_argument('-o', '--output', metavar='FILE', type=argtypes.output_file,
                    help='where to write the page (default: <results>/reports/report.html)')
@@ -42,7 +44,7 @@ def run(args):
     # every figure's history as columns; records (one object per figure) only
     # for the newest session, which the page judges
     lf = select(**selection(args, system=args.system, mode=args.mode))
-    view = report.overview(lf)
+    view = overview(lf)
     if not view['sessions']:
         none_selected(args, args.system, args.mode)
     newest = load_sessions(ids=[view['sessions'][-1]['uuid']], system=args.system,
@@ -58,8 +60,9 @@ def run(args):
         kept = findings.current(stores, {h.key for h in hists})
         findings.note(sum(h.key not in kept for h in hists),
                       'changes of {} figure(s) without kept findings looked for now')
-    page = report.build(newest, recs, title=args.title, histories=hists, view=view,
-                        kept=kept, triaged=triage.read_all(stores), store_rows=store.scan(stores))
+    shown = morning.prepare(newest[-1], recs, hists, view, kept=kept,
+                            triaged=triage.read_all(stores), store_rows=store.scan(stores))
+    page = report.build(shown, title=args.title)
     write_atomic(out, page)
     print(f'report of {len(view["sessions"])} session(s), {len(recs)} figure(s) in the '
           f'newest: {out}')

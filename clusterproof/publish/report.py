@@ -20,8 +20,11 @@ scaling curves against the thread count (with the published curve of
 system ``pixstor`` where it has one, never judged against), latency
 percentiles; then the mmap memory/device ratios and the provenance.
 
-One judge: every verdict, and every reference or band drawn, comes from the
-rows of :func:`clusterproof.analysis.compare.against_references` (an emulated
+The page only formats: what it shows is judged, counted and looked up
+before it, by :func:`clusterproof.analysis.morning.prepare` (a
+:class:`~clusterproof.analysis.morning.Morning`). One judge: every verdict,
+and every reference or band drawn, comes from the rows of
+:func:`clusterproof.analysis.compare.against_references` (an emulated
 figure's band is the one of ``<system>.emulated.yaml`` it was judged
 against). Smoke and emulated results are labelled on every row and figure.
 
@@ -30,7 +33,6 @@ figures that changed or did not pass plus :data:`MAX_MULTIPLES` others,
 histories downsampled to :data:`MAX_POINTS` points, everything else a table.
 """
 
-import dataclasses
 import datetime
 import json
 import math
@@ -42,21 +44,12 @@ import plotly.io
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from clusterproof import ClusterproofError
-from clusterproof.analysis import findings, triage
-from clusterproof.analysis.recent import RECENT_SESSIONS, change_key, recent_changes
-from clusterproof.analysis.compare import against_references
-from clusterproof.analysis.statistics import mmap_ratios
+from clusterproof.analysis.morning import CHANGE, PUBLISHED_SYSTEM
+from clusterproof.analysis.recent import RECENT_SESSIONS
 from clusterproof.references.judge import Bucket, Verdict
-from clusterproof.references.entries import bounds
-from clusterproof.references.lookup import lookup, references_for
-from clusterproof.store import history
-from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import THREAD_ATTRS, check_name
 
 TEMPLATES = Path(__file__).with_name('templates')
-#: the system whose references are the published figures (scaling curves)
-PUBLISHED_SYSTEM = 'pixstor'
 #: changes and failures listed on the first screen (the rest below)
 FIRST_SCREEN_ROWS = 8
 #: small multiples beyond the figures that changed or did not pass
@@ -74,12 +67,6 @@ MAX_BARS = 4
 BAR_FIGURES = 40
 #: points of one small multiple's history
 MAX_POINTS = 120
-#: the count of the changes found (not a verdict: see :func:`recent_changes`)
-CHANGE = 'change'
-#: the counts of the first screen, in order: the verdicts' buckets
-#: (``references.judge.Bucket``, where their names are decided) and the changes
-BUCKETS = (Bucket.PASS, Bucket.REGRESSION, CHANGE, Bucket.FAILED, Bucket.SKIPPED,
-           Bucket.NOT_JUDGED)
 PERCENTILE_RE = re.compile(r'^c?lat\w*?_p(\d+(?:[._]\d+)?)$', re.I)
 _PLOT_CONFIG = {'displaylogo': False, 'responsive': True}
 _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
@@ -87,52 +74,26 @@ _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 
 def bucket(verdict):
     """The count a :class:`~clusterproof.references.judge.Verdict` goes to:
-    one of :data:`BUCKETS`, else its own name (``xfail``...)."""
+    one of :data:`clusterproof.analysis.morning.BUCKETS`, else its own name (``xfail``...)."""
     return Verdict.read(verdict).bucket
 
 
-def build(sessions, recs, refs_by_system=None, title='clusterproof report',
-          now=None, histories=None, view=None, kept=None, triaged=None, store_rows=None):
-    """The report page as a string. ``sessions`` oldest first, ``recs`` the
-    records of the newest (more are ignored); ``view`` (optional,
-    :func:`overview`) the provenance of every session, when ``sessions``
-    holds only the newest; ``histories`` (optional,
-    :class:`clusterproof.store.history.History`) replaces the histories
-    made from ``recs``; ``kept``: see :func:`recent_changes`; ``triaged``:
-    the verdicts people gave (:func:`clusterproof.analysis.triage.read_all`),
-    shown beside each change and failure, the untriaged first; ``store_rows``
-    (a lazy frame of the figure store) says since when each failure fails
-    (:func:`clusterproof.analysis.triage.failure_findings`; without it, since
-    the newest session)."""
-    refs = dict(refs_by_system or {})
-    if view is None:
-        view = overview(frame_of(sessions))
-    latest = sessions[-1] if sessions else None
-    latest_recs = [r for r in recs if latest and r.session == latest.uuid]
-    rows = against_references(latest_recs, refs)
-    if histories is None:
-        histories = history.from_records(sessions, recs)
-    hist_by_key = {h.key: h for h in histories}
-    found = [{**f, 'id': findings.change_id(f), 'state': state,
-              'carried_from': carried, 'note': v['note'] if v else ''}
-             for f, state, v, carried in triage.states(
-                 findings.listed(recent_changes(histories, kept=kept)),
-                 triaged or [])]
-    changed = {change_key(f) for f in found}
-    counts = _counts(rows, len(found))
+def build(morning, title='clusterproof report', now=None):
+    """The report page as a string: the
+    :class:`~clusterproof.analysis.morning.Morning` ``morning`` formatted."""
     plots = []
-    families = _families(rows, hist_by_key, found, changed, refs, plots)
+    families = _families(morning, plots)
     now = now or datetime.datetime.now().astimezone()
-    page = _env().get_template('report.html.j2').render(
-        title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=latest,
+    view = morning.view
+    return _env().get_template('report.html.j2').render(
+        title=title, now=f'{now:%Y-%m-%d %H:%M %z}', latest=morning.latest,
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
-        counts=counts, sections=_COUNT_SECTIONS, changes=found, first=FIRST_SCREEN_ROWS,
-        failures=_failures(rows, store_rows, triaged or []),
-        families=families, mmap=_mmap_rows(latest_recs),
+        counts=morning.counts, sections=_COUNT_SECTIONS, changes=morning.changes,
+        first=FIRST_SCREEN_ROWS, failures=[_failure(f) for f in morning.failures],
+        families=families, mmap=_mmap_rows(morning.mmap),
         provenance=view['sessions'], recent=RECENT_SESSIONS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
         plots=plots, num=_num)
-    return page
 
 
 def _env():
@@ -153,15 +114,6 @@ def _num(x):
 _QUIET = (Bucket.PASS, Bucket.NOT_JUDGED)
 #: the section a count links to (else the families)
 _COUNT_SECTIONS = {CHANGE: 'changes', Bucket.FAILED: 'failures', Bucket.REGRESSION: 'failures'}
-
-
-def _counts(rows, n_changes):
-    counts = dict.fromkeys(BUCKETS, 0)
-    for r in rows:
-        b = bucket(r.verdict)
-        counts[b] = counts.get(b, 0) + 1
-    counts[CHANGE] = n_changes
-    return counts
 
 
 # -- changes --------------------------------------------------------------------------
@@ -187,22 +139,11 @@ def _reason(row):
     return row.reason or str(row.verdict)
 
 
-def _failures(rows, store_rows=None, triaged=()):
-    """The rows that fail (``judge.FAILING``: failed test cases first, then
-    regressions and stale ``$xfail`` marks, the largest miss first; the
-    untriaged before those with a verdict), each with its finding's id and
-    state (see :func:`build`)."""
-    bad = [row for row in rows if row.regression]
-    bad.sort(key=lambda r: (r.verdict != Verdict.FAILED, -abs((r.ratio or 1) - 1), r.system,
-                            r.test, r.figure))
-    newest = triage.latest(triaged)
-    out = []
-    for row, f in zip(bad, triage.failure_findings(store_rows, bad)):
-        v = newest.get(f['id'])
-        out.append({'row': row, 'reason': _reason(row), 'labels': _labels(row.flags),
-                    'id': f['id'], 'state': v['state'] if v else triage.UNTRIAGED,
-                    'note': v['note'] if v else ''})
-    return sorted(out, key=lambda f: f['state'] != triage.UNTRIAGED)
+def _failure(f):
+    """A failure of the first screen: its row, finding and state (see
+    :func:`clusterproof.analysis.morning.prepare`) with the reason and labels
+    shown."""
+    return dict(f, reason=_reason(f['row']), labels=_labels(f['row'].flags))
 
 
 def _labels(flags):
@@ -216,30 +157,29 @@ def family_of(rec):
     return rec.check or check_name(rec.test)
 
 
-def _families(rows, hist_by_key, found, changed, refs, plots):
+def _families(morning, plots):
+    hist_by_key, change_at, published = morning.histories, morning.change_at, morning.published
     fams = {}
-    for row in rows:
+    for row in morning.rows:
         fams.setdefault(family_of(row.rec), []).append(row)
-    change_at = {}
-    for f in found:
-        change_at.setdefault(change_key(f), []).append(f['at'])
-    wanted = sorted((row for row in rows if row.rec.figure),
-                    key=lambda r: (r.rec.key not in changed, bucket(r.verdict) in _QUIET))
+    changed = set(change_at)
+    wanted = sorted((row for row in morning.rows if row.rec.figure),
+                    key=lambda r: (r.rec.key not in changed, r.verdict.bucket in _QUIET))
     chosen = set()
     extra = 0
     for row in wanted:
         rec = row.rec
         if len(chosen) >= MAX_MULTIPLES_TOTAL:
             break
-        notable = rec.key in changed or bucket(row.verdict) not in _QUIET
+        notable = rec.key in changed or row.verdict.bucket not in _QUIET
         if not notable:
             if extra >= MAX_MULTIPLES:
                 break
             extra += 1
         if rec.key in hist_by_key and len(hist_by_key[rec.key].points) > 1:
             chosen.add(id(row))
-    scaling = _chosen(((name, g) for name in fams for g in _scaling_groups(fams[name], refs)),
-                      MAX_SCALING)
+    scaling = _chosen(((name, g) for name in fams
+                       for g in _scaling_groups(fams[name], published)), MAX_SCALING)
     latency = _chosen(((name, g) for name in fams for g in _latency_groups(fams[name])),
                       MAX_LATENCY)
     bars = _chosen(((name, g) for name in fams if name not in scaling
@@ -252,10 +192,11 @@ def _families(rows, hist_by_key, found, changed, refs, plots):
                      for row in items if id(row) in chosen]
         out.append({'name': name, 'anchor': 'family-' + re.sub(r'\W+', '-', name),
                     'rows': [{'row': row, 'labels': _labels(row.flags),
-                              'key': _row_key(row.rec), 'bucket': bucket(row.verdict)}
+                              'key': _row_key(row.rec), 'bucket': row.verdict.bucket}
                              for row in items],
                     'multiples': multiples,
-                    'scaling': [_scaling_plot(g, refs, plots) for g in scaling.get(name, [])],
+                    'scaling': [_scaling_plot(g, published, plots)
+                                for g in scaling.get(name, [])],
                     'latency': [_latency_plot(g, plots) for g in latency.get(name, [])],
                     'bars': [_bar_plot(g, plots) for g in bars.get(name, [])]})
     return out
@@ -272,7 +213,7 @@ def _chosen(groups, limit):
 
 def _attention(rows):
     """0 when one of ``rows`` did not pass (or has no verdict), else 1."""
-    return 0 if any(bucket(r.verdict) not in _QUIET for r in rows) else 1
+    return 0 if any(r.verdict.bucket not in _QUIET for r in rows) else 1
 
 
 def _row_key(rec):
@@ -306,17 +247,10 @@ def _downsample(points, n=MAX_POINTS):
     return [old[int(i * step)] for i in range(n - keep)] + points[-keep:]
 
 
-def _band(row):
-    """(low, high) of the row's tolerance band, None where unbounded."""
-    if row.base is None:
-        return None, None
-    return bounds(row.base, row.lower, row.upper)
-
-
 def _ref_name(row):
     if 'emulated-ref' in row.flags:
         return 'reference (emulated)'
-    if bucket(row.verdict) == Bucket.NOT_JUDGED:
+    if row.verdict.bucket == Bucket.NOT_JUDGED:
         return 'reference (not judged)'
     return 'reference'
 
@@ -336,7 +270,7 @@ def _multiple(row, hist, change_at, plots):
     traces = [{'type': 'scatter', 'mode': 'lines+markers', 'name': rec.figure + tag,
                'x': xs, 'y': ys, 'marker': {'size': 3}, 'line': {'width': 1}}]
     shapes = []
-    lo, hi = _band(row)
+    lo, hi = row.band
     if row.base is not None:
         finite = [v for v in ys if math.isfinite(v)] or [row.base]
         span = (max(finite) - min(finite)) or abs(row.base) * 0.1 or 1
@@ -365,27 +299,11 @@ def _thread_attr(rec):
     return next((a for a in THREAD_ATTRS if a in params), None)
 
 
-def _published(rec, refs):
-    """The published figure of ``rec``'s test at its thread count (the
-    references of :data:`PUBLISHED_SYSTEM`, resolved as ReFrame resolves
-    them); None when there is none. Never a verdict of ``rec``."""
-    if rec.system == PUBLISHED_SYSTEM:
-        return None
-    published = references_for(refs, PUBLISHED_SYSTEM)
-    if rec.check not in published:
-        return None
-    try:
-        found = lookup(published, dataclasses.replace(rec, system=PUBLISHED_SYSTEM, smoke=False,
-                                                       emulated=False))
-    except ClusterproofError:
-        return None
-    return found.value if found else None
-
-
-def _scaling_groups(items, refs):
+def _scaling_groups(items, published):
     """``(priority, key, points)`` of every scaling curve of a family: one per
     system, partition, other parameters and unit, with two thread counts or
-    more."""
+    more; those with a published curve (``published``: see
+    :func:`clusterproof.analysis.morning.prepare`) first."""
     groups = {}
     for row in items:
         rec = row.rec
@@ -400,16 +318,15 @@ def _scaling_groups(items, refs):
         groups.setdefault((rec.system, rec.partition, rest, rec.unit, attr),
                           []).append((x, row))
     out = []
-    pub = references_for(refs, PUBLISHED_SYSTEM)
     for key, pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
         if len({x for x, _ in pts}) >= 2:
             pts.sort(key=lambda t: t[0])
-            out.append(((pts[0][1].rec.check not in pub, _attention(r for _, r in pts)),
-                        key, pts))
+            drawn = any(r.rec.key in published for _, r in pts)
+            out.append(((not drawn, _attention(r for _, r in pts)), key, pts))
     return out
 
 
-def _scaling_plot(group, refs, plots):
+def _scaling_plot(group, published, plots):
     """Measured figures against the thread count, with the reference of each
     judged row and the published curve (never judged against)."""
     _prio, (system, part, rest, unit, attr), pts = group
@@ -417,7 +334,7 @@ def _scaling_plot(group, refs, plots):
     for x, row in pts:
         by_fig.setdefault(row.figure, []).append((x, row))
     traces = []
-    published = False
+    drawn = False
     for fig, fpts in by_fig.items():
         tag = _tag(row for _, row in fpts)
         traces.append({'type': 'scatter', 'mode': 'lines+markers',
@@ -429,22 +346,21 @@ def _scaling_plot(group, refs, plots):
                            'name': f'{fig} {_ref_name(ref[0][1])}',
                            'x': [x for x, _ in ref], 'y': [r.base for _, r in ref],
                            'line': {'dash': 'dash'}, 'marker': {'symbol': 'x'}})
-        pub = [(x, _published(row.rec, refs)) for x, row in fpts]
-        pub = [(x, v) for x, v in pub if v is not None]
+        pub = [(x, published[row.rec.key]) for x, row in fpts if row.rec.key in published]
         if pub:
-            published = True
+            drawn = True
             traces.append({'type': 'scatter', 'mode': 'lines+markers',
                            'name': f'{fig} published ({PUBLISHED_SYSTEM}; not judged against)',
                            'x': [x for x, _ in pub], 'y': [v for _, v in pub],
                            'line': {'dash': 'dot'}, 'marker': {'symbol': 'diamond'}})
     labels = _all_labels(row for _, row in pts)
     variant = ' '.join(f'{k}={v}' for k, v in rest)
-    title = ' '.join(t for t in (pts[0][1].rec.check, variant, f'@{system}:{part}') if t) \
-        + _tag(labels=labels, upper=True)
+    title = (' '.join(t for t in (pts[0][1].rec.check, variant, f'@{system}:{part}') if t)
+             + _tag(labels=labels, upper=True))
     fig = {'data': traces, 'layout': {
         'title': {'text': title, 'font': {'size': 13}}, 'legend': {'orientation': 'h'},
         'xaxis': {'title': {'text': attr}, 'type': 'log'}, 'yaxis': {'title': {'text': unit}}}}
-    return _plot(plots, fig, 'plot', labels=labels, published=published)
+    return _plot(plots, fig, 'plot', labels=labels, published=drawn)
 
 
 def _all_labels(rows):
@@ -530,8 +446,7 @@ def _latency_plot(group, plots):
 
 # -- mmap ratios --------------------------------------------------------------
 
-def _mmap_rows(recs):
+def _mmap_rows(ratios):
     """The memory/device wall-time ratios of each mmap sweep test case
     (:func:`clusterproof.analysis.statistics.mmap_ratios`), the ratio as text."""
-    return [dict(r, ratio='-' if r['ratio'] is None else f"{r['ratio']:.3f}")
-            for r in mmap_ratios(recs)]
+    return [dict(r, ratio='-' if r['ratio'] is None else f"{r['ratio']:.3f}") for r in ratios]

@@ -72,7 +72,7 @@ class Verdict(enum.StrEnum):
     @property
     def bucket(self):
         """The :class:`Bucket` this verdict is counted in (the report's
-        counts, ``publish.report.BUCKETS``), else its own text."""
+        counts, ``analysis.morning.BUCKETS``), else its own text."""
         return _BUCKETS.get(self, self.value)
 
     @classmethod

@@ -23,11 +23,6 @@ from clusterproof.references import direction
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.store import sessions
 
-#: provenance fields compared at a change point (the loggable variables of
-#: every check, and the nodes the job ran on)
-PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
-              'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist',
-              'cp_binary_sha256', 'cp_mpi_library', 'cp_fingerprint')
 #: what else a point's provenance carries of its session: the test case's
 #: variables and parameters (``settings``, JSON text), those the session's
 #: command line set (``setvars``, JSON text, :func:`setvars`) and its mode
@@ -228,7 +223,7 @@ def _provenances(df):
     for row in df.unique('_prov').iter_rows(named=True):
         attrs = json.loads(row['attrs'] or '{}')
         prov = {k: rfdb.provenance_text(row[k] if k in rfdb.PROVENANCE else attrs.get(k))
-                for k in PROVENANCE if k in rfdb.PROVENANCE or k in attrs}
+                for k in sessions.PROVENANCE if k in rfdb.PROVENANCE or k in attrs}
         prov['reframe_version'] = row['reframe_version'] or ''
         prov.update(_run(row['attrs'], row['cmdline'], row['mode'], texts))
         pid[row['_prov']] = len(provs)
@@ -291,7 +286,7 @@ def _record_rows(sess, recs):
         pk = (id(r.case), r.session)
         prov = shared.get(pk)
         if prov is None:
-            prov = {k: rfdb.provenance_text(r.case.get(k)) for k in PROVENANCE if k in r.case}
+            prov = r.provenance
             prov['reframe_version'] = version.get(r.session, '')
             prov.update(_run(rfdb.test_attrs(r.case), cmdline.get(r.session, ''), r.mode, texts))
             shared[pk] = prov

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from clusterproof import ClusterproofError
 from clusterproof.store import history
+from clusterproof.store.sessions import PROVENANCE
 
 #: the fields of the perflog (``site_config/settings.py``) that clusterproof
 #: reads, first: none can hold ``|`` (names, flags, hashes, versions, paths)
@@ -117,7 +118,7 @@ def _layout(path, header):
     # the columns read: none may be lost to a "|" in a shell field (_realign)
     read = [col[k] for k in ('job_completion_time', 'result', 'info', 'system', 'partition',
                              'name', 'display_name', 'environ', 'cp_smoke', 'cp_emulated',
-                             'reframe version', 'perf_var', *history.PROVENANCE) if k in col]
+                             'reframe version', 'perf_var', *PROVENANCE) if k in col]
     read += [i for _, v, u in figures for i in (v, u) if i is not None]
     parts = path.parts
     return _Layout(path, header, col, figures, read, _known_values(header, col, figures, path),
@@ -160,7 +161,7 @@ def _line_rows(layout, where, line, errors):
     system, part, test = _identity(f, col, layout.system, layout.partition, layout.path)
     flags = tuple(x for x in ('smoke', 'emulated')
                   if f'cp_{x}' in col and _flag(f[col[f'cp_{x}']]))
-    prov = {k: f[col[k]] for k in history.PROVENANCE if k in col}
+    prov = {k: f[col[k]] for k in PROVENANCE if k in col}
     version = f[col['reframe version']] if 'reframe version' in col else ''
     if version:
         prov['reframe_version'] = version.replace('reframe', '').strip()

@@ -28,6 +28,12 @@ from clusterproof.store import identity
 
 #: test attributes that count threads (the x axis of scaling plots)
 THREAD_ATTRS = ('num_threads', 'threads', 'num_tasks', 'nthreads', 'num_procs')
+#: a record's provenance (:attr:`Record.provenance`), what is compared at a
+#: change point: the loggable variables of every check, and the nodes the job
+#: ran on
+PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
+              'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist',
+              'cp_binary_sha256', 'cp_mpi_library', 'cp_fingerprint')
 
 _PARAM_RE = re.compile(r'\s%(\w+)=(\S+)')
 
@@ -127,6 +133,13 @@ class Record:
     @property
     def lower_is_better(self):
         return direction.record_lower_is_better(self)
+
+    @property
+    def provenance(self):
+        """``{field: text}`` of the :data:`PROVENANCE` its test case recorded
+        (a node list joined by commas)."""
+        case = self.case or {}
+        return {k: rfdb.provenance_text(case[k]) for k in PROVENANCE if k in case}
 
 
 #: ReFrame's results of a test case that passed (an expected failure too)

@@ -155,7 +155,7 @@ def _judged(recs, uuids, refs=REFS):
     # the recorded sessions ran in mode nightly
     c = dataclasses.replace(contract.from_references('local', ['default'], refs, 'local.yaml',
                                                      repetitions=len(uuids)), mode='nightly')
-    return [judge.judge_item(item, c, recs, {}) for item in c.items]
+    return [judge.judge_item(item, c, recs) for item in c.items]
 
 
 def _table(recs, uuids, refs=REFS):

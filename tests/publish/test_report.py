@@ -12,12 +12,23 @@ from pathlib import Path
 import pytest
 
 from clusterproof.analysis import compare
+from clusterproof.analysis.morning import prepare
 from clusterproof.store import history, sources
 from clusterproof.references.judge import Verdict
 from clusterproof.publish.report import build, bucket
+from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
 from results_helpers import REPO, clusterproof, recorded_results
+
+def page_of(sessions, recs, refs, histories=None):
+    """The page of ``sessions`` (oldest first; ``recs`` the records of the
+    newest): what it shows prepared, then formatted."""
+    if histories is None:
+        histories = history.from_records(sessions, recs)
+    return build(prepare(sessions[-1] if sessions else None, recs, histories,
+                         overview(frame_of(sessions)), refs))
+
 
 CHROMIUM = shutil.which('chromium') or '/usr/bin/chromium'
 need_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason='needs chromium')
@@ -97,7 +108,7 @@ def test_report_of_failed_test(tmp_path):
     recs = records(sessions[:1])
     recs.append(dataclasses.replace(recs[0], figure='', value=float('nan'), result='fail',
                                     fail_phase='sanity'))
-    page = build(sessions[:1], recs, {'local': _ref(100000.0)})
+    page = page_of(sessions[:1], recs, {'local': _ref(100000.0)})
     rows = table_rows(page, 'failures-table')[1:]
     # The failed test first, then the regressions, the largest miss first.
     assert 'data-verdict="FAILED"' in rows[0] and 'failed in sanity' in rows[0]
@@ -116,7 +127,7 @@ def test_build_without_figures_is_not_a_failure(tmp_path):
     recs = records(sessions[:1])
     build_recs = [r for r in recs if r.test.startswith('StreamBuild')]
     assert [(r.result, r.figure, r.fail_phase) for r in build_recs] == [('pass', '', None)]
-    page = build(sessions[:1], recs, {})
+    page = page_of(sessions[:1], recs, {})
     assert 'in None' not in page and 'StreamBuild' in page
     assert 'id="failures-table"' not in page            # nothing failed
     assert re.search(r'data-bucket="failed"><span class="n">0<', page)
@@ -149,7 +160,7 @@ def test_failure_reason_names_phase_and_cause_or_says_unknown(tmp_path):
         assert rec.why == want
         row, = compare.against_references([rec], {})
         assert row.reason == want and row.verdict in (Verdict.FAILED, Verdict.SKIPPED)
-        page = build(sessions[:1], [rec], {})
+        page = page_of(sessions[:1], [rec], {})
         if rec.result != 'skip':
             failure, = table_rows(page, 'failures-table')[1:]
             assert 'None' not in failure and want.replace("'", '&#39;') in failure
@@ -166,7 +177,7 @@ def test_emulated_band_is_the_band_of_its_row(tmp_path):
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]
     recs = [dataclasses.replace(r, emulated=True) for r in records(sessions)]
     refs = {'local': _ref(99999.0), 'local.emulated': _ref(700.0, -0.2)}
-    page = build(sessions, recs, refs)
+    page = page_of(sessions, recs, refs)
     rows = {m.group(1): m.group(2) for m in
             re.finditer(r'<tr class="b-[^"]*" data-key="([^"]*copy_bw)" data-ref="([^"]*)"', page)}
     assert rows and set(rows.values()) == {'700.0'}
@@ -208,7 +219,7 @@ def morning_page(tmp_path):
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]   # no smoke
     recs = records(sessions)
     hists = stepped_history(tmp_path, sessions, recs)
-    page = build(sessions, recs, {'local': _ref(650.0)}, histories=hists)
+    page = page_of(sessions, recs, {'local': _ref(650.0)}, histories=hists)
     out = tmp_path / 'morning.html'
     out.write_text(page)
     return out
@@ -237,7 +248,7 @@ def test_page_and_changes_command_agree_on_an_older_step(tmp_path):
     hists = stepped_history(tmp_path, sessions, recs, nights=16, step_at=8, drop=0.5)
     listed = [f for f in detect(hists)[0] if not f['withdrawn']]
     assert [(f['figure'], round(f['change'], 1)) for f in listed] == [('copy_bw', -0.5)]
-    page = build(sessions, recs, {'local': _ref(650.0)}, histories=hists)
+    page = page_of(sessions, recs, {'local': _ref(650.0)}, histories=hists)
     rows = table_rows(page, 'changes-table')[1:]
     assert len(rows) == 1 and 'copy_bw' in rows[0] and '-50.' in rows[0]
     assert re.search(r'data-bucket="change"><span class="n">1<', page)
@@ -319,7 +330,7 @@ def test_published_curve_beside_an_emulated_run(tmp_path):
                                 emulated=True)
             for n, v in ((8, 1.5), (16, 1.6))]
     refs = {'local': {}, 'pixstor': load(REPO / 'site_config' / 'references' / 'pixstor.yaml')}
-    page = build(sessions, recs, refs)
+    page = page_of(sessions, recs, refs)
     lay_data = [(d, lay) for d, lay in plot_data(page).values() if lay['meta'].get('published')]
     assert len(lay_data) == 1
     data, layout = lay_data[0]
@@ -339,7 +350,7 @@ def test_bars_of_a_family_without_thread_axis(tmp_path):
     recs = [dataclasses.replace(r, check='Stream', test='Stream %placement=cores')
             for r in records(sessions) if '%num_threads=1' in r.test]
     refs = {'local': {'Stream': {'local:default': {'copy_bw': [321.0, -0.1, None, 'MB/s']}}}}
-    page = build(sessions, recs, refs)
+    page = page_of(sessions, recs, refs)
     bars = [data for data, lay in plot_data(page).values() if 'Stream @local' in
             lay['title']['text']]
     assert len(bars) == 1                        # MB/s (the times have no reference)
@@ -353,7 +364,7 @@ def test_names_are_escaped(tmp_path):
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[:4]
     evil = '</script><img src=x onerror=alert(1)>'
     recs = [dataclasses.replace(r, test=r.test + evil) for r in records(sessions)]
-    page = build(sessions, recs, {'local': _ref(650.0)})
+    page = page_of(sessions, recs, {'local': _ref(650.0)})
     assert evil not in page and '<img' not in page
     assert '&lt;/script&gt;&lt;img' in page     # the table shows it as text
     assert any(evil in lay['title']['text'] for _, lay in plot_data(page).values())
@@ -365,7 +376,7 @@ def test_stale_xfail_is_a_failure_with_its_reason(tmp_path):
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')[3:4]
     refs = {'local': {'DevZeroCopy': {'local:default': {
         'copy_bw': ['$xfail', 'known slow disk', [600.0, -0.1, None, 'MB/s']]}}}}
-    page = build(sessions, records(sessions), refs)
+    page = page_of(sessions, records(sessions), refs)
     rows = table_rows(page, 'failures-table')[1:]
     assert len(rows) == 2 and all('data-verdict="xpass"' in r for r in rows)
     assert all('met a reference marked $xfail' in r for r in rows)

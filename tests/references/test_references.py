@@ -173,7 +173,7 @@ def test_one_verdict_vocabulary():
     """Every judge's verdicts are members of one enum, each with one
     spelling; spellings written before it read as the verdict they meant;
     the report's counts are named in one place."""
-    from clusterproof.publish import report
+    from clusterproof.analysis import morning
     Verdict = references.Verdict
     assert all(Verdict.read(v.value) is v for v in Verdict)
     assert [Verdict.read(old) for old in ('ok', 'failed', 'not-judged')] == \
@@ -187,7 +187,7 @@ def test_one_verdict_vocabulary():
     assert not failing & {Verdict.PASS, Verdict.REPORTED, Verdict.MISSING, Verdict.SKIPPED,
                           Verdict.NO_REF, Verdict.NOT_JUDGED, Verdict.XFAIL}
     # the report's counts: the buckets of references.judge, and the changes
-    assert set(report.BUCKETS) - {report.CHANGE} <= set(references.Bucket)
+    assert set(morning.BUCKETS) - {morning.CHANGE} <= set(references.Bucket)
     assert Verdict.NOT_JUDGED.bucket == Verdict.NO_REF.bucket == Verdict.NOT_JUDGED.value
 
 

@@ -10,7 +10,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.references.direction import lower_is_better
 from clusterproof.commands.selection import parse_since
-from clusterproof.store.sessions import load_sessions, records
+from clusterproof.store.sessions import PROVENANCE, load_sessions, records
 from clusterproof.store.sessions import test_params as params_of
 from clusterproof.analysis.statistics import mmap_ratios, percentile
 from conftest import REPO, reframe_env, run_reframe
@@ -35,6 +35,11 @@ def test_sessions_in_order_with_provenance(db):
     assert r.mode == 'nightly' and not r.smoke and not r.emulated
     assert r.binary_version and r.case['binary_path'].endswith('/dd')
     assert r.case['cp_git_rev'] and r.case['cp_config_hash'] and r.case['job_nodelist']
+    # its provenance, as text: the node list joined, what the case lacks left out
+    prov = r.provenance
+    assert prov['job_nodelist'] == ','.join(r.case['job_nodelist'])
+    assert prov['cp_git_rev'] == r.case['cp_git_rev']
+    assert set(prov) == {k for k in PROVENANCE if k in r.case}
     assert {x.unit for x in recs} == {'MB/s', 's'}
     assert records(sessions[-1:])[0].flags == ['smoke']
 
