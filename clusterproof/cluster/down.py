@@ -62,8 +62,7 @@ class ClusterDown:
                     'were not started '
                     f'from {self.spec.run_dir} (no pid file there names them): a cluster of this '
                     f'instance brought up in another mount namespace, such as a test session under '
-                    'scripts/run-tests. Bring it down from there, or use --force to stop it '
-                    'anyway')
+                    'scripts/run-tests. Bring it down from there, or use --force to stop it anyway')
             self._down(quiet)
 
     def foreign_slurmd(self):

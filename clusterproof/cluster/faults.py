@@ -130,8 +130,8 @@ def recover(spec, timeout=START_WAIT_S):
             listed = (', '.join(f'{n}={s}' for n, s in sorted(states.items()))
                       or 'sinfo gave nothing')
             raise ClusterproofError(f'cluster {spec.inst.cluster} not back to idle within '
-                                    f'{timeout} s '
-                                    f'({listed}; jobs left: {",".join(jobs) or "none"}); '
+                                    f'{timeout} s ({listed}; '
+                                    f'jobs left: {",".join(jobs) or "none"}); '
                                     f'see {lay.log}')
         time.sleep(0.2)
     if resumed:

@@ -150,9 +150,8 @@ def tree_problem(top):
 def _refuse(run_dir, why):
     raise ClusterproofError(
         f'run directory {run_dir}: {why}. Only root may have made what a cluster run as '
-        'root reads: '
-        f'another user may have planted it. Nothing was changed; look at it, remove it '
-        f'(rm -rf -- {run_dir}) and run again, or choose another --run-dir')
+        'root reads: another user may have planted it. Nothing was changed; look at it, '
+        f'remove it (rm -rf -- {run_dir}) and run again, or choose another --run-dir')
 
 
 def check_run_dir(run_dir):
@@ -204,8 +203,8 @@ def lock_dir():
     st = os.lstat(LOCK_DIR)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or _writable_by_others(st):
         raise ClusterproofError(f'{_said(LOCK_DIR, st)}: the local cluster\'s locks need a '
-                                'directory of '
-                                f'root\'s that no one else may write; remove it and run again')
+                                'directory of root\'s that no one else may write; '
+                                'remove it and run again')
     return LOCK_DIR
 
 

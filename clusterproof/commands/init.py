@@ -46,8 +46,8 @@ def register(sub):
                     'reframe_checks/inventory.py -r --system NAME.')
     p.add_argument('--name', required=True, help='the system name (lower case, digits, - and _)')
     p.add_argument('--partition', action='append', metavar='P',
-                   help='only this Slurm partition (repeat for more; default: every one with '
-                   'nodes)')
+                   help='only this Slurm partition (repeat for more; default: every one '
+                        'with nodes)')
     p.add_argument('--scratch', metavar='PATH',
                    help='the scratch directory the storage checks write to (probed on the nodes: '
                         'file system type, free space, mount options)')
