@@ -103,7 +103,8 @@ def read_text(path, what='file'):
     except OSError as err:
         raise ClusterproofError(f'{path}: cannot read the {what}: {err.strerror}') from None
     except UnicodeDecodeError as err:
-        raise ClusterproofError(f'{path}: not UTF-8 text, as the {what} must be ({err.reason} at byte '
+        raise ClusterproofError(f'{path}: not UTF-8 text, as the {what} must be '
+                                f'({err.reason} at byte '
                                 f'{err.start}); save it as UTF-8') from None
 
 

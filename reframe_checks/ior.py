@@ -32,7 +32,8 @@ naming the limit (clusterproof/checklib/storage.py).
 
 Sanity: the output holds the two runs (write, read), both finished with a
 summary, the access was one shared file, reads reordered as asked, and no
-``WARNING:`` or ``ERROR`` line anywhere (the line is quoted). Figures: write and read bandwidth, Max and Mean, in
+``WARNING:`` or ``ERROR`` line anywhere (the line is quoted). Figures: write
+and read bandwidth, Max and Mean, in
 MiB/s (IOR's unit) and GB/s (the published unit); the per-iteration
 bandwidths are in ``ior_iterations`` and in the stage directory's output.
 """

@@ -151,7 +151,8 @@ class OsuBandwidth(_OsuBandwidthFigures):
 
 @rfm.simple_test
 class OsuMessageRate(_OsuBandwidthFigures):
-    descr = 'OSU multi-pair bandwidth and message rate, all cores of one socket on each of two nodes'
+    descr = ('OSU multi-pair bandwidth and message rate, all cores of one socket on each of '
+             'two nodes')
 
     @run_after('setup')
     def set_pairs(self):

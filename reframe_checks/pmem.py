@@ -24,7 +24,8 @@ Figures per section: iops, bw (MiB/s), lat_mean and lat_p50/p99/p99_9/p99_99
 
 The job file is generated (``clusterproof.methods.fiojob``) into the stage
 directory; fio's files go in a test directory of its own under the target
-(created by the job, removed when it ends: clusterproof/checklib/testdirs.py); sizes, loops and jobs come from the mode and can be set with
+(created by the job, removed when it ends: clusterproof/checklib/testdirs.py);
+sizes, loops and jobs come from the mode and can be set with
 ``-S filesize=<bytes> -S numjobs=N -S loops=N``.
 
 What only the node under test knows (fio's engines, its mounts, its ndctl

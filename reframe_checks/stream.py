@@ -79,7 +79,8 @@ class StreamBuild(rfm.CompileOnlyRegressionTest, ClusterproofCheck):
         self.skip_if(not STREAM_SOURCE.is_file(),
                      f'no stream_c.exe in the Spack view ({binaries.spack_view()}) or on PATH, '
                      f'and no STREAM source at {STREAM_SOURCE}: run scripts/setup (make setup) '
-                     f'to fetch it, or build the binary with: {binaries.build_command(STREAM_SPEC)}')
+                     'to fetch it, or build the binary with: '
+                     f'{binaries.build_command(STREAM_SPEC)}')
         hw = self.declared('hardware')
         with self.configuration():
             if self.array_size == 0:

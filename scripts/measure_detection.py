@@ -29,7 +29,8 @@ found by an alarm in its direction after night 40.
 
     .venv/bin/python scripts/measure_detection.py                # small, held-out seeds
     .venv/bin/python scripts/measure_detection.py --methods all  # and every library alone
-    .venv/bin/python scripts/measure_detection.py --size full --methods today,changes,otava,e-divisive
+    .venv/bin/python scripts/measure_detection.py --size full \
+        --methods today,changes,otava,e-divisive
     .venv/bin/python scripts/measure_detection.py --seeds tune   # the seeds used for tuning
 
 Then the real series (tests/data/history-real/, recorded by
@@ -44,8 +45,9 @@ detector.find and detector.figure_noise per 2,000 generated figures of 365
 sessions (levels, steps, drifts, quantised values, two node types, heavy
 tails; --speed N figures timed, 0: none).
 
-The last line is for scripts:
-    detection: recall >=5% steps (CV<=2%) X%, median delay D nights, false alarms F per 1000 figure-nights
+The last line is for scripts (one line, shown here in two):
+    detection: recall >=5% steps (CV<=2%) X%, median delay D nights,
+    false alarms F per 1000 figure-nights
 for the product's nightly alarms as `clusterproof changes` lists them (its
 function, findings.listing: every method named listed* or changes scores
 what it returns); F is the worst noise model's rate.
@@ -284,7 +286,8 @@ def speed_line(count, nights=SPEED_NIGHTS):
     return (f"detector speed (in memory, not a command's time): {per * 2000:.2f} s CPU "
             f'per 2,000 figures x {nights} sessions ({count} timed), the findings of one '
             f'system as store ingest derives them; 20,000 figures {per * 20000:.1f} s '
-            f'(changes reads the kept findings: its time is scripts/measure_results_commands.py\'s)')
+            '(changes reads the kept findings: its time is '
+            f'scripts/measure_results_commands.py\'s)')
 
 
 def detector_speed(count, nights, seed=1, profile=None):
@@ -824,7 +827,8 @@ def side_by_side(before, after, what):
     all, and false alarms per 1000 figure-nights."""
     lines = [f'before / after {what} (recall of worse steps listed, '
              'false alarms per 1000 figure-nights)',
-             f'  {"noise model":<12} {"recall " + " / ".join(f"{int(x * 100)}%" for x in STEPS):<30}'
+             f'  {"noise model":<12} '
+             f'{"recall " + " / ".join(f"{int(x * 100)}%" for x in STEPS):<30}'
              f' {"false alarms":>16}']
     for model in after:
         b, a = before[model], after[model]
@@ -879,7 +883,8 @@ def targets(name, scores, base):
              f'{"met" if delay <= TARGET_DELAY else "NOT met"}; ratio {delay / TARGET_DELAY:.2f})']
     for model, sc in scores.items():
         lines.append(f'  false alarms {model:<12} {sc.fa_rate:6.2f} per 1000 figure-nights '
-                     f'(target <= {TARGET_FA:g}: {"met" if sc.fa_rate <= TARGET_FA else "NOT met"}; '
+                     f'(target <= {TARGET_FA:g}: '
+                     f'{"met" if sc.fa_rate <= TARGET_FA else "NOT met"}; '
                      f'ratio {sc.fa_rate / TARGET_FA:.2f})')
     if base is not None:
         marks = [m for m in scores if _worse_mark(scores[m], base, m)]
@@ -1223,7 +1228,8 @@ def main(argv=None):
                          'Dataset: DIR is a checkout of alan-turing-institute/TCPD (its '
                          'univariate series with the data in the repository, as one CSV '
                          'file), F1 (margin 5) and cover beside the published tables and '
-                         'binary segmentation\'s published default per series; also TCPDBench\'s default binary '
+                         'binary segmentation\'s published default per series; also '
+                         'TCPDBench\'s default binary '
                          'segmentation and PELT, measured on the same series, when R\'s '
                          'Rscript and its package changepoint are installed (a library '
                          'named by R_LIBS; said and skipped when absent)')

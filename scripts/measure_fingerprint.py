@@ -98,7 +98,8 @@ def in_allocation(binary, runs, tmp):
                          runs)
     got = fingerprint.parse(out)
     if len(got) != n:
-        sys.exit(f'the probe reported {len(got)} node(s) of {n}: {compress(sorted(got, key=_node_key))}')
+        sys.exit(f'the probe reported {len(got)} node(s) of {n}: '
+                 f'{compress(sorted(got, key=_node_key))}')
     print(f'probe under Slurm, inside one allocation of {n} nodes ({runs} runs; '
           f'{compress(sorted(got, key=_node_key))}):')
     print(f'  the job line (its own step on every node): {wall * 1e3:.0f} ms median wall; '

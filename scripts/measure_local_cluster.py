@@ -58,7 +58,8 @@ def timed(cmd, env=None, check=True, run=None):
     proc = (run or (lambda c: subprocess.run(c, env=env, capture_output=True, text=True)))(cmd)
     dt = time.monotonic() - t0
     if check and proc.returncode != 0:
-        sys.exit(f'measure_local_cluster: {" ".join(map(str, cmd))} failed (exit {proc.returncode}):\n'
+        sys.exit(f'measure_local_cluster: {" ".join(map(str, cmd))} failed '
+                 f'(exit {proc.returncode}):\n'
                  f'{proc.stdout[-2000:]}{proc.stderr[-2000:]}')
     return dt
 
@@ -71,7 +72,8 @@ def bare_sbatch(env, work):
     jobid = subprocess.run(['sbatch', '--parsable', '-N4', f'--output={work}/sbatch.out',
                             '--wrap', 'srun hostname'], env=env, capture_output=True, text=True,
                            check=True).stdout.strip().split(';')[0]
-    while subprocess.run(['squeue', '-h', '-j', jobid], env=env, capture_output=True, text=True).stdout.strip():
+    while subprocess.run(['squeue', '-h', '-j', jobid], env=env, capture_output=True,
+                         text=True).stdout.strip():
         time.sleep(0.05)
     return time.monotonic() - t0
 
@@ -92,7 +94,8 @@ def per_test(system, n, env, results):
 
 def mem_used_mib():
     """MemTotal - MemAvailable, MiB (what ``free`` shows as used, near enough)."""
-    info = {line.split(':')[0]: int(line.split()[1]) for line in Path('/proc/meminfo').read_text().splitlines()}
+    info = {line.split(':')[0]: int(line.split()[1])
+            for line in Path('/proc/meminfo').read_text().splitlines()}
     return (info['MemTotal'] - info['MemAvailable']) // 1024
 
 
@@ -100,7 +103,8 @@ def cluster_rss_mib(run_dir, inst):
     """Summed resident memory (MiB) of the processes of the cluster at
     ``run_dir``: those naming it on their command line or in their
     environment, and every process in its node namespaces."""
-    inside = {p for pids in pids_by_netns([ns for ns in lc.netns_list() if inst.owns_netns(ns)]).values()
+    inside = {p for pids in pids_by_netns([ns for ns in lc.netns_list()
+                                           if inst.owns_netns(ns)]).values()
               for p in pids}
     marker = str(run_dir).encode()
     total = 0
@@ -109,7 +113,8 @@ def cluster_rss_mib(run_dir, inst):
             continue
         try:
             if int(entry.name) not in inside:
-                if marker not in (entry / 'cmdline').read_bytes() + (entry / 'environ').read_bytes():
+                if marker not in ((entry / 'cmdline').read_bytes()
+                                  + (entry / 'environ').read_bytes()):
                     continue
             total += int((entry / 'statm').read_text().split()[1])
         except (OSError, IndexError, ValueError):
@@ -161,14 +166,16 @@ def at_scale(k, sizes, work):
         finally:
             row['down (s)'] = timed([CLUSTERPROOF, 'cluster', 'down', *rd], check=False)
         row['used after down (MiB)'] = mem_used_mib()
-        print(f'measure_local_cluster: {nodes} nodes done ({", ".join(f"{key} {v:.1f}" for key, v in row.items())})',
+        print(f'measure_local_cluster: {nodes} nodes done '
+              f'({", ".join(f"{key} {v:.1f}" for key, v in row.items())})',
               file=sys.stderr, flush=True)
     return rows
 
 
 def print_side_by_side(k, rows):
     sizes = list(rows)
-    print(f'local cluster at scale, instance {k} ({os.cpu_count()} real CPUs, load {os.getloadavg()[0]:.1f}); '
+    print(f'local cluster at scale, instance {k} ({os.cpu_count()} real CPUs, '
+          f'load {os.getloadavg()[0]:.1f}); '
           'whole-process wall times, warm run directory')
     print(f'  {"nodes":<28}' + ''.join(f'{n:>10}' for n in sizes))
     for key in rows[sizes[0]]:
@@ -180,7 +187,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--instance', type=int, default=0, help='cluster instance to use (default 0)')
     ap.add_argument('--repeat', type=int, default=6, help='N for the per-test overhead (default 6)')
-    ap.add_argument('--warm-runs', type=int, default=3, help='warm `up` runs (median reported; default 3)')
+    ap.add_argument('--warm-runs', type=int, default=3,
+                    help='warm `up` runs (median reported; default 3)')
     ap.add_argument('--sizes', metavar='N,N,...',
                     help='measure up, a job on every node and down at these node counts instead')
     args = ap.parse_args()
@@ -188,12 +196,14 @@ def main():
         sys.exit('measure_local_cluster: needs root (the local cluster does)')
     k = str(args.instance)
     if lc.Cluster(lc.load_spec(args.instance)).is_up():
-        sys.exit(f'measure_local_cluster: instance {k} is up; bring it down first or use --instance')
+        sys.exit(f'measure_local_cluster: instance {k} is up; bring it down first or use '
+                 '--instance')
     if args.sizes:
         try:
             sizes = [int(n) for n in args.sizes.split(',')]
         except ValueError:
-            sys.exit(f'measure_local_cluster: --sizes {args.sizes!r}: give node counts separated by commas, e.g. 64,256,1024')
+            sys.exit(f'measure_local_cluster: --sizes {args.sizes!r}: give node counts '
+                     'separated by commas, e.g. 64,256,1024')
         work = Path(tempfile.mkdtemp(prefix='cp-bench-cluster-'))
         work.chmod(0o755)
         try:
@@ -233,7 +243,8 @@ def main():
         timed([CLUSTERPROOF, 'cluster', 'down', *rd], check=False)
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f'local cluster, 4 nodes x 2 CPUs, instance {k} ({os.cpu_count()} real CPUs, load {os.getloadavg()[0]:.1f})')
+    print(f'local cluster, 4 nodes x 2 CPUs, instance {k} ({os.cpu_count()} real CPUs, '
+          f'load {os.getloadavg()[0]:.1f})')
     for name, value in figures.items():
         print(f'  {name:<36} {value:6.2f} s')
     print(f'ReFrame, trivial test tests/checks/node_hostnames.py, serial, N={n}:')
@@ -244,7 +255,8 @@ def main():
     print('ratios:')
     ratios = [
         ('ReFrame per test, emu / local', emu[2] / local[2], ''),
-        ('ReFrame per test on emu / bare sbatch job', emu[2] / figures['sbatch -N4 (srun hostname), to end'], ''),
+        ('ReFrame per test on emu / bare sbatch job',
+         emu[2] / figures['sbatch -N4 (srun hostname), to end'], ''),
         (f'cluster up cold (slower run) / target {TARGET_UP_S:g} s', up_cold / TARGET_UP_S,
          'met' if up_cold < TARGET_UP_S else 'NOT met'),
         (f'cluster up warm / target {TARGET_UP_S:g} s', up_warm / TARGET_UP_S,

@@ -118,7 +118,8 @@ def main():
     sweep(binary, ['--file', str(datafile), '--create', '--size', size, '-a', '4K', '-b', '4K'])
     print(f'\nmmap sweep, {size}, file on {scratch} (page cache dropped before each file run), '
           f'median of {opts.rounds}')
-    print(f'{"a":>8} {"b":>8} {"mode":5} {"mem MiB/s":>10} {"file MiB/s":>11} {"mem/file wall":>14}')
+    print(f'{"a":>8} {"b":>8} {"mode":5} {"mem MiB/s":>10} {"file MiB/s":>11} '
+          f'{"mem/file wall":>14}')
     try:
         for a, b, mode in (('4K', '4K', 'read'), ('4M', '4M', 'rw')):
             mem, fil = [], []

@@ -13,7 +13,8 @@ Measured (targets): building the page, what it shows prepared
 (``clusterproof.analysis.morning.prepare``) and formatted
 (``clusterproof.publish.report.build``) (<= 5 s); compare, the newest night
 judged against the references and the change points of every figure
-(``compare.against_references`` and ``recent.recent_changes``, <= 5 s); loading the page in headless Chromium at
+(``compare.against_references`` and ``recent.recent_changes``, <= 5 s);
+loading the page in headless Chromium at
 1400x900 until its load event, the plots near the first screen drawn
 (<= 3 s), and, not a target, until every plot is drawn as if a reader
 scrolled through the page. Prints the figures and their ratios to the

@@ -277,13 +277,16 @@ print(a.height, b.height, c.height)
 _DUCKDB = '''
 import sys, duckdb
 src = sys.argv[1]
-con = duckdb.connect(src if src.endswith(".duckdb") else ":memory:", read_only=src.endswith(".duckdb"))
+con = duckdb.connect(src if src.endswith(".duckdb") else ":memory:",
+                     read_only=src.endswith(".duckdb"))
 t = "figures" if src.endswith(".duckdb") else "read_parquet(%r)" % (sys.argv[1:],)
 key = "system, partition, environ, test, figure"
 a = con.sql(f"SELECT * FROM {t} WHERE start = (SELECT max(start) FROM {t})").fetchnumpy()
-b = con.sql(f"SELECT {key}, list(value ORDER BY start), list(start ORDER BY start) FROM {t} GROUP BY ALL").fetchnumpy()
-c = con.sql(f"SELECT {key}, median(value) FROM {t} WHERE start >= (SELECT min(start) FROM "
-            f"(SELECT DISTINCT start FROM {t} ORDER BY start DESC LIMIT 30)) GROUP BY ALL").fetchnumpy()
+b = con.sql(f"SELECT {key}, list(value ORDER BY start), list(start ORDER BY start) "
+            f"FROM {t} GROUP BY ALL").fetchnumpy()
+c = con.sql(f"SELECT {key}, median(value) FROM {t} WHERE start >= "
+            f"(SELECT min(start) FROM (SELECT DISTINCT start FROM {t} "
+            f"ORDER BY start DESC LIMIT 30)) GROUP BY ALL").fetchnumpy()
 print(len(a["value"]), len(b["figure"]), len(c["figure"]))
 '''
 _DUCKDB_LOAD = '''

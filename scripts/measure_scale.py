@@ -236,7 +236,8 @@ def run_size(n, args, directory, rows):
         print(f'  {n:>5} {name:<9} {m["wall_s"]:8.1f} s  {m["peak_bytes"] / 2**20:8.0f} MiB  {ok}',
               flush=True)
         if m['rc'] not in (0, 1):
-            print('    ' + (m['err'] or m['out']).strip()[-1500:].replace('\n', '\n    '), flush=True)
+            print('    ' + (m['err'] or m['out']).strip()[-1500:].replace('\n', '\n    '),
+                  flush=True)
         return m
 
     try:
@@ -244,7 +245,8 @@ def run_size(n, args, directory, rows):
                           f'{desc}.partitions', '--like-topology', f'{desc}.topology'], env)
         if up is not None and up['rc'] != 0:
             return
-        envs = subprocess.run([CP, 'cluster', 'env', *rd], capture_output=True, text=True, check=True)
+        envs = subprocess.run([CP, 'cluster', 'env', *rd], capture_output=True, text=True,
+                              check=True)
         cenv = dict(env)
         for line in envs.stdout.splitlines():
             key, _, value = line.removeprefix('export ').partition('=')
@@ -279,7 +281,8 @@ def run_size(n, args, directory, rows):
                                '-o', str(Path(directory) / f'contract-{n}.json')], cenv,
                   args.screen_timeout)
         fp = phase('fingerprint', [sys.executable, str(REPO / 'scripts' / 'measure_fingerprint.py'),
-                                   '--srun', str(runnable), '--runs', '1'], cenv, args.screen_timeout)
+                                   '--srun', str(runnable), '--runs', '1'], cenv,
+                                   args.screen_timeout)
         if fp is not None:
             print('    ' + fp['out'].strip().replace('\n', '\n    '), flush=True)
     finally:
@@ -321,7 +324,8 @@ def table(rows):
             parts.append(f'screen memory {r["screen"]["peak_bytes"] / 2**20:.0f} MiB '
                          f'({r["screen"]["peak_bytes"] / TARGETS["screen_bytes"]:.2f})')
         if r.get('init'):
-            parts.append(f'init {r["init"]["wall_s"]:.1f} s ({r["init"]["wall_s"] / TARGETS["init_s"]:.2f})')
+            parts.append(f'init {r["init"]["wall_s"]:.1f} s '
+                         f'({r["init"]["wall_s"] / TARGETS["init_s"]:.2f})')
         if r.get('judge'):
             parts.append(f'judge/page {r["judge"]["wall_s"]:.1f} s '
                          f'({r["judge"]["wall_s"] / TARGETS["page_s"]:.2f})')
@@ -336,7 +340,8 @@ def table(rows):
             a, b = by_n[a_n].get(name), by_n[b_n].get(name)
             if not a or not b:
                 continue
-            for what, key, unit, scale in (('wall', 'wall_s', 's', 1), ('memory', 'peak_bytes', 'MiB', 2**20)):
+            for what, key, unit, scale in (('wall', 'wall_s', 's', 1),
+                                           ('memory', 'peak_bytes', 'MiB', 2**20)):
                 e = fit(a_n, a[key], b_n, b[key])
                 if e is None:
                     continue
@@ -377,7 +382,8 @@ def main():
     table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(
-            [{k: ({kk: vv for kk, vv in v.items() if kk not in ('out', 'err')} if isinstance(v, dict) else v)
+            [{k: ({kk: vv for kk, vv in v.items() if kk not in ('out', 'err')}
+                  if isinstance(v, dict) else v)
               for k, v in r.items()} for r in rows], indent=1))
 
 

@@ -164,7 +164,8 @@ def live(args):
           f'{args.batch or "site default"}), workdir {work / "screen"}')
     print('severity  node   named  verdict  from peers  noise units')
     for node, sev in sorted(slow.items(), key=lambda kv: kv[1]):
-        w = {f['check']: f for f in rows[node]['figures']}.get('stream') or rows[node]['worst'] or {}
+        w = ({f['check']: f for f in rows[node]['figures']}.get('stream')
+             or rows[node]['worst'] or {})
         print(f'{sev:6.0f} %  {node:5}  {"yes" if node in named else "no ":3}    '
               f'{rows[node]["verdict"]:7}  {_num(w.get("percent"), "%+.1f %%")}  '
               f'{_num(w.get("noise_units"), "%+.1f")}')
@@ -199,12 +200,13 @@ def main():
     ap.add_argument('--batch', type=int, help='with --live: node jobs queued at once')
     ap.add_argument('--severities', default='2,5,10,20,30',
                     help='with --live: percent slower of each slowed node (default %(default)s)')
-    ap.add_argument('--checks', default='stream,inventory', help='with --live (default %(default)s)')
+    ap.add_argument('--checks', default='stream,inventory',
+                    help='with --live (default %(default)s)')
     ap.add_argument('--set', action='append', default=[], metavar='VAR=VALUE',
                     help="with --live: a variable for the checks, as screen's --set (e.g. "
-                         'StreamBuild.array_size=40000000: each STREAM iteration then spans several '
-                         'quota periods, so a node slowed by its quota is slow in its best iteration '
-                         'too); repeatable')
+                         'StreamBuild.array_size=40000000: each STREAM iteration then spans '
+                         'several quota periods, so a node slowed by its quota is slow in its '
+                         'best iteration too); repeatable')
     args = ap.parse_args()
     if args.live:
         return live(args)

@@ -367,7 +367,8 @@ def parse(data, path, sha256=''):
         seen[ident] = i
         unit = check.text(f'{at}.unit', raw.get('unit'), required=True)
         if unit not in KNOWN_UNITS:
-            check.fail(f'{at}.unit', unit, f'unknown unit (known: {", ".join(sorted(KNOWN_UNITS))})')
+            check.fail(f'{at}.unit', unit,
+                       f'unknown unit (known: {", ".join(sorted(KNOWN_UNITS))})')
         if raw.get('tolerance') is None:
             check.fail(f'{at}.tolerance', None, 'required')
         lower, upper = parse_tolerance(check, f'{at}.tolerance', raw['tolerance'])

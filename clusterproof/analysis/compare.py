@@ -260,7 +260,8 @@ def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DR
             med = statistics.median(vals[-window:])
             change = (med - found.value) / abs(found.value)
             if (change > drop) if lib else (change < -drop):
-                out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit, 'median',
+                out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit,
+                                 'median',
                                  f'median of the last {window} sessions {med:.4g} is '
                                  f'{change * 100:+.1f}% from the reference {found.value:.4g} '
                                  f'(limit {drop * 100:g}%)'))
@@ -268,7 +269,8 @@ def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DR
             tail = vals[-(in_a_row + 1):]
             worse = all((b > a) if lib else (b < a) for a, b in zip(tail, tail[1:]))
             if worse:
-                out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit, 'streak',
+                out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit,
+                                 'streak',
                                  f'worse {in_a_row} sessions in a row: '
                                  + ' -> '.join(f'{v:.4g}' for v in tail)))
     out.sort(key=lambda d: (d.system, d.partition, d.test, d.figure, d.kind))

@@ -43,15 +43,15 @@ The names below are the package's public interface.
 
 from clusterproof.cluster.config import (DB_NAME, DB_USER, DEFAULT_CPUS, DEFAULT_MEM_MIB,
                                          DEFAULT_NODES, TEMPLATES, Layout, Spec, describe, env_dict,
-                                         env_lines, hostlist, load_spec, node_names, parse_node_spec,
-                                         render, render_all, render_hosts, run_dir_for,
-                                         template_values)
+                                         env_lines, hostlist, load_spec, node_names,
+                                         parse_node_spec, render, render_all, render_hosts,
+                                         run_dir_for, template_values)
 from clusterproof.cluster.daemons import DAEMONS, NEEDS_ROOT, PROGRAMS, Cluster
 from clusterproof.cluster.states import by_state, summary
 from clusterproof.cluster.like import Like, read_like
-from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, NODES_PER_BRIDGE, PORT_OFFSETS,
-                                          SMALL_MAX_NODES, Instance, Network, links, netns_list,
-                                          netns_pids)
+from clusterproof.cluster.network import (INSTANCES, MAX_NODES, NETWORK, NODES_PER_BRIDGE,
+                                          PORT_OFFSETS, SMALL_MAX_NODES, Instance, Network, links,
+                                          netns_list, netns_pids)
 from clusterproof.cluster.procs import alive, pid_from
 from clusterproof.cluster.rundir import (LOCK_DIR, check_run_dir, in_use, open_users_lock,
                                          operation_lock, operation_lock_path, users_lock_path)

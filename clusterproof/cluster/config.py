@@ -21,8 +21,8 @@ from pathlib import Path
 from ClusterShell.NodeSet import NodeSet
 
 from clusterproof import ClusterproofError
-from clusterproof.cluster.like import (Like, describe_like, gres_conf_lines, node_line, partition_line,
-                                      topology_conf_lines)
+from clusterproof.cluster.like import (Like, describe_like, gres_conf_lines, node_line,
+                                       partition_line, topology_conf_lines)
 from clusterproof.cluster.network import MAX_NODES, Instance, Network
 from clusterproof.cluster.rundir import check_path_chars
 from clusterproof.paths import REPO
@@ -87,7 +87,8 @@ def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
     ``[(cpus, mem)]`` for n1..nN: the spec must name each of n1..nN exactly
     once. Errors name the part of the spec at fault."""
     if not text or not text.strip():
-        raise ClusterproofError('--node-spec is empty: give e.g. n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024')
+        raise ClusterproofError('--node-spec is empty: give e.g. '
+                                'n[1-8]:cpus=2,mem=2048;n[9-16]:cpus=1,mem=1024')
     nodes = {}                          # index -> (cpus, mem, part)
     for part in (p.strip() for p in text.split(';')):
         if not part:
@@ -95,7 +96,8 @@ def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
         where = f'--node-spec part {part!r}'
         names, sep, keys = part.partition(':')
         if not sep:
-            raise ClusterproofError(f'{where}: write NODES:cpus=C,mem=MiB, e.g. n[1-4]:cpus=2,mem=2048')
+            raise ClusterproofError(f'{where}: write NODES:cpus=C,mem=MiB, '
+                                    'e.g. n[1-4]:cpus=2,mem=2048')
         nodeset = _spec_nodes(names.strip(), where)
         values = {'cpus': cpus, 'mem': mem}
         for item in (k.strip() for k in keys.split(',')):
@@ -105,12 +107,15 @@ def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
                 raise ClusterproofError(f'{where}: {item!r} is not one of '
                                         f'{", ".join(k + "=N" for k in NODE_SPEC_KEYS)}')
             if not re.fullmatch(r'[1-9][0-9]*', value.strip()):
-                raise ClusterproofError(f'{where}: {key}={value.strip()!r} is not a whole number of '
+                raise ClusterproofError(f'{where}: {key}={value.strip()!r} is not a whole '
+                                        'number of '
                                         f'{"CPUs" if key == "cpus" else "MiB"} (1 or more)')
             values[key] = int(value)
         if values['mem'] < MIN_MEM_PER_CPU * values['cpus']:
-            raise ClusterproofError(f'{where}: mem={values["mem"]} MiB is less than {MIN_MEM_PER_CPU} MiB '
-                                    f'per CPU ({MIN_MEM_PER_CPU * values["cpus"]} MiB for {values["cpus"]} CPUs)')
+            raise ClusterproofError(f'{where}: mem={values["mem"]} MiB is less than '
+                                    f'{MIN_MEM_PER_CPU} MiB per CPU '
+                                    f'({MIN_MEM_PER_CPU * values["cpus"]} MiB for '
+                                    f'{values["cpus"]} CPUs)')
         for name in nodeset:
             m = re.fullmatch(r'n([1-9][0-9]*)', name)
             if not m:
@@ -118,7 +123,8 @@ def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
                                         f'n1..n{MAX_NODES}')
             i = int(m.group(1))
             if i > MAX_NODES:
-                raise ClusterproofError(f'{where}: node {name}: an instance has at most {MAX_NODES} nodes')
+                raise ClusterproofError(f'{where}: node {name}: an instance has at most '
+                                        f'{MAX_NODES} nodes')
             if i in nodes:
                 raise ClusterproofError(f'{where}: node {name} is already in part {nodes[i][2]!r}')
             nodes[i] = (values['cpus'], values['mem'], part)
@@ -127,7 +133,8 @@ def parse_node_spec(text, cpus=DEFAULT_CPUS, mem=DEFAULT_MEM_MIB):
     count = max(nodes)
     missing = [f'n{i}' for i in range(1, count + 1) if i not in nodes]
     if missing:
-        raise ClusterproofError(f'--node-spec {text!r} leaves out {NodeSet.fromlist(missing)}: name every node '
+        raise ClusterproofError(f'--node-spec {text!r} leaves out {NodeSet.fromlist(missing)}: '
+                                'name every node '
                                 f'n1..n{count} once')
     return [nodes[i][:2] for i in range(1, count + 1)]
 
@@ -155,9 +162,11 @@ class Spec:
         if self.cpus < 1:
             raise ClusterproofError(f'--cpus-per-node {self.cpus}: use 1 or more')
         if self.mem < MIN_MEM_PER_CPU * self.cpus:
-            raise ClusterproofError(f'--mem-per-node {self.mem} MiB: use at least {MIN_MEM_PER_CPU} MiB per CPU '
+            raise ClusterproofError(f'--mem-per-node {self.mem} MiB: use at least '
+                                    f'{MIN_MEM_PER_CPU} MiB per CPU '
                                     f'({MIN_MEM_PER_CPU * self.cpus} MiB for {self.cpus} CPUs)')
-        for key, value in (('--max-submit-jobs', self.max_submit_jobs), ('--max-array-size', self.max_array_size)):
+        for key, value in (('--max-submit-jobs', self.max_submit_jobs),
+                           ('--max-array-size', self.max_array_size)):
             if value < 0:
                 raise ClusterproofError(f'{key} {value}: use 1 or more (0: Slurm\'s default)')
         if self.like is not None:
@@ -293,7 +302,8 @@ def node_lines(spec):
     A cluster built ``like`` a description: one line per node, as declared."""
     net, runs = spec.net, []
     if spec.like is not None:
-        return '\n'.join(node_line(node, net.node_addr(i)) for i, node in enumerate(spec.like.nodes, 1))
+        return '\n'.join(node_line(node, net.node_addr(i))
+                         for i, node in enumerate(spec.like.nodes, 1))
     for i, hw in enumerate(spec.hardware, 1):
         head, _, last = net.node_addr(i).rpartition('.')
         if runs and runs[-1][2:4] == [hw, head] and runs[-1][1] == i - 1:
@@ -302,7 +312,8 @@ def node_lines(spec):
             runs.append([i, i, hw, head, int(last)])
     lines = []
     for first, last, (c, m), head, octet in runs:
-        lines.append(f'NodeName=n{_range(first, last)} NodeAddr={head}.{_range(octet, octet + last - first)}'
+        lines.append(f'NodeName=n{_range(first, last)} '
+                     f'NodeAddr={head}.{_range(octet, octet + last - first)}'
                      + (f' CPUs={c} RealMemory={m}' if (c, m) != (spec.cpus, spec.mem) else ''))
     return '\n'.join(lines)
 
@@ -340,9 +351,11 @@ def site_settings(spec):
 
 
 def gres_conf(spec):
-    lines = gres_conf_lines(spec.like, Layout(spec.run_dir).gpu_dir) if spec.like is not None else ['AutoDetect=off']
-    return '# gres.conf of the local cluster (generated by `clusterproof cluster up`): no real devices\n' \
-        + '\n'.join(lines) + '\n'
+    lines = (gres_conf_lines(spec.like, Layout(spec.run_dir).gpu_dir) if spec.like is not None
+             else ['AutoDetect=off'])
+    return ('# gres.conf of the local cluster (generated by `clusterproof cluster up`): '
+            'no real devices\n'
+            + '\n'.join(lines) + '\n')
 
 
 def template_values(spec, controller_host, db_pass='@DB_PASS@'):
@@ -395,7 +408,8 @@ def render_all(spec, controller_host, db_pass):
         'prolog-slurmctld.sh': render('prolog-slurmctld.sh.in', values),
         'hosts': render_hosts(spec, controller_host),
         'gres.conf': gres_conf(spec),
-        **({'topology.conf': '# topology.conf of the local cluster (generated by `clusterproof cluster up`)\n'
+        **({'topology.conf': '# topology.conf of the local cluster '
+            '(generated by `clusterproof cluster up`)\n'
             + '\n'.join(topology_conf_lines(spec.like)) + '\n'}
            if spec.like is not None and spec.like.switches else {}),
     }
@@ -404,7 +418,8 @@ def render_all(spec, controller_host, db_pass):
 def env_dict(spec_or_run_dir):
     """The variables that point client commands (and ReFrame's emu system)
     at a cluster: ``{name: value}``."""
-    run_dir = spec_or_run_dir.run_dir if isinstance(spec_or_run_dir, Spec) else Path(spec_or_run_dir)
+    run_dir = (spec_or_run_dir.run_dir if isinstance(spec_or_run_dir, Spec)
+               else Path(spec_or_run_dir))
     env = {'SLURM_CONF': str(Layout(run_dir).slurm_conf)}
     if isinstance(spec_or_run_dir, Spec):
         env.update(CLUSTERPROOF_EMU_NODES=str(spec_or_run_dir.nodes),
@@ -415,7 +430,8 @@ def env_dict(spec_or_run_dir):
 def env_lines(spec_or_run_dir):
     """:func:`env_dict` as ``export`` lines for a shell's ``eval``, each
     value quoted."""
-    return [f'export {name}={shlex.quote(value)}' for name, value in env_dict(spec_or_run_dir).items()]
+    return [f'export {name}={shlex.quote(value)}'
+            for name, value in env_dict(spec_or_run_dir).items()]
 
 
 def load_spec(instance, run_dir=None):
@@ -430,10 +446,12 @@ def load_spec(instance, run_dir=None):
                 raise ClusterproofError(f'{rd} holds instance {data["instance"]}, not {instance}: '
                                         f'use --instance {data["instance"]} or another --run-dir')
             like = data.get('like')
-            return Spec(instance=instance, nodes=data['nodes'], cpus=data['cpus'], mem=data['mem'], run_dir=rd,
-                        node_spec=data.get('node_spec', ''), like=Like.from_dict(like) if like else None,
+            return Spec(instance=instance, nodes=data['nodes'], cpus=data['cpus'],
+                        mem=data['mem'], run_dir=rd, node_spec=data.get('node_spec', ''),
+                        like=Like.from_dict(like) if like else None,
                         max_submit_jobs=data.get('max_submit_jobs', 0),
                         max_array_size=data.get('max_array_size', 0))
         except (ValueError, KeyError, TypeError) as err:
-            raise ClusterproofError(f'{marker}: unreadable ({err}); run clusterproof cluster down --instance {instance}') from None
+            raise ClusterproofError(f'{marker}: unreadable ({err}); run clusterproof cluster '
+                                    f'down --instance {instance}') from None
     return Spec(instance=instance, run_dir=rd)

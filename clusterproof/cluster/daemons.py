@@ -33,7 +33,8 @@ from clusterproof.cluster.down import ClusterDown
 from clusterproof.cluster.rundir import check_run_dir, make_run_dir, operation_lock
 from clusterproof.cluster.states import START_WAIT_S, ClusterStates, summary
 
-NEEDS_ROOT = 'needs root (network namespaces, bridge, daemons): run as root, e.g. sudo clusterproof cluster up'
+NEEDS_ROOT = ('needs root (network namespaces, bridge, daemons): run as root, '
+              'e.g. sudo clusterproof cluster up')
 #: daemons in the order ``up`` starts them; ``down`` stops them in reverse
 DAEMONS = ['munged', 'mariadb', 'slurmdbd', 'slurmctld']
 #: slurmd started at once (each start is a few short processes and a registration)
@@ -97,7 +98,8 @@ def make_gpu_devices(gpu_dir, count):
 def _last_line(path):
     """The last line of text of a log file, or None (empty, missing)."""
     try:
-        lines = [ln.strip() for ln in Path(path).read_text(errors='replace').splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in Path(path).read_text(errors='replace').splitlines()
+                 if ln.strip()]
     except OSError:
         return None
     return lines[-1] if lines else None
@@ -191,10 +193,12 @@ class Cluster(ClusterStates, ClusterDown):
         return str(self.lay.slurm_conf)     # slurmctld/slurmd: -f <conf>; slurmdbd: SLURM_CONF
 
     def our_pid(self, name, pid):
-        return bool(pid) and alive(pid) and is_ours(pid, self._program_of(name), self._marker_of(name))
+        return bool(pid) and alive(pid) and is_ours(pid, self._program_of(name),
+                                                    self._marker_of(name))
 
     def is_up(self):
-        return self.lay.marker.exists() and self.our_pid('slurmctld', pid_from(self.lay.pid_file('slurmctld')))
+        return self.lay.marker.exists() and self.our_pid('slurmctld',
+                                                         pid_from(self.lay.pid_file('slurmctld')))
 
     # ---- preflight
     def preflight(self):
@@ -202,24 +206,30 @@ class Cluster(ClusterStates, ClusterDown):
             raise ClusterproofError(NEEDS_ROOT)
         missing = [p for p in PROGRAMS if not shutil.which(p)]
         if missing:
-            raise ClusterproofError(f'missing programs: {", ".join(missing)}; install slurm-wlm slurmdbd munge '
+            raise ClusterproofError(f'missing programs: {", ".join(missing)}; install slurm-wlm '
+                                    'slurmdbd munge '
                                     'mariadb-server iproute2 util-linux (make setup does)')
-        probe = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'], capture_output=True, text=True)
+        probe = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'],
+                               capture_output=True, text=True)
         if probe.returncode != 0:
-            raise ClusterproofError('no network namespace support here (unshare --net --uts --mount failed: '
-                                    f'{probe.stderr.strip() or probe.returncode}); run on a host or a privileged container')
+            raise ClusterproofError('no network namespace support here '
+                                    '(unshare --net --uts --mount failed: '
+                                    f'{probe.stderr.strip() or probe.returncode}); '
+                                    'run on a host or a privileged container')
         if not Path('/sys/fs/cgroup').is_dir():
             raise ClusterproofError('/sys/fs/cgroup is not mounted: slurmd needs it')
         for daemon, port in self.inst.ports.items():
             if daemon == 'slurmd':
                 continue    # slurmd listens inside the node namespaces
             if not port_free(port):
-                raise ClusterproofError(f'port {port} ({daemon} of instance {self.inst.k}) is in use; '
-                                        f'stop what holds it (ss -ltnp sport = :{port}) or use another --instance')
+                raise ClusterproofError(f'port {port} ({daemon} of instance {self.inst.k}) is in '
+                                        f'use; stop what holds it (ss -ltnp sport = :{port}) '
+                                        'or use another --instance')
         for parent in self.spec.run_dir.resolve().parents:
             if parent.exists() and not parent.stat().st_mode & 0o001:
-                raise ClusterproofError(f'{parent} (above the run directory) is not searchable by others '
-                                        f'(mode {parent.stat().st_mode & 0o777:o}): munged and ordinary users need '
+                raise ClusterproofError(f'{parent} (above the run directory) is not searchable '
+                                        f'by others (mode {parent.stat().st_mode & 0o777:o}): '
+                                        'munged and ordinary users need '
                                         f'it; chmod o+x {parent} or choose another --run-dir')
         self._reclaim_stale_network()
 
@@ -236,19 +246,23 @@ class Cluster(ClusterStates, ClusterDown):
                   pids_by_netns([ns for ns in netns_list() if self.inst.owns_netns(ns)]).items()
                   for pid in pids]
         if inside:
-            raise ClusterproofError(f'instance {self.inst.k} has leftovers ({", ".join(leftovers)}) with '
+            raise ClusterproofError(f'instance {self.inst.k} has leftovers '
+                                    f'({", ".join(leftovers)}) with '
                                     f'processes still running ({", ".join(inside)}); '
                                     f'run: clusterproof cluster down --instance {self.inst.k}')
         removed = self._remove_network()
-        self.log(f'removed leftovers of an earlier run of instance {self.inst.k} whose processes are gone: '
+        self.log(f'removed leftovers of an earlier run of instance {self.inst.k} '
+                 'whose processes are gone: '
                  f'{", ".join(removed)}')
         still = self.network_leftovers()
         if still:
-            raise ClusterproofError(f'instance {self.inst.k}: could not remove leftovers ({", ".join(still)}); '
+            raise ClusterproofError(f'instance {self.inst.k}: could not remove leftovers '
+                                    f'({", ".join(still)}); '
                                     f'remove them with ip netns del / ip link del')
         running = [n for n, pid in self.daemon_pids().items() if self.our_pid(n, pid)]
         if running:
-            raise ClusterproofError(f'instance {self.inst.k} is partly up ({", ".join(running)} running); '
+            raise ClusterproofError(f'instance {self.inst.k} is partly up '
+                                    f'({", ".join(running)} running); '
                                     f'run: clusterproof cluster down --instance {self.inst.k}')
 
     def network_leftovers(self):
@@ -258,7 +272,8 @@ class Cluster(ClusterStates, ClusterDown):
     def up(self):
         if os.geteuid() != 0:
             raise ClusterproofError(NEEDS_ROOT)     # before the lock file, which is root's
-        check_run_dir(self.spec.run_dir)            # at once, not after another up; again under the lock
+        # at once, not after another up; again under the lock
+        check_run_dir(self.spec.run_dir)
         with operation_lock(self.inst.k):
             return self._up()
 
@@ -268,12 +283,14 @@ class Cluster(ClusterStates, ClusterDown):
             raise ClusterproofError(NEEDS_ROOT)
         check_run_dir(self.spec.run_dir)    # before anything in it is read or written
         if self.is_up():
-            self.log(f'cluster {self.inst.cluster} is already up (run directory {self.spec.run_dir})')
+            self.log(f'cluster {self.inst.cluster} is already up '
+                     f'(run directory {self.spec.run_dir})')
             return False
         self.preflight()
         net = self.spec.net
         self.log(f'starting cluster {self.inst.cluster}: {describe(self.spec)}, '
-                 f'bridge{"s" if len(net.bridges) > 1 else ""} {",".join(net.bridges)} {net.subnet}, '
+                 f'bridge{"s" if len(net.bridges) > 1 else ""} {",".join(net.bridges)} '
+                 f'{net.subnet}, '
                  f'run directory {self.spec.run_dir}')
         for line in prepare_host(self.spec.nodes):
             self._step(line)
@@ -302,7 +319,8 @@ class Cluster(ClusterStates, ClusterDown):
                         proc.kill()
             raise
         write_file(self.lay.marker, (json.dumps(self.spec.to_dict()) + '\n').encode(), 0o644)
-        self.log(f'cluster {self.inst.cluster} is up in {time.monotonic() - t0:.1f} s; for client commands:')
+        self.log(f'cluster {self.inst.cluster} is up in {time.monotonic() - t0:.1f} s; '
+                 'for client commands:')
         for line in env_lines(self.spec):
             self.log(line)
         return True
@@ -354,7 +372,8 @@ class Cluster(ClusterStates, ClusterDown):
             self._run(['munged', f'--socket={socket_path}', f'--key-file={lay.munge_key}',
                        f'--pid-file={lay.pid_file(name)}',
                        f'--log-file={lay.log / (name.replace(" ", "-") + ".log")}',
-                       f'--seed-file={socket_path.parent / "munged.seed"}', f'--num-threads={threads}'])
+                       f'--seed-file={socket_path.parent / "munged.seed"}',
+                       f'--num-threads={threads}'])
         for name in names:
             socket_path = self._munge_socket_of(name)
             self._wait(name, lambda: socket_path.exists() and lay.pid_file(name).exists(),
@@ -373,7 +392,8 @@ class Cluster(ClusterStates, ClusterDown):
             self._step(f'MariaDB data directory created in {lay.db}')
         lay.db.chmod(0o700)
         log = open(lay.log / 'mariadb.out', 'ab')
-        proc = subprocess.Popen(['mariadbd', f'--defaults-file={lay.my_cnf}', f'--init-file={lay.db_init}'],
+        proc = subprocess.Popen(['mariadbd', f'--defaults-file={lay.my_cnf}',
+                                 f'--init-file={lay.db_init}'],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, env=self.env)
         log.close()
@@ -385,7 +405,8 @@ class Cluster(ClusterStates, ClusterDown):
 
         def ready():
             if proc.poll() is not None:
-                raise ClusterproofError(f'MariaDB exited (status {proc.returncode}); see {self.lay.log / "mariadb.log"}')
+                raise ClusterproofError(f'MariaDB exited (status {proc.returncode}); '
+                                        f'see {self.lay.log / "mariadb.log"}')
             return self.lay.pid_file('mariadb').exists() and port_open(port)
         self._wait('MariaDB', ready, START_WAIT_S, self.lay.log / 'mariadb.log')
         self._step(f'MariaDB running (127.0.0.1:{port}, pid {proc.pid})')
@@ -394,7 +415,8 @@ class Cluster(ClusterStates, ClusterDown):
         inst, net = self.inst, self.spec.net
         make_network(net, env=self.env)
         self._step(f'network: bridge{"s" if len(net.bridges) > 1 else ""} {",".join(net.bridges)} '
-                   f'{net.bridge_addr}/{net.prefix}, namespaces {inst.netns(1)}..{inst.netns(self.spec.nodes)}')
+                   f'{net.bridge_addr}/{net.prefix}, '
+                   f'namespaces {inst.netns(1)}..{inst.netns(self.spec.nodes)}')
 
     def _start_service(self, argv):
         """Run ``argv``, a Slurm daemon that forks and returns, with SIGPIPE
@@ -418,7 +440,8 @@ class Cluster(ClusterStates, ClusterDown):
         proc = self._run(['sacctmgr', '-i', 'add', 'cluster', self.inst.cluster], check=False)
         out = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0 and 'already exist' not in out.lower():
-            raise ClusterproofError(f'sacctmgr add cluster {self.inst.cluster} failed: {out.splitlines()[-1] if out else proc.returncode}')
+            raise ClusterproofError(f'sacctmgr add cluster {self.inst.cluster} failed: '
+                                    f'{out.splitlines()[-1] if out else proc.returncode}')
         self._step(f'cluster {self.inst.cluster} registered in the accounting database')
         # on the cluster's root account: the limit counts the jobs of every
         # association below it (slurm.conf enforces it: AccountingStorageEnforce).
@@ -430,7 +453,8 @@ class Cluster(ClusterStates, ClusterDown):
         out = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0 and 'nothing modified' not in out.lower():
             raise ClusterproofError(f'sacctmgr could not set {limit} on account root of cluster '
-                                    f'{self.inst.cluster}: {out.splitlines()[-1] if out else proc.returncode}')
+                                    f'{self.inst.cluster}: '
+                                    f'{out.splitlines()[-1] if out else proc.returncode}')
         if self.spec.max_submit_jobs:
             self._step(f'{limit} on account root of cluster {self.inst.cluster}')
 
@@ -467,7 +491,8 @@ class Cluster(ClusterStates, ClusterDown):
         group = self.spec.munge_group_of(i)
         mounts = [(self.lay.munge_group_dir(group), self.lay.munge_dir)] if group else []
         return in_node(self.inst, i, self.lay.hosts,
-                       f'{IGNORE_SIGPIPE}exec taskset -c {cpus} slurmd -f {shlex.quote(str(self.lay.slurm_conf))}', mounts,
+                       f'{IGNORE_SIGPIPE}exec taskset -c {cpus} slurmd '
+                       f'-f {shlex.quote(str(self.lay.slurm_conf))}', mounts,
                        name=self.spec.name_of(i))
 
     def _try_slurmd(self, i):
@@ -498,7 +523,8 @@ class Cluster(ClusterStates, ClusterDown):
         log = self.lay.log / f'slurmd-{node}.log'
         last = _last_line(log)
         raise ClusterproofError(f'slurmd of {node} failed to start, twice: {why}; '
-                                + (f'last line of {log}: {last}' if last else f'{log} is empty or missing'))
+                                + (f'last line of {log}: {last}' if last
+                                   else f'{log} is empty or missing'))
 
     def _start_slurmds(self):
         """Start every slurmd, START_PARALLEL at a time; then wait for their
@@ -551,15 +577,17 @@ class Cluster(ClusterStates, ClusterDown):
                 if state.rstrip('*') not in ('idle', 'mixed', 'allocated'):
                     waiting.setdefault(state, []).append(node)
             if waiting:
-                self._progress(f'nodes idle {len(want) - sum(map(len, waiting.values()))}/{len(want)}; '
-                               'waiting for ' + ', '.join(f'{NodeSet.fromlist(nodes)} ({state})'
-                                                          for state, nodes in sorted(waiting.items())))
+                self._progress(f'nodes idle {len(want) - sum(map(len, waiting.values()))}'
+                               f'/{len(want)}; waiting for '
+                               + ', '.join(f'{NodeSet.fromlist(nodes)} ({state})'
+                                           for state, nodes in sorted(waiting.items())))
             return not waiting
         try:
             # sinfo over many nodes is work for slurmctld too: ask less often
             self._wait('nodes', ready, START_WAIT_S, self.lay.log / 'slurmctld.log',
                        interval=0.05 if len(want) <= 32 else 0.5)
         except ClusterproofError:
-            raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s ({summary(last) or "sinfo gave nothing"}); '
+            raise ClusterproofError(f'nodes not idle within {START_WAIT_S} s '
+                                    f'({summary(last) or "sinfo gave nothing"}); '
                                     f'see {self.lay.log}') from None
         self._step(f'nodes idle: {self.spec.hostlist}')

@@ -26,7 +26,8 @@ def _fold(names):
     processes; more than 20 other names as the first 20 and a count."""
     slurmds = [n.split()[1] for n in names if n.startswith('slurmd ') and len(n.split()) == 2]
     pids = [n.split()[1] for n in names if n.startswith('pid ')]
-    rest = [n for n in names if not (n.startswith('slurmd ') and len(n.split()) == 2) and not n.startswith('pid ')]
+    rest = [n for n in names
+            if not (n.startswith('slurmd ') and len(n.split()) == 2) and not n.startswith('pid ')]
     if slurmds:
         rest.append(f'slurmd {NodeSet.fromlist(slurmds)}')
     if len(pids) == 1:
@@ -57,16 +58,18 @@ class ClusterDown:
                 more = f' and {len(foreign) - 5} more' if len(foreign) > 5 else ''
                 raise ClusterproofError(
                     f'instance {self.inst.k}: {len(foreign)} slurmd in its node namespaces '
-                    f'({", ".join(f"pid {p} in {ns}" for ns, p in foreign[:5])}{more}) were not started '
+                    f'({", ".join(f"pid {p} in {ns}" for ns, p in foreign[:5])}{more}) '
+                    'were not started '
                     f'from {self.spec.run_dir} (no pid file there names them): a cluster of this '
                     f'instance brought up in another mount namespace, such as a test session under '
-                    f'scripts/run-tests. Bring it down from there, or use --force to stop it anyway')
+                    'scripts/run-tests. Bring it down from there, or use --force to stop it anyway')
             self._down(quiet)
 
     def foreign_slurmd(self):
         """``[(namespace, pid)]`` of the slurmd running in this instance's node
         namespaces whose pid no slurmd pid file of this run directory holds."""
-        ours = {pid_from(p) for p in self.lay.run.glob('slurmd-*.pid')} if self.lay.run.exists() else set()
+        ours = ({pid_from(p) for p in self.lay.run.glob('slurmd-*.pid')} if self.lay.run.exists()
+                else set())
         return [(ns, pid) for ns, pids in
                 pids_by_netns([ns for ns in netns_list() if self.inst.owns_netns(ns)]).items()
                 for pid in pids
@@ -92,7 +95,8 @@ class ClusterDown:
         # 2. accounting, then database and munge
         self._stop([('slurmdbd', self._pid_of('slurmdbd'))], say)
         self._stop([('mariadb', self._pid_of('mariadb')),
-                    *[(name, self._pid_of(name)) for name in ['munged', *self._known_munged()]]], say)
+                    *[(name, self._pid_of(name))
+                      for name in ['munged', *self._known_munged()]]], say)
         # 3. network
         removed = self._remove_network()
         if removed:
@@ -115,7 +119,8 @@ class ClusterDown:
         """The node groups' munged of this spec and of any pid file left."""
         names = set(self._node_munged())
         if self.lay.run.exists():
-            names |= {f'munged {p.stem[len("munged-"):]}' for p in self.lay.run.glob('munged-g*.pid')}
+            names |= {f'munged {p.stem[len("munged-"):]}'
+                      for p in self.lay.run.glob('munged-g*.pid')}
         return sorted(names, key=lambda n: int(n.split()[1][1:]))
 
     def _known_nodes(self):

@@ -4,7 +4,8 @@ steps and the tasks, which is what a node crash looks like to Slurm) and
 comes back (its slurmd started again the way ``up`` does, the node resumed);
 a node slowed (its slurmd, and so every job step it starts, put in a cgroup
 with a CPU quota: :class:`CpuQuota`, :func:`node_cpu_quota`); a directory
-remounted with other options on one node (:class:`NodeMount`); and the way back to a known state after any of that (:func:`recover`: no
+remounted with other options on one node (:class:`NodeMount`); and the way
+back to a known state after any of that (:func:`recover`: no
 job, every node idle but those a real cluster's description records drained
 or down), which the tests use between scenarios.
 """
@@ -126,9 +127,11 @@ def recover(spec, timeout=START_WAIT_S):
         if not jobs and idle >= set(ours):
             break
         if time.monotonic() > end:
-            listed = ', '.join(f'{n}={s}' for n, s in sorted(states.items())) or 'sinfo gave nothing'
-            raise ClusterproofError(f'cluster {spec.inst.cluster} not back to idle within {timeout} s '
-                                    f'({listed}; jobs left: {",".join(jobs) or "none"}); '
+            listed = (', '.join(f'{n}={s}' for n, s in sorted(states.items()))
+                      or 'sinfo gave nothing')
+            raise ClusterproofError(f'cluster {spec.inst.cluster} not back to idle within '
+                                    f'{timeout} s ({listed}; '
+                                    f'jobs left: {",".join(jobs) or "none"}); '
                                     f'see {lay.log}')
         time.sleep(0.2)
     if resumed:

@@ -95,7 +95,8 @@ class Like:
     @classmethod
     def from_dict(cls, data):
         return cls(source=data['source'],
-                   nodes=tuple(LikeNode(**{**n, 'gres': tuple(n['gres']), 'features': tuple(n['features'])})
+                   nodes=tuple(LikeNode(**{**n, 'gres': tuple(n['gres']),
+                                           'features': tuple(n['features'])})
                                for n in data['nodes']),
                    partitions=tuple(LikePartition(**{**p, 'nodes': tuple(p['nodes'])})
                                     for p in data['partitions']),
@@ -172,13 +173,15 @@ def read_like(path, partitions_path=None, topology_path=None):
         elif kind == 'scontrol':
             nodes = nodes_from_scontrol(text, source)
         else:
-            raise ClusterproofError(f'{source}: neither Slurm JSON, scontrol show node output nor slurm.conf '
+            raise ClusterproofError(f'{source}: neither Slurm JSON, scontrol show node output '
+                                    'nor slurm.conf '
                                     'NodeName= lines')
         if partitions_path:
             parts = read_partitions(partitions_path)
         nodes = membership(nodes, parts)
     except SlurmFormatError as err:
-        raise ClusterproofError(f'{err}: not a description the local cluster can be built from') from None
+        raise ClusterproofError(f'{err}: not a description the local cluster '
+                                'can be built from') from None
     like = _build(source, nodes, parts)
     if topology_path:
         like = dataclasses.replace(like, switches=read_topology(topology_path, like))
@@ -195,7 +198,8 @@ def read_topology(path, like):
     try:
         switches = parse_topology(_read(path, '--like-topology'), source)
     except SlurmFormatError as err:
-        raise ClusterproofError(f'{err}: not a topology the local cluster can be built from') from None
+        raise ClusterproofError(f'{err}: not a topology the local cluster '
+                                'can be built from') from None
     if not switches:
         raise ClusterproofError(f'{source}: no SwitchName= line')
     declared = [sw.name for sw in switches]
@@ -205,7 +209,8 @@ def read_topology(path, like):
     for sw in switches:
         unknown = [n for n in sw.switches if n not in declared]
         if unknown:
-            raise ClusterproofError(f'{source}: switch {sw.name}: Switches= names {compress(unknown)}, '
+            raise ClusterproofError(f'{source}: switch {sw.name}: Switches= names '
+                                    f'{compress(unknown)}, '
                                     'never declared (SwitchName=)')
     held = set(like.names)
     kept = {sw.name: SlurmSwitch(sw.name, tuple(n for n in sw.nodes if n in held))
@@ -228,8 +233,9 @@ def _build(source, nodes, parts):
     if not nodes:
         raise ClusterproofError(f'{source}: describes no node')
     if len(nodes) > MAX_NODES:
-        raise ClusterproofError(f'{source}: {len(nodes)} nodes; an instance holds at most {MAX_NODES} '
-                                f'(node {nodes[MAX_NODES].name} is the {MAX_NODES + 1}th): cut the description')
+        raise ClusterproofError(f'{source}: {len(nodes)} nodes; an instance holds at most '
+                                f'{MAX_NODES} (node {nodes[MAX_NODES].name} is the '
+                                f'{MAX_NODES + 1}th): cut the description')
     seen, out = set(), []
     for node in nodes:
         where = f'{source}: node {node.name}'
@@ -239,19 +245,22 @@ def _build(source, nodes, parts):
         if not NAME.fullmatch(node.name):
             raise ClusterproofError(f'{where}: not a host name the node can take (letters, digits, '
                                     '".", "_", "-", at most 64)')
-        counts = {'CPUs': node.cpus, 'Sockets': node.sockets, 'CoresPerSocket': node.cores_per_socket,
+        counts = {'CPUs': node.cpus, 'Sockets': node.sockets,
+                  'CoresPerSocket': node.cores_per_socket,
                   'ThreadsPerCore': node.threads_per_core, 'RealMemory': node.real_memory_mib}
         for key, value in counts.items():
             if value < 1:
                 raise ClusterproofError(f'{where}: {key}={value}: Slurm needs 1 or more')
         if node.cpus > MAX_CPUS:
-            raise ClusterproofError(f'{where}: CPUs={node.cpus}: Slurm holds at most {MAX_CPUS} CPUs a node')
+            raise ClusterproofError(f'{where}: CPUs={node.cpus}: Slurm holds at most '
+                                    f'{MAX_CPUS} CPUs a node')
         state = _state(node)
         out.append(LikeNode(
             name=node.name, cpus=node.cpus, sockets=node.sockets, cores=node.cores_per_socket,
             threads=node.threads_per_core, mem=node.real_memory_mib,
             gres=tuple(str(g) for g in node.gres), features=tuple(node.features), state=state,
-            reason=(_reason(node.reason) or f'recorded {state} in {Path(source).name}') if state else ''))
+            reason=((_reason(node.reason) or f'recorded {state} in {Path(source).name}')
+                    if state else '')))
     partitions = _partitions(out, nodes, parts)
     held = {name for p in partitions for name in p.nodes}
     kept = tuple(n for n in out if n.name in held)
@@ -278,8 +287,8 @@ def _partitions(like_nodes, nodes, parts):
         if not members:
             continue
         out.append(LikePartition(name=pname, nodes=tuple(members), max_nodes=part.max_nodes,
-                                 max_time=part.max_time, state=part.state or 'UP', default=part.default,
-                                 hidden=part.hidden))
+                                 max_time=part.max_time, state=part.state or 'UP',
+                                 default=part.default, hidden=part.hidden))
     if not out:
         out.append(LikePartition(name='emu', nodes=tuple(names), default=True))
     return out
@@ -322,7 +331,8 @@ def gpu_files(like):
     ``File=``: slurmd 22.05 drops one declared by ``Count=`` alone ("Removing
     file-less GPU"), and the node is drained as INVALID_REG ("gres/gpu count
     reported lower than configured (0 < 1)")."""
-    return max([sum(c for n, _, c in _gres_items(node) if n == 'gpu') for node in like.nodes] or [0])
+    return max([sum(c for n, _, c in _gres_items(node) if n == 'gpu')
+                for node in like.nodes] or [0])
 
 
 def gres_conf_lines(like, gpu_dir):
@@ -347,8 +357,9 @@ def gres_conf_lines(like, gpu_dir):
 def topology_conf_lines(like):
     """topology.conf lines of the described tree: a leaf's nodes, an upper
     switch's switches."""
-    return [f'SwitchName={sw.name} ' + (f'Switches={compress(sw.switches)}' if sw.switches
-                                          else f'Nodes={compress(sw.nodes)}') for sw in like.switches]
+    return [f'SwitchName={sw.name} '
+            + (f'Switches={compress(sw.switches)}' if sw.switches
+               else f'Nodes={compress(sw.nodes)}') for sw in like.switches]
 
 
 def describe_like(like):

@@ -75,7 +75,8 @@ def prepare_host(nodes):
     avail = _mem_available_mib()
     if avail is not None and avail < need_mib:
         raise ClusterproofError(f'{nodes} nodes need about {need_mib} MiB of memory '
-                                f'({MEM_PER_NODE_MIB} MiB each); {avail} MiB is available (MemAvailable '
+                                f'({MEM_PER_NODE_MIB} MiB each); {avail} MiB is available '
+                                '(MemAvailable '
                                 f'in /proc/meminfo): use fewer nodes or free memory')
     settings = required(nodes)
     settings[PID_MAX] = _tasks() + TASKS_PER_NODE * nodes
@@ -87,7 +88,9 @@ def prepare_host(nodes):
                 path.write_text(f'{least}\n')
             except OSError as err:
                 raise ClusterproofError(f'{path} is {now}; {nodes} nodes need at least {least} '
-                                        f'and it could not be raised ({err.strerror}): raise it as root '
+                                        f'and it could not be raised ({err.strerror}): '
+                                        'raise it as root '
                                         f'(sysctl -w) or use fewer nodes') from None
-            done.append(f'raised {path} from {now} to {least} for {nodes} nodes (host-wide, kept after down)')
+            done.append(f'raised {path} from {now} to {least} for {nodes} nodes '
+                        '(host-wide, kept after down)')
     return done

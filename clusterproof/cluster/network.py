@@ -134,7 +134,8 @@ class Network:
     def node_addr(self, i):
         """Address of node ``n<i>`` (i from 1)."""
         if not 1 <= i <= self.nodes:
-            raise ClusterproofError(f'node n{i} is out of range: this cluster has n1..n{self.nodes}')
+            raise ClusterproofError(f'node n{i} is out of range: this cluster has '
+                                    f'n1..n{self.nodes}')
         return str(self.subnet.network_address + 1 + i)
 
     @property
@@ -238,7 +239,8 @@ def make_network(net, env=None):
                  f'link set {inst.veth(i)} up']
     # `ip -batch`: one process for all of them
     run(['ip', '-batch', '-'], env=env, input='\n'.join(cmds) + '\n')
-    configure_inside([(inst.netns(i), net.node_addr(i), net.prefix) for i in range(1, net.nodes + 1)])
+    configure_inside([(inst.netns(i), net.node_addr(i), net.prefix)
+                      for i in range(1, net.nodes + 1)])
 
 
 _CLONE_NEWNET = 0x40000000
@@ -284,8 +286,10 @@ def configure_inside(nodes):
                     fcntl.ioctl(s, _SIOCSIFADDR, _ifreq('eth0', _sockaddr_in(addr)))
                     fcntl.ioctl(s, _SIOCSIFNETMASK, _ifreq('eth0', _sockaddr_in(mask)))
                     for dev in ('eth0', 'lo'):
-                        flags = struct.unpack_from('16sH', fcntl.ioctl(s, _SIOCGIFFLAGS, _ifreq(dev)))[1]
-                        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack('16sH14x', dev.encode(), flags | _IFF_UP))
+                        flags = struct.unpack_from('16sH', fcntl.ioctl(s, _SIOCGIFFLAGS,
+                                                                       _ifreq(dev)))[1]
+                        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack('16sH14x', dev.encode(),
+                                                                  flags | _IFF_UP))
         except OSError as err:
             failed.append(f'namespace {ns}: {err}')
         finally:
@@ -322,7 +326,8 @@ def remove_network(inst):
                     if line.count(':') >= 2]
         if in_group and all(inst.owns_link(name) for name in in_group):
             # one request for all (the kernel then waits for the network once, not per link)
-            subprocess.run(['ip', 'link', 'del', 'group', str(inst.link_group)], capture_output=True)
+            subprocess.run(['ip', 'link', 'del', 'group', str(inst.link_group)],
+                           capture_output=True)
         left = [name for name in links() if inst.owns_link(name)]
         if left:
             # links made outside the group (by an older version): one by one, bridges last

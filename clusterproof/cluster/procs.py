@@ -29,7 +29,8 @@ def pid_from(path):
 
 def proc_text(pid, what):
     try:
-        return Path(f'/proc/{pid}/{what}').read_bytes().replace(b'\0', b' ').decode(errors='replace')
+        return (Path(f'/proc/{pid}/{what}').read_bytes().replace(b'\0', b' ')
+                .decode(errors='replace'))
     except OSError:
         return None
 

@@ -49,7 +49,8 @@ def check_path_chars(path, where):
     bad = sorted(set(re.sub(f'[{PATH_CHARS}]', '', str(path))))
     if bad:
         raise ClusterproofError(
-            f'{where} {str(path)!r} holds {" ".join(repr(c) for c in bad)}: a run directory is written into '
+            f'{where} {str(path)!r} holds {" ".join(repr(c) for c in bad)}: '
+            'a run directory is written into '
             f'slurm.conf and into shell lines run as root, and may hold only {PATH_CHARS_SAID}')
     return path
 
@@ -84,7 +85,8 @@ def parent_problem(path):
     first one from ``/`` down), or None. A symbolic link is followed, and
     what it leads to is looked at too."""
     path = Path(os.path.abspath(path))
-    for parent in [*reversed(path.parents), *reversed(path.parent.resolve().parents), path.parent.resolve()]:
+    for parent in [*reversed(path.parents), *reversed(path.parent.resolve().parents),
+                   path.parent.resolve()]:
         try:
             st = os.lstat(parent)
         except FileNotFoundError:
@@ -147,9 +149,9 @@ def tree_problem(top):
 
 def _refuse(run_dir, why):
     raise ClusterproofError(
-        f'run directory {run_dir}: {why}. Only root may have made what a cluster run as root reads: '
-        f'another user may have planted it. Nothing was changed; look at it, remove it '
-        f'(rm -rf -- {run_dir}) and run again, or choose another --run-dir')
+        f'run directory {run_dir}: {why}. Only root may have made what a cluster run as '
+        'root reads: another user may have planted it. Nothing was changed; look at it, '
+        f'remove it (rm -rf -- {run_dir}) and run again, or choose another --run-dir')
 
 
 def check_run_dir(run_dir):
@@ -195,12 +197,14 @@ def lock_dir():
     except FileExistsError:
         pass
     except PermissionError:
-        raise ClusterproofError(f'cannot create {LOCK_DIR}: the local cluster\'s locks are root\'s; '
+        raise ClusterproofError(f'cannot create {LOCK_DIR}: the local cluster\'s '
+                                'locks are root\'s; '
                                 'run as root, e.g. sudo clusterproof cluster ...') from None
     st = os.lstat(LOCK_DIR)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or _writable_by_others(st):
-        raise ClusterproofError(f'{_said(LOCK_DIR, st)}: the local cluster\'s locks need a directory of '
-                                f'root\'s that no one else may write; remove it and run again')
+        raise ClusterproofError(f'{_said(LOCK_DIR, st)}: the local cluster\'s locks need a '
+                                'directory of root\'s that no one else may write; '
+                                'remove it and run again')
     return LOCK_DIR
 
 

@@ -45,7 +45,8 @@ class ClusterStates:
     def node_states(self):
         """{node: Slurm state} from sinfo, or {} when slurmctld does not answer."""
         try:
-            proc = self._run(['sinfo', '-N', '-h', '-o', '%N %T'], check=False, timeout=START_WAIT_S)
+            proc = self._run(['sinfo', '-N', '-h', '-o', '%N %T'], check=False,
+                             timeout=START_WAIT_S)
         except subprocess.TimeoutExpired:
             return {}
         if proc.returncode != 0:
@@ -96,7 +97,8 @@ class ClusterStates:
         :meth:`strays`."""
         states = self.node_states() if states is None else states
         strays = self.strays() if strays is None else strays
-        lines = [f'{nodes} {"is" if len(nodes) == 1 else "are"} {state}' for state, nodes in by_state(states)
+        lines = [f'{nodes} {"is" if len(nodes) == 1 else "are"} {state}'
+                 for state, nodes in by_state(states)
                  if state.endswith('*') or any(w in state for w in ('down', 'drain', 'fail'))]
         for s in strays:
             whose = (f'of job {s["job"]}, no longer in the queue' if s['job']
@@ -117,7 +119,8 @@ class ClusterStates:
         up = self.is_up()
         states = self.node_states() if up else {}
         strays = self.strays() if up else []
-        return {'cluster': self.inst.cluster, 'instance': self.inst.k, 'run_dir': str(self.spec.run_dir),
+        return {'cluster': self.inst.cluster, 'instance': self.inst.k,
+                'run_dir': str(self.spec.run_dir),
                 'up': up, 'daemons': daemons, 'nodes': states, 'strays': strays,
                 'problems': self.problems(states, strays) if up else [],
                 'network': self.network_leftovers()}

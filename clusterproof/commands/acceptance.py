@@ -115,7 +115,8 @@ def run_system(args):
     for line in done.unexplained:
         print(line)
     print(f'record: {path}\nreport: {page}')
-    if done.ran:    # what is new and needs a person, sent once on the site's channels (docs/notify.md)
+    # what is new and needs a person, sent once on the site's channels (docs/notify.md)
+    if done.ran:
         notify_send.after_session(args.system, done.ran[-1])
     sess_args = ' '.join(f'--session {u}' for u in done.ran)
     print('\nAfter sign-off, freeze these measurements as the references of '

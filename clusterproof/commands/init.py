@@ -33,18 +33,21 @@ def register(sub):
                     'partition), groups the nodes of each partition that Slurm describes '
                     'alike (CPUs, sockets, cores, threads, memory, GPUs), probes one node of '
                     'each group that Slurm can run on (never a drained, down or powered-down '
-                    f'one; each node once, at most {PROBE_WORKERS} at once) through srun (lscpu, /proc/meminfo, sysfs caches, dmidecode, '
-                    'ndctl, ipmctl, the scratch file system), then writes '
+                    f'one; each node once, at most {PROBE_WORKERS} at once) through srun '
+                    '(lscpu, /proc/meminfo, sysfs caches, dmidecode, ndctl, ipmctl, the scratch '
+                    'file system), then writes '
                     'site_config/systems/NAME.py, or NAME.py in the directory '
                     '$CLUSTERPROOF_SYSTEMS names (one ReFrame partition per node group, its '
                     'GPUs as "devices"; a group that cannot be probed is written from '
                     'Slurm\'s view alone; values no tool reports are commented out and '
                     'marked "not discovered" with the reason) and an empty '
-                    'site_config/references/NAME.yaml (or in $CLUSTERPROOF_REFERENCES). Next: clusterproof validate --system '
-                    'NAME, then reframe -c reframe_checks/inventory.py -r --system NAME.')
+                    'site_config/references/NAME.yaml (or in $CLUSTERPROOF_REFERENCES). Next: '
+                    'clusterproof validate --system NAME, then reframe -c '
+                    'reframe_checks/inventory.py -r --system NAME.')
     p.add_argument('--name', required=True, help='the system name (lower case, digits, - and _)')
     p.add_argument('--partition', action='append', metavar='P',
-                   help='only this Slurm partition (repeat for more; default: every one with nodes)')
+                   help='only this Slurm partition (repeat for more; default: every one '
+                        'with nodes)')
     p.add_argument('--scratch', metavar='PATH',
                    help='the scratch directory the storage checks write to (probed on the nodes: '
                         'file system type, free space, mount options)')
@@ -109,8 +112,10 @@ def probe_all(nodes_groups, scratch, workers=PROBE_WORKERS, probe_one=None):
     out = {}
     if not first:
         return out
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(workers, len(first)))) as pool:
-        futures = {pool.submit(probe_one, group, node, scratch): node for node, group in first.items()}
+    with concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, min(workers, len(first)))) as pool:
+        futures = {pool.submit(probe_one, group, node, scratch): node
+                   for node, group in first.items()}
         for future in concurrent.futures.as_completed(futures):
             node = futures[future]
             try:
@@ -182,17 +187,20 @@ def run(args):
         failed = [n for n, rep in probed.items() if isinstance(rep, ClusterproofError)]
         print(f'init: probed {compress(sorted(probed, key=slurm_view._node_key))} '
               f'({len(probed)} nodes, at most {PROBE_WORKERS} at once) in '
-              f'{time.monotonic() - t0:.1f} s' + (f'; failed: {compress(failed)}' if failed else ''),
+              f'{time.monotonic() - t0:.1f} s'
+              + (f'; failed: {compress(failed)}' if failed else ''),
               flush=True)
     decls = [declare(name, group, nodes, args, login_boot_id, node, why, probed)
-             for name, group, (node, why) in zip(site_declare.partition_names(groups), groups, chosen)]
+             for name, group, (node, why)
+             in zip(site_declare.partition_names(groups), groups, chosen)]
     text = discover.render_system(args.name, decls, hostname_patterns(nodes), how,
                                   time.strftime('%Y-%m-%d %H:%M %Z'),
                                   socket.gethostname().split('.')[0])
     try:
         compile(text, str(target), 'exec')
     except SyntaxError as err:
-        raise ClusterproofError(f'internal error: the system file would not compile: {err}') from None
+        raise ClusterproofError(f'internal error: the system file would not compile: '
+                                f'{err}') from None
     refs = references_dir() / f'{args.name}.yaml'
     if args.dry_run:
         old = target.read_text().splitlines(keepends=True) if target.exists() else []

@@ -27,7 +27,8 @@ def register(subparsers):
                     'sent, exit 0. A finding a person has triaged (clusterproof triage, any '
                     'state but untriaged) is not sent (kept for a channel that was down: '
                     'dropped, and said). The ledger forgets an item of the system pending on '
-                    'none of its channels that no run found for forget_after_days (30). Exit status 0 when every channel took '
+                    'none of its channels that no run found for forget_after_days (30). Exit '
+                    'status 0 when every channel took '
                     f'its message (or had nothing to send), {send.NOT_SENT} when one did not, '
                     '2 on an error. See docs/notify.md.')
     p.add_argument('sessions', nargs='?', metavar='SESSION',

@@ -3,7 +3,8 @@ under the rules of clusterproof/site/scratch.py.
 
 ``create SCRATCH NAME`` prints the path of a new test directory, owned by
 the calling process or ``--owner-pid`` (``--path``: the path the check
-planned; ``--bytes``: refuse when the file system has not that much free); ``remove SCRATCH PATH`` removes one
+planned; ``--bytes``: refuse when the file system has not that much free);
+``remove SCRATCH PATH`` removes one
 clusterproof created; ``leftovers SCRATCH`` removes those of processes that
 are gone. A refusal exits with status 2 and says why on stderr.
 """

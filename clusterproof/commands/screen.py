@@ -42,8 +42,9 @@ def register(subparsers):
                     '(near the line) are run again (--repeat) and judged on the mean of their '
                     'runs: named only when every run was near or past the line ("confirmed '
                     'in 2 of 2 runs"; a node named for its inventory alone is not '
-                    'run again: its hardware reads the same). Checks between two nodes (osu) run on pairs of '
-                    'nodes, each node in two pairs; a node in two bad pairs is named. Prints '
+                    'run again: its hardware reads the same). Checks between two nodes (osu) '
+                    'run on pairs of nodes, each node in two pairs; a node in two bad pairs is '
+                    'named. Prints '
                     'one row per node, worst first. Exit status 1 when a node is an outlier, '
                     '0 when none, 2 on an error.' % (rule.DEFAULT_NOISE_UNITS,
                                                       rule.DEFAULT_SMALLEST_PCT['default']))
@@ -195,7 +196,8 @@ def _print_table(verdicts, bad, findings, note):
           + (': ' + ', '.join(f'{nodes} {row[0].verdict}' for nodes, row in rows) if bad else ''))
     for nodes, row in rows:
         ids = (findings[row[0].node] if len(row) == 1 else
-               f'{findings[row[0].node]} .. {findings[row[-1].node]} ({len(row)}, each in --format json)')
+               f'{findings[row[0].node]} .. {findings[row[-1].node]} '
+               f'({len(row)}, each in --format json)')
         print(f'  finding {ids}  {nodes} {row[0].verdict}: {row[0].reason}')
     if note:
         print(note)

@@ -95,7 +95,8 @@ def omp_env(placement, threads):
     OpenMP 5.1), whatever the core numbering."""
     places = {'cores': 'cores', 'l3': 'll_caches'}.get(placement)
     if places is None:
-        raise ClusterproofError(f'STREAM placement {placement!r} is not one of {", ".join(PLACEMENTS)}')
+        raise ClusterproofError(f'STREAM placement {placement!r} is not one of '
+                                f'{", ".join(PLACEMENTS)}')
     return {'OMP_NUM_THREADS': str(int(threads)), 'OMP_PLACES': places, 'OMP_PROC_BIND': 'spread'}
 
 
@@ -109,7 +110,8 @@ def membind_nodes(hardware, membind):
     if not nodes:
         return None
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in nodes):
-        raise ClusterproofError(f"extras['hardware'][{key!r}] = {nodes!r}: want a list of NUMA node numbers")
+        raise ClusterproofError(f"extras['hardware'][{key!r}] = {nodes!r}: "
+                                'want a list of NUMA node numbers')
     return ','.join(str(n) for n in nodes)
 
 

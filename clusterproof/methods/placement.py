@@ -236,4 +236,5 @@ def render(pl, fmt, workdir=None, iozone=None, cores_per_node=None, hostfile_pat
         if not hostfile_path:
             raise ClusterproofError('placement: the mpirun form needs the hostfile path')
         return shlex.join(['mpirun'] + pl.mpirun_args(hostfile_path, cores_per_node)) + '\n'
-    raise ClusterproofError(f'placement: unknown format {fmt!r}; choose one of {", ".join(FORMATS)}')
+    raise ClusterproofError(f'placement: unknown format {fmt!r}; '
+                            f'choose one of {", ".join(FORMATS)}')

@@ -139,8 +139,8 @@ def items_of_session(cfg, session):
     findings.note(now)
     found = findings.listed(found)
     recs = [r for r in session.recs if r.system == cfg.system]
-    got = items.of_session_and_changes(dataclasses.replace(session, recs=recs), st.scan(stores), found,
-                                       cfg.min_change)
+    got = items.of_session_and_changes(dataclasses.replace(session, recs=recs),
+                                       st.scan(stores), found, cfg.min_change)
     return got, triage.triaged(triage.read_all(stores), found)
 
 

@@ -31,7 +31,8 @@ from clusterproof.parsers import runs
 
 _RESULT = re.compile(
     r'^(W[RC]\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)\s*$', re.M)
-_RESIDUAL = re.compile(r'^\|\|Ax-b\|\|[^=\n]*=\s*([0-9.eE+-]+|nan|inf|-nan)\s*\.+\s*(PASSED|FAILED)\s*$',
+_RESIDUAL = re.compile(r'^\|\|Ax-b\|\|[^=\n]*=\s*([0-9.eE+-]+|nan|inf|-nan)'
+                       r'\s*\.+\s*(PASSED|FAILED)\s*$',
                        re.M | re.I)
 _PASSED = re.compile(r'^\s*(\d+) tests completed and passed residual checks', re.M)
 _FAILED = re.compile(r'^\s*(\d+) tests completed and failed residual checks', re.M)

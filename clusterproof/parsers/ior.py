@@ -305,7 +305,8 @@ def parse_text(text, source='IOR output', stderr=''):
                    if summary_at >= 0 else {})
     if not run.summary:
         raise ParseError(f'{source}: no "Summary of all tests:" table with a write or read row '
-                         f'({_why_no_summary(run, text, _leading_int(options.get("repetitions")))})')
+                         f'({_why_no_summary(run, text, _leading_int(options.get("repetitions")))}'
+                         ')')
     if not run.access:
         fpp = {s.get('file_per_proc') for s in run.summary.values()}
         run.access = FILE_PER_PROCESS if fpp == {1} else SHARED_FILE if fpp == {0} else ''

@@ -58,7 +58,8 @@ MARKERS = [
         r'one of the processes terminated badly')),
     Marker('UCX', re.compile(r'\bUCX\s+(?:ERROR|FATAL)\b|\bUCX Fatal:')),
     Marker('Slurm', re.compile(
-        r'\bsrun: error: (?!ioctl\(TIOCGWINSZ\))|\bslurmstepd(?:-\S+)?: error: |' + CANCELLED.pattern)),
+        r'\bsrun: error: (?!ioctl\(TIOCGWINSZ\))|\bslurmstepd(?:-\S+)?: error: |'
+        + CANCELLED.pattern)),
 ]
 
 

@@ -159,7 +159,8 @@ def _node_from_json(row, where):
     state = '+'.join(parse_state(row.get('state'), row.get('state_flags')))
     return SlurmNode(
         name=row['name'], partitions=tuple(_words(row.get('partitions'))),
-        **_counts(row, JSON_COUNTS, where), state=state, gres=tuple(parse_gres(row.get('gres'), f'{where}: gres')),
+        **_counts(row, JSON_COUNTS, where), state=state,
+        gres=tuple(parse_gres(row.get('gres'), f'{where}: gres')),
         features=tuple(_words(row.get('features'))),
         reason=str((row.get('reason') or {}).get('description', '')
                    if isinstance(row.get('reason'), dict) else row.get('reason') or ''))

@@ -1,4 +1,5 @@
-"""Figures sent to a time-series database (VictoriaMetrics) by ReFrame's own ``httpjson`` perflog handler.
+"""Figures sent to a time-series database (VictoriaMetrics) by ReFrame's own ``httpjson``
+perflog handler.
 
 ReFrame's ``httpjson`` handler POSTs one JSON document per test case to a
 URL, shaped by an optional ``json_formatter``. :func:`victoria_metrics_lines`
@@ -127,7 +128,8 @@ def logging_entries(entry, system_urls):
         where = f'metrics_url of system {system}' if system else URL_VARIABLE
         if system:
             _no_password(url, where)
-        new = dict(entry, handlers_perflog=[*entry['handlers_perflog'], perflog_handler(url, where)])
+        new = dict(entry, handlers_perflog=[*entry['handlers_perflog'],
+                                            perflog_handler(url, where)])
         return dict(new, target_systems=[system]) if system else new
 
     if URL_VARIABLE in os.environ:

@@ -106,7 +106,8 @@ class Bucket(enum.StrEnum):
 
 
 _FAILING = frozenset({Verdict.REGRESSION, Verdict.OUT_OF_BOUNDS, Verdict.XPASS,
-                      Verdict.FAILED, Verdict.NOT_ACCEPTED, Verdict.SLOW, Verdict.FAIL, Verdict.NOT_MEASURED, Verdict.INVALID})
+                      Verdict.FAILED, Verdict.NOT_ACCEPTED, Verdict.SLOW, Verdict.FAIL,
+                      Verdict.NOT_MEASURED, Verdict.INVALID})
 _BUCKETS = {Verdict.PASS: Bucket.PASS, Verdict.REGRESSION: Bucket.REGRESSION,
             Verdict.FAILED: Bucket.FAILED, Verdict.SKIPPED: Bucket.SKIPPED,
             Verdict.NO_REF: Bucket.NOT_JUDGED, Verdict.NOT_JUDGED: Bucket.NOT_JUDGED,

@@ -1,6 +1,7 @@
 """Finding references as ReFrame does.
 
-The parsed references of a system, the entry of a measured figure under its check and ``$index`` levels
+The parsed references of a system, the entry of a measured figure under its
+check and ``$index`` levels
 (:func:`lookup`, :func:`locate`), and every reference a system declares for
 its partitions (:func:`declared`, what ``acceptance`` walks)."""
 

@@ -15,7 +15,8 @@ and figure. For each (partition, check, figure, component):
   (the direction of a figure is the one its check declared,
   ``references.direction.lower_is_better``):
   :func:`distance`;
-- the verdict (``references.judge.Verdict``, the one vocabulary): ``slow`` when the node is worse than the median by more
+- the verdict (``references.judge.Verdict``, the one vocabulary): ``slow``
+  when the node is worse than the median by more
   than k noise units **and** by more than the smallest slowdown that
   matters for the figure (``screen.rule``: the site's
   ``site_config/screening.yaml``; a noise unit is the peers' spread or

@@ -39,7 +39,8 @@ def as_row(nv):
     percent, verdict, inventory mismatch."""
     w = nv.worst
     fig = figure_name(w) if w else ''
-    value = f'{w.sample.value:g} {w.sample.unit}'.strip() if w and w.sample.value is not None else ''
+    value = (f'{w.sample.value:g} {w.sample.unit}'.strip()
+             if w and w.sample.value is not None else '')
     units = _fmt(w.noise_units, '{:+.1f}') if w else ''
     pct = _fmt(w.percent, '{:+.1f} %') if w else ''
     mismatched = {m.field for m in nv.mismatches}

@@ -93,7 +93,8 @@ def check_names(text):
     names = [n.strip() for n in (text or '').split(',') if n.strip()]
     unknown = [n for n in names if n not in SCREEN_CHECKS]
     if unknown or not names:
-        raise ClusterproofError(f'--checks {text!r}: unknown check(s) {", ".join(unknown) or "(none)"}; '
+        raise ClusterproofError(f'--checks {text!r}: unknown check(s) '
+                                f'{", ".join(unknown) or "(none)"}; '
                                 f'known: {", ".join(SCREEN_CHECKS)}')
     return names
 
@@ -217,7 +218,8 @@ def _inventory_samples(tc, node, part, base):
     hw = mine[0].get('hardware') if mine else None
     if not isinstance(hw, dict):
         return [Sample(node, part, 'inventory', 'hardware', None, '',
-                       f'{path}: no hardware report' + (f': {mine[0].get("error")}' if mine else ''))]
+                       f'{path}: no hardware report'
+                       + (f': {mine[0].get("error")}' if mine else ''))]
     return [Sample(node, part, 'inventory', fig, float(hw[fig]), INVENTORY_UNITS.get(fig, 'count'))
             for fig in INVENTORY_FIGURES if isinstance(hw.get(fig), (int, float))]
 

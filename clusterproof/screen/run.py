@@ -177,7 +177,8 @@ class Screening:
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise ClusterproofError(f'--workdir {self.workdir}: cannot create: {err.strerror}') from None
+            raise ClusterproofError(f'--workdir {self.workdir}: cannot create: '
+                                    f'{err.strerror}') from None
         self.wd = jobs.Workdir(self.workdir)
         state = {'id': uuid.uuid4().hex, 'system': system, 'partition': partition,
                  'checks': list(checks), 'mode': mode, 'extra': self.extra,
@@ -352,8 +353,10 @@ def screen_partition(screening, slurm_nodes, slurm_partition, rule=None, past=No
     if unavailable:
         # a resumed screening's job still queued for a node Slurm now has drained
         screening.cancel_jobs(unavailable)
-    verdicts += [screen_verdicts.NodeVerdict(n, part, Verdict.MISSING, note=f'Slurm state {state}: '
-                                             + (f'{reasons[n]}; ' if reasons.get(n) else '') + 'not run')
+    verdicts += [screen_verdicts.NodeVerdict(n, part, Verdict.MISSING,
+                                             note=f'Slurm state {state}: '
+                                                  + (f'{reasons[n]}; ' if reasons.get(n) else '')
+                                                  + 'not run')
                  for n, state in sorted(unavailable.items())]
     return screen_verdicts.rank(verdicts), runs
 

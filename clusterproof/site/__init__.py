@@ -1,1 +1,2 @@
-"""Site: declared hardware, topology, inventory, validation, binaries, Spack, the scratch directory, what each node and run is (fingerprints, provenance)."""
+"""Site: declared hardware, topology, inventory, validation, binaries, Spack, the scratch
+directory, what each node and run is (fingerprints, provenance)."""

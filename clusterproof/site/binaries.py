@@ -38,7 +38,8 @@ def spack_env_dir():
 
 def spack_view():
     """The environment's view (``view: default: root:`` in ``spack.yaml``)."""
-    return Path(os.environ.get('CLUSTERPROOF_SPACK_VIEW') or spack_env_dir() / '.spack-env' / 'view')
+    return Path(os.environ.get('CLUSTERPROOF_SPACK_VIEW')
+                or spack_env_dir() / '.spack-env' / 'view')
 
 
 def spack_lock_path():
@@ -264,5 +265,6 @@ def built_binary(path, source_files, compiler_version):
     digest = sources_sha256(source_files)[:HASH_DIGITS]
     names = ','.join(sorted(os.path.basename(str(p)) for p in source_files))
     return Binary(os.path.basename(str(path)), str(path), 'built',
-                  version=f'built from {names} sha256:{digest} with {compiler_version or "unknown compiler"}',
+                  version=f'built from {names} sha256:{digest} '
+                          f'with {compiler_version or "unknown compiler"}',
                   extra={'source_sha256': digest, 'compiler': compiler_version})

@@ -69,7 +69,8 @@ def _tool_output(rep, key):
         return None, out['missing']
     if out.get('rc') not in (0, None):
         msg = (out.get('stderr') or out.get('stdout') or '').strip().splitlines()
-        return None, f'{" ".join(out["argv"])} failed: {msg[-1] if msg else "exit " + str(out["rc"])}'
+        return None, (f'{" ".join(out["argv"])} failed: '
+                      f'{msg[-1] if msg else "exit " + str(out["rc"])}')
     return out.get('stdout', ''), None
 
 

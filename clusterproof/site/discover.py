@@ -21,7 +21,8 @@ system file.
    ``ndctl``/``ipmctl`` where present, and the scratch directory's file
    system, free space and mount options.
 4. :func:`~clusterproof.site.declare.declare_group` turns Slurm's view and
-   the probe into a partition's ``processor``, ``devices`` (the GPUs) and ``extras``; a group that could
+   the probe into a partition's ``processor``, ``devices`` (the GPUs) and
+   ``extras``; a group that could
    not be probed is declared from Slurm's view alone. Every value it could
    not discover is listed in ``undiscovered`` with the reason, and
    :func:`render_system` writes it as a commented-out line, never as a
@@ -79,7 +80,8 @@ def probe_node(scratch=None):
     node) and what sysfs and statvfs say."""
     rep = {'node': socket.gethostname().split('.')[0], 'boot_id': _boot_id(),
            'lscpu': run_tool(['lscpu']), 'dmidecode': run_tool(['dmidecode', '-t', 'memory']),
-           'ndctl': run_tool(['ndctl', 'list', '-N']), 'ipmctl': run_tool(['ipmctl', 'show', '-topology'])}
+           'ndctl': run_tool(['ndctl', 'list', '-N']),
+           'ipmctl': run_tool(['ipmctl', 'show', '-topology'])}
     try:
         rep['meminfo'] = open('/proc/meminfo').read()
     except OSError as err:
@@ -104,7 +106,8 @@ def parse_probe(text, source='probe output'):
                 return json.loads(line[len(PROBE_TAG) + 1:])
             except ValueError as err:
                 raise ClusterproofError(f'{source}: unreadable probe report ({err})') from None
-    raise ClusterproofError(f'{source}: no {PROBE_TAG} line; the node printed: {text.strip()[-300:]!r}')
+    raise ClusterproofError(f'{source}: no {PROBE_TAG} line; the node printed: '
+                            f'{text.strip()[-300:]!r}')
 
 
 #: srun gives up when the node is not allocated within this many seconds
@@ -178,11 +181,13 @@ def render_system(name, decls, hostnames, how, when, host):
     for d in decls:
         lines += ['        {',
                   f"            'name': {d.name!r},",
-                  f"            'descr': {f'Slurm partition {d.group.partition}: {d.group.nodelist}'!r},",
+                  f"            'descr': "
+                  f"{f'Slurm partition {d.group.partition}: {d.group.nodelist}'!r},",
                   "            'scheduler': 'slurm',",
                   "            'launcher': 'srun',",
                   '            # --no-requeue: after a node failure Slurm would otherwise run the',
-                  '            # benchmark again later, unannounced, on the file system under test.',
+                  '            # benchmark again later, unannounced, on the file system under '
+                  'test.',
                   f"            'access': {d.access!r},",
                   "            'environs': ['gnu'],",
                   "            'max_jobs': 1,",

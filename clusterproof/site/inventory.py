@@ -184,7 +184,8 @@ def run_tool(argv, timeout=60, env=None):
         return {'argv': argv, 'rc': None, 'stdout': '', 'stderr': '',
                 'missing': f'{argv[0]} not found on PATH'}
     try:
-        proc = subprocess.run([exe] + argv[1:], capture_output=True, text=True, timeout=timeout, env=env)
+        proc = subprocess.run([exe] + argv[1:], capture_output=True, text=True, timeout=timeout,
+                              env=env)
     except subprocess.TimeoutExpired:
         return {'argv': argv, 'rc': None, 'stdout': '', 'stderr': '',
                 'missing': f'{" ".join(argv)} did not finish in {timeout} s'}

@@ -182,11 +182,13 @@ def compare_dimms(node, declared, found):
         if 'capacity_gib' in dimm and row['capacity_gib'] is not None and \
                 abs(float(dimm['capacity_gib']) - row['capacity_gib']) > CAPACITY_TOLERANCE_GIB:
             problems.append(Mismatch(node, f'pmem.dimms[{loc}].capacity_gib',
-                                     f'{dimm["capacity_gib"]:g} GiB', f'{row["capacity_gib"]:g} GiB'))
+                                     f'{dimm["capacity_gib"]:g} GiB',
+                                     f'{row["capacity_gib"]:g} GiB'))
     declared_locs = {d['locator'] for d in declared}
     for loc in sorted(set(by_loc) - declared_locs):
         problems.append(Mismatch(node, f'pmem.dimms[{loc}]', 'no module (not declared)',
-                                 f'{by_loc[loc]["memory_type"]} {by_loc[loc]["capacity_gib"]:g} GiB'))
+                                 f'{by_loc[loc]["memory_type"]} '
+                                 f'{by_loc[loc]["capacity_gib"]:g} GiB'))
     return problems
 
 

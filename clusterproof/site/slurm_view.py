@@ -179,7 +179,8 @@ def group_nodes(nodes, partitions=None, slurm_partitions=None):
     groups = []
     for part in wanted:
         shapes = {}
-        for node in sorted((n for n in nodes if part in n.partitions), key=lambda n: _node_key(n.name)):
+        for node in sorted((n for n in nodes if part in n.partitions),
+                           key=lambda n: _node_key(n.name)):
             shapes.setdefault(node.shape(), []).append(node)
         for members in shapes.values():
             groups.append(NodeGroup(part, members, members[0], slurm_partitions.get(part)))

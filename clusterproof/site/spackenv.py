@@ -50,7 +50,8 @@ def load_manifest(env_dir=None):
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as err:
-        raise ClusterproofError(f'{path}: cannot read the Spack environment: {err.strerror}') from None
+        raise ClusterproofError(f'{path}: cannot read the Spack environment: '
+                                f'{err.strerror}') from None
     except yaml.YAMLError as err:
         raise ClusterproofError(f'{path}: not valid YAML: {err}') from None
     if not isinstance(data, dict) or not isinstance(data.get('spack'), dict):

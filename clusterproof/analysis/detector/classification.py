@@ -78,11 +78,13 @@ def _flips(y, steps, c, floor):
     """True when ``c`` (a step or transient) goes to a level the figure
     keeps returning to: the figure went from the level before ``c`` to the
     new one ``FLIP_VISITS`` times or more (outside the sessions ``c`` holds
-    it, and ``c`` itself when the figure left that level again). A session is at a level when nearer to it than to the
+    it, and ``c`` itself when the figure left that level again). A session
+    is at a level when nearer to it than to the
     other and within ``FLIP_NEAR`` noise units of it; a stay at a level
     counts when it lasts ``FLIP_RUN`` sessions or more (one odd session
     neither ends nor makes one). Levels less than 2 x ``FLIP_NEAR`` noise
-    units apart cannot be told apart session by session: never a flip. A figure flipping between two levels (two
+    units apart cannot be told apart session by session: never a flip. A
+    figure flipping between two levels (two
     node types without node lists, a cache that is warm or not) keeps
     returning; a new level, or the return from an episode, is reached
     once."""

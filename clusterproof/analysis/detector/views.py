@@ -77,7 +77,8 @@ def find(values, settings=None, groups=None):
     judged so once all are placed: one that does not reach ``z`` is dropped,
     the weakest first (the sizes of the others are then estimated again);
     a dropped nightly alarm is returned as withdrawn, unless the level came
-    back (:func:`_episode_end`: then the return is a change too). ``groups`` (e.g. the node list of each session)
+    back (:func:`_episode_end`: then the return is a change too).
+    ``groups`` (e.g. the node list of each session)
     first removes the levels of groups that explain the spread
     (:func:`group_levels`); a periodic component is taken out too
     (:func:`periodic_levels`)."""
