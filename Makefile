@@ -7,7 +7,7 @@ PY    := $(VENV)/bin/python
 
 help:
 	@echo "make run         set up, then run the suite on this machine (system local, mode smoke)"
-	@echo "make test        set up, then run the whole test suite on an empty /tmp and /dev/shm of its own (PYTEST_ARGS='...' for pytest)"
+	@echo "make test        set up, then run the whole test suite on an empty /tmp and /dev/shm of its own: the fast tier in 2 processes, then the rest (PYTEST_ARGS='...' for pytest; tests named there run alone)"
 	@echo "make test-fast   the tests that need neither the local cluster nor root and are not slow (minutes)"
 	@echo "make lint        ruff (pinned) with the rules of pyproject.toml; make test and make test-fast run it first"
 	@echo "make setup       set up only (Debian packages as root, .venv/ with pinned packages)"
@@ -28,12 +28,14 @@ LINT_PATHS := clusterproof tests scripts reframe_checks site_config \
 lint: setup
 	@$(VENV)/bin/ruff check --quiet $(LINT_PATHS) && echo "lint: ruff found nothing"
 
-test: setup lint
-	@bash scripts/run-tests $(PYTEST_ARGS)
-
 # The fast tier (docs/testing.md): parsers, the store, configuration, docs;
 # in one worker process per processor (pytest-xdist).
 FAST := not cluster and not root and not slow
+
+# The whole suite: the fast tier in 2 processes, then the rest in one
+# (tests named in PYTEST_ARGS: those, in one run).
+test: setup lint
+	@bash scripts/run-tests --fast-first "$(FAST)" $(PYTEST_ARGS)
 test-fast: setup lint
 	@bash scripts/run-tests -m "$(FAST)" -n auto $(PYTEST_ARGS)
 

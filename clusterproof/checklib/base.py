@@ -22,7 +22,7 @@ from clusterproof.hostlist import compress
 
 from clusterproof.site import binaries
 from clusterproof.references import entries
-from clusterproof.reframe_io import figures
+from clusterproof.reframe_io import figures, signals
 from clusterproof.methods import placement
 from clusterproof.site.hardware import partition_node_count, declared, is_emulated
 from clusterproof.methods.mpi import emulated_mpi_env, mpirun_env
@@ -30,6 +30,8 @@ from clusterproof.methods.hpl import ranks_per_node as hpl_ranks_per_node
 from clusterproof.modes import current_mode
 from clusterproof.site.provenance import git_revision, site_config_hash
 from clusterproof.site import fingerprint
+
+signals.keep_force_exit()       # a SIGTERM that lands in ReFrame's logging still ends it
 
 
 class ConfigurationError(ReframeError):

@@ -118,12 +118,15 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
 
 #: a quick subset of the suite with everything that lives outside a user's
 #: results directory: the emulated pmem check's tmpfs directory, the fio
-#: baseline, the mmap sweep, and the local IOzone lock under /tmp
+#: baseline, the mmap sweep, and the local IOzone lock under /tmp; one test
+#: case of each, one that writes (the others of a check share its files)
 SHARED_MACHINE_ARGS = ['-c', str(REPO / 'reframe_checks' / 'pmem.py'),
                        '-c', str(REPO / 'reframe_checks' / 'mmap_sweep.py'),
                        '-c', str(REPO / 'reframe_checks' / 'iozone.py'),
-                       '-r', '--system', 'local', '-n', 'PmemFioEmulated',
-                       '-n', 'StorageFioBaseline', '-n', 'MmapSweep',
+                       '-r', '--system', 'local',
+                       '-n', 'PmemFioEmulated%section=randwrite_8files',
+                       '-n', 'StorageFioBaseline%section=randwrite_8files',
+                       '-n', 'MmapSweep%point=a4096_b16384%access=rw_t2',
                        '-n', 'IOzoneSequential%threads=2',
                        '-S', 'StorageFioBaseline.filesize=1048576']
 
