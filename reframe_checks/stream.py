@@ -38,14 +38,14 @@ from reframe.core.builtins import (fixture, parameter, run_after,
                                    run_before, sanity_function, variable)
 from reframe.core.exceptions import SanityError
 
-from clusterproof.checklib.api import (REPO, ClusterproofCheck, binaries, by_mode,
+from clusterproof.checklib.api import (ClusterproofCheck, binaries, by_mode,
                                        performance_figure, performance_figure_function,
                                        pinned_spec)
 from clusterproof.methods import memory
 from clusterproof.parsers import stream as stream_parser
 from clusterproof.screen import numa
 
-STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
+STREAM_SOURCE = binaries.STREAM_SOURCE
 STREAM_SPEC = pinned_spec('stream')
 
 

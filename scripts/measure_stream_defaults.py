@@ -21,13 +21,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from clusterproof.site import topology
+from clusterproof.site import binaries, topology
 from clusterproof.methods import memory
 from clusterproof.parsers import stream as stream_parser
 
-REPO = Path(__file__).resolve().parent.parent
 
-SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
+SOURCE = binaries.STREAM_SOURCE
 TARGET = 0.95
 
 #: (OMP_PLACES, OMP_PROC_BIND); None = unset

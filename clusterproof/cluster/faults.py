@@ -3,14 +3,17 @@ dies (every process in its network namespace is killed: its slurmd, the job
 steps and the tasks, which is what a node crash looks like to Slurm) and
 comes back (its slurmd started again the way ``up`` does, the node resumed);
 a node slowed (its slurmd, and so every job step it starts, put in a cgroup
-with a CPU quota: :class:`CpuQuota`, :func:`node_cpu_quota`); a directory
+with a CPU quota: :class:`CpuQuota`, :func:`node_cpu_quota`), or one
+program of one node slowed alike (:func:`node_program_cpu_quota`); a directory
 remounted with other options on one node (:class:`NodeMount`); and the way
 back to a known state after any of that (:func:`recover`: no
 job, every node idle but those a real cluster's description records drained
 or down), which the tests use between scenarios.
 """
 
+import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -150,12 +153,13 @@ CGROUP_ROOT = Path('/sys/fs/cgroup')
 
 class CpuQuota:
     """A child cgroup ``name`` with a CPU quota of ``quota_us`` in every
-    ``period_us``, holding process ``pid`` (and what it forks from then on);
-    cgroup v2 (``cpu.max``) or v1 (the ``cpu`` controller,
-    ``cpu.cfs_quota_us``). A context manager: undone on exit (the process
-    goes back to the cgroup it came from and the child cgroup is removed).
-    Raises ClusterproofError when this machine has no cgroup CPU controller
-    to write to."""
+    ``period_us``, holding process ``pid`` (and what it forks from then on),
+    or, with ``pid`` None, empty for processes to join (``echo $$ >``
+    :attr:`procs`); cgroup v2 (``cpu.max``) or v1 (the ``cpu`` controller,
+    ``cpu.cfs_quota_us``). A context manager: undone on exit (the processes
+    go back to the cgroup ``pid`` came from, or to the root, and the child
+    cgroup is removed). Raises ClusterproofError when this machine has no
+    cgroup CPU controller to write to."""
 
     def __init__(self, pid, name, quota_us, period_us):
         self.pid, self.name, self.quota_us, self.period_us = pid, name, quota_us, period_us
@@ -168,8 +172,11 @@ class CpuQuota:
             raise ClusterproofError(f'no cgroup CPU controller under {CGROUP_ROOT} (neither '
                                     f'cgroup v2 with "cpu" in cgroup.controllers nor v1 cpu/)')
         self.dir = self.root / name
+        self.procs = self.dir / 'cgroup.procs'
 
     def _origin(self):
+        if self.pid is None:
+            return self.root
         for line in Path(f'/proc/{self.pid}/cgroup').read_text().splitlines():
             num, ctrl, path = line.split(':', 2)
             if (self.v2 and num == '0') or (not self.v2 and 'cpu' in ctrl.split(',')):
@@ -185,7 +192,8 @@ class CpuQuota:
             else:
                 (self.dir / 'cpu.cfs_period_us').write_text(str(self.period_us))
                 (self.dir / 'cpu.cfs_quota_us').write_text(str(self.quota_us))
-            (self.dir / 'cgroup.procs').write_text(str(self.pid))
+            if self.pid is not None:
+                self.procs.write_text(str(self.pid))
         except OSError:
             self.dir.rmdir()
             raise
@@ -194,7 +202,7 @@ class CpuQuota:
     def __exit__(self, *exc, timeout=60):
         # a job step may fork while its processes are moved: move until none is left
         end = time.monotonic() + timeout
-        while pids := (self.dir / 'cgroup.procs').read_text().split():
+        while pids := self.procs.read_text().split():
             if time.monotonic() > end:
                 raise ClusterproofError(f'processes {", ".join(pids)} still in {self.dir} '
                                         f'{timeout} s after they were moved out')
@@ -223,6 +231,34 @@ def node_cpu_quota(spec, node, quota_us, period_us):
     return CpuQuota(_slurmd_pid(spec, node),
                     f'clusterproof-{spec.inst.cluster}-{node}-quota-{os.getpid()}',
                     quota_us, period_us)
+
+
+#: the wrapper of :func:`node_program_cpu_quota`
+PROGRAM_WRAPPER = """#!/bin/sh
+# {program}, and on {node} inside the CPU-quota cgroup {group}
+if [ "$SLURMD_NODENAME" = {node} ]; then echo $$ > {procs} || exit 97; fi
+exec {program} "$@"
+"""
+
+
+@contextlib.contextmanager
+def node_program_cpu_quota(spec, node, program, wrapper, quota_us, period_us):
+    """Write ``wrapper``, an executable that runs ``program`` with its
+    arguments: on ``node`` (a job step's ``$SLURMD_NODENAME``) inside an
+    empty :class:`CpuQuota` group of ``quota_us`` in every ``period_us``,
+    on the other nodes as it is. One program of one node slowed (its STREAM
+    at a twentieth of a processor: a node whose memory lost bandwidth)
+    while the node's slurmd, its job steps and every other program run at
+    full speed. A context manager: the group is removed on exit; the
+    wrapper stays (it is the caller's file)."""
+    _node_index(spec, node)
+    name = f'clusterproof-{spec.inst.cluster}-{node}-program-{os.getpid()}'
+    with CpuQuota(None, name, quota_us, period_us) as group:
+        Path(wrapper).write_text(PROGRAM_WRAPPER.format(
+            program=shlex.quote(str(program)), node=shlex.quote(node),
+            group=group.dir, procs=shlex.quote(str(group.procs))))
+        Path(wrapper).chmod(0o755)
+        yield group
 
 
 class NodeMount:

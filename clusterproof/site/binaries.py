@@ -29,6 +29,11 @@ from clusterproof.paths import REPO, results_dir
 #: digits of a sha256 kept in names and records (64 bits: no collision in practice)
 HASH_DIGITS = 16
 
+#: STREAM's source, fetched and checked by ``make setup``
+#: (``scripts/setup.d/stream.sh``): the Stream check builds it where Spack's
+#: ``stream_c.exe`` is absent
+STREAM_SOURCE = REPO / '.venv' / 'share' / 'clusterproof' / 'stream' / 'stream.c'
+
 
 def spack_env_dir():
     """The Spack environment: the repository root (``spack.yaml``), or

@@ -8,7 +8,8 @@ from clusterproof import ClusterproofError
 from clusterproof.methods import memory
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import stream as stream_parser
-from conftest import DATA, REPO, report_cases, run_reframe
+from clusterproof.site import binaries
+from conftest import DATA, report_cases, run_reframe
 
 RECORDED = DATA / 'stream' / 'stream-5.10-17M-2threads-local.txt'
 
@@ -98,7 +99,7 @@ def test_peak_and_triad_efficiency():
         memory.memory_peak_mbs(2, 8, 0)
 
 
-@pytest.mark.skipif(not (REPO / '.venv/share/clusterproof/stream/stream.c').is_file(),
+@pytest.mark.skipif(not binaries.STREAM_SOURCE.is_file(),
                     reason='no STREAM source: run scripts/setup (make setup) to fetch it')
 @pytest.mark.slow
 def test_stream_on_local_built_from_source(tmp_path):

@@ -610,27 +610,17 @@ def test_a_report_that_is_not_one_is_named(tmp_path):
 
 # ---------------------------------------------------------------- on the local cluster
 
-#: the slowed node's CPU quota: 1 ms of CPU every 20 ms (5 % of one
-#: processor) for its slurmd and every job step it starts. Its STREAM runs
-#: at a twentieth of a processor at best, while a peer's gets the share of
-#: the machine's two that the other jobs leave it: far more, whatever the
-#: load, so the slowed node is many noise units below the peers' median
-#: and its peers, judged on the best of their runs, within them.
-#: 10 % was not unmistakable: the slowed node at -57 % and -3.4 noise units,
-#: just past the limit, with the peers' STREAM spread from 5,400 to 12,700
-#: MB/s by the four jobs sharing two processors. 2 % (1 ms in 50 ms) put it
-#: at -96 %, but each slurmstepd the node starts (three in the test) then
-#: took some 45 s under load. A quota of 1 ms, shorter than one STREAM
-#: kernel, so no kernel runs at full speed inside one period; short
-#: periods, so that slurmd still answers Slurm's RPCs in time (5 ms in
-#: 100 ms made sbatch time out).
+#: the slowed node's STREAM in a cgroup with a CPU quota of 1 ms in every
+#: 20 ms (5 % of one processor: no kernel runs at full speed inside one
+#: period); its slurmd, ReFrame and inventory run at full speed. A peer's
+#: STREAM, in one thread, gets most of a processor: the slowed node is some
+#: 20 times slower. The whole node under that quota (its slurmd and every
+#: step) cost some 100 s a run, mostly ReFrame and the inventory.
 QUOTA_US, PERIOD_US = 1000, 20000
 #: STREAM kernels run 3 times (best of the last 2, as STREAM counts), not
-#: smoke's 10: at 2 % of a processor every second of CPU was 50 s, and the
-#: slowed node's STREAM took 106 s with 10. The arrays stay the smoke size
-#: (4 x the last-level cache): smaller ones partly fit in caches and the
-#: peers' figures then spread from 5,000 to 53,000 MB/s with the overlap of
-#: their jobs.
+#: smoke's 10: at 5 % of a processor every second of CPU is 20 s. The
+#: arrays are the smoke size (4 x the last-level cache): smaller ones
+#: partly fit in caches, and the peers' figures then spread widely.
 STREAM_NTIMES = 3
 
 
@@ -651,10 +641,15 @@ def _cp(args, env, timeout=WAIT_S):
 
 
 def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, tmp_path):
-    """The whole flow on the local cluster: n3's slurmd in a CPU-quota cgroup,
+    """The whole flow on the local cluster: n3's STREAM in a CPU-quota cgroup,
     n2 declared to Slurm with half the memory of its peers; ``clusterproof
     screen --checks stream,inventory`` names exactly those two, n3 slow on
-    STREAM and n2 failed for its memory, and exits 1; two earlier
+    STREAM and n2 failed for its memory, and exits 1. The nodes' jobs run
+    one at a time (``--batch 1``) and STREAM in one thread: four emulated
+    nodes share this machine's two processors, and a peer's STREAM in two
+    threads beside another job's measured anything from a sixth of the
+    others' figure to their double; one at a time, in one thread, the peers
+    agree and the slowed node is tens of noise units below them. Two earlier
     screenings in the store, each node's Triad is judged against its own
     past too (no healthy node named for it). The session's cluster is
     brought back as it was."""
@@ -664,6 +659,8 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
         spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
         rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
         env = _screen_env(tmp_path, emu_cluster)
+        stream = _stream_binary(tmp_path / 'bin')
+        env['PATH'] = f'{stream.parent}:{env["PATH"]}'
         _earlier_screenings(tmp_path / 'results' / 'store', ['n1', 'n2', 'n3', 'n4'])
         node_spec = 'n1:mem=2048;n2:mem=1024;n[3-4]:mem=2048'
         try:
@@ -671,11 +668,14 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
                 assert _cp(['cluster', 'down', '--force', *rd], env).returncode == 0
                 up = _cp(['cluster', 'up', *rd, '--node-spec', node_spec], env)
                 assert up.returncode == 0, up.stdout + up.stderr
-            with faults.node_cpu_quota(lc.load_spec(k, spec.run_dir), 'n3', QUOTA_US, PERIOD_US):
+            with faults.node_program_cpu_quota(lc.load_spec(k, spec.run_dir), 'n3',
+                                               stream.with_suffix('.real'), stream,
+                                               QUOTA_US, PERIOD_US):
                 proc = _cp(['screen', '--system', 'emu', '--checks', 'stream,inventory',
                             '--mode', 'smoke', '--repeat', '1', '--format', 'json',
-                            '--set', f'StreamBuild.ntimes={STREAM_NTIMES}',
-                            '--workdir', str(tmp_path / 'screen'), '--drain'], env)
+                            '--batch', '1', '--set', 'Stream.threads=1',
+                            '--workdir', str(tmp_path / 'screen'),
+                            '--drain'], env)
             assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
             text, _, drain = proc.stdout.partition('\nscontrol')
             data = json.loads(text)
@@ -705,6 +705,22 @@ def test_screen_names_the_slowed_node_and_the_one_with_less_memory(emu_cluster, 
                        else ['--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
                              '--mem-per-node', str(spec.mem)]), env)
             assert back.returncode == 0, back.stdout + back.stderr
+
+
+def _stream_binary(where):
+    """``where/stream_c.exe``, the name of Spack's STREAM binary, which the
+    check runs when it finds it on PATH (built here once, with the smoke
+    arrays and :data:`STREAM_NTIMES`); the file it is made from is
+    ``stream_c.real`` beside it."""
+    from clusterproof.methods import memory
+    from clusterproof.site import topology
+    where.mkdir()
+    real = where / 'stream_c.real'
+    flags = memory.stream_cflags(memory.stream_array_size(topology.llc_mib()), STREAM_NTIMES)
+    built = subprocess.run(['gcc', *flags, str(binaries.STREAM_SOURCE), '-o', str(real)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    return where / 'stream_c.exe'
 
 
 def _earlier_screenings(store, nodes):
