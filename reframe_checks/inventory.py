@@ -25,7 +25,6 @@ Check a node against other figures than the declared ones with ``-S``, e.g.
 import os
 import shutil
 import subprocess
-import sys
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -35,7 +34,7 @@ from reframe.core.exceptions import SanityError
 from clusterproof.site import inventory
 from clusterproof.parsers import ipmctl
 from clusterproof.site import pmem
-from clusterproof.checklib.api import ClusterproofCheck, partition_node_count
+from clusterproof.checklib.api import ClusterproofCheck, command, partition_node_count
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,8 +59,8 @@ class _NodeReport(rfm.RunOnlyRegressionTest, ClusterproofCheck):
 
     @run_before('run')
     def set_report_command(self):
-        self.executable = sys.executable
-        self.executable_opts = ['-m', 'clusterproof.cli', 'inventory'] + self.report_args
+        self.executable, *opts = command('inventory')
+        self.executable_opts = opts + self.report_args
         self.env_vars['PYTHONPATH'] = REPO
 
     def node_reports(self):

@@ -1,7 +1,8 @@
 """What a check author imports from clusterproof, in one import: the base
 class and its mixins, the figure decorator with its direction, the mode's
 values, the pinned Spack spec and the binary it names, the partition's
-declared hardware and the parse error.
+declared hardware, the parse error, and the ``clusterproof`` command as a
+job script runs it.
 
     from clusterproof.checklib.api import (ClusterproofCheck, by_mode,
                                            performance_figure, pinned_spec)
@@ -11,6 +12,7 @@ and parser (``clusterproof.parsers.<name>``). The names live where their
 other readers find them; this module only gathers them (it imports ReFrame:
 only check files import it)."""
 
+from clusterproof import command
 from clusterproof.checklib.base import (ClusterproofCheck, ConfigurationError, MpiRanks,
                                         OneRankPerCore, RoundRobinRanks, ThreadPlacement)
 from clusterproof.checklib.storage import METADATA_THREADS, StorageScale
@@ -32,4 +34,6 @@ __all__ = [
     # the partition's declared hardware, the repository, errors
     'is_emulated', 'node_cores', 'partition_node_count', 'REPO', 'ConfigurationError',
     'ParseError',
+    # the clusterproof command, as a job script runs it
+    'command',
 ]

@@ -17,7 +17,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import ReframeError, SanityError
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, command
 from clusterproof.hostlist import compress
 
 from clusterproof.site import binaries
@@ -359,7 +359,7 @@ class ClusterproofCheck(rfm.RegressionTestPlugin):
         '''A result without provenance is not a result: a check must have
         recorded the binary it ran (use_binary or record_built_binary).'''
         if not self.binary_path and self.executable == sys.executable:
-            # The program is clusterproof itself (``python -m clusterproof.cli ...``
+            # The program is clusterproof itself (``python -m clusterproof ...``
             # report): the interpreter and cp_git_rev say what ran.
             self.binary_path = sys.executable
             self.binary_version = f'Python {platform.python_version()}'
@@ -451,7 +451,7 @@ class ThreadPlacement(rfm.RegressionTestPlugin):
         """The shell command that writes the placement in the job, for the
         client nodes ``nodes`` (a shell word: ``"$SLURM_JOB_NODELIST"``)."""
         import shlex
-        cli = shlex.join([sys.executable, '-m', 'clusterproof.cli'])
+        cli = shlex.join(command())
         return (f'{cli} placement --nodes "{nodes}" --threads {self.threads} '
                 f'--format {fmt} {shlex.join(extra)}'.rstrip())
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from clusterproof import command
 from clusterproof.commands.run import reframe_args, run_env, run_reframe
 from clusterproof.paths import results_dir
 from clusterproof.reframe_io.database import session_index
@@ -79,7 +80,7 @@ def _stored(db, session):
 def _command(args, env, log=None):
     """``clusterproof ARGS`` run by this interpreter; its output (stdout and
     stderr) copied to ``log`` as it comes when given. Its exit status."""
-    cmd = [sys.executable, '-m', 'clusterproof', *args]
+    cmd = command(*args)
     if log is None:
         return subprocess.run(cmd, env=env).returncode
     with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

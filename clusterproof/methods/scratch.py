@@ -38,7 +38,7 @@ import time
 import uuid
 from pathlib import Path
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, command
 from clusterproof.methods.sizing import check_fits
 from clusterproof.site.scratch import check_chars, check_scratch, check_target
 
@@ -304,8 +304,7 @@ def shell_create(scratch, path, nbytes=None, what=None):
     directory ``path`` (:func:`prepare_test_dir` through ``clusterproof
     scratch create``), owned by the job script; the script stops with
     status 2 when it is refused (the refusal is on stderr)."""
-    import sys
-    argv = [sys.executable, '-m', 'clusterproof.cli', 'scratch', 'create', '--path', str(path)]
+    argv = command('scratch', 'create', '--path', path)
     if nbytes is not None:
         argv += ['--bytes', str(int(nbytes))]
     if what:

@@ -143,16 +143,16 @@ def test_leftovers_of_dead_processes_are_removed(root):
 
 @pytest.mark.slow
 def test_directory_created_for_a_job_script_is_owned_by_it(root):
-    # `python -m clusterproof.cli scratch create` exits at once; the shell that
+    # `python -m clusterproof scratch create` exits at once; the shell that
     # called it owns the directory, so a concurrent sweep must leave it alone.
     repo = str(Path(__file__).resolve().parents[2])
-    script = (f'd=$({os.sys.executable} -m clusterproof.cli scratch create --owner-pid $$ {root} job) || exit 2; '
-              f'{os.sys.executable} -m clusterproof.cli scratch leftovers {root}; '
+    script = (f'd=$({os.sys.executable} -m clusterproof scratch create --owner-pid $$ {root} job) || exit 2; '
+              f'{os.sys.executable} -m clusterproof scratch leftovers {root}; '
               f'test -d "$d" || exit 3; echo "$d"; '
-              f'{os.sys.executable} -m clusterproof.cli scratch remove {root} "$d"; test ! -e "$d"')
+              f'{os.sys.executable} -m clusterproof scratch remove {root} "$d"; test ! -e "$d"')
     out = subprocess.run(['bash', '-c', script], capture_output=True, text=True, cwd=repo,
                          env=dict(os.environ, PYTHONPATH=repo))
     assert out.returncode == 0, out.stderr
-    bad = subprocess.run([os.sys.executable, '-m', 'clusterproof.cli', 'scratch', 'create', '/', 'x'],
+    bad = subprocess.run([os.sys.executable, '-m', 'clusterproof', 'scratch', 'create', '/', 'x'],
                          capture_output=True, text=True, cwd=repo)
     assert bad.returncode == 2 and 'system directory' in bad.stderr

@@ -37,7 +37,7 @@ def test_dry_run_creates_no_test_directory(tmp_path):
         text = script.read_text()
         if 'PmemFioDevDax' in str(script):
             continue
-        assert 'clusterproof.cli scratch create --path' in text, script
+        assert '-m clusterproof scratch create --path' in text, script
         assert 'trap clusterproof_at_exit EXIT' in text, script
         assert scratch.MARKER in text, script       # the removal, in the EXIT trap
     # and nothing was created: no scratch directory content, no tmpfs directory
