@@ -1,8 +1,9 @@
 """Real servers that tests start on loopback (VictoriaMetrics, Alertmanager,
 a pushgateway, vmalert, an HTTP server that echoes what it was sent, to find
 a secret it might make a program quote): a free port, a GET that says when nothing answers,
-a VictoriaMetrics query that sees what was just sent, and one way to start a server, wait for the event that says it is ready,
-and stop it (terminate, then kill) whatever the test did."""
+a VictoriaMetrics query that sees what was just sent, and one way to start a server, wait
+for the event that says it is ready, and stop it (terminate, then kill) whatever the test
+did."""
 
 import base64
 import contextlib
@@ -76,7 +77,8 @@ def victoria_metrics(tmp_path):
     yields its base URL and stops it at the end."""
     binary = shutil.which('victoria-metrics')
     if not binary:
-        pytest.skip('needs victoria-metrics (Debian package victoria-metrics; make setup installs it as root)')
+        pytest.skip('needs victoria-metrics (Debian package victoria-metrics; '
+                    'make setup installs it as root)')
     url = f'http://127.0.0.1:{free_port()}'
     with serving([binary, f'-httpListenAddr={url.removeprefix("http://")}',
                   f'-storageDataPath={tmp_path / "vm-data"}', '-memory.allowedBytes=64MB',

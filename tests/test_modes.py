@@ -66,7 +66,8 @@ def test_disagreeing_mode_and_environment_fail(tmp_path):
     proc = _reframe(['-c', 'reframe_checks/ior.py', '--mode', 'nightly', '-l'], tmp_path,
                     env_mode='smoke')
     assert proc.returncode != 0
-    assert 'reframe --mode nightly and CLUSTERPROOF_MODE=smoke disagree' in proc.stdout + proc.stderr
+    assert ('reframe --mode nightly and CLUSTERPROOF_MODE=smoke disagree'
+            in proc.stdout + proc.stderr)
 
 
 def test_current_mode_sources():

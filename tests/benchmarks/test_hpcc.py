@@ -17,7 +17,8 @@ FAILED = DATA / 'hpcc' / 'hpccoutf-local-np2-failed-residual.txt'
 EMU = DATA / 'hpcc' / 'hpccoutf-emu-4nodes.txt'
 
 need_hpcc = pytest.mark.skipif(shutil.which('hpcc') is None,
-                               reason='hpcc not on PATH (apt-get install hpcc, or spack -e . install hpcc)')
+                               reason='hpcc not on PATH (apt-get install hpcc, '
+                                      'or spack -e . install hpcc)')
 
 
 def test_summary_of_a_successful_run():

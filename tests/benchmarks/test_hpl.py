@@ -74,7 +74,8 @@ def test_process_grid_examples_and_errors():
 
 
 @pytest.mark.parametrize('gib,nodes,nb,fraction', [
-    (256, 1, 192, 0.8), (256, 64, 224, 0.8), (384, 1, 256, 0.5), (24, 1, 192, 0.8), (0.01, 1, 80, 0.8)])
+    (256, 1, 192, 0.8), (256, 64, 224, 0.8), (384, 1, 256, 0.5), (24, 1, 192, 0.8),
+    (0.01, 1, 80, 0.8)])
 def test_problem_size_fits_the_memory_fraction(gib, nodes, nb, fraction):
     memory = nodes * gib * 2 ** 30
     n = hpl.problem_size(memory, nb, fraction)

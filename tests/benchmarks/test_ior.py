@@ -443,7 +443,8 @@ def test_admin_loop_of_runs_that_differ_is_refused_naming_them():
     # each run read on its own: what the loop measured
     first, second = (ior.parse_text(part, f'run {i}')
                      for i, part in enumerate(ior.split_runs(text), 1))
-    assert (first.access, first.tasks, first.bandwidth('write')) == (ior.FILE_PER_PROCESS, 32, 72.59)
+    assert (first.access, first.tasks, first.bandwidth('write')) == \
+        (ior.FILE_PER_PROCESS, 32, 72.59)
     assert (second.access, second.tasks, second.summary['read']['api']) == \
         (ior.SHARED_FILE, 4, 'MPIIO')
 

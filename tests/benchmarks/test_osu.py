@@ -10,8 +10,8 @@ from clusterproof.parsers import ParseError
 from clusterproof.parsers import osu
 from conftest import DATA, need_netns, report_cases, run_reframe
 
-OSU_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard', 'libexec/osu-micro-benchmarks/mpi/pt2pt',
-            'bin')
+OSU_DIRS = ('libexec/osu-micro-benchmarks/mpi/pt2pt/standard',
+            'libexec/osu-micro-benchmarks/mpi/pt2pt', 'bin')
 
 
 def _parse(name):
@@ -74,7 +74,8 @@ def test_osu_skipped_on_one_node(tmp_path):
 
 
 @need_netns
-@pytest.mark.skipif(any(binaries.locate(b, OSU_DIRS) is None for b in ('osu_bw', 'osu_bibw', 'osu_mbw_mr')),
+@pytest.mark.skipif(any(binaries.locate(b, OSU_DIRS) is None
+                        for b in ('osu_bw', 'osu_bibw', 'osu_mbw_mr')),
                     reason='OSU binaries not in the Spack view or on PATH '
                            '(spack -e . install osu-micro-benchmarks@7.5.1)')
 def test_osu_between_two_nodes_of_the_local_cluster(tmp_path, emu_cluster):

@@ -146,7 +146,8 @@ def test_directory_created_for_a_job_script_is_owned_by_it(root):
     # `python -m clusterproof scratch create` exits at once; the shell that
     # called it owns the directory, so a concurrent sweep must leave it alone.
     repo = str(Path(__file__).resolve().parents[2])
-    script = (f'd=$({os.sys.executable} -m clusterproof scratch create --owner-pid $$ {root} job) || exit 2; '
+    script = (f'd=$({os.sys.executable} -m clusterproof scratch create '
+              f'--owner-pid $$ {root} job) || exit 2; '
               f'{os.sys.executable} -m clusterproof scratch leftovers {root}; '
               f'test -d "$d" || exit 3; echo "$d"; '
               f'{os.sys.executable} -m clusterproof scratch remove {root} "$d"; test ! -e "$d"')

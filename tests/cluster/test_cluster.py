@@ -52,13 +52,15 @@ def test_addresses_stay_in_the_benchmarking_range_and_instances_do_not_overlap()
             seen |= set(addrs)
     # up to 29 nodes: where instances 0..7 always were (198.18.0.<32K>/27)
     small = lc.Network(lc.Instance(0), 4)
-    assert (small.bridge_addr, small.node_addr(1), str(small.subnet)) == ('198.18.0.1', '198.18.0.2', '198.18.0.0/27')
+    assert (small.bridge_addr, small.node_addr(1), str(small.subnet)) == \
+        ('198.18.0.1', '198.18.0.2', '198.18.0.0/27')
     small = lc.Network(lc.Instance(7), lc.SMALL_MAX_NODES)
     assert (small.bridge_addr, small.node_addr(4)) == ('198.18.0.225', '198.18.0.229')
     assert str(lc.Network(lc.Instance(3), 16).subnet) == '198.18.0.96/27'
     # more: a /21 of its own per instance, outside 198.18.0.0/24
     large = lc.Network(lc.Instance(0), 30)
-    assert (str(large.subnet), large.bridge_addr, large.node_addr(30)) == ('198.19.0.0/21', '198.19.0.1', '198.19.0.31')
+    assert (str(large.subnet), large.bridge_addr, large.node_addr(30)) == \
+        ('198.19.0.0/21', '198.19.0.1', '198.19.0.31')
     large = lc.Network(lc.Instance(7), lc.MAX_NODES)
     assert (str(large.subnet), large.node_addr(lc.MAX_NODES)) == ('198.19.56.0/21', '198.19.60.1')
     assert lc.MAX_NODES == 1024
@@ -67,7 +69,8 @@ def test_addresses_stay_in_the_benchmarking_range_and_instances_do_not_overlap()
 def test_a_large_cluster_spreads_its_nodes_over_bridges_of_at_most_512():
     net = lc.Network(lc.Instance(2), 1024)
     assert net.bridges == ['cpbr2', 'cpbr2b2']
-    assert [net.bridge_of(i) for i in (1, 512, 513, 1024)] == ['cpbr2', 'cpbr2', 'cpbr2b2', 'cpbr2b2']
+    assert [net.bridge_of(i) for i in (1, 512, 513, 1024)] == \
+        ['cpbr2', 'cpbr2', 'cpbr2b2', 'cpbr2b2']
     assert net.trunk(2) == ('cp2t2', 'cp2t2p')
     assert lc.Network(lc.Instance(2), 512).bridges == ['cpbr2']
     assert lc.Network(lc.Instance(2), 513).bridges == ['cpbr2', 'cpbr2b2']
@@ -90,13 +93,15 @@ def test_ports_and_names_are_distinct_per_instance():
     ports = [lc.Instance(k).port(d) for k in lc.INSTANCES for d in lc.PORT_OFFSETS]
     assert len(ports) == len(set(ports))
     assert all(1024 < p < 32768 for p in ports)      # below Linux's ephemeral range
-    names = {lc.Instance(k).bridge for k in lc.INSTANCES} | {lc.Instance(k).netns(1) for k in lc.INSTANCES}
+    names = ({lc.Instance(k).bridge for k in lc.INSTANCES}
+             | {lc.Instance(k).netns(1) for k in lc.INSTANCES})
     assert len(names) == 2 * len(lc.INSTANCES)
     assert lc.Instance(2).netns(3) == 'cp2n3' and lc.Instance(2).bridge == 'cpbr2'
     # Linux limits interface names to 15 characters
     for k in lc.INSTANCES:
         net = lc.Network(lc.Instance(k), lc.MAX_NODES)
-        assert all(len(name) <= 15 for name in [net.inst.veth(lc.MAX_NODES), *net.bridges, *net.trunk(9)])
+        assert all(len(name) <= 15
+                   for name in [net.inst.veth(lc.MAX_NODES), *net.bridges, *net.trunk(9)])
 
 
 def test_out_of_range_values_are_refused_with_the_value():
@@ -134,10 +139,13 @@ def test_rendered_configuration(tmp_path):
     assert 'ClusterName=cp3' in conf
     assert 'SlurmctldHost=ctl(198.18.0.97)' in conf
     assert f'SlurmctldPort={lc.Instance(3).port("slurmctld")}' in conf
-    assert re.findall(r'^NodeName=n.*', conf, re.M) == ['NodeName=n[1-4] NodeAddr=198.18.0.[98-101]']
+    assert re.findall(r'^NodeName=n.*', conf, re.M) == \
+        ['NodeName=n[1-4] NodeAddr=198.18.0.[98-101]']
     # up to 29 nodes: a dead node is down within 20 s, and per-task usage is gathered
-    assert re.search(r'^SlurmdTimeout=20$', conf, re.M) and re.search(r'^MessageTimeout=10$', conf, re.M)
-    assert 'ProctrackType=proctrack/linuxproc' in conf and 'JobAcctGatherType=jobacct_gather/linux' in conf
+    assert (re.search(r'^SlurmdTimeout=20$', conf, re.M)
+            and re.search(r'^MessageTimeout=10$', conf, re.M))
+    assert ('ProctrackType=proctrack/linuxproc' in conf
+            and 'JobAcctGatherType=jobacct_gather/linux' in conf)
     assert re.search(r'^PartitionName=emu Nodes=n\[1-4\] Default=YES', conf, re.M)
     assert f'TmpFS={tmp_path}/tmp/%n' in conf
     assert 'ReturnToService=2' in conf
@@ -212,8 +220,10 @@ def test_a_large_cluster_renders_node_ranges_its_munge_groups_and_patient_timeou
         'NodeName=n[1023-1024] NodeAddr=198.19.4.[0-1]']
     assert 'SlurmctldHost=ctl(198.19.0.1)' in conf and 'AccountingStorageHost=198.19.0.1' in conf
     assert re.search(r'^PartitionName=emu Nodes=n\[1-1024\] ', conf, re.M)
-    assert re.search(r'^SlurmdTimeout=300$', conf, re.M) and re.search(r'^MessageTimeout=60$', conf, re.M)
-    assert 'ProctrackType=proctrack/pgid' in conf and 'JobAcctGatherType=jobacct_gather/none' in conf
+    assert (re.search(r'^SlurmdTimeout=300$', conf, re.M)
+            and re.search(r'^MessageTimeout=60$', conf, re.M))
+    assert ('ProctrackType=proctrack/pgid' in conf
+            and 'JobAcctGatherType=jobacct_gather/none' in conf)
     hosts = texts['hosts'].splitlines()
     assert hosts[1] == '198.19.0.1 ctl' and hosts[-1] == '198.19.4.1 n1024' and len(hosts) == 1026
     # a munged per 128 nodes, its socket directory mounted where slurm.conf names the socket
@@ -222,7 +232,8 @@ def test_a_large_cluster_renders_node_ranges_its_munge_groups_and_patient_timeou
     argv = lc.Cluster(spec, log=lambda text: None).slurmd_argv(200)
     assert argv[:2] == ['nsenter', '--net=/run/netns/cp0n200']
     assert argv[-1].startswith(f'mount --bind {tmp_path}/etc/hosts /etc/hosts && '
-                               f'mount --bind {tmp_path}/munge-g2 {tmp_path}/munge && hostname n200 && ')
+                               f'mount --bind {tmp_path}/munge-g2 {tmp_path}/munge && '
+                               'hostname n200 && ')
     # a node spec with groups still gives ranges, broken where the hardware changes
     spec = lc.Spec(instance=0, node_spec='n[1-100]:cpus=2,mem=2048;n[101-300]:cpus=1,mem=1024',
                    run_dir=tmp_path)
@@ -318,25 +329,29 @@ def test_a_slurmd_that_fails_to_start_is_started_once_more_then_named_with_its_s
     with pytest.raises(ClusterproofError) as err:
         _Starts(spec, ['slurmd', '-f', str(tmp_path / 'empty.conf')], lines).start_slurmd(3)
     assert str(err.value) == (
-        'slurmd of n3 failed to start, twice: exit status 1, saying: slurmd: fatal: Unable to process '
-        f'configuration file; {lay.log}/slurmd-n3.log is empty or missing')
-    assert lines == ['  slurmd of n3 failed to start (exit status 1, saying: slurmd: fatal: Unable to '
-                     'process configuration file); starting it once more']
+        'slurmd of n3 failed to start, twice: exit status 1, saying: slurmd: fatal: Unable to '
+        f'process configuration file; {lay.log}/slurmd-n3.log is empty or missing')
+    assert lines == ['  slurmd of n3 failed to start (exit status 1, saying: slurmd: fatal: '
+                     'Unable to process configuration file); starting it once more']
     # a start killed by SIGPIPE after its log's last line, as under load: named as such
     log = lay.log / 'slurmd-n2.log'
-    killed = ['sh', '-c', f'echo "[t] CPU frequency setting not configured for this node" >> {log}; kill -PIPE $$']
+    killed = ['sh', '-c', 'echo "[t] CPU frequency setting not configured for this node" '
+                          f'>> {log}; kill -PIPE $$']
     lines = []
     with pytest.raises(ClusterproofError) as err:
         _Starts(spec, killed, lines).start_slurmd(2)
-    assert str(err.value) == ('slurmd of n2 failed to start, twice: killed by SIGPIPE (exit -13); last line '
-                              f'of {log}: [t] CPU frequency setting not configured for this node')
+    assert str(err.value) == ('slurmd of n2 failed to start, twice: killed by SIGPIPE (exit -13); '
+                              f'last line of {log}: [t] CPU frequency setting not configured '
+                              'for this node')
     assert len(lines) == 1 and len(log.read_text().splitlines()) == 2
     # a start that fails once and then starts: said once, no error
     once = ['sh', '-c', f'test -e {tmp_path}/tried || {{ touch {tmp_path}/tried; kill -PIPE $$; }}']
     lines = []
     _Starts(spec, once, lines).start_slurmd(4)
-    assert lines == ['  slurmd of n4 failed to start (killed by SIGPIPE (exit -13)); starting it once more']
-    assert daemons.start_status(-9) == 'killed by SIGKILL (exit -9)' and daemons.start_status(2) == 'exit status 2'
+    assert lines == ['  slurmd of n4 failed to start (killed by SIGPIPE (exit -13)); '
+                     'starting it once more']
+    assert (daemons.start_status(-9) == 'killed by SIGKILL (exit -9)'
+            and daemons.start_status(2) == 'exit status 2')
 
 
 @pytest.mark.skipif(not shutil.which('slurmctld'), reason='needs slurmctld (slurm-wlm)')
@@ -345,8 +360,8 @@ def test_slurmctld_and_slurmdbd_start_with_sigpipe_ignored_and_a_failure_says_ho
     (tmp_path / 'empty.conf').write_text('')
     with pytest.raises(ClusterproofError) as err:
         c._start_service(['slurmctld', '-f', str(tmp_path / 'empty.conf')])
-    assert str(err.value) == 'slurmctld failed to start (exit status 1): slurmctld: fatal: Unable to process ' \
-                             'configuration file'
+    assert str(err.value) == 'slurmctld failed to start (exit status 1): slurmctld: fatal: ' \
+                             'Unable to process configuration file'
     # SIGPIPE is ignored in what it starts: a SIGPIPE does not end it
     with pytest.raises(ClusterproofError) as err:
         c._start_service(['sh', '-c', 'kill -PIPE $$; echo still here; exit 3'])
@@ -369,17 +384,19 @@ def test_gpus_are_character_devices_that_slurmd_takes_as_gpu_files(tmp_path):
     assert sorted(p.name for p in gpu_dir.iterdir()) == ['gpu0', 'gpu1', 'gpu2']
     # without CAP_MKNOD (a container that drops it): empty files, and says so
     if shutil.which('setpriv'):
-        code = ('import sys; from pathlib import Path; from clusterproof.cluster.daemons import make_gpu_devices; '
+        code = ('import sys; from pathlib import Path; '
+                'from clusterproof.cluster.daemons import make_gpu_devices; '
                 'print(make_gpu_devices(Path(sys.argv[1]), 2))')
-        proc = subprocess.run(['setpriv', '--bounding-set', '-mknod', str(VENV_BIN / 'python'), '-c', code,
-                               str(tmp_path / 'nocap')], capture_output=True, text=True)
+        proc = subprocess.run(['setpriv', '--bounding-set', '-mknod', str(VENV_BIN / 'python'),
+                               '-c', code, str(tmp_path / 'nocap')], capture_output=True, text=True)
         assert proc.stdout.strip() == 'empty files: mknod not permitted', proc.stderr
         assert all(p.is_file() and not p.stat().st_size for p in (tmp_path / 'nocap').iterdir())
         assert len(list((tmp_path / 'nocap').iterdir())) == 2
 
 
 @pytest.mark.root
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'), reason='needs root and setpriv')
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'),
+                    reason='needs root and setpriv')
 @need_repo_open_to_others
 def test_up_without_root_fails_with_one_line_and_starts_nothing():
     run_dir = Path(f'/tmp/clusterproof-test-not-root-{os.getpid()}')
@@ -460,12 +477,14 @@ def test_srun_runs_on_every_node_and_sacct_lists_the_job(emu_cluster):
     lines = sorted(line.split() for line in proc.stdout.splitlines())
     assert [line[0] for line in lines] == ['n1', 'n2', 'n3', 'n4']
     # slurmd runs with SIGPIPE ignored (as under systemd); its jobs' tasks get the default back
-    assert all(line[1] == 'SigIgn:' and not int(line[2], 16) & 1 << (signal.SIGPIPE - 1) for line in lines), lines
+    assert all(line[1] == 'SigIgn:' and not int(line[2], 16) & 1 << (signal.SIGPIPE - 1)
+               for line in lines), lines
     # the accounting record arrives after the job ends (about 1 s when idle)
     rows = []
 
     def completed():
-        acct = _run(['sacct', '-n', '-X', '-P', '--name=cp-hostname', '-o', 'JobID,NodeList,State'], env)
+        acct = _run(['sacct', '-n', '-X', '-P', '--name=cp-hostname',
+                     '-o', 'JobID,NodeList,State'], env)
         rows[:] = [r.split('|') for r in acct.stdout.split()]
         return rows and rows[-1][2] == 'COMPLETED'
     wait_for('the accounting record of the job', completed)
@@ -482,8 +501,8 @@ def test_status_reports_nodes_left_down_and_stray_processes(emu_cluster):
     from conftest import restore_emu_cluster
     env = _env(emu_cluster)
     spec = lc.load_spec(EMU_INSTANCE, lc.Instance(EMU_INSTANCE).default_run_dir())
-    job = subprocess.Popen(['srun', '-w', 'n4', '--job-name=cp-held', 'sleep', str(WAIT_S)], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    job = subprocess.Popen(['srun', '-w', 'n4', '--job-name=cp-held', 'sleep', str(WAIT_S)],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stray = subprocess.Popen(['nsenter', f'--net=/run/netns/{spec.inst.netns(3)}', 'sleep',
                               str(WAIT_S)])
     try:
@@ -493,15 +512,18 @@ def test_status_reports_nodes_left_down_and_stray_processes(emu_cluster):
         wait_for('the job sleeping on n4 and the stray one on n3',
                  lambda: comm_in(4, 'sleep') and comm_in(3, 'sleep'), proc=job)
         _run(['scontrol', 'update', 'nodename=n2', 'state=down', 'reason=cp-test'], env)
-        status = json.loads(_clusterproof('status', '--json', '--instance', str(EMU_INSTANCE)).stdout)
+        status = json.loads(_clusterproof('status', '--json', '--instance',
+                                          str(EMU_INSTANCE)).stdout)
         assert status['problems'][0] == 'n2 is down', status['problems']
-        assert [(s['node'], s['pid'], s['job']) for s in status['strays']] == [('n3', stray.pid, None)]
+        assert [(s['node'], s['pid'], s['job']) for s in status['strays']] == \
+            [('n3', stray.pid, None)]
         assert status['problems'][1:] == [f'stray process on n3: pid {stray.pid} in no Slurm job: '
                                           f'sleep {WAIT_S}'], status['problems']
         text = _clusterproof('status', '--instance', str(EMU_INSTANCE)).stdout
         assert f'problems:\n  n2 is down\n  stray process on n3: pid {stray.pid}' in text, text
         done = restore_emu_cluster()
-        assert f'stopped stray process on n3: pid {stray.pid} in no Slurm job: sleep {WAIT_S}' in done
+        assert (f'stopped stray process on n3: pid {stray.pid} in no Slurm job: '
+                f'sleep {WAIT_S}') in done
         assert stray.wait(timeout=WAIT_S) != 0       # killed
         assert lc.Cluster(spec, log=lambda text: None).problems() == []
     finally:
@@ -645,7 +667,8 @@ def _leftovers(k):
     found = [ln for ln in lc.links() if inst.owns_link(ln)]
     found += [ns for ns in lc.netns_list() if inst.owns_netns(ns)]
     run_dir = str(inst.default_run_dir())
-    found += [line for line in Path('/proc/self/mounts').read_text().splitlines() if run_dir + '/' in line]
+    found += [line for line in Path('/proc/self/mounts').read_text().splitlines()
+              if run_dir + '/' in line]
     root = Path(run_dir)
     if root.is_dir():
         found += [str(p) for p in root.rglob('*') if p.is_socket() or p.suffix == '.pid']
@@ -677,8 +700,8 @@ def _session_cluster_replaced():
             yield rd
         finally:
             _clusterproof('down', '--force', *rd)
-            proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
-                                 '--mem-per-node', str(spec.mem))
+            proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes),
+                                 '--cpus-per-node', str(spec.cpus), '--mem-per-node', str(spec.mem))
             assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -688,7 +711,8 @@ def test_heterogeneous_nodes_register_their_own_cpus_and_memory(emu_cluster):
     and memory, and a 1-CPU node's jobs see one processor. The session's
     cluster is brought back as it was."""
     with _session_cluster_replaced() as rd:
-        proc = _clusterproof('up', *rd, '--node-spec', 'n[1-2]:cpus=2,mem=2048;n[3-5]:cpus=1,mem=1024')
+        proc = _clusterproof('up', *rd, '--node-spec',
+                             'n[1-2]:cpus=2,mem=2048;n[3-5]:cpus=1,mem=1024')
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert 'n[1-2] x 2 CPUs, 2048 MiB; n[3-5] x 1 CPU, 1024 MiB' in proc.stdout
         assert 'export CLUSTERPROOF_EMU_NODES=5' in proc.stdout
@@ -719,7 +743,8 @@ def _many_nodes(emu_cluster, nodes):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f'nodes idle: n[1-{nodes}]' in proc.stdout
         status = json.loads(_clusterproof('status', '--json', *rd).stdout)
-        assert status['nodes'] == {f'n{i}': 'idle' for i in range(1, nodes + 1)}, lc.summary(status['nodes'])
+        assert status['nodes'] == {f'n{i}': 'idle' for i in range(1, nodes + 1)}, \
+            lc.summary(status['nodes'])
         assert status['problems'] == [] and all(d['alive'] for d in status['daemons'].values())
         text = _clusterproof('status', *rd).stdout
         assert re.search(rf'^nodes:\n  n\[1-{nodes}\] +idle$', text, re.M), text
@@ -729,7 +754,8 @@ def _many_nodes(emu_cluster, nodes):
         srun = _run(['srun', f'-N{nodes}', '--ntasks-per-node=1', 'hostname'], _env(emu_cluster))
         times['srun'] = time.monotonic() - t0
         assert srun.returncode == 0, srun.stderr[-3000:]
-        assert sorted(srun.stdout.split()) == sorted(f'n{i}' for i in range(1, nodes + 1)), srun.stderr[-3000:]
+        assert sorted(srun.stdout.split()) == sorted(f'n{i}' for i in range(1, nodes + 1)), \
+            srun.stderr[-3000:]
         t0 = time.monotonic()
         proc = _clusterproof('down', '--force', *rd)
         times['down'] = time.monotonic() - t0
@@ -750,7 +776,8 @@ def test_64_nodes_up_idle_one_job_on_all_and_down_leaves_nothing(emu_cluster):
 @pytest.mark.scale
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get('CLUSTERPROOF_TEST_SCALE'),
-                    reason='the scale tier (1,024 nodes, minutes, about 4 GiB): run scripts/test-scale')
+                    reason='the scale tier (1,024 nodes, minutes, about 4 GiB): '
+                           'run scripts/test-scale')
 @need_netns
 def test_1024_nodes_up_idle_one_job_on_all_and_down_leaves_nothing(emu_cluster):
     times = _many_nodes(emu_cluster, lc.MAX_NODES)
@@ -826,10 +853,12 @@ def _life_cycle(emu_cluster):
     make_network(lc.Network(lc.Instance(k), 2))
     holder = subprocess.Popen(['ip', 'netns', 'exec', f'cp{k}n1', 'sleep', '600'])
     try:
-        wait_for('sleep running in the leftover namespace', lambda: lc.netns_pids(f'cp{k}n1'), proc=holder)
+        wait_for('sleep running in the leftover namespace',
+                 lambda: lc.netns_pids(f'cp{k}n1'), proc=holder)
         proc = _clusterproof('up', *rd)
         assert proc.returncode == 2
-        assert f'pid {holder.pid} in cp{k}n1' in proc.stderr and 'cluster down' in proc.stderr, proc.stderr
+        assert (f'pid {holder.pid} in cp{k}n1' in proc.stderr
+                and 'cluster down' in proc.stderr), proc.stderr
     finally:
         holder.kill()
         holder.wait()
@@ -875,40 +904,50 @@ TALAPAS_PARTITIONS = SLURM_DATA / 'scontrol-show-partition-23.11.1.json'
 def test_like_a_slurm_conf_keeps_names_topology_and_partitions(tmp_path):
     like = lc.read_like(SLURM_DATA / 'slurm.conf-22.05.8-local')
     assert like.names == ['n1', 'n2', 'n3', 'n4'] and like.left_out == ()
-    assert {(n.cpus, n.sockets, n.cores, n.threads, n.mem, n.state) for n in like.nodes} == {(2, 2, 1, 1, 2048, '')}
+    assert {(n.cpus, n.sockets, n.cores, n.threads, n.mem, n.state) for n in like.nodes} == \
+        {(2, 2, 1, 1, 2048, '')}
     assert [(p.name, p.nodes, p.default, p.max_time) for p in like.partitions] == \
         [('emu', ('n1', 'n2', 'n3', 'n4'), True, 'INFINITE')]
     conf = tmp_path / 'slurm.conf'
-    conf.write_text('NodeName=gpu[001-002] Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 RealMemory=96000 '
-                    'Gres=gpu:a100:4 Feature=a100,ib State=UNKNOWN\n'
+    conf.write_text('NodeName=gpu[001-002] Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 '
+                    'RealMemory=96000 Gres=gpu:a100:4 Feature=a100,ib State=UNKNOWN\n'
                     'NodeName=cn-a12 CPUs=4 RealMemory=8000 State=DRAIN\n'
-                    'PartitionName=gpu Nodes=gpu[001-002] MaxNodes=2 MaxTime=2-00:00:00 Default=YES\n'
+                    'PartitionName=gpu Nodes=gpu[001-002] MaxNodes=2 MaxTime=2-00:00:00 '
+                    'Default=YES\n'
                     'PartitionName=all Nodes=ALL State=DOWN\n')
     like = lc.read_like(conf)
     gpu1, _, cn = like.nodes
-    assert (gpu1.name, gpu1.cpus, gpu1.sockets, gpu1.cores, gpu1.threads, gpu1.gres, gpu1.features) == \
-        ('gpu001', 32, 2, 8, 2, ('gpu:a100:4',), ('a100', 'ib'))
+    assert (gpu1.name, gpu1.cpus, gpu1.sockets, gpu1.cores, gpu1.threads, gpu1.gres,
+            gpu1.features) == ('gpu001', 32, 2, 8, 2, ('gpu:a100:4',), ('a100', 'ib'))
     assert (cn.name, cn.state, cn.reason) == ('cn-a12', 'DRAIN', 'recorded DRAIN in slurm.conf')
-    assert [(p.name, p.nodes, p.max_nodes, p.max_time, p.state, p.default) for p in like.partitions] == [
+    assert [(p.name, p.nodes, p.max_nodes, p.max_time, p.state, p.default)
+            for p in like.partitions] == [
         ('gpu', ('gpu001', 'gpu002'), 2, '2-00:00:00', 'UP', True),
         ('all', ('gpu001', 'gpu002', 'cn-a12'), None, 'UNLIMITED', 'DOWN', False)]
-    spec = lc.Spec(instance=2, like=like, max_submit_jobs=5, max_array_size=100, run_dir=tmp_path / 'rd')
+    spec = lc.Spec(instance=2, like=like, max_submit_jobs=5, max_array_size=100,
+                   run_dir=tmp_path / 'rd')
     assert spec.nodes == 3 and spec.names == ['gpu001', 'gpu002', 'cn-a12']
     texts = lc.render_all(spec, 'ctl', 'pw')
     slurm_conf = texts['slurm.conf']
-    assert ('NodeName=gpu001 NodeAddr=198.18.0.66 CPUs=32 Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 '
-            'RealMemory=96000 Gres=gpu:a100:4 Features=a100,ib') in slurm_conf
-    assert 'PartitionName=gpu Nodes=gpu[001-002] Default=YES MaxTime=2-00:00:00 State=UP MaxNodes=2' in slurm_conf
-    assert 'PartitionName=all Nodes=gpu[001-002],cn-a12 Default=NO MaxTime=UNLIMITED State=DOWN' in slurm_conf
+    assert ('NodeName=gpu001 NodeAddr=198.18.0.66 CPUs=32 Sockets=2 CoresPerSocket=8 '
+            'ThreadsPerCore=2 RealMemory=96000 Gres=gpu:a100:4 Features=a100,ib') in slurm_conf
+    assert ('PartitionName=gpu Nodes=gpu[001-002] Default=YES MaxTime=2-00:00:00 State=UP '
+            'MaxNodes=2') in slurm_conf
+    assert ('PartitionName=all Nodes=gpu[001-002],cn-a12 Default=NO MaxTime=UNLIMITED '
+            'State=DOWN') in slurm_conf
     assert 'PartitionName=emu' not in slurm_conf
-    for line in ('GresTypes=gpu', 'MaxArraySize=100', 'AccountingStorageEnforce=associations,limits'):
+    for line in ('GresTypes=gpu', 'MaxArraySize=100',
+                 'AccountingStorageEnforce=associations,limits'):
         assert re.search(rf'^{re.escape(line)}$', slurm_conf, re.M), line
-    assert f'NodeName=gpu001 Name=gpu Type=a100 File={tmp_path}/rd/gpu/gpu[0-3]' in texts['gres.conf']
-    assert texts['hosts'].splitlines()[2:] == ['198.18.0.66 gpu001', '198.18.0.67 gpu002', '198.18.0.68 cn-a12']
+    assert (f'NodeName=gpu001 Name=gpu Type=a100 File={tmp_path}/rd/gpu/gpu[0-3]'
+            in texts['gres.conf'])
+    assert texts['hosts'].splitlines()[2:] == ['198.18.0.66 gpu001', '198.18.0.67 gpu002',
+                                               '198.18.0.68 cn-a12']
     argv = lc.Cluster(spec).slurmd_argv(3)
     assert 'hostname cn-a12 &&' in argv[-1]
     assert re.search(r'^DefMemPerCPU=2000$', slurm_conf, re.M)
-    # a node declared without RealMemory (Slurm's 1 MiB) must not make DefMemPerCPU 0 (the whole node)
+    # a node declared without RealMemory (Slurm's 1 MiB) must not make DefMemPerCPU 0
+    # (the whole node)
     conf.write_text('NodeName=c1 CPUs=4\nPartitionName=p Nodes=ALL\n')
     small = lc.Spec(instance=2, like=lc.read_like(conf), run_dir=tmp_path / 'rd')
     assert re.search(r'^DefMemPerCPU=1$', lc.render_all(small, 'ctl', 'pw')['slurm.conf'], re.M)
@@ -937,7 +976,8 @@ def test_like_23_11_json_keeps_gpus_features_drained_nodes_and_partition_limits(
     assert {n for n, v in nodes.items() if v.state} == {'n0164', 'n0999'}
     assert (nodes['n0164'].state, nodes['n0164'].reason) == ('DRAIN', 'Kill task failed')
     n1000 = nodes['n1000']
-    assert (n1000.cpus, n1000.sockets, n1000.cores, n1000.threads, n1000.mem) == (112, 2, 56, 1, 2052811)
+    assert (n1000.cpus, n1000.sockets, n1000.cores, n1000.threads, n1000.mem) == \
+        (112, 2, 56, 1, 2052811)
     assert n1000.gres == ('gpu:nvidia_h100_80gb_hbm3:8',) and 'sapphirerapids' in n1000.features
     assert nodes['n0162'].gres == ('gpu:1g.10gb:21',)
     parts = {p.name: p for p in like.partitions}
@@ -952,8 +992,8 @@ def test_like_25_05_json_keeps_a_down_node_and_two_partitions():
                         SLURM_DATA / 'scontrol-show-partition-25.05.4.json')
     states = {n.name: (n.state, n.reason) for n in like.nodes if n.state}
     assert states == {'cn3': ('DRAIN', 'ECC memory error'), 'cn4': ('DOWN', 'CPU dead')}
-    assert [(p.name, len(p.nodes), p.max_time) for p in like.partitions] == [('normal', 4, '02:00:00'),
-                                                                             ('gpu', 2, '02:00:00')]
+    assert [(p.name, len(p.nodes), p.max_time) for p in like.partitions] == \
+        [('normal', 4, '02:00:00'), ('gpu', 2, '02:00:00')]
 
 
 @pytest.mark.parametrize('args, words', [
@@ -967,14 +1007,17 @@ def test_up_like_refuses_options_that_declare_nodes_and_a_missing_file(capsys, a
 
 
 @pytest.mark.parametrize('text, words', [
-    ('NodeName=c[1-1025] CPUs=1\nPartitionName=p Nodes=ALL\n', ['1025 nodes', 'at most 1024', 'node c1025']),
-    ('NodeName=c1 CPUs=1\nNodeName=c1 CPUs=2\nPartitionName=p Nodes=ALL\n', ['node c1', 'declared twice']),
+    ('NodeName=c[1-1025] CPUs=1\nPartitionName=p Nodes=ALL\n',
+     ['1025 nodes', 'at most 1024', 'node c1025']),
+    ('NodeName=c1 CPUs=1\nNodeName=c1 CPUs=2\nPartitionName=p Nodes=ALL\n',
+     ['node c1', 'declared twice']),
     ('NodeName=c1 CPUs=70000\nPartitionName=p Nodes=ALL\n', ['node c1', 'CPUs=70000', '65535']),
     ('NodeName=c1 CPUs=x\n', ['NodeName=c1', 'CPUs']),
     ('hello\n', ['neither Slurm JSON']),
     ('{"nodes": []}', ['describes no node']),
 ])
-def test_a_description_the_local_cluster_cannot_hold_is_refused_naming_file_and_node(tmp_path, text, words):
+def test_a_description_the_local_cluster_cannot_hold_is_refused_naming_file_and_node(
+        tmp_path, text, words):
     path = tmp_path / 'site.conf'
     path.write_text(text)
     with pytest.raises(ClusterproofError) as err:
@@ -990,7 +1033,8 @@ def test_up_like_a_real_cluster_cut_to_six_nodes(emu_cluster):
     nodes; a job runs on a named node; MaxSubmitJobs and MaxArraySize are
     enforced; down leaves nothing. The session's cluster is brought back."""
     with _session_cluster_replaced() as rd:
-        proc = _clusterproof('up', *rd, '--like', str(CUT6), '--like-partitions', str(TALAPAS_PARTITIONS),
+        proc = _clusterproof('up', *rd, '--like', str(CUT6),
+                             '--like-partitions', str(TALAPAS_PARTITIONS),
                              '--max-submit-jobs', '2', '--max-array-size', '10')
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert 'DRAIN as recorded: n[0164,0999]' in proc.stdout
@@ -1001,14 +1045,16 @@ def test_up_like_a_real_cluster_cut_to_six_nodes(emu_cluster):
         found = {}
         for line in show.stdout.splitlines():
             f = parse_scontrol_record(line)
-            found[f['NodeName']] = (f['CPUTot'], f['Sockets'], f['CoresPerSocket'], f['ThreadsPerCore'],
-                                    f['RealMemory'], f['Gres'], f['AvailableFeatures'], f['State'],
+            found[f['NodeName']] = (f['CPUTot'], f['Sockets'], f['CoresPerSocket'],
+                                    f['ThreadsPerCore'], f['RealMemory'], f['Gres'],
+                                    f['AvailableFeatures'], f['State'],
                                     f.get('Reason', '').split(' [')[0], f['NodeHostName'])
         want = {}
         for node in lc.read_like(CUT6).nodes:
-            want[node.name] = (str(node.cpus), str(node.sockets), str(node.cores), str(node.threads),
-                               str(node.mem), ','.join(node.gres) or '(null)', ','.join(node.features),
-                               'IDLE+DRAIN' if node.state else 'IDLE', node.reason, node.name)
+            want[node.name] = (str(node.cpus), str(node.sockets), str(node.cores),
+                               str(node.threads), str(node.mem), ','.join(node.gres) or '(null)',
+                               ','.join(node.features), 'IDLE+DRAIN' if node.state else 'IDLE',
+                               node.reason, node.name)
         assert found == want
         sinfo = _run(['sinfo', '-h', '-o', '%R %N %l %s'], env).stdout.split('\n')
         assert 'preempt n[0160,0162,0164,0397-0398,0999] 7-00:00:00 1-48' in sinfo

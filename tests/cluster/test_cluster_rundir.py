@@ -60,8 +60,8 @@ def planted(ordinary_user, tmp_path):
     victim.write_text('root\'s own\n')
     run_dir = Path(f'/tmp/clusterproof-planted-{uuid.uuid4().hex[:8]}')
     plant = (f'mkdir -m 755 {run_dir} {run_dir}/etc && ln -s {victim} {run_dir}/etc/slurm.conf && '
-             f'head -c 1024 /dev/urandom > {run_dir}/etc/munge.key && chmod 600 {run_dir}/etc/munge.key && '
-             f'echo known > {run_dir}/etc/db.pass')
+             f'head -c 1024 /dev/urandom > {run_dir}/etc/munge.key && '
+             f'chmod 600 {run_dir}/etc/munge.key && echo known > {run_dir}/etc/db.pass')
     made = _as(name, 'sh', '-c', plant, cwd='/')
     assert made.returncode == 0, made.stderr
     try:
@@ -71,7 +71,8 @@ def planted(ordinary_user, tmp_path):
 
 
 @need_root
-def test_a_run_directory_another_user_planted_is_refused_naming_path_and_owner_and_left_untouched(planted):
+def test_a_run_directory_another_user_planted_is_refused_naming_path_and_owner_and_left_untouched(
+        planted):
     name, run_dir, victim = planted
     before, victim_before = _snapshot(run_dir), _snapshot(victim)
     uid = pwd.getpwnam(name).pw_uid
@@ -79,16 +80,18 @@ def test_a_run_directory_another_user_planted_is_refused_naming_path_and_owner_a
         proc = _cluster(action, '--instance', str(INSTANCE), '--run-dir', str(run_dir))
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert proc.stderr.strip() == (
-            f'clusterproof cluster: error: run directory {run_dir}: {run_dir} is a directory of {name} '
-            f'(uid {uid}), mode 755: not root\'s. Only root may have made what a cluster run as root '
-            f'reads: another user may have planted it. Nothing was changed; look at it, remove it '
-            f'(rm -rf -- {run_dir}) and run again, or choose another --run-dir'), proc.stderr
+            f'clusterproof cluster: error: run directory {run_dir}: {run_dir} is a directory of '
+            f'{name} (uid {uid}), mode 755: not root\'s. Only root may have made what a cluster '
+            f'run as root reads: another user may have planted it. Nothing was changed; '
+            f'look at it, remove it (rm -rf -- {run_dir}) and run again, or choose '
+            f'another --run-dir'), proc.stderr
         assert 'starting cluster' not in proc.stdout
         assert _snapshot(run_dir) == before and _snapshot(victim) == victim_before
 
 
 @need_root
-def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_refused(ordinary_user, tmp_path):
+def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_refused(
+        ordinary_user, tmp_path):
     name, _ = ordinary_user
     uid = pwd.getpwnam(name).pw_uid
     run_dir = tmp_path / 'rd'
@@ -116,20 +119,24 @@ def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_r
     (run_dir / 'spool' / 'n1' / 'job00043').unlink()
     # a link anywhere else, even root's
     (etc / 'slurm.conf').symlink_to('/etc/passwd')
-    with pytest.raises(ClusterproofError, match=rf'{etc}/slurm.conf is a symbolic link of root \(uid 0\), '
-                                                r'mode 777: a symbolic link\. Only root'):
+    with pytest.raises(ClusterproofError,
+                       match=rf'{etc}/slurm.conf is a symbolic link of root \(uid 0\), '
+                             r'mode 777: a symbolic link\. Only root'):
         rundir.check_run_dir(run_dir)
     (etc / 'slurm.conf').unlink()
     # a file of another user's
     (etc / 'munge.key').write_bytes(b'k' * 1024)
     os.chown(etc / 'munge.key', uid, -1)
-    with pytest.raises(ClusterproofError, match=rf'{etc}/munge.key is a file of {name} \(uid {uid}\), '
-                                                r'mode 644: not root\'s'):
+    with pytest.raises(ClusterproofError,
+                       match=rf'{etc}/munge.key is a file of {name} \(uid {uid}\), '
+                             r'mode 644: not root\'s'):
         rundir.check_run_dir(run_dir)
     os.chown(etc / 'munge.key', 0, -1)
     # a file or a directory others may write
     (etc / 'munge.key').chmod(0o666)
-    with pytest.raises(ClusterproofError, match=r'munge.key is a file of root \(uid 0\), mode 666: others may write it'):
+    with pytest.raises(ClusterproofError,
+                       match=r'munge.key is a file of root \(uid 0\), mode 666: '
+                             'others may write it'):
         rundir.check_run_dir(run_dir)
     (etc / 'munge.key').chmod(0o600)
     # what the daemons make is taken: MariaDB's files (0660, group root), munged's socket (0777)
@@ -141,12 +148,15 @@ def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_r
         (run_dir / 'munge.socket.2').chmod(0o777)
         assert rundir.check_run_dir(run_dir) is True
     os.chown(run_dir / 'db' / 'ibdata1', 0, pwd.getpwnam(name).pw_gid)
-    with pytest.raises(ClusterproofError, match=r'ibdata1 is a file of root \(uid 0\), mode 660: others may write it'):
+    with pytest.raises(ClusterproofError,
+                       match=r'ibdata1 is a file of root \(uid 0\), mode 660: '
+                             'others may write it'):
         rundir.check_run_dir(run_dir)
     (run_dir / 'db' / 'ibdata1').unlink()
     run_dir.chmod(0o777)
-    with pytest.raises(ClusterproofError, match=rf'{run_dir} is a directory of root \(uid 0\), mode 777: '
-                                                'others may write in it'):
+    with pytest.raises(ClusterproofError,
+                       match=rf'{run_dir} is a directory of root \(uid 0\), mode 777: '
+                             'others may write in it'):
         rundir.check_run_dir(run_dir)
     run_dir.chmod(0o1777)           # sticky does not make the run directory itself safe
     with pytest.raises(ClusterproofError, match='mode 1777: others may write in it'):
@@ -160,8 +170,9 @@ def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_r
     theirs = tmp_path / 'theirs'
     theirs.mkdir()
     os.chown(theirs, uid, -1)
-    with pytest.raises(ClusterproofError, match=rf'{theirs} is a directory of {name} \(uid {uid}\), '
-                                                r'mode 755: not root\'s'):
+    with pytest.raises(ClusterproofError,
+                       match=rf'{theirs} is a directory of {name} \(uid {uid}\), '
+                             r'mode 755: not root\'s'):
         rundir.make_run_dir(theirs / 'rd')
     assert not (theirs / 'rd').exists()
 
@@ -170,10 +181,11 @@ def test_inside_and_above_a_run_directory_what_another_user_could_have_made_is_r
 def test_the_locks_are_roots_and_another_user_can_neither_hold_nor_make_them(ordinary_user):
     name, _ = ordinary_user
     # the old fixed names in /tmp, made and held by an ordinary user: nothing waits for them
-    old = [f'/tmp/clusterproof-cluster{INSTANCE}.lock', f'/tmp/clusterproof-cluster{INSTANCE}.op.lock',
-           '/tmp/clusterproof-iozone.lock']
+    old = [f'/tmp/clusterproof-cluster{INSTANCE}.lock',
+           f'/tmp/clusterproof-cluster{INSTANCE}.op.lock', '/tmp/clusterproof-iozone.lock']
     holder = subprocess.Popen(['runuser', '-u', name, '--', 'sh', '-c',
-                               ' '.join(f'exec {9 - j}>>{p} && flock {9 - j} &&' for j, p in enumerate(old))
+                               ' '.join(f'exec {9 - j}>>{p} && flock {9 - j} &&'
+                                        for j, p in enumerate(old))
                                + ' echo held && exec sleep 600'],
                               stdout=subprocess.PIPE, text=True, cwd='/', start_new_session=True)
     try:
@@ -199,10 +211,12 @@ def test_the_locks_are_roots_and_another_user_can_neither_hold_nor_make_them(ord
     assert made.returncode != 0 and not (lc.LOCK_DIR / 'cluster9.op.lock').exists()
 
 
-@pytest.mark.parametrize('bad', ['/tmp/x$(touch /tmp/pwned)', '/tmp/a b', "/tmp/it's", '/tmp/x;id', '/tmp/n%n'])
+@pytest.mark.parametrize('bad', ['/tmp/x$(touch /tmp/pwned)', '/tmp/a b', "/tmp/it's",
+                                 '/tmp/x;id', '/tmp/n%n'])
 def test_a_run_directory_holding_what_a_shell_or_slurm_conf_would_read_is_refused(bad, monkeypatch):
-    with pytest.raises(ClusterproofError, match=r"--run-dir .* holds .*: a run directory is written into "
-                                                'slurm.conf and into shell lines run as root'):
+    with pytest.raises(ClusterproofError,
+                       match=r"--run-dir .* holds .*: a run directory is written into "
+                             'slurm.conf and into shell lines run as root'):
         lc.run_dir_for(INSTANCE, bad)
     monkeypatch.setenv('CLUSTERPROOF_CLUSTER_DIR', bad)
     with pytest.raises(ClusterproofError, match=r'\$CLUSTERPROOF_CLUSTER_DIR .* holds '):
@@ -215,7 +229,8 @@ def test_up_with_a_run_directory_that_would_run_a_command_refuses_and_runs_nothi
     mark = tmp_path / 'ran'
     proc = _cluster('up', '--instance', str(INSTANCE), '--run-dir', f'{tmp_path}/rd$(touch {mark})')
     assert proc.returncode == 2
-    assert proc.stderr.startswith("clusterproof cluster: error: --run-dir '") and ' holds ' in proc.stderr
+    assert (proc.stderr.startswith("clusterproof cluster: error: --run-dir '")
+            and ' holds ' in proc.stderr)
     assert not mark.exists() and not list(tmp_path.iterdir())
 
 
@@ -223,9 +238,11 @@ def test_the_paths_in_a_nodes_shell_line_and_in_the_export_lines_are_quoted():
     """Belt and braces: a node's ``sh -c`` line and the ``export`` lines of
     ``cluster env`` (read by ``eval``) quote what they put in, even a path
     the run directory's check would have refused."""
-    assert shlex.split(lc.env_lines("/tmp/it's $(id)")[0]) == ["export", "SLURM_CONF=/tmp/it's $(id)/etc/slurm.conf"]
+    assert shlex.split(lc.env_lines("/tmp/it's $(id)")[0]) == [
+        "export", "SLURM_CONF=/tmp/it's $(id)/etc/slurm.conf"]
     argv = in_node(lc.Instance(INSTANCE), 1, Path("/tmp/it's $(id)/etc/hosts"), 'true',
                    [(Path('/tmp/g 1'), Path('/tmp/m'))], name='n;1')
     words = shlex.split(argv[-1])
     assert words[:4] == ['mount', '--bind', "/tmp/it's $(id)/etc/hosts", '/etc/hosts']
-    assert words[5:9] == ['mount', '--bind', '/tmp/g 1', '/tmp/m'] and words[10:12] == ['hostname', 'n;1']
+    assert (words[5:9] == ['mount', '--bind', '/tmp/g 1', '/tmp/m']
+            and words[10:12] == ['hostname', 'n;1'])

@@ -6,9 +6,10 @@ The table below is the list of bad inputs. Each row runs in this process
 (``cli.main(argv)``, output captured, a hang bounded by an alarm); three run
 as whole processes too, as a user sees them. The top-level handler's one
 line for an error nothing refused by name, and its traceback only under
-``--debug``, are shown with a command made to fail so. ``{tmp}`` in an argument is the test's directory
-(empty results directory, references and store under it), ``{latin1}`` a
-file that is not UTF-8, ``{dir}`` an existing directory.
+``--debug``, are shown with a command made to fail so. ``{tmp}`` in an
+argument is the test's directory (empty results directory, references and
+store under it), ``{latin1}`` a file that is not UTF-8, ``{dir}`` an
+existing directory.
 """
 
 import contextlib
@@ -163,7 +164,8 @@ BAD = [
     (['acceptance', '--system', 'local', '-o', '{dir}'], ['{dir}', 'directory']),
     (['acceptance', '--system', 'local', '--repetitions', 'three'], ['--repetitions']),
     (['acceptance', '--contract', '{dir}'], ['{dir}']),
-    (['acceptance', '--system', 'local', '--repetitions', '99999999999999999999'], ['--repetitions']),
+    (['acceptance', '--system', 'local', '--repetitions', '99999999999999999999'],
+     ['--repetitions']),
     # acceptance-report
     (['acceptance-report', '{tmp}/none.json'], ['{tmp}/none.json']),
     (['acceptance-report', '{latin1}'], ['{latin1}']),

@@ -379,7 +379,8 @@ def test_the_example_settings_load():
     assert cfg.forget_after == 30
 
 
-def test_a_screenings_outliers_are_sent_once_under_the_ids_screen_prints(tmp_path, monkeypatch, receiver, capsys):
+def test_a_screenings_outliers_are_sent_once_under_the_ids_screen_prints(
+        tmp_path, monkeypatch, receiver, capsys):
     from clusterproof.references.judge import Verdict
     from clusterproof.screen.verdicts import FigureVerdict, NodeVerdict, Sample
     from clusterproof.screen.output import finding_of

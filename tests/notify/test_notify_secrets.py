@@ -254,8 +254,9 @@ def test_a_line_break_in_a_test_name_leaves_the_headers_one_line(tmp_path, smtp,
     [o] = send.run(cfg, bad, tmp_path / 'results', now=NOW)
     assert o.sent and not o.error
     [mail] = mailbox.Maildir(smtp.maildir, create=False)
-    assert mail['Subject'].replace('\n', '') == ('clusterproof: OUTLIER on emu:compute: Ior X-A: 1 node n3 '
-                               'Bcc: x@example.org -20.0% since 2026-11-23 (screening a1b2c3d4)')
+    assert mail['Subject'].replace('\n', '') == ('clusterproof: OUTLIER on emu:compute: Ior X-A: '
+                                                 '1 node n3 Bcc: x@example.org -20.0% since '
+                                                 '2026-11-23 (screening a1b2c3d4)')
     assert mail['Bcc'] is None and mail['X-A'] is None
     alert_cfg = tmp_path / 'am.yaml'
     alert_cfg.write_text(HEAD + '  alertmanager: {url: "http://127.0.0.1:9"}\n')

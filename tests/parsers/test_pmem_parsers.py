@@ -149,7 +149,8 @@ def test_namespace_comparison():
     declared_pm = pmserver_systems()['pmserver']['namespaces']
     text = '; '.join(map(str, pmem.compare_namespaces('hm1', declared_pm, nested)))
     assert 'pmem.namespaces[namespace1.0]: expected present, found absent' in text
-    assert 'pmem.namespaces[namespace0.0].size: expected 1488.37 GiB (1598128390144 B), found 496.12 GiB' in text
+    assert ('pmem.namespaces[namespace0.0].size: expected 1488.37 GiB (1598128390144 B), '
+            'found 496.12 GiB') in text
 
 
 def test_devdax_declared():

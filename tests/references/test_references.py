@@ -110,7 +110,8 @@ def run_probe(tmp_path, refs, mode, text=CHECK):
     refs_dir.mkdir()
     (refs_dir / 'local.yaml').write_text(refs)
     return run_reframe(['-c', str(check), '-r', '--system', 'local'],
-                       tmp_path / 'results', mode, extra_env={'CLUSTERPROOF_REFERENCES': str(refs_dir)})
+                       tmp_path / 'results', mode,
+                       extra_env={'CLUSTERPROOF_REFERENCES': str(refs_dir)})
 
 
 def test_references_indexed_on_threads_apply_for_real(tmp_path):

@@ -90,7 +90,8 @@ def test_one_place_decides_the_configuration(tmp_path):
     assert subprocess.run(cmd, env=mine, capture_output=True, text=True).stdout == \
         '/site/mine.py\n'
     for env in (base, mine):      # the checkout's own, even after another's
-        activated = subprocess.run(['bash', '-c', '. .venv/bin/activate && echo "$RFM_CONFIG_FILES"'],
+        activated = subprocess.run(['bash', '-c',
+                                    '. .venv/bin/activate && echo "$RFM_CONFIG_FILES"'],
                                    cwd=REPO, env=env, capture_output=True, text=True)
         assert activated.stdout == f'{SETTINGS_FILE}\n', activated.stderr
 

@@ -52,7 +52,8 @@ def test_every_part_of_the_package_lies_on_a_layer():
     assert not parts.keys() - placed.keys(), \
         f'{ARCHITECTURE}: no layer for {sorted(parts.keys() - placed.keys())}; add each to the list'
     assert not placed.keys() - parts.keys(), \
-        f'{ARCHITECTURE}: the layers name {sorted(placed.keys() - parts.keys())}, not in the package'
+        (f'{ARCHITECTURE}: the layers name {sorted(placed.keys() - parts.keys())}, '
+         'not in the package')
 
 
 def test_no_import_runs_back_up_or_sideways():

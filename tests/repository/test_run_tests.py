@@ -35,7 +35,8 @@ def test_a_cluster_up_is_seen_and_a_leftover_run_directory_is_not(emu_cluster):
     other = next(k for k in range(8) if k != EMU_INSTANCE
                  and not os.path.exists(f'/tmp/clusterproof-cluster{k}'))
     left = f'/tmp/clusterproof-cluster{other}'
-    up = sorted(p for p in os.listdir('/tmp') if p.startswith(f'clusterproof-cluster{EMU_INSTANCE}'))
+    up = sorted(p for p in os.listdir('/tmp')
+                if p.startswith(f'clusterproof-cluster{EMU_INSTANCE}'))
     assert f'clusterproof-cluster{EMU_INSTANCE}' in up
     os.mkdir(left)
     # the inner session's /tmp is new: its test file lives where both see it

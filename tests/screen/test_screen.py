@@ -348,7 +348,8 @@ def test_the_json_output_keeps_its_documented_shape():
     for i in range(1, 7):
         samples += _inventory(f'n{i}', 1024 if i == 2 else 2048)
     verdicts = judge.screen(samples)
-    findings = {v.node: output.finding_of(v, 'emu', 'sid') for v in screen_verdicts.outliers(verdicts)}
+    findings = {v.node: output.finding_of(v, 'emu', 'sid')
+                for v in screen_verdicts.outliers(verdicts)}
     data = json.loads(json.dumps(output.as_json(verdicts, 'emulated', findings, 'sid')))
     assert sorted(data) == ['min_noise_units', 'nodes', 'note', 'outliers', 'peers', 'rule',
                             'screening_id', 'thresholds_pct']
@@ -504,7 +505,8 @@ def test_a_repeat_runs_again_only_the_checks_that_named_a_node():
     failed.append(Sample('n4', 'p', 'inventory', 'result', None, '', 'sanity'))
     verdicts = judge.screen(failed, {f'n{i}': 'p' for i in range(1, 5)})
     assert {v.node for v in judge.to_repeat(verdicts)} == {'n3', 'n4'}
-    assert run.repeat_groups(verdicts, {'n4'}, ['inventory', 'stream']) == [(('inventory',), ['n4'])]
+    assert run.repeat_groups(verdicts, {'n4'}, ['inventory', 'stream']) == \
+        [(('inventory',), ['n4'])]
 
 
 def test_peers_are_nodes_of_one_kind_and_less_memory_is_still_named():
@@ -527,7 +529,8 @@ def test_peers_are_nodes_of_one_kind_and_less_memory_is_still_named():
     kinds = run.peer_kinds(gpu + cpu)
     assert kinds['g2'] == kinds['g1'] != kinds['c1']
     named = screen_verdicts.outliers(judge.screen(samples, peers_of=kinds))
-    assert [(v.node, [m.field for m in v.mismatches]) for v in named] == [('g2', ['slurm_memory_mib'])]
+    assert [(v.node, [m.field for m in v.mismatches]) for v in named] == \
+        [('g2', ['slurm_memory_mib'])]
 
 
 def test_check_names():
@@ -812,7 +815,8 @@ def test_a_failed_inventory_says_why():
     samples.append(Sample('n4', 'p', 'inventory', 'hardware', None, '', 'no hardware report'))
     out = judge.screen(samples)
     assert (out[0].node, out[0].verdict) == ('n4', 'FAILED')
-    assert 'no hardware report' in out[0].reason and 'no hardware report' in output.as_row(out[0])[-1]
+    assert ('no hardware report' in out[0].reason
+            and 'no hardware report' in output.as_row(out[0])[-1])
 
 
 def _screen_every_node(checks, emu_cluster, tmp_path):
@@ -881,8 +885,8 @@ def _thousand_nodes():
         samples += _inventory(n, 1024 if n == 'r19n02' else 2048)
     verdicts = judge.screen(samples, {n: 'p' for n in values})
     verdicts.append(screen_verdicts.NodeVerdict('r03n40', 'p', judge.Verdict.MISSING,
-                                                note='Slurm state DRAINED: bad fan; its job (pending) '
-                                           'was cancelled'))
+                                                note='Slurm state DRAINED: bad fan; '
+                                                     'its job (pending) was cancelled'))
     return screen_verdicts.rank(verdicts)
 
 
@@ -923,8 +927,10 @@ def test_a_block_missing_for_one_reason_is_one_row(tmp_path):
                                    ('r20n[01-03],r21n05', 4, 'missing')]), rows
     findings = {v.node: output.finding_of(v, 'big', 'sid') for v in bad}
     text = page.render(verdicts, system='big', screening_id='sid', findings=findings)
-    assert '<tr data-node="r20n[01-03],r21n05"><td>r20n[01-03],r21n05 (4)</td><td>r20, r21</td>' in text
-    assert f'title="{" ".join(findings[n] for n in ("r20n01", "r20n02", "r20n03", "r21n05"))}">4 findings' in text
+    assert ('<tr data-node="r20n[01-03],r21n05"><td>r20n[01-03],r21n05 (4)</td>'
+            '<td>r20, r21</td>') in text
+    assert (f'title="{" ".join(findings[n] for n in ("r20n01", "r20n02", "r20n03", "r21n05"))}"'
+            '>4 findings') in text
     assert text.count('<tr data-node=') == 4 and 'Outliers (7)' in text
 
 
@@ -938,7 +944,8 @@ def test_the_page_of_a_thousand_nodes_in_a_real_browser(tmp_path):
     square in its rack, the three outliers listed with reason and finding
     id, the whole grid within one screen (a screenshot, kept for a person)."""
     verdicts = _thousand_nodes()
-    findings = {v.node: output.finding_of(v, 'big', 'sid') for v in screen_verdicts.outliers(verdicts)}
+    findings = {v.node: output.finding_of(v, 'big', 'sid')
+                for v in screen_verdicts.outliers(verdicts)}
     out = page.write(tmp_path / 'screen.html', verdicts, system='big', screening_id='sid',
                      findings=findings)
     base = [CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',

@@ -83,7 +83,8 @@ def test_the_command_keeps_its_screening_and_says_the_nodes_history(tmp_path):
                    'percent': -28.0, 'verdict': 'slow'}]
         screenings.write(store, before, day.replace(' ', '-'))
     proc = subprocess.run([str(VENV_BIN / 'clusterproof'), 'screen', '--system', 'emu',
-                           '--from-report', str(DATA / 'screen' / 'report-emu-stream-inventory.json'),
+                           '--from-report',
+                           str(DATA / 'screen' / 'report-emu-stream-inventory.json'),
                            '--format', 'json'], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, 'CLUSTERPROOF_RESULTS': str(results)}, timeout=60)
     assert proc.returncode == 1, proc.stderr            # n2: less memory

@@ -127,7 +127,8 @@ def test_a_small_partition_without_the_repeatability_is_judged_no_finer_than_amo
         for k in range(2):
             rows += rows_of(judge.screen(_samples(before), None, rule), 'sys', f's{k}', float(k))
         now = _samples(dict(before, n3=97.0))
-        return screen_verdicts.outliers(judge.screen(now, None, rule, past=memory.earlier(rows, 'now')))
+        return screen_verdicts.outliers(judge.screen(now, None, rule,
+                                                     past=memory.earlier(rows, 'now')))
 
     assert judged(Rule()) == []
     assert [v.node for v in judged(RULE)] == ['n3']

@@ -58,7 +58,8 @@ def test_partitions_and_node_groups():
     assert [(g.partition, g.nodelist) for g in groups] == [('emu', 'n[1-2]'), ('emu', 'n[3-4]')]
     assert declare.partition_names(groups) == ['emu-g1', 'emu-g2']
     assert declare.partition_names(groups[:1]) == ['emu']
-    with pytest.raises(ClusterproofError, match='Slurm has no partition gpu with nodes; it has: emu'):
+    with pytest.raises(ClusterproofError,
+                       match='Slurm has no partition gpu with nodes; it has: emu'):
         slurm_view.group_nodes(nodes, ['gpu'])
 
 
@@ -166,7 +167,8 @@ def test_features_reasons_and_other_gres():
     [twcc] = _read_nodes(SLURM / 'scontrol-show-node-17.11-twcc.txt')
     assert twcc.reason.startswith('node-switch')
     assert slurm_values.parse_gres('gpu:nvidiah100pcie:6,mps:nvidiah100pcie:600') == [
-        slurm_values.Gres('gpu', 'nvidiah100pcie', 6), slurm_values.Gres('mps', 'nvidiah100pcie', 600)]
+        slurm_values.Gres('gpu', 'nvidiah100pcie', 6),
+        slurm_values.Gres('mps', 'nvidiah100pcie', 600)]
 
 
 @pytest.mark.parametrize('text,gpus', [
@@ -557,7 +559,8 @@ def test_init_on_a_heterogeneous_cluster(emu_cluster, tmp_path):
             assert again.returncode == 2 and 'exists; --force overwrites it' in again.stderr
             val = _cp('validate', '--system', name, env=env)
             assert val.returncode == 0, val.stdout + val.stderr
-            assert f'ok  {name}:emu-g1' in val.stdout and f'ok  references/{name}.yaml' in val.stdout
+            assert (f'ok  {name}:emu-g1' in val.stdout
+                    and f'ok  references/{name}.yaml' in val.stdout)
 
             run, cases = _inventory(name, tmp_path / 'pass', env)
             assert run.returncode == 0, run.stdout[-3000:]

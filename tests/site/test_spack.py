@@ -480,7 +480,8 @@ def test_setup_refuses_an_external_it_cannot_install(tmp_path):
     (tmp_path / 'scripts').mkdir()
     shutil.copy(REPO / 'scripts' / 'setup', tmp_path / 'scripts' / 'setup')
     for system in ('local', 'emu'):
-        shutil.copytree(REPO / 'spack' / 'systems' / system, tmp_path / 'spack' / 'systems' / system)
+        shutil.copytree(REPO / 'spack' / 'systems' / system,
+                        tmp_path / 'spack' / 'systems' / system)
     emu = tmp_path / 'spack' / 'systems' / 'emu' / 'packages.yaml'
     emu.write_text(emu.read_text() + '  libfabric:\n    externals:\n    - spec: libfabric@1.17.0\n'
                                      '      prefix: /usr\n')

@@ -136,7 +136,8 @@ class ReliabilityHang(rfm.RunOnlyRegressionTest, ClusterproofCheck, SlurmPlaceme
         if 'never printed' in text:
             return True
         cause = job_failure.failure_cause(text, self.job.state, self.time_limit)
-        raise SanityError(cause or f'the program ended without output (Slurm state {self.job.state})')
+        raise SanityError(cause or 'the program ended without output '
+                                   f'(Slurm state {self.job.state})')
 
 
 @rfm.simple_test
