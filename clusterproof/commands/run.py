@@ -36,6 +36,10 @@ def register(subparsers):
     p.add_argument('--log', type=Path,
                    help="a file ReFrame's output is appended to as it comes, and the reason "
                         'of an exit status 2')
+    p.add_argument('--print-config', action='store_true',
+                   help='print the ReFrame configuration file(s) a run reads (RFM_CONFIG_FILES, '
+                        'else site_config/settings.py) and run nothing; .venv/bin/activate '
+                        'sets RFM_CONFIG_FILES from it')
     p.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_OPTION',
                    help='more options for reframe, after --')
     p.set_defaults(func=run)
@@ -78,6 +82,9 @@ def run_reframe(args, env, report_file=None, log=None):
 
 
 def run(args):
+    if args.print_config:
+        print(runner.config_files())
+        return 0
     mode = args.mode or os.environ.get('CLUSTERPROOF_MODE') or 'smoke'
     env = run_env()
     results = results_dir(env)

@@ -330,26 +330,6 @@ def describe(args, *, env=None, cwd=REPO):
                  tuple(d.get('perf_variables') or ())) for d in data if '@class' in d]
 
 
-
-def main(argv=None):
-    """``python -m clusterproof.reframe_io.runner config`` prints the
-    configuration ``reframe`` reads (:func:`config_files`), for
-    ``.venv/bin/activate``, which sets ``RFM_CONFIG_FILES`` from it. A script
-    runs ReFrame with ``clusterproof run`` or ``clusterproof nightly``."""
-    parser = argparse.ArgumentParser(
-        prog='python -m clusterproof.reframe_io.runner',
-        description='Print the ReFrame configuration file(s) a run reads '
-                    '(RFM_CONFIG_FILES, else site_config/settings.py).')
-    parser.add_argument('what', choices=['config'])
-    parser.parse_args(sys.argv[1:] if argv is None else argv)
-    print(config_files())
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
-
-
 # ---------------------------------------------------------------- ReFrame inside a node's job
 
 #: the ReFrame configuration a job that already holds its node runs ReFrame

@@ -84,7 +84,7 @@ def test_one_place_decides_the_configuration(tmp_path):
         str(tmp_path / 'c.py')
     assert base == {'PATH': '/usr/bin'}       # a copy: the caller's stays as it was
     # what .venv/bin/activate and the shell scripts export
-    cmd = [sys.executable, '-m', 'clusterproof.reframe_io.runner', 'config']
+    cmd = [sys.executable, '-m', 'clusterproof', 'run', '--print-config']
     shown = subprocess.run(cmd, env=base, capture_output=True, text=True)
     assert shown.stdout == f'{SETTINGS_FILE}\n', shown.stderr
     assert subprocess.run(cmd, env=mine, capture_output=True, text=True).stdout == \

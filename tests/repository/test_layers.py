@@ -79,7 +79,7 @@ RUNNER = {'clusterproof/reframe_io/runner.py', 'tests/reframe_io/test_runner.py'
 PENDING = {'scripts/run-tests'}
 _SHELL_LAUNCH = re.compile(r'bin/reframe\b|^\s*reframe\s')
 _SHELL_CONFIG = re.compile(
-    r'RFM_CONFIG_FILES\s*:?=(?!\\?\$\(.*clusterproof\.reframe_io\.runner config\))')
+    r'RFM_CONFIG_FILES\s*:?=(?!\\?\$\(.*clusterproof run --print-config\))')
 
 
 def _sources():
@@ -138,8 +138,8 @@ def _shell_launches(text):
 def test_reframe_is_started_and_configured_in_one_module():
     """Only clusterproof/reframe_io/runner.py starts ``reframe`` and decides
     RFM_CONFIG_FILES; everything else calls it (``runner.run``, ``start``,
-    ``invoke``, ``reframe_env``; ``clusterproof run|nightly`` and ``python -m
-    clusterproof.reframe_io.runner config`` from a shell)."""
+    ``invoke``, ``reframe_env``; ``clusterproof run|nightly`` and ``clusterproof
+    run --print-config`` from a shell)."""
     found, pending_seen = [], set()
     for name, text, is_python in _sources():
         if name in RUNNER:
