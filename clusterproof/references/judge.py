@@ -9,7 +9,8 @@ measured figure as ReFrame does (``lookup``) and the references a system
 declares (``declared``, what ``acceptance`` walks);
 :mod:`~clusterproof.references.direction` gives the direction of a figure as
 its check declared it (``lower_is_better``, ``record_lower_is_better``); this
-module gives the verdict (:class:`Verdict`, :func:`judge`). ``compare``,
+module gives the verdict (:class:`Verdict`, :func:`judge`; a figure record's
+against its system's references: :func:`judge_record`). ``compare``,
 ``report``, ``acceptance``, ``bless`` and the checks (``checklib.base``, at
 set-up) use them, each name from the module that defines it; none of them
 reads the YAML, parses an entry or applies a bound on its own.
@@ -29,9 +30,11 @@ failure as in ReFrame).
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from clusterproof.references.entries import bounds
+from clusterproof.references.direction import record_lower_is_better
+from clusterproof.references.entries import bounds, reference_of_record
+from clusterproof.references.lookup import found_reference
 
 
 # -- judging ------------------------------------------------------------------
@@ -121,11 +124,16 @@ FAILING = tuple(v for v in Verdict if v.failing)
 @dataclass(frozen=True)
 class Judgement:
     """A :class:`Verdict` with its ``reason`` (why an item failed, which
-    bound a figure crossed; '' when nothing needs saying) and the absolute
-    ``bounds`` (low, high) it was judged against."""
+    bound a figure crossed; '' when nothing needs saying), the absolute
+    ``bounds`` (low, high) it was judged against, the ``reference`` (a
+    :class:`~clusterproof.references.entries.Reference`; None: none) it was
+    judged against or shown beside, and the ``flags`` the judging raised
+    (``emulated-ref``, ``ref-changed``, why a test case measured nothing)."""
     verdict: Verdict
     reason: str = ''
     bounds: tuple = (None, None)
+    reference: object = None
+    flags: tuple = ()
 
     @property
     def failing(self):
@@ -170,5 +178,31 @@ def judge_reference(value, reference, lower_is_better):
     """:func:`judge` of ``value`` against a :class:`Reference` (None: ``no-ref``)."""
     if reference is None:
         return Judgement(Verdict.NO_REF)
-    return judge(value, reference.value, reference.lower, reference.upper,
-                 lower_is_better, reference.xfail)
+    judged = judge(value, reference.value, reference.lower, reference.upper,
+                   lower_is_better, reference.xfail)
+    return replace(judged, reference=reference)
+
+
+def judge_record(rec, refs_by_system):
+    """The :class:`Judgement` of figure record ``rec`` against the references
+    of its system (:func:`~clusterproof.references.lookup.found_reference`;
+    ``refs_by_system`` caches the parsed files), as ``compare`` judges it:
+    an emulated figure only against references blessed from emulated runs
+    (flagged ``emulated-ref``), else shown beside its system's own reference,
+    ``not judged``; a smoke figure shown beside its reference, ``not
+    judged``; a figure that ReFrame judged against another reference when it
+    ran flagged ``ref-changed``."""
+    return _judged(rec, record_lower_is_better(rec), found_reference(refs_by_system, rec))
+
+
+def _judged(rec, lower_is_better, found):
+    reference, emulated_ref = found
+    flags = ('emulated-ref',) if emulated_ref else ()
+    if reference is None:
+        return Judgement(Verdict.NO_REF, flags=flags)
+    if rec.smoke or (rec.emulated and not emulated_ref):
+        return Judgement(Verdict.NOT_JUDGED, reference=reference, flags=flags)
+    judged = judge_reference(rec.value, reference, lower_is_better)
+    if not rec.emulated and not reference.same_as(reference_of_record(rec)):
+        flags += ('ref-changed',)
+    return replace(judged, flags=flags)

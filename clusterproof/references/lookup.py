@@ -125,6 +125,31 @@ def lookup(refs, rec):
     return entry_reference(found[1][rec.figure])
 
 
+def found_reference(refs_by_system, rec):
+    """``(reference, emulated)``: the :class:`Reference` of ``rec``'s figure
+    (None: none) and whether it was blessed from emulated runs. An emulated
+    figure's comes from its system's emulated file when that has one, else
+    from the system's own file (shown, never judged against); any other
+    figure's from its system's file (:func:`references_for`)."""
+    return _first_found(rec, _files(refs_by_system, rec))
+
+
+def _first_found(rec, files):
+    for refs, emulated in files:
+        found = lookup(refs, rec)
+        if found is not None:
+            return found, emulated
+    return None, False
+
+
+def _files(refs_by_system, rec):
+    """The parsed files ``rec``'s figure is looked up in, in order, each
+    with whether it was blessed from emulated runs (read only when reached)."""
+    if rec.emulated:
+        yield references_for(refs_by_system, rec.system, emulated=True), True
+    yield references_for(refs_by_system, rec.system), False
+
+
 def locate(refs, rec):
     """``(check, keys)``: which entry of ``refs`` the test case of ``rec``
     resolves to (the same identity :func:`declared` gives), or None."""
