@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from clusterproof.store.sessions import Record, case_reason
-from clusterproof.references.judge import Judgement, Verdict, judge_record, judge_reference
+from clusterproof.references.judge import Judgement, Verdict, judge_against, judge_record
 from clusterproof.references.lookup import lookup, references_for
 from clusterproof.references.direction import record_lower_is_better
 from clusterproof.references.entries import (Reference, bounds, reference_of_record,
@@ -170,32 +170,29 @@ def _row(rec, refs_by_system):
 
 
 def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_TOLERANCE):
-    """Rows comparing ``new_recs`` with ``base_recs`` figure by figure, with
-    the reference's tolerance where there is one, else ``tolerance``."""
+    """Rows comparing ``new_recs`` with ``base_recs`` figure by figure
+    (:func:`~clusterproof.references.judge.judge_against`: the reference's
+    tolerance where there is one, else ``tolerance``), then the figures of
+    the base session that the new one lacks."""
     refs_by_system = dict(refs_by_system or {})
-    base = {r.key: r for r in base_recs if r.figure}
+    base = {rec.key: rec for rec in base_recs if rec.figure}
     rows = []
-    seen = set()
-    for r in new_recs:
-        if not r.figure:
-            rows.append(_case_row(r))
-            continue
-        seen.add(r.key)
-        b = base.get(r.key)
-        if b is None:
-            rows.append(Row(r))
-            continue
-        lib = record_lower_is_better(r)
-        found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
-        lower, upper = (found.lower, found.upper) if found else (None, None)
-        if lower is None and upper is None:
-            lower, upper = ((None, tolerance) if lib else (-tolerance, None))
-        judged = judge_reference(r.value, Reference(b.value, lower, upper), lib)
-        rows.append(Row(r, judged, sorted(set(r.flags) | set(b.flags))))
-    for key, b in base.items():
-        if key not in seen:
-            rows.append(Row(b, Judgement(Verdict.MISSING, reference=Reference(b.value))))
+    for rec in new_recs:
+        rows.append(_session_row(rec, base.get(rec.key), refs_by_system, tolerance))
+    new = {rec.key for rec in new_recs}
+    for key, rec in base.items():
+        if key not in new:
+            rows.append(Row(rec, Judgement(Verdict.MISSING, reference=Reference(rec.value))))
     return rows
+
+
+def _session_row(rec, base, refs_by_system, tolerance):
+    if not rec.figure:
+        return _case_row(rec)
+    if base is None:
+        return Row(rec)
+    return Row(rec, judge_against(rec, base.value, refs_by_system, tolerance),
+               sorted(set(rec.flags) | set(base.flags)))
 
 
 @dataclass
@@ -234,12 +231,12 @@ def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DR
     first)}`` (the values as a history read from the store has them)."""
     refs_by_system = dict(refs_by_system or {})
     out = []
-    for key, (last, vals) in series.items():
+    for key, (last, values) in series.items():
         lib = record_lower_is_better(last)
-        vals = list(vals)
+        values = list(values)
         found = lookup(references_for(refs_by_system, last.system, last.emulated), last)
-        if found and found.value and not found.xfail and len(vals) >= window:
-            med = statistics.median(vals[-window:])
+        if found and found.value and not found.xfail and len(values) >= window:
+            med = statistics.median(values[-window:])
             change = (med - found.value) / abs(found.value)
             if (change > drop) if lib else (change < -drop):
                 out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit,
@@ -247,14 +244,14 @@ def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DR
                                  f'median of the last {window} sessions {med:.4g} is '
                                  f'{change * 100:+.1f}% from the reference {found.value:.4g} '
                                  f'(limit {drop * 100:g}%)'))
-        if in_a_row and len(vals) > in_a_row:
-            tail = vals[-(in_a_row + 1):]
+        if in_a_row and len(values) > in_a_row:
+            tail = values[-(in_a_row + 1):]
             worse = all((b > a) if lib else (b < a) for a, b in zip(tail, tail[1:]))
             if worse:
                 out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit,
                                  'streak',
                                  f'worse {in_a_row} sessions in a row: '
-                                 + ' -> '.join(f'{v:.4g}' for v in tail)))
+                                 + ' -> '.join(f'{value:.4g}' for value in tail)))
     out.sort(key=lambda d: (d.system, d.partition, d.test, d.figure, d.kind))
     return out
 
@@ -264,15 +261,15 @@ def format_rows(rows):
     the verdict and the smoke/emulated flags."""
     header = ('figure', 'unit', 'base', 'value', 'ratio', 'tolerance', 'verdict', 'flags')
     groups = {}
-    for r in rows:
-        groups.setdefault((r.system, r.partition, r.test), []).append(r)
+    for row in rows:
+        groups.setdefault((row.system, row.partition, row.test), []).append(row)
     titles, cells = {}, []
     for (system, part, test), rs in groups.items():
         titles[len(cells)] = f'{test} @{system}:{part}'
-        for r in rs:
-            cells.append((r.figure, r.unit, _num(r.base), _num(r.value),
-                          '' if r.ratio is None else f'{r.ratio:.3f}', r.tolerance,
-                          str(r.verdict), ','.join(_flag_text(r, f) for f in r.flags)))
+        for row in rs:
+            cells.append((row.figure, row.unit, _num(row.base), _num(row.value),
+                          '' if row.ratio is None else f'{row.ratio:.3f}', row.tolerance,
+                          str(row.verdict), ','.join(_flag_text(row, flag) for flag in row.flags)))
     head, *body = tabulate(cells, headers=header, tablefmt='plain',
                            disable_numparse=True).splitlines()
     lines = ['  ' + head.rstrip()]
@@ -289,9 +286,9 @@ def _flag_text(row, flag):
     return flag
 
 
-def _num(x):
-    if x is None:
+def _num(value):
+    if value is None:
         return '-'
-    if isinstance(x, float) and not math.isfinite(x):
+    if isinstance(value, float) and not math.isfinite(value):
         return '-'
-    return f'{x:.5g}'
+    return f'{value:.5g}'

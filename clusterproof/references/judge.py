@@ -33,8 +33,8 @@ import math
 from dataclasses import dataclass, replace
 
 from clusterproof.references.direction import record_lower_is_better
-from clusterproof.references.entries import bounds, reference_of_record
-from clusterproof.references.lookup import found_reference
+from clusterproof.references.entries import Reference, bounds, reference_of_record
+from clusterproof.references.lookup import found_reference, lookup, references_for
 
 
 # -- judging ------------------------------------------------------------------
@@ -158,20 +158,29 @@ def judge(value, ref, lower, upper, lower_is_better, xfail=None):
     lo, hi = bounds(ref, lower, upper)
     if value is None or not math.isfinite(value):
         return Judgement(Verdict.FAILED, 'no finite value', (lo, hi))
-    below = lo is not None and value < lo
-    above = hi is not None and value > hi
-    if not (below or above):
-        verdict, why = Verdict.PASS, ''
-    else:
-        side = f'below the lower bound {lo:.5g}' if below else f'above the upper bound {hi:.5g}'
-        worse = above if lower_is_better else below
-        verdict = Verdict.REGRESSION if worse else Verdict.OUT_OF_BOUNDS
-        why = side if worse else f'{side}, on the better side; ReFrame fails it too'
+    verdict, why = _beyond(value, lo, hi, lower_is_better)
     if xfail:
         if verdict == Verdict.PASS:
             return Judgement(Verdict.XPASS, f'met a reference marked $xfail ({xfail})', (lo, hi))
         return Judgement(Verdict.XFAIL, f'{why}; expected: {xfail}', (lo, hi))
     return Judgement(verdict, why, (lo, hi))
+
+
+def _beyond(value, lo, hi, lower_is_better):
+    """``(verdict, why)`` of a finite ``value`` against the absolute bounds
+    ``lo`` and ``hi`` (None: unbounded): ``pass`` inside them."""
+    above = hi is not None and value > hi
+    if lo is not None and value < lo:
+        return _crossed(f'below the lower bound {lo:.5g}', above or not lower_is_better)
+    if above:
+        return _crossed(f'above the upper bound {hi:.5g}', lower_is_better)
+    return Verdict.PASS, ''
+
+
+def _crossed(why, worse):
+    if worse:
+        return Verdict.REGRESSION, why
+    return Verdict.OUT_OF_BOUNDS, f'{why}, on the better side; ReFrame fails it too'
 
 
 def judge_reference(value, reference, lower_is_better):
@@ -193,6 +202,24 @@ def judge_record(rec, refs_by_system):
     judged``; a figure that ReFrame judged against another reference when it
     ran flagged ``ref-changed``."""
     return _judged(rec, record_lower_is_better(rec), found_reference(refs_by_system, rec))
+
+
+def judge_against(rec, base, refs_by_system, tolerance):
+    """The :class:`Judgement` of figure record ``rec`` against ``base``, the
+    value of the same figure in another session: within the thresholds of
+    its reference where it has one (an emulated figure's only from the file
+    blessed from emulated runs), else within ``tolerance`` (a fraction) on
+    its worse side."""
+    return _within(rec, base, tolerance,
+                   lookup(references_for(refs_by_system, rec.system, rec.emulated), rec))
+
+
+def _within(rec, base, tolerance, found):
+    lower_is_better = record_lower_is_better(rec)
+    lower, upper = (found.lower, found.upper) if found else (None, None)
+    if lower is None and upper is None:
+        lower, upper = (None, tolerance) if lower_is_better else (-tolerance, None)
+    return judge_reference(rec.value, Reference(base, lower, upper), lower_is_better)
 
 
 def _judged(rec, lower_is_better, found):

@@ -46,20 +46,19 @@ def index_value(attr, rec):
             f'index by $system, $partition, $environ or test attributes')
     if attr in rec.case:
         return rec.case[attr]
-    params = rec.params
-    if attr in params:
-        return _scalar(params[attr])
+    if attr in rec.params:
+        return _scalar(rec.params[attr])
     raise ClusterproofError(f'reference index {attr!r} of {rec.check}: the test case '
                             f'{rec.test!r} has no such attribute')
 
 
-def _scalar(text):
+def _scalar(value):
     for conv in (int, float):
         try:
-            return conv(text)
+            return conv(value)
         except ValueError:
             pass
-    return text
+    return value
 
 
 def index_of(entry):
@@ -98,8 +97,8 @@ def _resolve(refs, rec):
             keys.append(key)
             node = node[key]
     else:
-        key = next((k for k in (f'{rec.system}:{rec.partition}', rec.system, '*')
-                    if k in entry), None)
+        key = next((name for name in (f'{rec.system}:{rec.partition}', rec.system, '*')
+                    if name in entry), None)
         if key is None:
             return None
         keys.append(key)
@@ -111,8 +110,8 @@ def _match_key(node, val):
     if val in node:
         return val
     if isinstance(val, str):
-        return next((k for k in node if isinstance(k, str) and not k.startswith('$')
-                     and re.fullmatch(k, val)), None)
+        return next((key for key in node if isinstance(key, str) and not key.startswith('$')
+                     and re.fullmatch(key, val)), None)
     return None
 
 

@@ -320,4 +320,4 @@ def records(sessions):
     performance values still give one row with figure ``''``, so a failed
     sanity, a skip or a session of checks without figures is never lost;
     readers of figures skip the rows without one)."""
-    return [r for sess in sessions for r in sess.recs]
+    return [rec for sess in sessions for rec in sess.recs]
