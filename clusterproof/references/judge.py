@@ -30,10 +30,10 @@ failure as in ReFrame).
 
 import enum
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from clusterproof.references.direction import record_lower_is_better
-from clusterproof.references.entries import Reference, bounds, reference_of_record
+from clusterproof.references.entries import Reference, reference_of_record
 from clusterproof.references.lookup import found_reference, lookup, references_for
 
 
@@ -145,34 +145,46 @@ class Judgement:
 
 def judge(value, ref, lower, upper, lower_is_better, xfail=None):
     """The :class:`Judgement` of ``value`` against ``ref`` with relative
-    thresholds, as ReFrame judges a performance figure: ``pass`` inside the
-    bounds; outside, ``REGRESSION`` on the worse side and ``OUT-OF-BOUNDS``
-    on the better side (a throughput above its upper bound: ReFrame fails
-    it, and so does this judge; the reason says so: re-bless or widen the
-    bound); ``no-ref`` without a reference; ``FAILED`` without a finite
-    value. For an expected failure (``xfail``, the reason of a ``$xfail``
-    entry), as ReFrame: ``xfail`` where it would fail, ``xpass`` where it
-    would pass."""
+    thresholds ``lower`` and ``upper`` and an expected failure's reason
+    ``xfail``: :func:`judge_reference` of the
+    :class:`~clusterproof.references.entries.Reference` they make
+    (``no-ref`` without ``ref``)."""
     if ref is None:
         return Judgement(Verdict.NO_REF)
-    lo, hi = bounds(ref, lower, upper)
+    return judge_reference(value, Reference(ref, lower, upper, xfail=xfail), lower_is_better)
+
+
+def judge_reference(value, reference, lower_is_better, flags=()):
+    """The :class:`Judgement` of ``value`` against a :class:`Reference`, as
+    ReFrame judges a performance figure: ``pass`` inside its bounds;
+    outside, ``REGRESSION`` on the worse side and ``OUT-OF-BOUNDS`` on the
+    better side (a throughput above its upper bound: ReFrame fails it, and
+    so does this judge; the reason says so: re-bless or widen the bound);
+    ``no-ref`` without a reference (None, or one without a value); ``FAILED`` without a finite
+    value. For an expected failure (the reference's ``xfail``, the reason of
+    a ``$xfail`` entry), as ReFrame: ``xfail`` where it would fail,
+    ``xpass`` where it would pass. ``flags``: what the caller noted beside
+    the verdict, carried by the Judgement."""
+    if reference is None or reference.value is None:
+        return Judgement(Verdict.NO_REF, flags=flags)
+    lo, hi = reference.limits
     if value is None or not math.isfinite(value):
-        return Judgement(Verdict.FAILED, 'no finite value', (lo, hi))
+        return Judgement(Verdict.FAILED, 'no finite value', (lo, hi), reference, flags)
     verdict, why = _beyond(value, lo, hi, lower_is_better)
-    if xfail:
-        if verdict == Verdict.PASS:
-            return Judgement(Verdict.XPASS, f'met a reference marked $xfail ({xfail})', (lo, hi))
-        return Judgement(Verdict.XFAIL, f'{why}; expected: {xfail}', (lo, hi))
-    return Judgement(verdict, why, (lo, hi))
+    if reference.xfail and verdict == Verdict.PASS:
+        verdict, why = Verdict.XPASS, f'met a reference marked $xfail ({reference.xfail})'
+    elif reference.xfail:
+        verdict, why = Verdict.XFAIL, f'{why}; expected: {reference.xfail}'
+    return Judgement(verdict, why, (lo, hi), reference, flags)
 
 
 def _beyond(value, lo, hi, lower_is_better):
     """``(verdict, why)`` of a finite ``value`` against the absolute bounds
     ``lo`` and ``hi`` (None: unbounded): ``pass`` inside them."""
-    above = hi is not None and value > hi
     if lo is not None and value < lo:
-        return _crossed(f'below the lower bound {lo:.5g}', above or not lower_is_better)
-    if above:
+        return _crossed(f'below the lower bound {lo:.5g}',
+                        not lower_is_better or (hi is not None and value > hi))
+    if hi is not None and value > hi:
         return _crossed(f'above the upper bound {hi:.5g}', lower_is_better)
     return Verdict.PASS, ''
 
@@ -181,15 +193,6 @@ def _crossed(why, worse):
     if worse:
         return Verdict.REGRESSION, why
     return Verdict.OUT_OF_BOUNDS, f'{why}, on the better side; ReFrame fails it too'
-
-
-def judge_reference(value, reference, lower_is_better):
-    """:func:`judge` of ``value`` against a :class:`Reference` (None: ``no-ref``)."""
-    if reference is None:
-        return Judgement(Verdict.NO_REF)
-    judged = judge(value, reference.value, reference.lower, reference.upper,
-                   lower_is_better, reference.xfail)
-    return replace(judged, reference=reference)
 
 
 def judge_record(rec, refs_by_system):
@@ -229,7 +232,6 @@ def _judged(rec, lower_is_better, found):
         return Judgement(Verdict.NO_REF, flags=flags)
     if rec.smoke or (rec.emulated and not emulated_ref):
         return Judgement(Verdict.NOT_JUDGED, reference=reference, flags=flags)
-    judged = judge_reference(rec.value, reference, lower_is_better)
     if not rec.emulated and not reference.same_as(reference_of_record(rec)):
         flags += ('ref-changed',)
-    return replace(judged, flags=flags)
+    return judge_reference(rec.value, reference, lower_is_better, flags)

@@ -97,8 +97,8 @@ def _resolve(refs, rec):
             keys.append(key)
             node = node[key]
     else:
-        key = next((name for name in (f'{rec.system}:{rec.partition}', rec.system, '*')
-                    if name in entry), None)
+        key = next((key for key in (f'{rec.system}:{rec.partition}', rec.system, '*')
+                    if key in entry), None)
         if key is None:
             return None
         keys.append(key)
