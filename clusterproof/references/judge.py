@@ -160,11 +160,11 @@ def judge_reference(value, reference, lower_is_better, flags=()):
     outside, ``REGRESSION`` on the worse side and ``OUT-OF-BOUNDS`` on the
     better side (a throughput above its upper bound: ReFrame fails it, and
     so does this judge; the reason says so: re-bless or widen the bound);
-    ``no-ref`` without a reference (None, or one without a value); ``FAILED`` without a finite
-    value. For an expected failure (the reference's ``xfail``, the reason of
-    a ``$xfail`` entry), as ReFrame: ``xfail`` where it would fail,
-    ``xpass`` where it would pass. ``flags``: what the caller noted beside
-    the verdict, carried by the Judgement."""
+    ``no-ref`` without a reference (None, or one without a value);
+    ``FAILED`` without a finite value. For an expected failure (the
+    reference's ``xfail``, the reason of a ``$xfail`` entry), as ReFrame:
+    ``xfail`` where it would fail, ``xpass`` where it would pass. ``flags``:
+    what the caller noted beside the verdict, carried by the Judgement."""
     if reference is None or reference.value is None:
         return Judgement(Verdict.NO_REF, flags=flags)
     lo, hi = reference.limits
@@ -207,6 +207,18 @@ def judge_record(rec, refs_by_system):
     return _judged(rec, record_lower_is_better(rec), found_reference(refs_by_system, rec))
 
 
+def _judged(rec, lower_is_better, found):
+    reference, emulated_ref = found
+    flags = ('emulated-ref',) if emulated_ref else ()
+    if reference is None:
+        return Judgement(Verdict.NO_REF, flags=flags)
+    if rec.smoke or (rec.emulated and not emulated_ref):
+        return Judgement(Verdict.NOT_JUDGED, reference=reference, flags=flags)
+    if not rec.emulated and not reference.same_as(reference_of_record(rec)):
+        flags += ('ref-changed',)
+    return judge_reference(rec.value, reference, lower_is_better, flags)
+
+
 def judge_against(rec, base, refs_by_system, tolerance):
     """The :class:`Judgement` of figure record ``rec`` against ``base``, the
     value of the same figure in another session: within the thresholds of
@@ -223,15 +235,3 @@ def _within(rec, base, tolerance, found):
     if lower is None and upper is None:
         lower, upper = (None, tolerance) if lower_is_better else (-tolerance, None)
     return judge_reference(rec.value, Reference(base, lower, upper), lower_is_better)
-
-
-def _judged(rec, lower_is_better, found):
-    reference, emulated_ref = found
-    flags = ('emulated-ref',) if emulated_ref else ()
-    if reference is None:
-        return Judgement(Verdict.NO_REF, flags=flags)
-    if rec.smoke or (rec.emulated and not emulated_ref):
-        return Judgement(Verdict.NOT_JUDGED, reference=reference, flags=flags)
-    if not rec.emulated and not reference.same_as(reference_of_record(rec)):
-        flags += ('ref-changed',)
-    return judge_reference(rec.value, reference, lower_is_better, flags)
