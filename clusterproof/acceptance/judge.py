@@ -30,7 +30,6 @@ from clusterproof.analysis.statistics import statistic
 from clusterproof.site import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference
 from clusterproof.references.lookup import locate
-from clusterproof.references.direction import record_lower_is_better
 from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
@@ -179,52 +178,80 @@ def check_run(item, rec, results_dir=None):
 
 
 def judge_item(item, contract, recs, results_dir=None):
-    """The :class:`Result` of ``item`` on store records ``recs``."""
-    runs, direction = [], None
-    for r in recs:
-        if not matches(item, contract, r) or r.figure not in (item.figure, ''):
-            continue
-        if r.figure == '' and any(o.session == r.session and o.test == r.test and
-                                  o.figure == item.figure for o in recs):
-            continue
-        if r.figure == item.figure:
-            direction = record_lower_is_better(r)
-        valid, why, used = check_run(item, r, results_dir)
-        if r.figure == '' and r.sanity_ok:
-            valid, why = False, f'the test case reported no {item.figure}'
-        runs.append(Repetition(r, valid, why, used))
-    runs.sort(key=lambda x: x.time, reverse=True)
-    lower = bool(direction)
-    counted = [x for x in runs if x.valid][:item.repetitions]
+    """The :class:`Result` of ``item`` on store records ``recs``: its
+    :func:`repetitions`, the newest valid ones counted, their statistic
+    judged against the committed value in the direction of
+    :func:`_direction` (the reason says the statistic and how far it is from
+    the commitment)."""
+    runs = repetitions(item, contract, recs, results_dir)
+    counted = [run for run in runs if run.valid][:item.repetitions]
+    lower = _direction(runs)
     if len(counted) < item.repetitions:
-        if not runs:
-            verdict, why = Verdict.NOT_MEASURED, 'not measured: no run of this item'
-        else:
-            verdict = Verdict.INVALID
-            bad = [x for x in runs if not x.valid]
-            why = (f'not measured validly: {len(counted)} valid run(s) of '
-                   f'{item.repetitions} required' +
-                   (f'; not counted: {bad[0].invalid_why}' if bad else '') +
-                   (f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''))
-        return Result(item, runs, counted, None, Judgement(verdict, why), lower)
-    value = statistic(item.statistic, [x.value for x in counted], lower)
+        return Result(item, runs, counted, None, _unmeasured(item, runs, counted), lower)
+    value = statistic(item.statistic, [run.value for run in counted], lower)
     judged = judge_reference(value, item.reference, lower)
-    flags = sorted({f for x in counted for f in x.flags} - set(contract.allow))
+    flags = sorted({f for run in counted for f in run.flags} - set(contract.allow))
     if flags and not judged.failing:
         judged = Judgement(Verdict.NOT_ACCEPTED, f'{", ".join(flags)} figures; the contract '
                                                  f'allows none', judged.bounds)
     else:
-        judged = Judgement(judged.verdict, describe(item, value, lower) +
-                           (f'; {judged.reason}' if judged.reason else ''), judged.bounds)
-    return Result(item, runs, counted, value, judged, lower, {x.session for x in counted})
+        rel = (value - item.committed) / abs(item.committed) * 100 if item.committed else 0.0
+        judged = Judgement(judged.verdict,
+                           f'{item.statistic} {value:.5g} {item.unit} is {abs(rel):.1f}% '
+                           f'{"above" if rel >= 0 else "below"} the committed '
+                           f'{item.committed:g} {item.unit} (tolerance {item.tolerance})'
+                           + (f'; {judged.reason}' if judged.reason else ''), judged.bounds)
+    return Result(item, runs, counted, value, judged, lower, {run.session for run in counted})
 
 
-def describe(item, value, lower_is_better):
-    """``median 176000 MB/s is 2.2% below the committed 180000 MB/s``."""
-    rel = (value - item.committed) / abs(item.committed) * 100 if item.committed else 0.0
-    side = 'above' if rel >= 0 else 'below'
-    return (f'{item.statistic} {value:.5g} {item.unit} is {abs(rel):.1f}% {side} the '
-            f'committed {item.committed:g} {item.unit} (tolerance {item.tolerance})')
+def repetitions(item, contract, recs, results_dir=None):
+    """The test cases of ``item`` among store records ``recs``, newest first,
+    each a :class:`Repetition` checked by :func:`check_run` (a test case
+    that reported none of the item's figure is one that does not count)."""
+    runs = []
+    for rec in recs:
+        if matches(item, contract, rec) and _of_figure(item, rec, recs):
+            runs.append(_repetition(item, rec, results_dir))
+    runs.sort(key=lambda run: run.time, reverse=True)
+    return runs
+
+
+def _of_figure(item, rec, recs):
+    """True for ``rec`` of the item's figure, or for a test case's row
+    without figures where the test case has no record of that figure."""
+    if rec.figure == item.figure:
+        return True
+    return rec.figure == '' and not any(
+        o.session == rec.session and o.test == rec.test and o.figure == item.figure
+        for o in recs)
+
+
+def _repetition(item, rec, results_dir):
+    valid, why, used = check_run(item, rec, results_dir)
+    if rec.figure == '' and rec.sanity_ok:
+        valid, why = False, f'the test case reported no {item.figure}'
+    return Repetition(rec, valid, why, used)
+
+
+def _direction(runs):
+    """True when a smaller value is better, as the newest run of the figure
+    declared it (False without one)."""
+    for run in runs:
+        if run.rec.figure:
+            return run.rec.lower_is_better
+    return False
+
+
+def _unmeasured(item, runs, counted):
+    """The Judgement of an item without enough valid runs."""
+    if not runs:
+        return Judgement(Verdict.NOT_MEASURED, 'not measured: no run of this item')
+    bad = [run for run in runs if not run.valid]
+    return Judgement(Verdict.INVALID,
+                     f'not measured validly: {len(counted)} valid run(s) of '
+                     f'{item.repetitions} required'
+                     + (f'; not counted: {bad[0].invalid_why}' if bad else '')
+                     + (f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''))
 
 
 def candidate_sessions(contract, ids=(), now=None, db=None):

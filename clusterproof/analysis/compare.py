@@ -18,9 +18,9 @@ Verdicts of one figure:
 ``FAILED``      the test case failed before its figures were measured
 ``skipped``     the test case was skipped (the reason in its flags)
 
-Every verdict (a :class:`~clusterproof.references.judge.Verdict`, with the
-reason in ``Row.reason``) and bound comes from
-:mod:`clusterproof.references.judge`.
+Every verdict and bound comes from :mod:`clusterproof.references.judge`:
+a row holds its :class:`~clusterproof.references.judge.Judgement` (the
+verdict, the reason and what the figure was compared with).
 A row whose reference today differs from the one ReFrame judged the figure
 against when it ran (a re-bless or an edit since) carries the flag
 ``ref-changed`` and the old reference in ``Row.ran_against``.
@@ -41,10 +41,11 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from clusterproof.store.sessions import Record, case_reason
-from clusterproof.references.judge import Verdict, judge, judge_reference
+from clusterproof.references.judge import Judgement, Verdict, judge_against, judge_record
 from clusterproof.references.lookup import lookup, references_for
 from clusterproof.references.direction import record_lower_is_better
-from clusterproof.references.entries import bounds, reference_of_record, tolerance_text
+from clusterproof.references.entries import (Reference, bounds, reference_of_record,
+                                             tolerance_text)
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
@@ -55,32 +56,44 @@ DEFAULT_DRIFT_SESSIONS = 5
 @dataclass
 class Row:
     """A figure record judged: the store's
-    :class:`~clusterproof.store.sessions.Record` (``rec``) and what it was
-    compared with (``base`` and the relative bounds), the verdict and its
-    reason. Its names (system, test, figure, value, unit, direction) are the
-    record's; a figure of the base session that the new one lacks is the base
-    record with the verdict ``missing`` and no value."""
+    :class:`~clusterproof.store.sessions.Record` (``rec``) and its
+    :class:`~clusterproof.references.judge.Judgement` (the verdict, its
+    reason, and the reference or the base session's value it was compared
+    with, as a :class:`~clusterproof.references.entries.Reference`). Its
+    names (system, test, figure, value, unit, direction) are the record's; a
+    figure of the base session that the new one lacks is the base record
+    with the verdict ``missing`` and no value."""
     rec: Record
-    base: float = None          # reference value or the base session's value
-    lower: float = None         # relative thresholds used
-    upper: float = None
-    verdict: Verdict = Verdict.NO_REF
-    reason: str = ''            # why, for a verdict that needs one (judge.Judgement)
-    #: the record's flags (smoke, emulated) and the comparison's
+    judgement: Judgement = Judgement(Verdict.NO_REF)
+    #: the record's flags (smoke, emulated) and the judgement's
     #: (emulated-ref, ref-changed, why a test case measured nothing)
     flags: list = None
-    #: with the flag ``ref-changed``: the reference ReFrame judged against
-    #: when the test ran (a judge.Reference; None: it had none)
-    ran_against: object = None
 
     def __post_init__(self):
         if self.flags is None:
-            self.flags = list(self.rec.flags)
+            self.flags = list(self.rec.flags) + list(self.judgement.flags)
 
     system = property(lambda self: self.rec.system)
     partition = property(lambda self: self.rec.partition)
     test = property(lambda self: self.rec.test)
     unit = property(lambda self: self.rec.unit)
+    verdict = property(lambda self: self.judgement.verdict)
+    reason = property(lambda self: self.judgement.reason)
+    #: the reference value or the base session's value (None: none)
+    base = property(lambda self: self._against('value'))
+    #: the relative thresholds used (None: unbounded)
+    lower = property(lambda self: self._against('lower'))
+    upper = property(lambda self: self._against('upper'))
+
+    def _against(self, name):
+        against = self.judgement.reference
+        return None if against is None else getattr(against, name)
+
+    @property
+    def ran_against(self):
+        """With the flag ``ref-changed``: the reference ReFrame judged
+        against when the test ran (None: it had none)."""
+        return reference_of_record(self.rec)
 
     @property
     def figure(self):
@@ -127,93 +140,59 @@ class Row:
 NO_FIGURES = 'passed; it has no figures (a build, or a check that measures nothing)'
 
 
-def _case_row(r):
+def _case_row(rec):
     """The row of a test case without figures: ``skipped`` with the skip
     reason, ``FAILED`` with the phase and the cause,
     or ``pass`` for one that passed without measuring (a build); the reason
     is :func:`clusterproof.store.sessions.case_reason`."""
-    why = case_reason(r.result, r.fail_phase, r.reason)
+    why = case_reason(rec.result, rec.fail_phase, rec.reason)
     if not why:
-        return Row(r, verdict=Verdict.PASS, reason=NO_FIGURES)
-    verdict = Verdict.SKIPPED if r.skipped else Verdict.FAILED
-    return Row(r, verdict=verdict, reason=why, flags=r.flags + [why])
-
-
-def _judged(row, r, found):
-    """Judge ``r`` against the Reference ``found`` into ``row``; flag
-    ``ref-changed`` when ReFrame judged it against another reference (only
-    for references ReFrame loads: neither smoke nor emulated figures)."""
-    row.base, row.lower, row.upper = found.value, found.lower, found.upper
-    judged = judge_reference(r.value, found, row.lower_is_better)
-    row.verdict, row.reason = judged.verdict, judged.reason
-    if not r.smoke and not r.emulated:
-        old = reference_of_record(r)
-        if not found.same_as(old):
-            row.flags = row.flags + ['ref-changed']
-            row.ran_against = old
+        return Row(rec, Judgement(Verdict.PASS, NO_FIGURES))
+    verdict = Verdict.SKIPPED if rec.skipped else Verdict.FAILED
+    return Row(rec, Judgement(verdict, why, flags=(why,)))
 
 
 def against_references(recs, refs_by_system=None):
     """Rows for ``recs`` judged against the reference files (``{system:
-    parsed file}``; read from ``site_config/references`` when absent)."""
+    parsed file}``; read from ``site_config/references`` when absent) by
+    :func:`~clusterproof.references.judge.judge_record`."""
     refs_by_system = dict(refs_by_system or {})
     rows = []
-    for r in recs:
-        if not r.figure:
-            rows.append(_case_row(r))
-            continue
-        found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
-        row = Row(r)
-        if found and r.emulated:
-            row.flags = row.flags + ['emulated-ref']
-        elif r.emulated:
-            # No reference blessed from emulated runs: show the system's
-            # own (real hardware) reference, if any, and judge nothing.
-            found = lookup(references_for(refs_by_system, r.system), r)
-            if found:
-                row.base, row.lower, row.upper = found.value, found.lower, found.upper
-                row.verdict = Verdict.NOT_JUDGED
-            rows.append(row)
-            continue
-        if found and r.smoke:
-            # Smoke sizes are not comparable with any reference: show it,
-            # judge nothing.
-            row.base, row.lower, row.upper = found.value, found.lower, found.upper
-            row.verdict = Verdict.NOT_JUDGED
-        elif found:
-            _judged(row, r, found)
-        rows.append(row)
+    for rec in recs:
+        rows.append(_row(rec, refs_by_system))
     return rows
+
+
+def _row(rec, refs_by_system):
+    if not rec.figure:
+        return _case_row(rec)
+    return Row(rec, judge_record(rec, refs_by_system))
 
 
 def against_session(base_recs, new_recs, refs_by_system=None, tolerance=DEFAULT_TOLERANCE):
-    """Rows comparing ``new_recs`` with ``base_recs`` figure by figure, with
-    the reference's tolerance where there is one, else ``tolerance``."""
+    """Rows comparing ``new_recs`` with ``base_recs`` figure by figure
+    (:func:`~clusterproof.references.judge.judge_against`: the reference's
+    tolerance where there is one, else ``tolerance``), then the figures of
+    the base session that the new one lacks."""
     refs_by_system = dict(refs_by_system or {})
-    base = {r.key: r for r in base_recs if r.figure}
+    base = {rec.key: rec for rec in base_recs if rec.figure}
     rows = []
-    seen = set()
-    for r in new_recs:
-        if not r.figure:
-            rows.append(_case_row(r))
-            continue
-        seen.add(r.key)
-        row = Row(r)
-        b = base.get(r.key)
-        if b is not None:
-            found = lookup(references_for(refs_by_system, r.system, r.emulated), r)
-            lower, upper = (found.lower, found.upper) if found else (None, None)
-            if lower is None and upper is None:
-                lower, upper = ((None, tolerance) if row.lower_is_better else (-tolerance, None))
-            row.base, row.lower, row.upper = b.value, lower, upper
-            row.flags = sorted(set(r.flags) | set(b.flags))
-            judged = judge(r.value, b.value, lower, upper, row.lower_is_better)
-            row.verdict, row.reason = judged.verdict, judged.reason
-        rows.append(row)
-    for key, b in base.items():
-        if key not in seen:
-            rows.append(Row(b, b.value, verdict=Verdict.MISSING))
+    for rec in new_recs:
+        rows.append(_session_row(rec, base.get(rec.key), refs_by_system, tolerance))
+    new = {rec.key for rec in new_recs}
+    for key, rec in base.items():
+        if key not in new:
+            rows.append(Row(rec, Judgement(Verdict.MISSING, reference=Reference(rec.value))))
     return rows
+
+
+def _session_row(rec, base, refs_by_system, tolerance):
+    if not rec.figure:
+        return _case_row(rec)
+    if base is None:
+        return Row(rec)
+    return Row(rec, judge_against(rec, base.value, refs_by_system, tolerance),
+               sorted(set(rec.flags) | set(base.flags)))
 
 
 @dataclass
@@ -252,12 +231,12 @@ def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DR
     first)}`` (the values as a history read from the store has them)."""
     refs_by_system = dict(refs_by_system or {})
     out = []
-    for key, (last, vals) in series.items():
+    for key, (last, values) in series.items():
         lib = record_lower_is_better(last)
-        vals = list(vals)
+        values = list(values)
         found = lookup(references_for(refs_by_system, last.system, last.emulated), last)
-        if found and found.value and not found.xfail and len(vals) >= window:
-            med = statistics.median(vals[-window:])
+        if found and found.value and not found.xfail and len(values) >= window:
+            med = statistics.median(values[-window:])
             change = (med - found.value) / abs(found.value)
             if (change > drop) if lib else (change < -drop):
                 out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit,
@@ -265,14 +244,14 @@ def drift_of(series, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DR
                                  f'median of the last {window} sessions {med:.4g} is '
                                  f'{change * 100:+.1f}% from the reference {found.value:.4g} '
                                  f'(limit {drop * 100:g}%)'))
-        if in_a_row and len(vals) > in_a_row:
-            tail = vals[-(in_a_row + 1):]
+        if in_a_row and len(values) > in_a_row:
+            tail = values[-(in_a_row + 1):]
             worse = all((b > a) if lib else (b < a) for a, b in zip(tail, tail[1:]))
             if worse:
                 out.append(Drift(last.system, last.partition, last.test, last.figure, last.unit,
                                  'streak',
                                  f'worse {in_a_row} sessions in a row: '
-                                 + ' -> '.join(f'{v:.4g}' for v in tail)))
+                                 + ' -> '.join(f'{value:.4g}' for value in tail)))
     out.sort(key=lambda d: (d.system, d.partition, d.test, d.figure, d.kind))
     return out
 
@@ -282,15 +261,15 @@ def format_rows(rows):
     the verdict and the smoke/emulated flags."""
     header = ('figure', 'unit', 'base', 'value', 'ratio', 'tolerance', 'verdict', 'flags')
     groups = {}
-    for r in rows:
-        groups.setdefault((r.system, r.partition, r.test), []).append(r)
+    for row in rows:
+        groups.setdefault((row.system, row.partition, row.test), []).append(row)
     titles, cells = {}, []
     for (system, part, test), rs in groups.items():
         titles[len(cells)] = f'{test} @{system}:{part}'
-        for r in rs:
-            cells.append((r.figure, r.unit, _num(r.base), _num(r.value),
-                          '' if r.ratio is None else f'{r.ratio:.3f}', r.tolerance,
-                          str(r.verdict), ','.join(_flag_text(r, f) for f in r.flags)))
+        for row in rs:
+            cells.append((row.figure, row.unit, _num(row.base), _num(row.value),
+                          '' if row.ratio is None else f'{row.ratio:.3f}', row.tolerance,
+                          str(row.verdict), ','.join(_flag_text(row, flag) for flag in row.flags)))
     head, *body = tabulate(cells, headers=header, tablefmt='plain',
                            disable_numparse=True).splitlines()
     lines = ['  ' + head.rstrip()]
@@ -307,9 +286,9 @@ def _flag_text(row, flag):
     return flag
 
 
-def _num(x):
-    if x is None:
+def _num(value):
+    if value is None:
         return '-'
-    if isinstance(x, float) and not math.isfinite(x):
+    if isinstance(value, float) and not math.isfinite(value):
         return '-'
-    return f'{x:.5g}'
+    return f'{value:.5g}'

@@ -82,18 +82,18 @@ def run(args):
     else:
         print('against the references')
         rows = compare.against_references(new_recs)
-        if any('emulated-ref' in r.flags for r in rows):
-            files = sorted({str(reference_file(r.system, emulated=True))
-                            for r in new_recs if r.emulated})
+        if any('emulated-ref' in row.flags for row in rows):
+            files = sorted({str(reference_file(rec.system, emulated=True))
+                            for rec in new_recs if rec.emulated})
             print(f'emulated figures against references blessed from emulated runs '
                   f'({", ".join(files)}): a check of the toolkit and this machine, '
                   f'not of hardware')
     print(compare.format_rows(rows))
-    regressions = [r for r in rows if r.regression]
+    regressions = [row for row in rows if row.regression]
     status = 1 if regressions else 0
     counts = {}
-    for r in rows:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    for row in rows:
+        counts[row.verdict] = counts.get(row.verdict, 0) + 1
     print('verdicts: ' + ', '.join(f'{k} {v}' for k, v in sorted(counts.items())))
 
     if args.history > 0:
@@ -101,7 +101,7 @@ def run(args):
         # drift over the history of the session's system, not of every system of a fleet
         own = args.system or (session.systems[0] if len(session.systems) == 1 else None)
         lf = select(last=args.history, system=own, mode=mode, until=session.start + 1e-3)
-        newest = {r.key: r for r in new_recs if r.figure and not r.smoke}
+        newest = {rec.key: rec for rec in new_recs if rec.figure and not rec.smoke}
         hists = history.from_frame(lf, keys=set(newest))
         drifts = compare.drift_of({h.key: (newest[h.key], h.values) for h in hists},
                                   window=args.drift_window, drop=args.drift_percent / 100,
@@ -110,8 +110,9 @@ def run(args):
         print(f'drift over {n_hist} session(s)'
               + (f' of mode {mode}' if mode else '') + ': '
               + (f'{len(drifts)} found' if drifts else 'none'))
-        for d in drifts:
-            print(f'  DRIFT {d.test} @{d.system}:{d.partition} {d.figure}: {d.detail}')
+        for drift in drifts:
+            print(f'  DRIFT {drift.test} @{drift.system}:{drift.partition} {drift.figure}: '
+                  f'{drift.detail}')
         if drifts:
             status = 1
     if regressions:

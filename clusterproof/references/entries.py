@@ -127,8 +127,8 @@ def reference_of_record(rec):
     was an expected failure."""
     if rec.ref is None or (rec.ref == 0 and rec.lower is None and rec.upper is None):
         return None
-    xfail = 'expected failure' if rec.perf_result in ('xfail', 'xpass') else None
-    return Reference(rec.ref, rec.lower, rec.upper, rec.unit or None, xfail)
+    return Reference(rec.ref, rec.lower, rec.upper, rec.unit or None,
+                     'expected failure' if rec.perf_result in ('xfail', 'xpass') else None)
 
 
 def check_entry(where, entry, expected_unit=None):

@@ -9,7 +9,8 @@ measured figure as ReFrame does (``lookup``) and the references a system
 declares (``declared``, what ``acceptance`` walks);
 :mod:`~clusterproof.references.direction` gives the direction of a figure as
 its check declared it (``lower_is_better``, ``record_lower_is_better``); this
-module gives the verdict (:class:`Verdict`, :func:`judge`). ``compare``,
+module gives the verdict (:class:`Verdict`, :func:`judge`; a figure record's
+against its system's references: :func:`judge_record`). ``compare``,
 ``report``, ``acceptance``, ``bless`` and the checks (``checklib.base``, at
 set-up) use them, each name from the module that defines it; none of them
 reads the YAML, parses an entry or applies a bound on its own.
@@ -31,7 +32,9 @@ import enum
 import math
 from dataclasses import dataclass
 
-from clusterproof.references.entries import bounds
+from clusterproof.references.direction import record_lower_is_better
+from clusterproof.references.entries import Reference, reference_of_record
+from clusterproof.references.lookup import found_reference, lookup, references_for
 
 
 # -- judging ------------------------------------------------------------------
@@ -121,11 +124,16 @@ FAILING = tuple(v for v in Verdict if v.failing)
 @dataclass(frozen=True)
 class Judgement:
     """A :class:`Verdict` with its ``reason`` (why an item failed, which
-    bound a figure crossed; '' when nothing needs saying) and the absolute
-    ``bounds`` (low, high) it was judged against."""
+    bound a figure crossed; '' when nothing needs saying), the absolute
+    ``bounds`` (low, high) it was judged against, the ``reference`` (a
+    :class:`~clusterproof.references.entries.Reference`; None: none) it was
+    judged against or shown beside, and the ``flags`` the judging raised
+    (``emulated-ref``, ``ref-changed``, why a test case measured nothing)."""
     verdict: Verdict
     reason: str = ''
     bounds: tuple = (None, None)
+    reference: object = None
+    flags: tuple = ()
 
     @property
     def failing(self):
@@ -137,38 +145,93 @@ class Judgement:
 
 def judge(value, ref, lower, upper, lower_is_better, xfail=None):
     """The :class:`Judgement` of ``value`` against ``ref`` with relative
-    thresholds, as ReFrame judges a performance figure: ``pass`` inside the
-    bounds; outside, ``REGRESSION`` on the worse side and ``OUT-OF-BOUNDS``
-    on the better side (a throughput above its upper bound: ReFrame fails
-    it, and so does this judge; the reason says so: re-bless or widen the
-    bound); ``no-ref`` without a reference; ``FAILED`` without a finite
-    value. For an expected failure (``xfail``, the reason of a ``$xfail``
-    entry), as ReFrame: ``xfail`` where it would fail, ``xpass`` where it
-    would pass."""
+    thresholds ``lower`` and ``upper`` and an expected failure's reason
+    ``xfail``: :func:`judge_reference` of the
+    :class:`~clusterproof.references.entries.Reference` they make
+    (``no-ref`` without ``ref``)."""
     if ref is None:
         return Judgement(Verdict.NO_REF)
-    lo, hi = bounds(ref, lower, upper)
+    return judge_reference(value, Reference(ref, lower, upper, xfail=xfail), lower_is_better)
+
+
+def judge_reference(value, reference, lower_is_better, flags=()):
+    """The :class:`Judgement` of ``value`` against a :class:`Reference`, as
+    ReFrame judges a performance figure: ``pass`` inside its bounds;
+    outside, ``REGRESSION`` on the worse side and ``OUT-OF-BOUNDS`` on the
+    better side (a throughput above its upper bound: ReFrame fails it, and
+    so does this judge; the reason says so: re-bless or widen the bound);
+    ``no-ref`` without a reference (None, or one without a value);
+    ``FAILED`` without a finite value. For an expected failure (the
+    reference's ``xfail``, the reason of a ``$xfail`` entry), as ReFrame:
+    ``xfail`` where it would fail, ``xpass`` where it would pass. ``flags``:
+    what the caller noted beside the verdict, carried by the Judgement."""
+    if reference is None or reference.value is None:
+        return Judgement(Verdict.NO_REF, flags=flags)
+    lo, hi = reference.limits
     if value is None or not math.isfinite(value):
-        return Judgement(Verdict.FAILED, 'no finite value', (lo, hi))
-    below = lo is not None and value < lo
-    above = hi is not None and value > hi
-    if not (below or above):
-        verdict, why = Verdict.PASS, ''
-    else:
-        side = f'below the lower bound {lo:.5g}' if below else f'above the upper bound {hi:.5g}'
-        worse = above if lower_is_better else below
-        verdict = Verdict.REGRESSION if worse else Verdict.OUT_OF_BOUNDS
-        why = side if worse else f'{side}, on the better side; ReFrame fails it too'
-    if xfail:
-        if verdict == Verdict.PASS:
-            return Judgement(Verdict.XPASS, f'met a reference marked $xfail ({xfail})', (lo, hi))
-        return Judgement(Verdict.XFAIL, f'{why}; expected: {xfail}', (lo, hi))
-    return Judgement(verdict, why, (lo, hi))
+        return Judgement(Verdict.FAILED, 'no finite value', (lo, hi), reference, flags)
+    verdict, why = _beyond(value, lo, hi, lower_is_better)
+    if reference.xfail and verdict == Verdict.PASS:
+        verdict, why = Verdict.XPASS, f'met a reference marked $xfail ({reference.xfail})'
+    elif reference.xfail:
+        verdict, why = Verdict.XFAIL, f'{why}; expected: {reference.xfail}'
+    return Judgement(verdict, why, (lo, hi), reference, flags)
 
 
-def judge_reference(value, reference, lower_is_better):
-    """:func:`judge` of ``value`` against a :class:`Reference` (None: ``no-ref``)."""
+def _beyond(value, lo, hi, lower_is_better):
+    """``(verdict, why)`` of a finite ``value`` against the absolute bounds
+    ``lo`` and ``hi`` (None: unbounded): ``pass`` inside them."""
+    if lo is not None and value < lo:
+        return _crossed(f'below the lower bound {lo:.5g}',
+                        not lower_is_better or (hi is not None and value > hi))
+    if hi is not None and value > hi:
+        return _crossed(f'above the upper bound {hi:.5g}', lower_is_better)
+    return Verdict.PASS, ''
+
+
+def _crossed(why, worse):
+    if worse:
+        return Verdict.REGRESSION, why
+    return Verdict.OUT_OF_BOUNDS, f'{why}, on the better side; ReFrame fails it too'
+
+
+def judge_record(rec, refs_by_system):
+    """The :class:`Judgement` of figure record ``rec`` against the references
+    of its system (:func:`~clusterproof.references.lookup.found_reference`;
+    ``refs_by_system`` caches the parsed files), as ``compare`` judges it:
+    an emulated figure only against references blessed from emulated runs
+    (flagged ``emulated-ref``), else shown beside its system's own reference,
+    ``not judged``; a smoke figure shown beside its reference, ``not
+    judged``; a figure that ReFrame judged against another reference when it
+    ran flagged ``ref-changed``."""
+    return _judged(rec, record_lower_is_better(rec), found_reference(refs_by_system, rec))
+
+
+def _judged(rec, lower_is_better, found):
+    reference, emulated_ref = found
+    flags = ('emulated-ref',) if emulated_ref else ()
     if reference is None:
-        return Judgement(Verdict.NO_REF)
-    return judge(value, reference.value, reference.lower, reference.upper,
-                 lower_is_better, reference.xfail)
+        return Judgement(Verdict.NO_REF, flags=flags)
+    if rec.smoke or (rec.emulated and not emulated_ref):
+        return Judgement(Verdict.NOT_JUDGED, reference=reference, flags=flags)
+    if not rec.emulated and not reference.same_as(reference_of_record(rec)):
+        flags += ('ref-changed',)
+    return judge_reference(rec.value, reference, lower_is_better, flags)
+
+
+def judge_against(rec, base, refs_by_system, tolerance):
+    """The :class:`Judgement` of figure record ``rec`` against ``base``, the
+    value of the same figure in another session: within the thresholds of
+    its reference where it has one (an emulated figure's only from the file
+    blessed from emulated runs), else within ``tolerance`` (a fraction) on
+    its worse side."""
+    return _within(rec, base, tolerance,
+                   lookup(references_for(refs_by_system, rec.system, rec.emulated), rec))
+
+
+def _within(rec, base, tolerance, found):
+    lower_is_better = record_lower_is_better(rec)
+    lower, upper = (found.lower, found.upper) if found else (None, None)
+    if lower is None and upper is None:
+        lower, upper = (None, tolerance) if lower_is_better else (-tolerance, None)
+    return judge_reference(rec.value, Reference(base, lower, upper), lower_is_better)

@@ -46,20 +46,19 @@ def index_value(attr, rec):
             f'index by $system, $partition, $environ or test attributes')
     if attr in rec.case:
         return rec.case[attr]
-    params = rec.params
-    if attr in params:
-        return _scalar(params[attr])
+    if attr in rec.params:
+        return _scalar(rec.params[attr])
     raise ClusterproofError(f'reference index {attr!r} of {rec.check}: the test case '
                             f'{rec.test!r} has no such attribute')
 
 
-def _scalar(text):
+def _scalar(value):
     for conv in (int, float):
         try:
-            return conv(text)
+            return conv(value)
         except ValueError:
             pass
-    return text
+    return value
 
 
 def index_of(entry):
@@ -98,8 +97,8 @@ def _resolve(refs, rec):
             keys.append(key)
             node = node[key]
     else:
-        key = next((k for k in (f'{rec.system}:{rec.partition}', rec.system, '*')
-                    if k in entry), None)
+        key = next((key for key in (f'{rec.system}:{rec.partition}', rec.system, '*')
+                    if key in entry), None)
         if key is None:
             return None
         keys.append(key)
@@ -111,8 +110,8 @@ def _match_key(node, val):
     if val in node:
         return val
     if isinstance(val, str):
-        return next((k for k in node if isinstance(k, str) and not k.startswith('$')
-                     and re.fullmatch(k, val)), None)
+        return next((key for key in node if isinstance(key, str) and not key.startswith('$')
+                     and re.fullmatch(key, val)), None)
     return None
 
 
@@ -123,6 +122,31 @@ def lookup(refs, rec):
     if found is None or rec.figure not in found[1]:
         return None
     return entry_reference(found[1][rec.figure])
+
+
+def found_reference(refs_by_system, rec):
+    """``(reference, emulated)``: the :class:`Reference` of ``rec``'s figure
+    (None: none) and whether it was blessed from emulated runs. An emulated
+    figure's comes from its system's emulated file when that has one, else
+    from the system's own file (shown, never judged against); any other
+    figure's from its system's file (:func:`references_for`)."""
+    return _first_found(rec, _files(refs_by_system, rec))
+
+
+def _first_found(rec, files):
+    for refs, emulated in files:
+        found = lookup(refs, rec)
+        if found is not None:
+            return found, emulated
+    return None, False
+
+
+def _files(refs_by_system, rec):
+    """The parsed files ``rec``'s figure is looked up in, in order, each
+    with whether it was blessed from emulated runs (read only when reached)."""
+    if rec.emulated:
+        yield references_for(refs_by_system, rec.system, emulated=True), True
+    yield references_for(refs_by_system, rec.system), False
 
 
 def locate(refs, rec):

@@ -160,10 +160,10 @@ def case_reason(result, fail_phase, reason):
         return ''
     if result == 'fail_deps':       # ReFrame ran it not: a fixture or test it needs failed
         return f'failed in its dependencies: {reason or "a test or fixture it depends on failed"}'
-    what = _ENDED.get(result) or (f'ended with result {result!r}' if result
-                                  else 'ended with no result recorded')
+    why = _ENDED.get(result) or (f'ended with result {result!r}' if result
+                                 else 'ended with no result recorded')
     where = f' in {fail_phase}' if fail_phase else ' in an unknown phase'
-    return f'{what}{where}: {reason or "cause unknown (the run report records none)"}'
+    return f'{why}{where}: {reason or "cause unknown (the run report records none)"}'
 
 
 def test_params(name):
@@ -320,4 +320,4 @@ def records(sessions):
     performance values still give one row with figure ``''``, so a failed
     sanity, a skip or a session of checks without figures is never lost;
     readers of figures skip the rows without one)."""
-    return [r for sess in sessions for r in sess.recs]
+    return [rec for sess in sessions for rec in sess.recs]

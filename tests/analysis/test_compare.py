@@ -9,7 +9,7 @@ import pytest
 
 from clusterproof.analysis import compare
 from clusterproof.analysis.bless import derive, merged_entries
-from clusterproof.references.judge import Verdict
+from clusterproof.references.judge import Verdict, judge
 from clusterproof.references.entries import reference_of_record
 from clusterproof.store.sessions import load_sessions, records
 import yaml
@@ -181,15 +181,15 @@ def test_drift_sessions_in_a_row(tmp_path):
 
 
 def test_verdicts_by_direction():
-    assert compare.judge(90, 100, -0.05, None, False).verdict == 'REGRESSION'
-    assert compare.judge(96, 100, -0.05, None, False).verdict == 'pass'
-    assert compare.judge(200, 100, -0.05, None, False).verdict == 'pass'
-    assert compare.judge(1.2, 1.0, None, 0.1, True).verdict == 'REGRESSION'
-    assert compare.judge(0.5, 1.0, None, 0.1, True).verdict == 'pass'
-    assert compare.judge(float('nan'), 1.0, None, 0.1, True).verdict == 'FAILED'
-    assert compare.judge(1.0, None, None, None, True).verdict == 'no-ref'
+    assert judge(90, 100, -0.05, None, False).verdict == 'REGRESSION'
+    assert judge(96, 100, -0.05, None, False).verdict == 'pass'
+    assert judge(200, 100, -0.05, None, False).verdict == 'pass'
+    assert judge(1.2, 1.0, None, 0.1, True).verdict == 'REGRESSION'
+    assert judge(0.5, 1.0, None, 0.1, True).verdict == 'pass'
+    assert judge(float('nan'), 1.0, None, 0.1, True).verdict == 'FAILED'
+    assert judge(1.0, None, None, None, True).verdict == 'no-ref'
     # Beyond a bound on the better side: ReFrame fails it, and so does the judge.
-    above = compare.judge(120, 100, -0.05, 0.1, False)
+    above = judge(120, 100, -0.05, 0.1, False)
     assert above.verdict == Verdict.OUT_OF_BOUNDS and above.failing
     assert above.reason == 'above the upper bound 110, on the better side; ReFrame fails it too'
     assert above.bounds == (95, 110) and str(above).startswith('OUT-OF-BOUNDS (above')
