@@ -336,8 +336,8 @@ def test_an_unexpected_error_is_one_line_and_its_traceback_is_under_debug(where,
 
 def _with_func(build, func):
     """``build`` whose parsed arguments run ``func``."""
-    def wrapped():
-        parser = build()
+    def wrapped(*commands):
+        parser = build(*commands)
         parse = parser.parse_args
         parser.parse_args = lambda argv=None: setattr_ns(parse(argv), func)
         return parser
