@@ -3,10 +3,9 @@
 Each subcommand lives in ``clusterproof/commands/<name>.py`` and provides
 ``register(subparsers)``, which adds its parser and sets ``func`` to a
 function taking the parsed arguments and returning the exit status. A
-command line that names a subcommand imports that one module only (a job
-script's ``python -m clusterproof scratch create`` starts in a tenth of the
-time it takes to import all of them); ``--help``, no subcommand or an
-unknown one build them all.
+command line that names a subcommand imports that one module only (job
+scripts run ``placement`` and ``scratch`` several times per job); ``--help``
+and a word that is no subcommand import them all.
 
 An error is one line on standard error and exit status 2: a refusal
 (``ClusterproofError``) as it is worded, any other exception as the
@@ -47,16 +46,9 @@ COMMANDS = [
 ]
 
 
-def named_command(argv):
-    """The module name of the subcommand ``argv`` names (its first word that
-    is not an option: ``ior-args`` is ``ior_args``), or None."""
-    word = next((w for w in argv if not w.startswith('-')), None)
-    name = word.replace('-', '_') if word else None
-    return name if name in COMMANDS else None
-
-
-def build_parser(argv=None):
-    """The parser of every subcommand, or of the one ``argv`` names."""
+def build_parser(commands=COMMANDS):
+    """The parser of the subcommands ``commands`` (modules of
+    ``clusterproof/commands/``; every one by default)."""
     parser = argparse.ArgumentParser(
         prog='clusterproof',
         description='HPC benchmark and acceptance toolkit around ReFrame and Slurm. '
@@ -67,8 +59,7 @@ def build_parser(argv=None):
                         help='on an unexpected error, print its traceback too (without it: '
                              'one line naming the command, its input and a hint)')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
-    only = named_command(argv or [])
-    for name in COMMANDS if only is None else [only]:
+    for name in commands:
         modname = f'clusterproof.commands.{name}'
         if importlib.util.find_spec(modname) is None:
             continue
@@ -76,9 +67,20 @@ def build_parser(argv=None):
     return parser
 
 
+def named_command(argv):
+    """``[module]`` of the subcommand ``argv`` names (its first word after
+    ``--debug``), or every module of COMMANDS when it names none of them
+    (``--help``, ``--version``, a typing error). A job script runs
+    ``placement`` or ``scratch`` several times per job: parsing it imports
+    that one module, not every command's (the analysis commands import
+    polars and numpy, some 0.5 s of processor time)."""
+    word = next((a for a in argv if a != '--debug'), '')
+    name = word.replace('-', '_')
+    return [name] if name in COMMANDS and word == name.replace('_', '-') else COMMANDS
+
+
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv)
+    parser = build_parser(named_command(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None):
         parser.print_help()
@@ -99,7 +101,8 @@ def main(argv=None):
     except Exception as err:    # noqa: BLE001 -- the one place any error becomes one line
         if args.debug:
             raise
-        print(unexpected(args.command, argv, err), file=sys.stderr)
+        print(unexpected(args.command, argv if argv is not None else sys.argv[1:], err),
+              file=sys.stderr)
         return 2
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from clusterproof.modes import reframe_modes
 from clusterproof.paths import results_dir, system_files
-from clusterproof.store.perflog import perflog_format
+from clusterproof.reframe_io.perflog_fields import perflog_format
 from clusterproof.publish.metrics import logging_entries
 from clusterproof.site.hardware import processor_from_hardware
 
@@ -99,7 +99,7 @@ _logging = {
         'basedir': str(_results / 'perflogs'),
         'level': 'info',
         # the fields clusterproof reads first, then the figures, then the
-        # other loggable variables (clusterproof.store.perflog.perflog_format)
+        # other loggable variables (clusterproof.reframe_io.perflog_fields.perflog_format)
         **perflog_format(),
         'format_perfvars': ('%(check_perf_var)s=%(check_perf_value)s|'
                             '%(check_perf_unit)s|%(check_perf_ref)s|'

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from clusterproof import ClusterproofError
+from clusterproof.reframe_io import perflog_fields
 from clusterproof.store import perflog, sources
 
 from results_helpers import REPO
@@ -50,10 +51,10 @@ def test_the_format_before_reads_as_the_format_after():
 def test_the_format_after_has_no_shell_text_and_the_read_fields_first():
     header, rows = _lines(DATA / 'after' / LOG)
     assert all(len(r) == len(header) for r in rows)
-    n = len(perflog.PERFLOG_FIELDS)
-    assert header[:n] == list(perflog.PERFLOG_FIELDS)
+    n = len(perflog_fields.PERFLOG_FIELDS)
+    assert header[:n] == list(perflog_fields.PERFLOG_FIELDS)
     assert header[n] == 'reframe version' and header[n + 1].endswith('_var=write_gbs_value')
-    assert not set(perflog.SHELL_FIELDS) & set(header)
+    assert not set(perflog_fields.SHELL_FIELDS) & set(header)
     assert 'iozone_stonewalled' in header       # the check's own variables stay, at the end
     assert '|| exit 2' not in (DATA / 'after' / LOG).read_text()
 
@@ -67,7 +68,7 @@ def test_the_site_configuration_logs_in_this_format(tmp_path, monkeypatch):
     spec.loader.exec_module(mod)
     for entry in mod.site_configuration['logging']:
         [filelog] = [h for h in entry['handlers_perflog'] if h['type'] == 'filelog']
-        assert filelog['format'] == perflog.perflog_format()['format']
+        assert filelog['format'] == perflog_fields.perflog_format()['format']
         assert 'check_prerun_cmds' in filelog['ignore_keys']
 
 
