@@ -34,9 +34,11 @@ from clusterproof.site.hardware import is_emulated
 #: (``reframe.frontend.reporting.storage._SqliteStorage.SCHEMA_VERSION``)
 SCHEMA_VERSION = '1.0'
 
-#: provenance of a figure: the loggable variables every check records, and
-#: the nodes its job ran on
-PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
+#: the provenance of a figure kept in columns of their own (in the store too):
+#: the loggable variables every check records, and the nodes its job ran on;
+#: the rest of a record's provenance (``store.sessions.PROVENANCE``) is read
+#: from its test case's attributes and its session
+PROVENANCE_COLUMNS = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
               'cp_config_hash', 'cp_git_rev', 'job_nodelist')
 
 #: test case fields that are not attributes of the test (run-time records,
@@ -52,7 +54,7 @@ _NOT_ATTRS = {
     'maintainers', 'tags', 'valid_systems', 'valid_prog_environs', 'keep_files',
     'readonly_files', 'env_vars', 'variables', 'extra_resources', 'modules',
     'prebuild_cmds', 'postbuild_cmds', 'prerun_cmds', 'postrun_cmds',
-} | set(PROVENANCE)
+} | set(PROVENANCE_COLUMNS)
 
 
 class DamagedDatabase(ClusterproofError):
@@ -211,7 +213,7 @@ def _testcase_rows(tc, uuid, start, end, info, source):
         emulated=is_emulated(tc), attrs=test_attrs(tc),
         reframe_version=info.get('version') or '', cmdline=info.get('cmdline') or '',
         time_start=info.get('time_start') or '',
-        source=source, **{k: provenance_text(tc.get(k)) for k in PROVENANCE})
+        source=source, **{k: provenance_text(tc.get(k)) for k in PROVENANCE_COLUMNS})
     perf = tc.get('perfvalues') or {}
     out = []
     if not perf:        # failed, skipped, or a check without figures: the case is kept

@@ -62,7 +62,7 @@ SCHEMA = {
     'smoke': pl.Boolean,
     'emulated': pl.Boolean,
     'attrs': pl.Utf8,           # the test's attributes (JSON), for reference indices
-    **{k: pl.Utf8 for k in rfdb.PROVENANCE},
+    **{k: pl.Utf8 for k in rfdb.PROVENANCE_COLUMNS},
     'reframe_version': pl.Utf8,
     'cmdline': pl.Utf8,
     'time_start': pl.Utf8,      # session start as ReFrame wrote it

@@ -44,7 +44,7 @@ ONE_SESSION = ('bmf', 'openmetrics')
 #: the CSV columns, the history format's first (``clusterproof store import``)
 CSV_COLUMNS = ('timestamp', 'system', 'partition', 'test', 'figure', 'value', 'unit',
                'session', 'flags', 'environ', 'time', 'mode', 'ref', 'lower', 'upper',
-               'perf_result', 'result', *rfdb.PROVENANCE)
+               'perf_result', 'result', *rfdb.PROVENANCE_COLUMNS)
 
 #: Bencher's longest names: a benchmark's, a measure's
 BMF_BENCHMARK_MAX = 1024

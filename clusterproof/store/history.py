@@ -175,7 +175,7 @@ def from_frame(lf, keys=None):
     test cases and figures without a finite value are left out; smoke and
     emulated figures are kept apart from the others (their own key)."""
     ident = list(store.IDENTITY)
-    prov_cols = [*rfdb.PROVENANCE, 'attrs', 'reframe_version', 'cmdline', 'mode']
+    prov_cols = [*rfdb.PROVENANCE_COLUMNS, 'attrs', 'reframe_version', 'cmdline', 'mode']
     lf = lf.filter(measured())
     if keys is not None:
         wanted = pl.DataFrame([list(k) for k in keys] or None, schema={
@@ -222,8 +222,8 @@ def _provenances(df):
     provs, pid, texts = [], {}, {}
     for row in df.unique('_prov').iter_rows(named=True):
         attrs = json.loads(row['attrs'] or '{}')
-        prov = {k: rfdb.provenance_text(row[k] if k in rfdb.PROVENANCE else attrs.get(k))
-                for k in sessions.PROVENANCE if k in rfdb.PROVENANCE or k in attrs}
+        prov = {k: rfdb.provenance_text(row[k] if k in rfdb.PROVENANCE_COLUMNS else attrs.get(k))
+                for k in sessions.PROVENANCE if k in rfdb.PROVENANCE_COLUMNS or k in attrs}
         prov['reframe_version'] = row['reframe_version'] or ''
         prov.update(_run(row['attrs'], row['cmdline'], row['mode'], texts))
         pid[row['_prov']] = len(provs)

@@ -30,7 +30,9 @@ from clusterproof.store import identity
 THREAD_ATTRS = ('num_threads', 'threads', 'num_tasks', 'nthreads', 'num_procs')
 #: a record's provenance (:attr:`Record.provenance`), what is compared at a
 #: change point: the loggable variables of every check, and the nodes the job
-#: ran on
+#: ran on; those kept in columns of their own are
+#: ``reframe_io.database.PROVENANCE_COLUMNS``, the rest come from the test
+#: case's attributes and its session
 PROVENANCE = ('binary_version', 'spack_spec', 'spack_lock_hash', 'binary_path',
               'cp_config_hash', 'cp_git_rev', 'reframe_version', 'job_nodelist',
               'cp_binary_sha256', 'cp_mpi_library', 'cp_fingerprint')
@@ -181,7 +183,7 @@ _REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figu
              'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better',
              'time_run')
 #: the columns of its test case (:func:`_case`)
-_CASE_COLS = ('attrs',) + rfdb.PROVENANCE
+_CASE_COLS = ('attrs',) + rfdb.PROVENANCE_COLUMNS
 _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
 
 
@@ -310,7 +312,7 @@ def _case(row):
     """The test case of a store row (a dict of :data:`_CASE_COLS`) beyond the
     columns of its :class:`Record`: the test's attributes and its provenance."""
     case = json.loads(row['attrs'] or '{}')
-    for k in rfdb.PROVENANCE:
+    for k in rfdb.PROVENANCE_COLUMNS:
         case[k] = row[k].split(',') if k == 'job_nodelist' and row[k] else row[k]
     return case
 

@@ -47,7 +47,7 @@ def import_history(paths, store):
     for system, part, test, figure, unit, flags, pt in rows:
         name, _, environ = test.partition(' +')
         where = pt.where.rsplit(':', 1)[0]
-        prov = {k: pt.provenance.get(k, '') for k in rfdb.PROVENANCE}
+        prov = {k: pt.provenance.get(k, '') for k in rfdb.PROVENANCE_COLUMNS}
         out.append(dict(
             session=pt.session or f'{where}@{pt.time:.0f}', start=pt.time, end=pt.time,
             time=pt.time, system=system, partition=part, environ=environ, test=name,

@@ -10,6 +10,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.references.direction import lower_is_better
 from clusterproof.commands.selection import parse_since
+from clusterproof.reframe_io import database as rfdb
 from clusterproof.store.sessions import PROVENANCE, load_sessions, records
 from clusterproof.store.sessions import test_params as params_of
 from clusterproof.analysis.statistics import mmap_ratios, percentile
@@ -40,6 +41,9 @@ def test_sessions_in_order_with_provenance(db):
     assert prov['job_nodelist'] == ','.join(r.case['job_nodelist'])
     assert prov['cp_git_rev'] == r.case['cp_git_rev']
     assert set(prov) == {k for k in PROVENANCE if k in r.case}
+    # the provenance kept in columns of its own is part of a record's, in its order
+    assert [k for k in PROVENANCE if k in rfdb.PROVENANCE_COLUMNS] == \
+        list(rfdb.PROVENANCE_COLUMNS)
     assert {x.unit for x in recs} == {'MB/s', 's'}
     assert records(sessions[-1:])[0].flags == ['smoke']
 
