@@ -274,10 +274,13 @@ def emu_cluster():
     down by the last session using it."""
     global _emu_lock
     if not have_netns():
-        pytest.skip('the local cluster needs root and network namespaces (ip, nsenter, unshare --net)')
-    missing = [p for p in ('slurmctld', 'slurmd', 'slurmdbd', 'munged', 'mariadbd') if not shutil.which(p)]
+        pytest.skip('the local cluster needs root and network namespaces '
+                    '(ip, nsenter, unshare --net)')
+    missing = [p for p in ('slurmctld', 'slurmd', 'slurmdbd', 'munged', 'mariadbd')
+               if not shutil.which(p)]
     if missing:
-        pytest.skip(f'the local cluster needs {", ".join(missing)} (make setup installs them as root)')
+        pytest.skip(f'the local cluster needs {", ".join(missing)} '
+                    '(make setup installs them as root)')
     from clusterproof import cluster as lc
     run_dir = lc.Instance(EMU_INSTANCE).default_run_dir()
     spec = lc.Spec(instance=EMU_INSTANCE, nodes=4, run_dir=run_dir)
@@ -289,7 +292,8 @@ def emu_cluster():
             spec = lc.load_spec(EMU_INSTANCE, run_dir)
         else:
             cluster.up()
-            _emu_marker(run_dir).write_text('brought up by a test session; the last one out brings it down\n')
+            _emu_marker(run_dir).write_text('brought up by a test session; '
+                                            'the last one out brings it down\n')
     except BaseException:
         _emu_lock.close()
         raise
@@ -301,7 +305,8 @@ def emu_cluster():
             fcntl.flock(_emu_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             _warn_left_behind(spec)
             if _emu_marker(run_dir).exists():
-                lc.Cluster(lc.load_spec(EMU_INSTANCE, run_dir), log=lambda text: None).down(quiet=True)
+                lc.Cluster(lc.load_spec(EMU_INSTANCE, run_dir),
+                           log=lambda text: None).down(quiet=True)
                 _emu_marker(run_dir).unlink()
         except BlockingIOError:
             pass    # another session still uses it; it brings it down

@@ -131,7 +131,8 @@ def test_options_of_the_other_path_are_refused_before_anything_runs(tmp_path):
     for args, words in (
             (['--system', 'local', '--session', 'abc'], '--from-store and --session go with '
                                                         '--contract'),
-            (['--system', 'local', '--repetitions', '0'], 'argument --repetitions: 0: want a whole number from 1')):
+            (['--system', 'local', '--repetitions', '0'], 'argument --repetitions: 0: want a whole '
+                                                          'number from 1')):
         proc = clusterproof(['acceptance'] + args, tmp_path / 'results', tmp_path / 'refs')
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
     assert not (tmp_path / 'results').exists()

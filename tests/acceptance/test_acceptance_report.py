@@ -132,7 +132,8 @@ def test_record_without_optional_parts():
     page = report.render(rec)
     assert 'id="screening"' not in page and 'sessions' not in text(section(page, 'contract'))
     assert 'rules:' not in page and 'counted' not in section(page, 'provenance')
-    assert re.findall(r'data-item="([^"]+)"', page) == ['stream-triad', 'hpl-node', 'ior-easy-write']
+    assert re.findall(r'data-item="([^"]+)"', page) == \
+        ['stream-triad', 'hpl-node', 'ior-easy-write']
 
 
 def test_old_screening_spellings_read_as_the_one_vocabulary(tmp_path):
@@ -154,7 +155,8 @@ def test_old_screening_spellings_read_as_the_one_vocabulary(tmp_path):
         report.render_file(write(tmp_path, now))
     now['screening']['nodes'][0]['verdict'] = 'FAILED'
     now['items'][0]['verdict'] = 'failed-ish'
-    with pytest.raises(ClusterproofError, match=r'items\[0\]\.verdict: .failed-ish. is not a verdict'):
+    with pytest.raises(ClusterproofError,
+                       match=r'items\[0\]\.verdict: .failed-ish. is not a verdict'):
         report.render_file(write(tmp_path, now))
 
 
@@ -197,11 +199,13 @@ def test_bad_records_are_named(tmp_path):
         report.render_file(write(tmp_path, rec))
     rec = record()
     del rec['items'][1]['verdict']
-    with pytest.raises(ClusterproofError, match=r'record\.json: key items\[1\]\.verdict is missing'):
+    with pytest.raises(ClusterproofError,
+                       match=r'record\.json: key items\[1\]\.verdict is missing'):
         report.render_file(write(tmp_path, rec))
     rec = record()
     rec['items'][0]['runs'][2]['valid'] = 'yes'
-    with pytest.raises(ClusterproofError, match=r"items\[0\]\.runs\[2\]\.valid is 'yes', not a bool"):
+    with pytest.raises(ClusterproofError,
+                       match=r"items\[0\]\.runs\[2\]\.valid is 'yes', not a bool"):
         report.render_file(write(tmp_path, rec))
     rec = record()
     del rec['items'][2]['runs'][1]['session']
@@ -220,7 +224,8 @@ def test_failed_print_leaves_the_pdf_as_it_was(tmp_path):
     page.write_text(report.render_file(RECORD))
     out = tmp_path / 'report.pdf'
     out.write_bytes(b'%PDF-1.4 the signed one\n')
-    with pytest.raises(ClusterproofError, match=r'/bin/false failed to print .*exit status 1.*unchanged'):
+    with pytest.raises(ClusterproofError,
+                       match=r'/bin/false failed to print .*exit status 1.*unchanged'):
         report.print_pdf(page, out, chromium='/bin/false')
     assert out.read_bytes() == b'%PDF-1.4 the signed one\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ['report.html', 'report.pdf']
@@ -294,7 +299,8 @@ def test_pdf_pages_read_back(tmp_path):
                              capture_output=True, text=True, check=True, timeout=WAIT_S).stdout
               for i in range(1, len(pngs) + 1)]
     for i, layer in enumerate(layers, 1):
-        assert 'Acceptance: local-cluster' in layer and 'EMULATED: not the speed of real hardware' in layer
+        assert ('Acceptance: local-cluster' in layer
+                and 'EMULATED: not the speed of real hardware' in layer)
         assert f'Page {i} of {len(pngs)}' in layer
     # the signature block is never split from its heading and statement
     signing = [layer for layer in layers if 'By signing' in layer]

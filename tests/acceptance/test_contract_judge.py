@@ -135,7 +135,8 @@ def test_from_store_judges_and_names_the_failed_item(tmp_path):
     proc, out = from_store(
         tmp_path, HEAD.replace('reuse_within_days: 0', 'reuse_within_days: 100000') +
         item() + item(ident='too-fast', committed=10**9, tolerance='-5%') +
-        item(ident='info', committed=10**9).replace('tolerance', 'kind: informative\n    tolerance'),
+        item(ident='info', committed=10**9).replace('tolerance',
+                                                    'kind: informative\n    tolerance'),
         '{"nodes": [], "outliers": []}')
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert 'repetition' not in proc.stdout

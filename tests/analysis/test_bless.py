@@ -27,7 +27,8 @@ def test_reference_is_median_with_bounds_by_direction(recorded):
     new = {(n.path, n.figure): n for n in bless.derive(recs, nsigma=3, min_tolerance=0.02,
                                                         max_tolerance=10)}
     bw = new[(('local:default', 1), 'copy_bw')]
-    values = sorted(r.value for r in recs if r.figure == 'copy_bw' and r.params['num_threads'] == '1')
+    values = sorted(r.value for r in recs
+                    if r.figure == 'copy_bw' and r.params['num_threads'] == '1')
     assert bw.ref == values[1] and bw.n == 3
     assert bw.upper is None and -1 <= bw.lower <= -0.02          # throughput: lower bound only
     t = new[(('local:default', 1), 'copy_time')]
@@ -47,13 +48,15 @@ def test_refuses_smoke_and_failed_and_mixed_versions(recorded):
     smoke = sessions[-1].uuid
     out = clusterproof(['bless', '--session', smoke], results, refs)
     assert out.returncode == 2
-    assert f'session {smoke[:8]} test \'DevZeroCopy %num_threads=1\' figure copy_bw: smoke' in out.stdout
+    assert (f'session {smoke[:8]} test \'DevZeroCopy %num_threads=1\' figure copy_bw: smoke'
+            in out.stdout)
     assert not (refs / 'local.yaml').exists()
     # Failed sanity and a second binary version: copies of real records with
     # the result / version changed (no such runs are recorded).
     recs = records(sessions[:2])
     failed = dataclasses.replace(recs[0], result='fail', fail_phase='sanity')
-    other = [dataclasses.replace(r, binary_version='9.4') for r in recs if r.session == sessions[1].uuid]
+    other = [dataclasses.replace(r, binary_version='9.4')
+             for r in recs if r.session == sessions[1].uuid]
     why = [str(r) for r in bless.refusals([failed] + recs[1:])]
     assert any('failed in sanity' in w and sessions[0].uuid[:8] in w for w in why)
     why = [str(r) for r in bless.refusals(

@@ -23,7 +23,8 @@ import measure_detection as detection  # noqa: E402
 
 @pytest.fixture(scope='module')
 def small_detection():
-    data = {m: detection.generate(m, 'small', detection.SEEDS['eval']) for m in detection.NOISE_MODELS}
+    data = {m: detection.generate(m, 'small', detection.SEEDS['eval'])
+            for m in detection.NOISE_MODELS}
     scores, _ = detection.evaluate('changes', data)
     return scores
 
@@ -159,7 +160,8 @@ def test_attribution_names_the_node_common_to_the_slow_sessions(tmp_path):
     pools = [('n1,n2', 'n3,n4', 'n2,n3', 'n1,n4')[i % 4] for i in range(40)]
     rows = []
     for i in range(46):
-        nodes = pools[i] if i < 40 else ('n3,n1', 'n2,n3', 'n3,n4', 'n1,n3', 'n3,n2', 'n4,n3')[i - 40]
+        nodes = (pools[i] if i < 40
+                 else ('n3,n1', 'n2,n3', 'n3,n4', 'n1,n3', 'n3,n2', 'n4,n3')[i - 40])
         slow = 0.85 if i >= 40 else 1.0
         v = 900 * (1 + 0.01 * rng.standard_normal()) * slow
         rows.append(f'{_night(i)},emu,batch,IOR,write,{v:.1f},MiB/s,a1b2,"{nodes}"\n')

@@ -136,8 +136,8 @@ def _nights(base, factors):
     out = []
     for night, f in enumerate(factors):
         for r in base:
-            out.append(dataclasses.replace(r, session=f'night{night}', start=r.start + night * 86400,
-                                           value=r.value * f))
+            out.append(dataclasses.replace(r, session=f'night{night}',
+                                           start=r.start + night * 86400, value=r.value * f))
     return out
 
 

@@ -35,7 +35,8 @@ def test_noise_a_figure_with_a_value_of_0_is_judged_on_its_values():
     assert noise._log(v) == pytest.approx(v / noise.magnitude(v))
     (c,) = views.find(v)[0]
     # a share of the figure's typical magnitude (the median absolute value)
-    assert c.linear and abs(c.at - 60) <= 1 and c.change == pytest.approx(2.0 / noise.magnitude(v), rel=0.1)
+    assert (c.linear and abs(c.at - 60) <= 1
+            and c.change == pytest.approx(2.0 / noise.magnitude(v), rel=0.1))
 
 
 def test_levels_a_weekly_component_is_taken_out():

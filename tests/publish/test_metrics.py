@@ -147,7 +147,8 @@ def test_a_password_goes_as_basic_and_never_in_a_system_file(monkeypatch):
     monkeypatch.delenv(metrics.URL_VARIABLE)
     with pytest.raises(ClusterproofError, match='metrics_url of system pixstor holds a user and '
                                                 'password: a secret is never in a system file; '
-                                                'give the URL in \\$CLUSTERPROOF_METRICS_URL') as err:
+                                                'give the URL in '
+                                                '\\$CLUSTERPROOF_METRICS_URL') as err:
         metrics.logging_entries(base, {'pixstor': f'http://{USER}:{TOKEN}@vm.example.org:8428'})
     assert not leaked(str(err.value))
 

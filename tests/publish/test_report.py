@@ -151,7 +151,8 @@ def test_failure_reason_names_phase_and_cause_or_says_unknown(tmp_path):
             dataclasses.replace(built, result='fail', fail_phase='compile',
                                 reason='make: *** [Makefile:4: stream] Error 1'),
         'aborted in run: KeyboardInterrupt':
-            dataclasses.replace(built, result='abort', fail_phase='run', reason='KeyboardInterrupt'),
+            dataclasses.replace(built, result='abort', fail_phase='run',
+                                reason='KeyboardInterrupt'),
         'skipped: no reason recorded': dataclasses.replace(built, result='skip', reason=''),
         'failed in its dependencies: a test or fixture it depends on failed':
             dataclasses.replace(built, result='fail_deps', fail_phase=None, reason=''),
@@ -290,7 +291,8 @@ def test_morning_page_in_headless_chromium(morning_page, tmp_path):
     probed = tmp_path / 'probed.html'
     # A tall block pushes the plots after the small multiples 6,000 px down.
     text = morning_page.read_text().replace('</body>', PROBE + '</body>')
-    text = text.replace('<div class="plot ', '<div style="height:6000px"></div><div class="plot ', 1)
+    text = text.replace('<div class="plot ',
+                        '<div style="height:6000px"></div><div class="plot ', 1)
     probed.write_text(text)
     dom, err = chromium(tmp_path, probed, '--dump-dom', size='1400,900')
     assert console_messages(err) == []

@@ -139,9 +139,11 @@ def shape(tmp_path_factory):
     (instance ``$CLUSTERPROOF_TEST_SHAPE_INSTANCE``, default 5), which the
     script brings up and down; the session's 4-node cluster is left alone."""
     if os.environ.get('CLUSTERPROOF_TEST_PUBLISHED_SHAPE') == '0':
-        pytest.skip('CLUSTERPROOF_TEST_PUBLISHED_SHAPE=0: the reduced published-shape run is left out')
+        pytest.skip('CLUSTERPROOF_TEST_PUBLISHED_SHAPE=0: '
+                    'the reduced published-shape run is left out')
     if not have_netns():
-        pytest.skip('the local cluster needs root and network namespaces (ip, nsenter, unshare --net)')
+        pytest.skip('the local cluster needs root and network namespaces '
+                    '(ip, nsenter, unshare --net)')
     results = tmp_path_factory.mktemp('shape')
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(('SLURM_', 'CLUSTERPROOF_EMU_', 'CLUSTERPROOF_CLUSTER_DIR'))}
@@ -192,8 +194,9 @@ def test_the_plan_ran_emulated_and_tiny_with_progress(shape):
 def test_thread_counts_above_the_declared_limit_are_refused(shape):
     _proc, _out, _results, cases = shape
     for check, benchmark in (('IorSharedFile', 'ior'), ('Mdtest', 'mdtest')):
-        reason = (f"{HIGH} threads are more than the {MPI_LIMIT} this system declares it can hold for "
-                  f"{benchmark} (extras['storage']['max_threads'][{benchmark!r}] = {MPI_LIMIT}); not run")
+        reason = (f"{HIGH} threads are more than the {MPI_LIMIT} this system declares it can "
+                  f"hold for {benchmark} (extras['storage']['max_threads'][{benchmark!r}] = "
+                  f"{MPI_LIMIT}); not run")
         assert cases[(check, HIGH)]['result'] == 'skip'
         assert reason in cases[(check, HIGH)]['cp_skip_reason']
 

@@ -14,8 +14,8 @@ import pytest
 
 from clusterproof.methods import job_failure
 from clusterproof.cluster import faults
-from conftest import (AT_LEAST_ONE, REPO, WAIT_S, assert_cases, need_netns, report_cases, restore_emu_cluster, run_reframe,
-                      wait_for)
+from conftest import (AT_LEAST_ONE, REPO, WAIT_S, assert_cases, need_netns, report_cases,
+                      restore_emu_cluster, run_reframe, wait_for)
 
 FAULTS = Path(__file__).resolve().parents[1] / 'checks' / 'reliability' / 'faults.py'
 DATA = Path(__file__).resolve().parents[1] / 'data' / 'reliability'
@@ -27,7 +27,8 @@ def test_node_failure_named_from_srun_and_slurm_output():
     # recorded: stderr of a job whose node n2 was killed (Slurm 22.05.8)
     text = (DATA / 'node-death-n2.err').read_text()
     cause = job_failure.failure_cause(text, 'NODE_FAIL', 2400)
-    assert cause == 'node failure: n2 stopped answering during the run (Slurm state NODE_FAIL)', cause
+    assert cause == ('node failure: n2 stopped answering during the run '
+                     '(Slurm state NODE_FAIL)'), cause
     # the line printed on n1 (*** JOB 2 ON n1 ... DUE TO NODE FAILURE) alone: a node failed
     line = next(ln for ln in text.splitlines() if 'DUE TO NODE FAILURE' in ln)
     assert job_failure.failure_cause(line, 'CANCELLED') == (
@@ -59,8 +60,10 @@ def test_exit_status(status, words):
 
 def test_out_of_memory_and_its_state():
     assert job_failure.failure_cause('', 'OUT_OF_MEMORY').startswith('out of memory')
-    line = 'slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step tasks have been OOM Killed.'
-    assert job_failure.failure_cause(line, 'FAILED', None, 137) == f'out of memory: the program ran out of memory: {line}'
+    line = ('slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. '
+            'Some of the step tasks have been OOM Killed.')
+    assert job_failure.failure_cause(line, 'FAILED', None, 137) == \
+        f'out of memory: the program ran out of memory: {line}'
 
 
 # ----------------------------------------------- a real job, a real exit status
@@ -76,8 +79,8 @@ def test_program_that_did_not_end_well_fails_naming_the_cause(tmp_path, end, wor
     or was killed; the job script ran on after it (its own exit status 0):
     the test fails with the program's status, and nothing is a pass."""
     record_property('reliability', 'fault')
-    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit', '-S', f'ReliabilityExit.end={end}',
-                        '-r', '--system', 'local'], tmp_path)
+    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit',
+                        '-S', f'ReliabilityExit.end={end}', '-r', '--system', 'local'], tmp_path)
     record_property('results_lost', 0)
     (case,) = report_cases(tmp_path)
     assert case['result'] == 'fail' and case['fail_phase'] == 'sanity', proc.stdout[-3000:]
@@ -85,15 +88,15 @@ def test_program_that_did_not_end_well_fails_naming_the_cause(tmp_path, end, wor
 
 
 def test_program_that_ended_well_passes(tmp_path):
-    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit', '-S', 'ReliabilityExit.end=true',
-                        '-r', '--system', 'local'], tmp_path)
+    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit',
+                        '-S', 'ReliabilityExit.end=true', '-r', '--system', 'local'], tmp_path)
     (case,) = report_cases(tmp_path)
     assert case['result'] == 'pass', proc.stdout[-3000:]
 
 
 def test_dry_run_records_the_statuses_in_the_job_script(tmp_path):
-    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit', '--dry-run', '--system', 'local'],
-                       tmp_path)
+    proc = run_reframe(['-c', str(FAULTS), '-n', 'ReliabilityExit', '--dry-run',
+                        '--system', 'local'], tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     (script,) = tmp_path.rglob('ReliabilityExit/rfm_job.sh')
     lines = script.read_text().splitlines()

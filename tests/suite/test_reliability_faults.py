@@ -170,7 +170,8 @@ def node_death_session(emu_cluster, tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert_cases(*proc.selection, proc.returncode, out, 3)     # faults.py's four checks on emu, less ReliabilityHang
+    # faults.py's four checks on emu, less ReliabilityHang
+    assert_cases(*proc.selection, proc.returncode, out, 3)
     yield {'results': results, 'scratch': scratch_dir, 'out': out, 'rc': proc.returncode,
            'killed': killed, 'env': env, 'spec': spec, 'cases': _cases(results)}
     restore_emu_cluster()

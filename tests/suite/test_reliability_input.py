@@ -150,7 +150,8 @@ def _site_config(tmp_path, edit):
     path = tmp_path / 'site.py'
     path.write_text(textwrap.dedent(f"""\
         import importlib.util
-        _spec = importlib.util.spec_from_file_location('cp_settings', {str(REPO / 'site_config' / 'settings.py')!r})
+        _spec = importlib.util.spec_from_file_location('cp_settings', {str(REPO / 'site_config'
+                                                                            / 'settings.py')!r})
         _mod = importlib.util.module_from_spec(_spec)
         _spec.loader.exec_module(_mod)
         site_configuration = _mod.site_configuration

@@ -33,7 +33,8 @@ def small_scratch(tmp_path):
     """An 8 MiB tmpfs under tmp_path; yields the scratch directory on it."""
     mnt = tmp_path / 'tmpfs'
     mnt.mkdir()
-    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=8m,mode=0755', 'tmpfs', str(mnt)], check=True)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=8m,mode=0755', 'tmpfs', str(mnt)],
+                   check=True)
     try:
         yield mnt / 'scratch'
     finally:

@@ -14,9 +14,9 @@ import pytest
 
 from clusterproof import cluster as lc
 from clusterproof.reframe_io import runner
-from conftest import (database_intact, EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases, need_netns,
-                      need_repo_open_to_others, need_root, reframe_env, report_cases, wait_for,
-                      with_report_file)
+from conftest import (database_intact, EMU_INSTANCE, REPO, VENV_BIN, WAIT_S, assert_cases,
+                      need_netns, need_repo_open_to_others, need_root, reframe_env, report_cases,
+                      wait_for, with_report_file)
 
 FAULTS = Path(__file__).resolve().parents[1] / 'checks' / 'reliability' / 'faults.py'
 
@@ -91,8 +91,9 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     env = reframe_env(results, extra=emu_cluster)
     env.update({'HOME': str(home), 'USER': name, 'LOGNAME': name,
                 'CLUSTERPROOF_SCRATCH': str(home / 'scratch')})
-    keep = [runner.CONFIG_VARIABLE, 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
-            'PATH', 'HOME', 'USER', 'LOGNAME', 'SLURM_CONF', 'CLUSTERPROOF_EMU_NODES',
+    keep = [runner.CONFIG_VARIABLE, 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE',
+            'CLUSTERPROOF_SCRATCH', 'PATH', 'HOME', 'USER', 'LOGNAME',
+            'SLURM_CONF', 'CLUSTERPROOF_EMU_NODES',
             'CLUSTERPROOF_EMU_CPUS']
     # scripts/setup builds .venv from Debian's python3 so that every user can run it
     assert _reachable_by_others(os.path.realpath(VENV_BIN / 'python')), \
@@ -112,7 +113,8 @@ def test_checks_run_as_an_ordinary_user(emu_cluster, ordinary_user, record_prope
     record_property('results_lost', 0 if ok else 1)
     assert ok, msg
     acct = subprocess.run(['sacct', '-X', '-n', '-P', '-u', name, '-o', 'user,jobname,state'],
-                          env=dict(os.environ, **emu_cluster), capture_output=True, text=True).stdout
+                          env=dict(os.environ, **emu_cluster), capture_output=True,
+                          text=True).stdout
     assert f'{name}|rfm_ReliabilityHold|COMPLETED' in acct, acct
 
 
@@ -160,8 +162,8 @@ def test_the_suite_as_root_then_as_an_ordinary_user(tmp_path, ordinary_user, rec
     env = reframe_env(results)
     env.update({'HOME': str(home), 'USER': name, 'LOGNAME': name,
                 'CLUSTERPROOF_SCRATCH': str(home / 'scratch')})
-    keep = [runner.CONFIG_VARIABLE, 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE', 'CLUSTERPROOF_SCRATCH',
-            'PATH', 'HOME', 'USER', 'LOGNAME']
+    keep = [runner.CONFIG_VARIABLE, 'CLUSTERPROOF_RESULTS', 'CLUSTERPROOF_MODE',
+            'CLUSTERPROOF_SCRATCH', 'PATH', 'HOME', 'USER', 'LOGNAME']
     argv = ['runuser', '-u', name, '--', 'env', '-i'] + [f'{k}={env[k]}' for k in keep]
     mine = Path(f'/dev/shm/clusterproof-{uid}')
     run = with_report_file(SHARED_MACHINE_ARGS, results)

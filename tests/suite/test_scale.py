@@ -90,7 +90,8 @@ def test_a_recorded_tree_topology_is_read_and_its_leaves_lay_out_the_page():
     verdicts.append(screen_verdicts.NodeVerdict('x1', 'emu', 'pass'))
     how, groups = page.layout(verdicts, TOPOLOGY.read_text())
     assert how == 'switch'
-    assert [(g, len(vs)) for g, vs in groups] == [('(in no switch)', 1), ('leaf1', 32), ('leaf2', 8)]
+    assert [(g, len(vs)) for g, vs in groups] == \
+        [('(in no switch)', 1), ('leaf1', 32), ('leaf2', 8)]
     # what Slurm may print instead of a topology: the page lays out by name
     assert page.topology_switches('No topology information is available') == {}
 
@@ -114,7 +115,8 @@ def test_a_topology_file_is_cut_to_the_described_nodes_and_checked(tmp_path):
     assert '3 switches (2 leaves)' in lc.like.describe_like(like)
     for text, words in [('SwitchName=top Switches=l[1-2]\nSwitchName=l1 Nodes=n0001\n',
                          'switch top: Switches= names l2, never declared'),
-                        ('SwitchName=l1 Nodes=n0001\nSwitchName=l1 Nodes=n0002\n', 'switch l1 declared twice'),
+                        ('SwitchName=l1 Nodes=n0001\nSwitchName=l1 Nodes=n0002\n',
+                         'switch l1 declared twice'),
                         ('SwitchName=l1 Nodes=x[1-9]\n', 'no switch connects a node'),
                         ('Nodes=n0001\n', 'line 1: no SwitchName='),
                         ('', 'no SwitchName= line')]:
@@ -151,7 +153,8 @@ def test_a_1024_node_cluster_scaled_from_a_recorded_one_is_grouped_for_init(tmp_
     assert took < 10, f'reading and grouping 1,024 nodes took {took:.1f} s'
     by_name = {n.name: n for n in nodes}
     probes = [node for node, _ in chosen if node]
-    assert len(set(probes)) == 7 and len(groups) == 17, chosen   # a node per shape and partition set
+    # a node per shape and partition set
+    assert len(set(probes)) == 7 and len(groups) == 17, chosen
     for group, (node, why) in zip(groups, chosen):
         if node:
             assert node in {n.name for n in group.nodes}
@@ -240,10 +243,13 @@ def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_pa
             assert [p['descr'] for p in parts] == [f'Slurm partition {p}: {nl}' for p, nl in heads]
             assert len(re.findall(r'# probed: ', text)) == len(parts) - 2     # the H100 block twice
             assert len(set(re.findall(r'# probed: (\S+)', text))) == 7
-            declared = {n.name: n for n in lc.read_like(path, path.with_name('scontrol-show-partition.txt')).nodes}
+            declared = {n.name: n for n in
+                        lc.read_like(path, path.with_name('scontrol-show-partition.txt')).nodes}
             for part in parts:      # Slurm's view of every group as the description declares it
-                hw, first = part['extras']['hardware'], declared[expand(part['descr'].split(': ')[1])[0]]
-                assert (hw['slurm_cpus'], hw['slurm_memory_mib']) == (first.cpus, first.mem), part['descr']
+                hw, first = (part['extras']['hardware'],
+                             declared[expand(part['descr'].split(': ')[1])[0]])
+                assert (hw['slurm_cpus'], hw['slurm_memory_mib']) == (first.cpus, first.mem), \
+                    part['descr']
             kern = [p for p in parts if p['descr'].startswith('Slurm partition kerngpu:')]
             assert len(kern) == 1 and kern[0]['extras']['hardware']['slurm_cpus'] == 112
             assert kern[0]['devices'] == [{'type': 'gpu', 'arch': 'nvidia_h100_80gb_hbm3',
@@ -265,7 +271,9 @@ def test_a_node_failure_of_a_1024_node_job_names_its_nodes_folded():
     """300 nodes of a 1,024-node job down for two reasons: the cause is one
     short line, the nodes folded per reason, none lost."""
     from clusterproof.methods import job_failure
-    down = [(f'n{i:04d}', 'Not responding') for i in range(1, 300)] + [('n0700', 'Kill task failed')]
+    down = ([(f'n{i:04d}', 'Not responding') for i in range(1, 300)]
+            + [('n0700', 'Kill task failed')])
     cause = job_failure.failure_cause('', 'NODE_FAIL', None, None, down)
-    assert cause == ('node failure: n[0001-0299,0700] stopped answering during the run (Slurm state '
-                     'NODE_FAIL); Slurm says n[0001-0299]: Not responding; n0700: Kill task failed'), cause
+    assert cause == ('node failure: n[0001-0299,0700] stopped answering during the run '
+                     '(Slurm state NODE_FAIL); Slurm says n[0001-0299]: Not responding; '
+                     'n0700: Kill task failed'), cause
