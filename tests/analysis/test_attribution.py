@@ -14,6 +14,7 @@ import pytest
 
 from conftest import EMU_INSTANCE, REPO, WAIT_S, need_netns, reframe_env, run_reframe
 from results_helpers import SELFTEST_CHECKS, clusterproof
+from servers import Receiver
 
 #: n3's CPU quota: 1 ms of CPU in every 20 ms (5 % of a processor): far
 #: below what a node gets on this shared machine when it is busy, with
@@ -211,7 +212,6 @@ def test_a_night_run_with_a_setting_on_the_command_line_names_it_as_the_cause(tm
     from the first; the second run with ``-S block_size=512`` (ReFrame records
     the variable and the command line in its run report): the webhook
     message of the regression names the setting as the suspected cause."""
-    from test_notify import Receiver
     results, refs, conf = tmp_path / 'results', tmp_path / 'refs', tmp_path / 'notify'
     conf.mkdir()
     (conf / 'local.yaml').write_text('channels: {webhook: {url_env: CP_TEST_HOOK}}\n')
