@@ -1,9 +1,9 @@
 """Real servers that tests start on loopback (VictoriaMetrics, Alertmanager,
-a pushgateway, vmalert, an HTTP server that echoes what it was sent, to find
-a secret it might make a program quote): a free port, a GET that says when nothing answers,
-a VictoriaMetrics query that sees what was just sent, and one way to start a server, wait
-for the event that says it is ready, and stop it (terminate, then kill) whatever the test
-did."""
+a pushgateway, vmalert, a webhook receiver, an HTTP server that echoes what it
+was sent, to find a secret it might make a program quote): a free port, a GET
+that says when nothing answers, a VictoriaMetrics query that sees what was just
+sent, and one way to start a server, wait for the event that says it is ready,
+and stop it (terminate, then kill) whatever the test did."""
 
 import base64
 import contextlib
@@ -87,6 +87,39 @@ def victoria_metrics(tmp_path):
                   '-search.latencyOffset=0s'],
                  'VictoriaMetrics answers /health', lambda: get(f'{url}/health') == 'OK'):
         yield url
+
+
+class Receiver:
+    """A real HTTP server on 127.0.0.1 that keeps the JSON bodies POSTed to
+    it (a webhook receiver), or answers them with ``status`` and keeps nothing."""
+
+    def __init__(self, status=200):
+        self.bodies = []
+        self.status = status
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get('Content-Length', 0))
+                body = json.loads(self.rfile.read(n))
+                if owner.status == 200:
+                    owner.bodies.append((self.path, body))
+                self.send_response(owner.status)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f'http://127.0.0.1:{self.port}'
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class Echo:

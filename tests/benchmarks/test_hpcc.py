@@ -1,8 +1,9 @@
 """HPCC: the summary parser on recorded hpccoutf.txt, and the check end to
 end for real on ``local`` (mpirun, 2 ranks). Across the 4 nodes of the local
 Slurm cluster over MPI (both partitions of ``emu``) it is asserted on the
-whole-suite run (tests/suite/test_suite_emu.py, with :func:`check_passed`): a run
-of HPCC alone would repeat what that run already does."""
+whole-suite run (tests/suite/test_suite_emu.py, with the same
+:func:`hpcc_helpers.check_passed`): a run of HPCC alone would repeat what that
+run already does."""
 
 import shutil
 
@@ -11,6 +12,7 @@ import pytest
 from clusterproof.parsers import ParseError
 from clusterproof.parsers import hpcc as hpcc_parser
 from conftest import DATA, report_cases, run_reframe
+from hpcc_helpers import check_passed
 
 LOCAL = DATA / 'hpcc' / 'hpccoutf-local-np2.txt'
 FAILED = DATA / 'hpcc' / 'hpccoutf-local-np2-failed-residual.txt'
@@ -95,18 +97,6 @@ def test_appended_file_whose_newest_run_was_killed_is_refused():
                                          r'complete summary section .*the run did not '
                                          r'finish; it stops in its MPIRandomAccess section$'):
         hpcc_parser.parse(KILLED.read_text(), 'd/hpccoutf.txt')
-
-
-def check_passed(case, ranks):
-    """A passed HPCC case of ``ranks`` ranks, every figure above 0."""
-    assert case['result'] == 'pass', case.get('fail_reason')
-    assert case['num_tasks'] == ranks
-    perf = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
-    assert set(perf) == {'HPL_Tflops', 'StarDGEMM_Gflops', 'StarSTREAM_Triad', 'SingleSTREAM_Triad',
-                         'PTRANS_GBs', 'MPIRandomAccess_GUPs', 'MPIFFT_Gflops'}
-    assert all(v > 0 for v in perf.values())
-    assert case['binary_version'] == '1.5.0'
-    assert case['cp_smoke'] is True
 
 
 @pytest.mark.slow

@@ -5,9 +5,7 @@ once, a quiet night sends nothing, an all clear once a day, a receiver that
 is down is retried, named and loses nothing), the settings and their
 secrets (never in the output, the errors or the ledger)."""
 
-import http.server
 import json
-import threading
 
 import pytest
 
@@ -15,41 +13,10 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.analysis.findings import finding_id
 from clusterproof.notify import config, items, ledger, message, send
+from servers import Receiver
 
 NOW = 1795400000.0          # 2026-11-23 in unix time, near the recorded sessions
 SECRET_URL_PATH = '/hooks/T0SECRET/B0SECRET/xoxSECRETTOKEN'
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1 that keeps the JSON bodies POSTed to it."""
-
-    def __init__(self, status=200):
-        self.bodies = []
-        self.status = status
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                n = int(self.headers.get('Content-Length', 0))
-                body = json.loads(self.rfile.read(n))
-                if owner.status == 200:
-                    owner.bodies.append((self.path, body))
-                self.send_response(owner.status)
-                self.send_header('Content-Length', '0')
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f'http://127.0.0.1:{self.port}'
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

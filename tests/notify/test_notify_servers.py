@@ -25,8 +25,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.handlers import Mailbox
 from aiosmtpd.smtp import AuthResult, LoginPassword
 from results_helpers import clusterproof, recorded_results
-from servers import free_port, get, serving, vm_query
-from test_notify import Receiver
+from servers import Receiver, free_port, get, serving, vm_query
 
 from conftest import wait_for
 

@@ -35,7 +35,7 @@ import shutil
 from pathlib import Path
 
 from conftest import REPO, need_netns, run_reframe
-from test_hpcc import check_passed
+from hpcc_helpers import check_passed
 
 IOZONE_CHECKS = ('IOzoneSequential', 'IOzoneRandom')
 IOZONE_ON_SRUN_ONLY = [a for check in IOZONE_CHECKS
