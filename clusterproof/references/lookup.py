@@ -46,8 +46,9 @@ def index_value(attr, rec):
             f'index by $system, $partition, $environ or test attributes')
     if attr in rec.case:
         return rec.case[attr]
-    if attr in rec.params:
-        return _scalar(rec.params[attr])
+    params = rec.params
+    if attr in params:
+        return _scalar(params[attr])
     raise ClusterproofError(f'reference index {attr!r} of {rec.check}: the test case '
                             f'{rec.test!r} has no such attribute')
 
