@@ -126,7 +126,9 @@ def _open_sticky(st):
 
 def tree_problem(top):
     """Why the existing run directory ``top`` cannot be root's (the first
-    thing found), or None. Nothing is followed through a link."""
+    thing found), or None. Nothing is followed through a link. The daemons
+    may be running (``down``, ``up`` when already up): what is gone by the
+    time it is looked at is not judged."""
     top = str(top)
     st = os.lstat(top)
     why = entry_problem(top, st, top)
@@ -135,7 +137,10 @@ def tree_problem(top):
     for dirpath, dirnames, filenames in os.walk(top):
         for name in sorted(dirnames + filenames):
             path = os.path.join(dirpath, name)
-            st = os.lstat(path)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:   # gone since the listing: slurmctld, saving its
+                continue                # state, renames job_state to job_state.old
             jobs = _jobs(path, top)
             if jobs and stat.S_ISLNK(st.st_mode):
                 return f'{_said(path, st)}: a symbolic link'
