@@ -28,6 +28,7 @@ COMMANDS = [
     'ior_args',     # the IOR options of the N-to-1 run, for job scripts
     'scratch',      # test directories under a scratch directory, for job scripts
     'inventory',    # this node's hardware, for the inventory checks
+    'fio_preflight',  # whether this node has what a fio check needs, for its job
     'spack',        # the Spack environment
     'bless',        # references derived from measured sessions
     'compare',      # sessions against each other or against references

@@ -31,8 +31,8 @@ sizes, loops and jobs come from the mode and can be set with
 What only the node under test knows (fio's engines, its mounts, its ndctl
 namespaces, a device-DAX device) is probed inside the job before fio starts
 (``clusterproof.site.pmem.probe_commands``); a node without it ends the job
-before fio and the test is skipped with the reason. Nothing is probed on the
-machine that runs ReFrame.
+before fio (``clusterproof fio-preflight``, the job's next line) and the test
+is skipped with the reason. Nothing is probed on the machine that runs ReFrame.
 """
 
 import os

@@ -1,5 +1,7 @@
 """``clusterproof init``: write a new system's files from what Slurm and
-its nodes say (see :mod:`clusterproof.site.discover`)."""
+its nodes say (see :mod:`clusterproof.site.discover`). ``clusterproof init
+--probe`` is what init runs through srun on one node of each group: it
+prints that node's facts as one line."""
 
 import concurrent.futures
 import difflib
@@ -44,7 +46,13 @@ def register(sub):
                     'site_config/references/NAME.yaml (or in $CLUSTERPROOF_REFERENCES). Next: '
                     'clusterproof validate --system NAME, then reframe -c '
                     'reframe_checks/inventory.py -r --system NAME.')
-    p.add_argument('--name', required=True, help='the system name (lower case, digits, - and _)')
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument('--name', help='the system name (lower case, digits, - and _)')
+    what.add_argument('--probe', action='store_true',
+                      help="print this node's facts (the tools' raw output, with --scratch that "
+                           f'directory\'s file system) as one line tagged {discover.PROBE_TAG} '
+                           'and write nothing: what init runs through srun on one node of each '
+                           'group; not typed by hand')
     p.add_argument('--partition', action='append', metavar='P',
                    help='only this Slurm partition (repeat for more; default: every one '
                         'with nodes)')
@@ -156,7 +164,23 @@ def hostname_patterns(nodes):
     return pats
 
 
+def probe_this_node(args):
+    """``--probe``: this node's facts, one line (the probe of :func:`probe`)."""
+    extra = [opt for opt, given in (('--partition', args.partition),
+                                    ('--slurm-output', args.slurm_output),
+                                    ('--force', args.force), ('--dry-run', args.dry_run)) if given]
+    if extra:
+        raise ClusterproofError(f'--probe prints this node\'s facts for init\'s probe and takes '
+                                f'only --scratch; leave out {" ".join(extra)}')
+    # One write, so that srun passes the line whole.
+    sys.stdout.write(discover.probe_line(args.scratch))
+    sys.stdout.flush()
+    return 0
+
+
 def run(args):
+    if args.probe:
+        return probe_this_node(args)
     if not NAME_RE.match(args.name):
         raise ClusterproofError(f'--name {args.name!r}: use lower case letters, digits, - and _, '
                                 'starting with a letter')

@@ -14,8 +14,8 @@ system file.
 3. One node of each group that Slurm can run a job on (idle first, never a
    drained, down or powered-down one:
    :meth:`~clusterproof.site.slurm_view.NodeGroup.probe_candidates`)
-   is probed through ``srun`` (``python -m clusterproof.site.discover
-   --probe``, :func:`probe_node`): ``lscpu`` (sockets, cores, threads, NUMA
+   is probed through ``srun`` (``clusterproof init --probe``, which prints
+   :func:`probe_line`): ``lscpu`` (sockets, cores, threads, NUMA
    nodes, model), the last-level cache from sysfs, ``/proc/meminfo``,
    ``dmidecode -t memory`` (DIMMs, speed) where installed and readable,
    ``ndctl``/``ipmctl`` where present, and the scratch directory's file
@@ -29,13 +29,11 @@ system file.
    guessed value.
 """
 
-import argparse
 import json
 import os
 import socket
-import sys
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, command
 from clusterproof.site import topology
 from clusterproof.site.inventory import run_tool
 
@@ -98,6 +96,11 @@ def probe_node(scratch=None):
     return rep
 
 
+def probe_line(scratch=None):
+    """This node's facts as the one line :func:`parse_probe` reads."""
+    return f'{PROBE_TAG} {json.dumps(probe_node(scratch), sort_keys=True)}\n'
+
+
 def parse_probe(text, source='probe output'):
     """The probe report in ``text`` (the line tagged ``CLUSTERPROOF-PROBE``)."""
     for line in text.splitlines():
@@ -114,10 +117,11 @@ def parse_probe(text, source='probe output'):
 PROBE_IMMEDIATE_S = 120
 
 
-def probe_command(group, node=None, scratch=None, python=sys.executable, time_limit='5'):
+def probe_command(group, node=None, scratch=None, time_limit='5'):
     """``srun`` command line that probes ``node`` (default: the first node
-    of ``group`` Slurm can run a job on). ``--immediate``: a node that Slurm
-    cannot give at once fails the probe rather than waiting."""
+    of ``group`` Slurm can run a job on) with ``clusterproof init --probe``.
+    ``--immediate``: a node that Slurm cannot give at once fails the probe
+    rather than waiting."""
     if node is None:
         ready, why = group.probe_candidates()
         if not ready:
@@ -126,9 +130,8 @@ def probe_command(group, node=None, scratch=None, python=sys.executable, time_li
     cmd = ['srun', f'--partition={group.partition}', f'--nodelist={node}',
            '--nodes=1', '--ntasks=1', f'--time={time_limit}',
            f'--immediate={PROBE_IMMEDIATE_S}',
-           python, '-m', 'clusterproof.site.discover', '--probe']
+           *command('init', '--probe')]
     return cmd + (['--scratch', scratch] if scratch else [])
-
 
 
 # ------------------------------------------------------------ rendering
@@ -219,20 +222,3 @@ def render_references(name, emulated):
         text += (f'# {name} is emulated: its figures are blessed into {name}.emulated.yaml\n'
                  '# (bless --allow-emulated) and never into this file.\n')
     return text + '{}\n'
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog='python3 -m clusterproof.site.discover',
-        description=f'Print this node\'s facts as one line tagged {PROBE_TAG}, for '
-                    'clusterproof init.')
-    parser.add_argument('--probe', action='store_true', required=True)
-    parser.add_argument('--scratch', help='also report the file system of this directory')
-    args = parser.parse_args(argv)
-    sys.stdout.write(f'{PROBE_TAG} {json.dumps(probe_node(args.scratch), sort_keys=True)}\n')
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())

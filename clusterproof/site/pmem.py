@@ -24,6 +24,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from clusterproof import command
 from clusterproof.parsers import ipmctl_memoryresources, ipmctl_topology, ndctl
 from clusterproof.parsers import mounts as mounts_parser
 from clusterproof.parsers.mounts import Mount
@@ -291,7 +292,7 @@ def compare_pmem(node, declared, memoryresources_text, topology_text, ndctl_json
 
 # What the fio checks learn on the node under test. The job records it in
 # its stage directory before fio starts (probe_commands), stops before fio
-# when node_verdict finds the node unfit (``python -m clusterproof.site.pmem``),
+# when node_verdict finds the node unfit (``clusterproof fio-preflight``),
 # and the check then skips with the same reason: nothing is read from the
 # machine that runs ReFrame.
 
@@ -377,37 +378,12 @@ def node_verdict(directory, fio, engine, dax=None, devdax=None, align=None, tmpf
 
 def guard_command(fio, engine, dax=None, devdax=None, align=None, tmpfs=None):
     """The job's line after :func:`probe_commands`: ends the job before fio
-    when :func:`node_verdict` finds the node unfit (the check then skips)."""
+    when :func:`node_verdict` finds the node unfit (the check then skips):
+    ``clusterproof fio-preflight``."""
     import shlex
-    import sys
-    argv = [sys.executable, '-m', 'clusterproof.site.pmem', '.', fio, engine]
+    argv = command('fio-preflight', '.', fio, engine)
     for opt, val in (('--dax', dax), ('--devdax', devdax), ('--align', align),
                      ('--tmpfs', tmpfs)):
         if val:
             argv += [opt, str(val)]
     return f'{shlex.join(argv)} || exit 0'
-
-
-def main(argv=None):
-    """``python -m clusterproof.site.pmem DIR FIO ENGINE [--dax P] [--devdax D
-    --align N] [--tmpfs P]``: the job's guard; prints the verdict, exit
-    status 3 when the node is unfit."""
-    import argparse
-    import sys
-    p = argparse.ArgumentParser(prog='python -m clusterproof.site.pmem')
-    p.add_argument('directory')
-    p.add_argument('fio')
-    p.add_argument('engine')
-    p.add_argument('--dax')
-    p.add_argument('--devdax')
-    p.add_argument('--align', type=int)
-    p.add_argument('--tmpfs')
-    args = p.parse_args(argv)
-    verdict = node_verdict(args.directory, args.fio, args.engine, args.dax, args.devdax,
-                           args.align, args.tmpfs)
-    print(f'clusterproof node probe: {verdict.reason}', file=sys.stdout if verdict else sys.stderr)
-    return 0 if verdict else 3
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())

@@ -203,6 +203,10 @@ BAD = [
     (['export', '--format', 'csv', '-o', '{dir}'], ['{dir}', 'directory']),
     (['store', 'import', '--store', '{tmp}/store'], ['import']),
     (['inventory'], ['--report']),
+    (['fio-preflight', '{tmp}', '/usr/bin/fio'], ['ENGINE']),
+    (['fio-preflight', '{tmp}', '/usr/bin/fio', 'psync', '--align', 'two'], ['--align', "'two'"]),
+    (['init', '--probe', '--slurm-output', '{tmp}/none', '--dry-run'],
+     ['--probe', 'leave out --slurm-output --dry-run']),
     # init (recorded Slurm output only: never a real sinfo)
     (['init', '--name', 'Bad Name!', '--slurm-output', '{tmp}/none', '--dry-run'], ['Bad Name!']),
     (['init', '--name', 'x', '--slurm-output', '{tmp}/none', '--dry-run'], ['{tmp}/none']),

@@ -7,11 +7,12 @@ less in Slurm fails it."""
 import os
 import re
 import shutil
+import socket
 import subprocess
 
 import pytest
 
-from clusterproof import ClusterproofError
+from clusterproof import ClusterproofError, command
 from clusterproof import cluster as lc
 from clusterproof.parsers import slurm, slurm_values
 from clusterproof.site import declare, discover, hardware, slurm_view
@@ -220,8 +221,29 @@ def test_gpus_split_groups_and_a_drained_group_is_not_probed():
                                     '(Kill task failed)')
     with pytest.raises(ClusterproofError, match='n0164 IDLE\\+DRAIN'):
         discover.probe_command(groups[2])
-    cmd = discover.probe_command(groups[1])
+    cmd = discover.probe_command(groups[1], scratch='/scratch')
     assert '--nodelist=n0162' in cmd and any(c.startswith('--immediate=') for c in cmd)
+    # the node runs the clusterproof command: init's probe
+    probe = command('init', '--probe', '--scratch', '/scratch')
+    assert cmd[-len(probe):] == probe
+
+
+def test_the_probe_prints_one_line_of_this_nodes_facts(tmp_path):
+    """``clusterproof init --probe``, what srun runs on the probed node,
+    run here as a whole process: the one line init reads, with the scratch
+    directory's file system; given an option of init's own, a refusal."""
+    proc = subprocess.run(command('init', '--probe', '--scratch', str(tmp_path)), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 1, proc.stdout
+    rep = discover.parse_probe(proc.stdout)
+    assert rep['node'] == socket.gethostname().split('.')[0]
+    assert rep['lscpu']['argv'] == ['lscpu'] and 'MemTotal:' in rep['meminfo']
+    assert rep['scratch']['path'] == str(tmp_path) and rep['scratch']['exists']
+    bad = subprocess.run(command('init', '--probe', '--force'), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert (bad.returncode, bad.stdout) == (2, '')
+    assert 'takes only --scratch; leave out --force' in bad.stderr
 
 
 def test_hidden_partition_and_limits_reach_the_extras():

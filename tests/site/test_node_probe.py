@@ -6,11 +6,13 @@ test is skipped with the reason the node gave."""
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from clusterproof import command
 from clusterproof.references.judge import Verdict
 from clusterproof.site import pmem as node
 from conftest import REPO, report_cases, run_reframe, site_config_overlay
@@ -74,6 +76,36 @@ def test_devdax_presence_and_alignment_from_the_probe(tmp_path):
     assert not verdict and "declare 'align': 1073741824" in verdict.reason
     (d / node.PROBE_DEVDAX).write_text('present\n2097152\n')
     assert node.node_verdict(d, FIO, 'psync', devdax='/dev/dax9.9', align=2097152)
+
+
+def _job(line, directory):
+    """``line`` and what would come after it, run as the job's shell runs them."""
+    return subprocess.run(['sh', '-c', f'{line}\necho fio starts'], cwd=directory,
+                          capture_output=True, text=True, timeout=60)
+
+
+@need_fio
+def test_the_guard_line_runs_fio_preflight_and_ends_the_job_of_an_unfit_node(tmp_path):
+    """The job's guard is ``clusterproof fio-preflight`` with the check's
+    needs, run as a whole process: a node that has them prints the verdict
+    and the job goes on to fio; one that lacks them says why on stderr,
+    exit status 3, and the job ends there (exit 0: the check then skips)."""
+    guard = node.guard_command(FIO, 'libpmem', dax='/mnt/nvdimm', devdax='/dev/dax0.0',
+                               align=2097152, tmpfs='/dev/shm/x')
+    assert guard == shlex.join(command('fio-preflight', '.', FIO, 'libpmem', '--dax',
+                                       '/mnt/nvdimm', '--devdax', '/dev/dax0.0', '--align',
+                                       '2097152', '--tmpfs', '/dev/shm/x')) + ' || exit 0'
+    d = probe_dir(tmp_path)
+    fit = _job(node.guard_command(FIO, 'psync', tmpfs='/dev/shm/x'), d)
+    assert (fit.returncode, fit.stderr) == (0, '')
+    assert fit.stdout == 'clusterproof node probe: the node has what the check needs\nfio starts\n'
+    unfit = _job(node.guard_command(FIO, 'psync', tmpfs=str(REPO)), d)
+    assert (unfit.returncode, unfit.stdout) == (0, '')
+    assert unfit.stderr.startswith(f'clusterproof node probe: {REPO} is not on tmpfs on the node')
+    alone = subprocess.run(command('fio-preflight', d, FIO, 'no-such-engine'),
+                           capture_output=True, text=True, timeout=60)
+    assert (alone.returncode, alone.stdout) == (3, '')
+    assert 'has no no-such-engine engine on this node' in alone.stderr
 
 
 def test_a_probe_that_wrote_nothing_is_no_pass(tmp_path):
