@@ -20,17 +20,15 @@ scaling curves against the thread count (with the published curve of
 system ``pixstor`` where it has one, never judged against), latency
 percentiles; then the mmap memory/device ratios and the provenance.
 
-The page only formats: what it shows is judged, counted and looked up
-before it, by :func:`clusterproof.analysis.morning.prepare` (a
-:class:`~clusterproof.analysis.morning.Morning`). One judge: every verdict,
-and every reference or band drawn, comes from the rows of
+The page only formats: what it shows is judged, counted, looked up and
+chosen before it, by :func:`clusterproof.analysis.morning.prepare` (a
+:class:`~clusterproof.analysis.morning.Morning`, which holds the series of
+every plot, bounded whatever the history); here numbers become text and
+series plotly's JSON. One judge: every verdict, and every reference or band
+drawn, comes from the rows of
 :func:`clusterproof.analysis.compare.against_references` (an emulated
 figure's band is the one of ``<system>.emulated.yaml`` it was judged
 against). Smoke and emulated results are labelled on every row and figure.
-
-The page stays bounded whatever the history: small multiples only for
-figures that changed or did not pass plus :data:`MAX_MULTIPLES` others,
-histories downsampled to :data:`MAX_POINTS` points, everything else a table.
 """
 
 import datetime
@@ -47,27 +45,10 @@ from plotly.offline import get_plotlyjs
 from clusterproof.analysis.morning import CHANGE, PUBLISHED_SYSTEM
 from clusterproof.analysis.recent import RECENT_SESSIONS
 from clusterproof.references.judge import Bucket, Verdict
-from clusterproof.store.sessions import THREAD_ATTRS, check_name
 
 TEMPLATES = Path(__file__).with_name('templates')
 #: changes and failures listed on the first screen (the rest below)
 FIRST_SCREEN_ROWS = 8
-#: small multiples beyond the figures that changed or did not pass
-MAX_MULTIPLES = 12
-#: ... and in all (each plot costs the browser some 40 ms to draw)
-MAX_MULTIPLES_TOTAL = 30
-#: scaling plots (those with a published curve or a failed point first)
-MAX_SCALING = 8
-#: latency percentile plots
-MAX_LATENCY = 4
-#: bar charts of the newest values against their references (families
-#: without a thread count axis: STREAM kernels, HPL efficiency...)
-MAX_BARS = 4
-#: figures of one bar chart
-BAR_FIGURES = 40
-#: points of one small multiple's history
-MAX_POINTS = 120
-PERCENTILE_RE = re.compile(r'^c?lat\w*?_p(\d+(?:[._]\d+)?)$', re.I)
 _PLOT_CONFIG = {'displaylogo': False, 'responsive': True}
 _SMALL_CONFIG = dict(_PLOT_CONFIG, displayModeBar=False)
 
@@ -82,7 +63,6 @@ def build(morning, title='clusterproof report', now=None):
     """The report page as a string: the
     :class:`~clusterproof.analysis.morning.Morning` ``morning`` formatted."""
     plots = []
-    families = _families(morning, plots)
     now = now or datetime.datetime.now().astimezone()
     view = morning.view
     return _env().get_template('report.html.j2').render(
@@ -90,7 +70,7 @@ def build(morning, title='clusterproof report', now=None):
         systems=view['systems'], smoke=view['smoke'], emulated=view['emulated'],
         counts=morning.counts, sections=_COUNT_SECTIONS, changes=morning.changes,
         first=FIRST_SCREEN_ROWS, failures=[_failure(f) for f in morning.failures],
-        families=families, mmap=_mmap_rows(morning.mmap),
+        families=[_family(fam, plots) for fam in morning.families], mmap=morning.mmap,
         provenance=view['sessions'], recent=RECENT_SESSIONS,
         plotlyjs=Markup(get_plotlyjs().replace('</script', '<\\/script')),
         plots=plots, num=_num)
@@ -110,16 +90,8 @@ def _num(x):
     return f'{x:.5g}'
 
 
-#: the buckets that need no attention
-_QUIET = (Bucket.PASS, Bucket.NOT_JUDGED)
 #: the section a count links to (else the families)
 _COUNT_SECTIONS = {CHANGE: 'changes', Bucket.FAILED: 'failures', Bucket.REGRESSION: 'failures'}
-
-
-# -- changes --------------------------------------------------------------------------
-
-def _time(iso):
-    return datetime.datetime.fromisoformat(iso).timestamp()
 
 
 # -- first screen: failures --------------------------------------------------------------
@@ -131,7 +103,7 @@ def _reason(row):
     if row.verdict in (Verdict.REGRESSION, Verdict.OUT_OF_BOUNDS, Verdict.XPASS):
         what = ('met a reference marked $xfail (a stale mark)' if row.verdict == Verdict.XPASS
                 else f'tolerance {row.tolerance}: {row.reason}')
-        ratio = f'{(row.ratio - 1) * 100:+.1f}%; ' if row.ratio else ''
+        ratio = f'{row.ratio - 1:+.1%}; ' if row.ratio else ''
         text = f'{_num(row.value)} {row.unit} against {_num(row.base)} ({ratio}{what})'
         if 'ref-changed' in row.flags:
             text += f'; the run was judged against {row.ran_against or "no reference"}'
@@ -152,68 +124,16 @@ def _labels(flags):
 
 # -- families ---------------------------------------------------------------------------
 
-def family_of(rec):
-    """The test family of a record: its check (test class) name."""
-    return rec.check or check_name(rec.test)
-
-
-def _families(morning, plots):
-    hist_by_key, change_at, published = morning.histories, morning.change_at, morning.published
-    fams = {}
-    for row in morning.rows:
-        fams.setdefault(family_of(row.rec), []).append(row)
-    changed = set(change_at)
-    wanted = sorted((row for row in morning.rows if row.rec.figure),
-                    key=lambda r: (r.rec.key not in changed, r.verdict.bucket in _QUIET))
-    chosen = set()
-    extra = 0
-    for row in wanted:
-        rec = row.rec
-        if len(chosen) >= MAX_MULTIPLES_TOTAL:
-            break
-        notable = rec.key in changed or row.verdict.bucket not in _QUIET
-        if not notable:
-            if extra >= MAX_MULTIPLES:
-                break
-            extra += 1
-        if rec.key in hist_by_key and len(hist_by_key[rec.key].points) > 1:
-            chosen.add(id(row))
-    scaling = _chosen(((name, g) for name in fams
-                       for g in _scaling_groups(fams[name], published)), MAX_SCALING)
-    latency = _chosen(((name, g) for name in fams for g in _latency_groups(fams[name])),
-                      MAX_LATENCY)
-    bars = _chosen(((name, g) for name in fams if name not in scaling
-                    for g in _bar_groups(fams[name])), MAX_BARS)
-    out = []
-    for name in sorted(fams):
-        items = fams[name]
-        multiples = [_multiple(row, hist_by_key[row.rec.key], change_at.get(row.rec.key, []),
-                               plots)
-                     for row in items if id(row) in chosen]
-        out.append({'name': name, 'anchor': 'family-' + re.sub(r'\W+', '-', name),
-                    'rows': [{'row': row, 'labels': _labels(row.flags),
-                              'key': _row_key(row.rec), 'bucket': row.verdict.bucket}
-                             for row in items],
-                    'multiples': multiples,
-                    'scaling': [_scaling_plot(g, published, plots)
-                                for g in scaling.get(name, [])],
-                    'latency': [_latency_plot(g, plots) for g in latency.get(name, [])],
-                    'bars': [_bar_plot(g, plots) for g in bars.get(name, [])]})
-    return out
-
-
-def _chosen(groups, limit):
-    """``{family: [group]}`` of the ``limit`` groups of highest priority
-    (``group[0]``, lower first) of ``(family, group)``."""
-    out = {}
-    for name, g in sorted(groups, key=lambda ng: ng[1][0])[:limit]:
-        out.setdefault(name, []).append(g)
-    return out
-
-
-def _attention(rows):
-    """0 when one of ``rows`` did not pass (or has no verdict), else 1."""
-    return 0 if any(r.verdict.bucket not in _QUIET for r in rows) else 1
+def _family(fam, plots):
+    """A :class:`~clusterproof.analysis.morning.Family` as the template shows
+    it: its anchor, table rows and plots."""
+    return {'name': fam.name, 'anchor': 'family-' + re.sub(r'\W+', '-', fam.name),
+            'rows': [{'row': row, 'labels': _labels(row.flags), 'key': _row_key(row.rec),
+                      'bucket': row.verdict.bucket} for row in fam.rows],
+            'multiples': [_multiple(m, plots) for m in fam.multiples],
+            'scaling': [_scaling_plot(p, plots) for p in fam.scaling],
+            'latency': [_latency_plot(p, plots) for p in fam.latency],
+            'bars': [_bar_plot(p, plots) for p in fam.bars]}
 
 
 def _row_key(rec):
@@ -238,15 +158,6 @@ def _plot(plots, fig, cls='plot', **meta):
     return {'id': div, 'spec': Markup(spec), 'config': json.dumps(config), 'cls': cls}
 
 
-def _downsample(points, n=MAX_POINTS):
-    if len(points) <= n:
-        return points
-    keep = n // 2
-    old = points[:-keep]
-    step = len(old) / (n - keep)
-    return [old[int(i * step)] for i in range(n - keep)] + points[-keep:]
-
-
 def _ref_name(row):
     if 'emulated-ref' in row.flags:
         return 'reference (emulated)'
@@ -260,107 +171,71 @@ def _iso(t):
         '%Y-%m-%d %H:%M:%S')
 
 
-def _multiple(row, hist, change_at, plots):
-    rec = row.rec
-    pts = _downsample(hist.points)
-    xs = [_iso(p.time) for p in pts]
-    ys = [p.value for p in pts]
+def _multiple(m, plots):
+    """A :class:`~clusterproof.analysis.morning.Multiple` as a small plot."""
+    row = m.row
+    xs = [_iso(t) for t in m.times]
     labels = _labels(row.flags)
     tag = _tag(labels=labels)
-    traces = [{'type': 'scatter', 'mode': 'lines+markers', 'name': rec.figure + tag,
-               'x': xs, 'y': ys, 'marker': {'size': 3}, 'line': {'width': 1}}]
+    traces = [{'type': 'scatter', 'mode': 'lines+markers', 'name': row.rec.figure + tag,
+               'x': xs, 'y': m.values, 'marker': {'size': 3}, 'line': {'width': 1}}]
     shapes = []
-    lo, hi = row.band
-    if row.base is not None:
-        finite = [v for v in ys if math.isfinite(v)] or [row.base]
-        span = (max(finite) - min(finite)) or abs(row.base) * 0.1 or 1
-        y0 = lo if lo is not None else min(min(finite), row.base) - span
-        y1 = hi if hi is not None else max(max(finite), row.base) + span
-        shapes.append({'type': 'rect', 'xref': 'paper', 'x0': 0, 'x1': 1, 'y0': y0, 'y1': y1,
-                       'fillcolor': 'rgba(26,127,55,0.12)', 'line': {'width': 0},
-                       'layer': 'below'})
+    if m.shaded:
+        shapes.append({'type': 'rect', 'xref': 'paper', 'x0': 0, 'x1': 1, 'y0': m.shaded[0],
+                       'y1': m.shaded[1], 'fillcolor': 'rgba(26,127,55,0.12)',
+                       'line': {'width': 0}, 'layer': 'below'})
         traces.append({'type': 'scatter', 'mode': 'lines', 'name': _ref_name(row),
                        'x': [xs[0], xs[-1]], 'y': [row.base, row.base],
                        'line': {'dash': 'dash', 'color': '#1a7f37', 'width': 1}})
-    for at in change_at:
-        x = _iso(_time(at))
+    for at in m.changes:
+        x = _iso(datetime.datetime.fromisoformat(at).timestamp())
         shapes.append({'type': 'line', 'x0': x, 'x1': x, 'yref': 'paper', 'y0': 0, 'y1': 1,
                        'line': {'color': '#cf222e', 'width': 2, 'dash': 'dot'}})
     fig = {'data': traces, 'layout': {
-        'title': {'text': f'{rec.test} {rec.figure}{tag}', 'font': {'size': 11}},
+        'title': {'text': f'{row.test} {row.rec.figure}{tag}', 'font': {'size': 11}},
         'showlegend': False, 'shapes': shapes, 'font': {'size': 9},
-        'yaxis': {'title': {'text': rec.unit}}, 'margin': {'l': 45, 'r': 5, 't': 25, 'b': 25}}}
-    return _plot(plots, fig, 'multiple', key=_row_key(rec), ref=row.base, lo=lo, hi=hi,
-                 verdict=row.verdict, labels=labels, changes=list(change_at))
+        'yaxis': {'title': {'text': row.unit}}, 'margin': {'l': 45, 'r': 5, 't': 25, 'b': 25}}}
+    return _plot(plots, fig, 'multiple', key=_row_key(row.rec), ref=row.base, lo=row.band[0],
+                 hi=row.band[1], verdict=row.verdict, labels=labels, changes=m.changes)
 
 
-def _thread_attr(rec):
-    params = rec.params
-    return next((a for a in THREAD_ATTRS if a in params), None)
+def _xs(points):
+    return [x for x, _ in points]
 
 
-def _scaling_groups(items, published):
-    """``(priority, key, points)`` of every scaling curve of a family: one per
-    system, partition, other parameters and unit, with two thread counts or
-    more; those with a published curve (``published``: see
-    :func:`clusterproof.analysis.morning.prepare`) first."""
-    groups = {}
-    for row in items:
-        rec = row.rec
-        attr = _thread_attr(rec)
-        if not rec.figure or not attr or PERCENTILE_RE.match(rec.figure):
-            continue
-        try:
-            x = float(rec.params[attr])
-        except ValueError:
-            continue
-        rest = tuple(sorted((k, v) for k, v in rec.params.items() if k != attr))
-        groups.setdefault((rec.system, rec.partition, rest, rec.unit, attr),
-                          []).append((x, row))
-    out = []
-    for key, pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        if len({x for x, _ in pts}) >= 2:
-            pts.sort(key=lambda t: t[0])
-            drawn = any(r.rec.key in published for _, r in pts)
-            out.append(((not drawn, _attention(r for _, r in pts)), key, pts))
-    return out
-
-
-def _scaling_plot(group, published, plots):
+def _scaling_plot(plot, plots):
     """Measured figures against the thread count, with the reference of each
     judged row and the published curve (never judged against)."""
-    _prio, (system, part, rest, unit, attr), pts = group
-    by_fig = {}
-    for x, row in pts:
-        by_fig.setdefault(row.figure, []).append((x, row))
     traces = []
-    drawn = False
-    for fig, fpts in by_fig.items():
-        tag = _tag(row for _, row in fpts)
+    for line in plot.lines:
         traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                       'name': f'{fig} measured @{system}{tag}',
-                       'x': [x for x, _ in fpts], 'y': [r.value for _, r in fpts]})
-        ref = [(x, row) for x, row in fpts if row.base is not None]
-        if ref:
+                       'name': f'{line.name} measured @{plot.system}{_tag(_rows(line))}',
+                       'x': _xs(line.points), 'y': [row.value for row in _rows(line)]})
+        if line.judged:
             traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                           'name': f'{fig} {_ref_name(ref[0][1])}',
-                           'x': [x for x, _ in ref], 'y': [r.base for _, r in ref],
+                           'name': f'{line.name} {_ref_name(line.judged[0][1])}',
+                           'x': _xs(line.judged), 'y': [row.base for _, row in line.judged],
                            'line': {'dash': 'dash'}, 'marker': {'symbol': 'x'}})
-        pub = [(x, published[row.rec.key]) for x, row in fpts if row.rec.key in published]
-        if pub:
-            drawn = True
+        if line.published:
             traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                           'name': f'{fig} published ({PUBLISHED_SYSTEM}; not judged against)',
-                           'x': [x for x, _ in pub], 'y': [v for _, v in pub],
+                           'name': f'{line.name} published ({PUBLISHED_SYSTEM}; not judged '
+                                   'against)',
+                           'x': _xs(line.published), 'y': [v for _, v in line.published],
                            'line': {'dash': 'dot'}, 'marker': {'symbol': 'diamond'}})
-    labels = _all_labels(row for _, row in pts)
-    variant = ' '.join(f'{k}={v}' for k, v in rest)
-    title = (' '.join(t for t in (pts[0][1].rec.check, variant, f'@{system}:{part}') if t)
+    labels = _all_labels(plot.rows)
+    variant = ' '.join(f'{k}={v}' for k, v in plot.variant)
+    title = (' '.join(t for t in (plot.check, variant, f'@{plot.system}:{plot.partition}') if t)
              + _tag(labels=labels, upper=True))
     fig = {'data': traces, 'layout': {
         'title': {'text': title, 'font': {'size': 13}}, 'legend': {'orientation': 'h'},
-        'xaxis': {'title': {'text': attr}, 'type': 'log'}, 'yaxis': {'title': {'text': unit}}}}
-    return _plot(plots, fig, 'plot', labels=labels, published=drawn)
+        'xaxis': {'title': {'text': plot.axis}, 'type': 'log'},
+        'yaxis': {'title': {'text': plot.unit}}}}
+    return _plot(plots, fig, 'plot', labels=labels,
+                 published=any(line.published for line in plot.lines))
+
+
+def _rows(line):
+    return [row for _, row in line.points]
 
 
 def _all_labels(rows):
@@ -374,79 +249,38 @@ def _tag(rows=(), labels=None, upper=False):
     return f' [{text.upper() if upper else text}]' if labels else ''
 
 
-def _bar_groups(items):
-    """``(priority, key, rows)``: the newest figures of a family per system,
-    partition and unit, when some have a reference and they are few."""
-    groups = {}
-    for row in items:
-        if row.rec.figure and not PERCENTILE_RE.match(row.figure):
-            groups.setdefault((row.system, row.partition, row.unit), []).append(row)
-    return [(_attention(rr), key, rr) for key, rr in sorted(groups.items())
-            if len(rr) <= BAR_FIGURES and any(r.base is not None for r in rr)]
-
-
-def _bar_plot(group, plots):
+def _bar_plot(plot, plots):
     """Measured bars per test, the reference of each judged row a marker."""
-    _prio, (system, part, unit), items = group
-    by_test = {}
-    for row in items:
-        by_test.setdefault(row.test, []).append(row)
     traces = []
-    for test, rows in by_test.items():
-        traces.append({'type': 'bar', 'name': test + _tag(rows),
-                       'x': [r.figure for r in rows], 'y': [r.value for r in rows]})
-        ref = [r for r in rows if r.base is not None]
-        if ref:
+    for line in plot.lines:
+        traces.append({'type': 'bar', 'name': line.name + _tag(_rows(line)),
+                       'x': _xs(line.points), 'y': [row.value for row in _rows(line)]})
+        if line.judged:
             traces.append({'type': 'scatter', 'mode': 'markers',
-                           'name': f'{test} {_ref_name(ref[0])}',
-                           'x': [r.figure for r in ref], 'y': [r.base for r in ref],
+                           'name': f'{line.name} {_ref_name(line.judged[0][1])}',
+                           'x': _xs(line.judged), 'y': [row.base for _, row in line.judged],
                            'marker': {'symbol': 'line-ew-open', 'size': 30,
                                       'line': {'width': 3}}})
-    labels = _all_labels(items)
+    labels = _all_labels(plot.rows)
     fig = {'data': traces, 'layout': {
-        'title': {'text': f'{items[0].rec.check} @{system}:{part}'
+        'title': {'text': f'{plot.check} @{plot.system}:{plot.partition}'
                           + _tag(labels=labels, upper=True), 'font': {'size': 13}},
         'barmode': 'group', 'legend': {'orientation': 'h'},
-        'yaxis': {'title': {'text': unit}}}}
+        'yaxis': {'title': {'text': plot.unit}}}}
     return _plot(plots, fig, 'plot', labels=labels)
 
 
-def _latency_groups(items):
-    """``(priority, key, series)`` of every latency percentile plot of a
-    family: one per system, partition and unit."""
-    groups = {}
-    for row in items:
-        m = PERCENTILE_RE.match(row.rec.figure or '')
-        if m:
-            pct = float(m.group(1).replace('_', '.'))
-            groups.setdefault((row.system, row.partition, row.unit),
-                              {}).setdefault((row.test, row.figure[:m.start(1)]),
-                                             []).append((pct, row))
-    return [(_attention(r for pts in series.values() for _, r in pts), key, series)
-            for key, series in sorted(groups.items())]
-
-
-def _latency_plot(group, plots):
-    _prio, (system, part, unit), series = group
-    traces = []
-    for (test, prefix), pts in sorted(series.items()):
-        pts.sort(key=lambda t: t[0])
-        traces.append({'type': 'scatter', 'mode': 'lines+markers',
-                       'name': f'{test} {prefix.rstrip("_p")}' + _tag(r for _, r in pts),
-                       'x': [f'p{p:g}' for p, _ in pts], 'y': [r.value for _, r in pts]})
-    labels = _all_labels(r for pts in series.values() for _, r in pts)
+def _latency_plot(plot, plots):
+    """Latency percentiles of each test and figure, the percentiles a category axis."""
+    traces = [{'type': 'scatter', 'mode': 'lines+markers',
+               'name': line.name + _tag(_rows(line)),
+               'x': [f'p{p:g}' for p in _xs(line.points)],
+               'y': [row.value for row in _rows(line)]} for line in plot.lines]
+    labels = _all_labels(plot.rows)
     fig = {'data': traces, 'layout': {
-        'title': {'text': f'latency percentiles @{system}:{part}'
+        'title': {'text': f'latency percentiles @{plot.system}:{plot.partition}'
                           + _tag(labels=labels, upper=True), 'font': {'size': 13}},
         'legend': {'orientation': 'h'},
         'xaxis': {'title': {'text': 'percentile'}, 'type': 'category'},
-        'yaxis': {'title': {'text': unit}, 'type': 'log'}}}
+        'yaxis': {'title': {'text': plot.unit}, 'type': 'log'}}}
     return _plot(plots, fig, 'plot', labels=labels)
-
-
-# -- mmap ratios --------------------------------------------------------------
-
-def _mmap_rows(ratios):
-    """The memory/device wall-time ratios of each mmap sweep test case
-    (:func:`clusterproof.analysis.statistics.mmap_ratios`), the ratio as text."""
-    return [dict(r, ratio='-' if r['ratio'] is None else f"{r['ratio']:.3f}") for r in ratios]
