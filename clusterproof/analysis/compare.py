@@ -44,8 +44,7 @@ from clusterproof.store.sessions import Record, case_reason
 from clusterproof.references.judge import Judgement, Verdict, judge_against, judge_record
 from clusterproof.references.lookup import lookup, references_for
 from clusterproof.references.direction import record_lower_is_better
-from clusterproof.references.entries import (Reference, bounds, reference_of_record,
-                                             tolerance_text)
+from clusterproof.references.entries import Reference, bounds, tolerance_text
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_WINDOW = 7
@@ -93,7 +92,7 @@ class Row:
     def ran_against(self):
         """With the flag ``ref-changed``: the reference ReFrame judged
         against when the test ran (None: it had none)."""
-        return reference_of_record(self.rec)
+        return self.rec.ran_against
 
     @property
     def figure(self):

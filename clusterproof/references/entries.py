@@ -120,15 +120,16 @@ def entry_reference(entry):
     return Reference(value, lower, upper, entry[3] if len(entry) == 4 else None, xfail)
 
 
-def reference_of_record(rec):
-    """The reference ReFrame judged ``rec``'s figure against when the test
-    ran (from its perfvalues), or None when it had none (ReFrame records
-    ``0, None, None`` then). ``xfail`` is set when ReFrame's verdict says it
-    was an expected failure."""
-    if rec.ref is None or (rec.ref == 0 and rec.lower is None and rec.upper is None):
+def ran_against(ref, lower, upper, unit, perf_result):
+    """The reference ReFrame judged a figure against when the test ran, from
+    the figure store's columns of the same names (its perfvalues), or None
+    when it had none (ReFrame records ``0, None, None`` then). ``xfail`` is
+    set when ReFrame's verdict ``perf_result`` says it was an expected
+    failure."""
+    if ref is None or (ref == 0 and lower is None and upper is None):
         return None
-    return Reference(rec.ref, rec.lower, rec.upper, rec.unit or None,
-                     'expected failure' if rec.perf_result in ('xfail', 'xpass') else None)
+    return Reference(ref, lower, upper, unit or None,
+                     'expected failure' if perf_result in ('xfail', 'xpass') else None)
 
 
 def check_entry(where, entry, expected_unit=None):

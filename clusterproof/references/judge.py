@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 
 from clusterproof.references.direction import record_lower_is_better
-from clusterproof.references.entries import Reference, reference_of_record
+from clusterproof.references.entries import Reference
 from clusterproof.references.lookup import found_reference, lookup, references_for
 
 
@@ -214,7 +214,7 @@ def _judged(rec, lower_is_better, found):
         return Judgement(Verdict.NO_REF, flags=flags)
     if rec.smoke or (rec.emulated and not emulated_ref):
         return Judgement(Verdict.NOT_JUDGED, reference=reference, flags=flags)
-    if not rec.emulated and not reference.same_as(reference_of_record(rec)):
+    if not rec.emulated and not reference.same_as(rec.ran_against):
         flags += ('ref-changed',)
     return judge_reference(rec.value, reference, lower_is_better, flags)
 

@@ -28,7 +28,6 @@ import io
 import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import polars as pl
 import yaml
@@ -157,8 +156,9 @@ def measure_name(row):
 
 def reference_bounds(row):
     """(low, high) of the reference ReFrame judged the figure with, None
-    where unbounded or without a reference (:func:`judge.reference_of_record`)."""
-    ref = entries.reference_of_record(SimpleNamespace(**row))
+    where unbounded or without a reference (:func:`entries.ran_against`)."""
+    ref = entries.ran_against(row['ref'], row['lower'], row['upper'], row['unit'],
+                              row['perf_result'])
     return (None, None) if ref is None else ref.limits
 
 

@@ -23,6 +23,7 @@ import polars as pl
 from clusterproof import store
 from clusterproof.paths import results_db
 from clusterproof.references import direction
+from clusterproof.references.entries import ran_against
 from clusterproof.reframe_io import database as rfdb
 from clusterproof.store import identity
 
@@ -82,10 +83,10 @@ class Record:
     figure: str
     value: float
     unit: str
-    ref: float              # reference ReFrame judged against at run time
-    lower: float            # relative thresholds (None: unbounded)
-    upper: float
-    perf_result: str        # ReFrame's verdict of this figure: pass/fail
+    #: the reference ReFrame judged the figure against when it ran (a
+    #: :class:`~clusterproof.references.entries.Reference`; None: none)
+    ran_against: object
+    perf_result: str        # ReFrame's verdict of this figure: pass/fail (xfail/xpass)
     result: str             # the test case's result: pass/fail/skip/abort
     fail_phase: str
     mode: str
@@ -182,14 +183,20 @@ _REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figu
              'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
              'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better',
              'time_run')
+#: the store's columns of the reference ReFrame judged with (:attr:`Record.ran_against`)
+_RAN_COLS = ('ref', 'lower', 'upper')
 #: the columns of its test case (:func:`_case`)
 _CASE_COLS = ('attrs',) + rfdb.PROVENANCE_COLUMNS
 _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
 
 
 def _record(row, case):
-    """The :class:`Record` of the store row ``row`` (a dict of :data:`_REC_COLS`)."""
-    return Record(**dict(row, fail_phase=row['fail_phase'] or None),
+    """The :class:`Record` of the store row ``row`` (a dict of :data:`_REC_COLS`):
+    the reference ReFrame judged with, kept in columns, made one part."""
+    fields = {k: v for k, v in row.items() if k not in _RAN_COLS}
+    return Record(**dict(fields, fail_phase=row['fail_phase'] or None),
+                  ran_against=ran_against(row['ref'], row['lower'], row['upper'], row['unit'],
+                                          row['perf_result']),
                   check=check_name(row['test']), case=case)
 
 

@@ -10,7 +10,6 @@ import pytest
 from clusterproof.analysis import compare
 from clusterproof.analysis.bless import derive, merged_entries
 from clusterproof.references.judge import Verdict, judge
-from clusterproof.references.entries import reference_of_record
 from clusterproof.store.sessions import load_sessions, records
 import yaml
 
@@ -62,7 +61,7 @@ def test_round_trip_bless_compare_and_slowed_run(tmp_path):
     # The references change after the run: compare judges against today's
     # file and flags every row whose reference is not the one ReFrame used.
     blessed = (refs / 'local.yaml').read_text()
-    ran = {r.figure: reference_of_record(r) for r in records(load_sessions(
+    ran = {r.figure: r.ran_against for r in records(load_sessions(
         results / 'results.db', ids=[again])) if r.test.endswith('=1')}
     assert ran['copy_bw'] and ran['copy_time']          # ReFrame judged with the blessed file
     entry = yaml.safe_load(blessed)['DevZeroCopy']['local:default'][1]
