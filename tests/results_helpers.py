@@ -3,6 +3,7 @@ command with a results and references directory of the test's own."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -83,3 +84,9 @@ def recorded_report(n=0):
         return json.loads(rows.fetchall()[n][0])
     finally:
         conn.close()
+
+
+def table_rows(page, table_id):
+    """The <tr> elements (text) of the table with ``table_id``."""
+    table = page.split(f'id="{table_id}"', 1)[1].split('</table>', 1)[0]
+    return re.findall(r'<tr[ >].*?</tr>', table, re.S)

@@ -5,7 +5,6 @@ srun, sacct, MPI with ``srun --mpi=pmix`` and ``mpirun`` in ``sbatch`` and
 ``salloc``, ReFrame on both ``emu`` partitions, and the life cycle
 (``up`` twice, a port in use, a failure half-way, ``down`` leaving nothing)."""
 
-import contextlib
 import ipaddress
 import json
 import os
@@ -28,6 +27,7 @@ from clusterproof.cluster import daemons, faults
 from clusterproof.parsers.slurm import parse_scontrol_record
 from conftest import (EMU_INSTANCE, VENV_BIN, WAIT_S, emu_cluster_exclusive, need_netns, need_root,
                       need_repo_open_to_others, run_reframe, wait_for)
+from cluster_helpers import leftovers, session_cluster_replaced
 
 CHECKS = Path(__file__).resolve().parents[1] / 'checks'
 
@@ -660,57 +660,12 @@ def test_reframe_runs_on_both_emu_partitions(emu_cluster, tmp_path):
         assert sorted(tc['job_nodelist']) == ['n1', 'n2', 'n3', 'n4']
 
 
-def _leftovers(k):
-    """Processes, namespaces, links, mounts and run-time files (pid files,
-    sockets, cluster.json) of instance k (none when down)."""
-    inst = lc.Instance(k)
-    found = [ln for ln in lc.links() if inst.owns_link(ln)]
-    found += [ns for ns in lc.netns_list() if inst.owns_netns(ns)]
-    run_dir = str(inst.default_run_dir())
-    found += [line for line in Path('/proc/self/mounts').read_text().splitlines()
-              if run_dir + '/' in line]
-    root = Path(run_dir)
-    if root.is_dir():
-        found += [str(p) for p in root.rglob('*') if p.is_socket() or p.suffix == '.pid']
-        found += [str(p) for p in (root / 'cluster.json',) if p.exists()]
-    for proc in Path('/proc').iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
-            env = (proc / 'environ').read_bytes().decode(errors='replace')
-        except OSError:
-            continue
-        if cmd and (run_dir + '/') in cmd + env and lc.alive(int(proc.name)):
-            found.append(f'pid {proc.name}: {cmd.strip()}')
-    return found
-
-
-@contextlib.contextmanager
-def _session_cluster_replaced():
-    """The session's cluster brought down for the block, which brings up
-    another at the same instance and run directory (``--instance K
-    --run-dir DIR``, yielded); then brought back up as it was."""
-    with emu_cluster_exclusive():
-        k = EMU_INSTANCE
-        spec = lc.load_spec(k, lc.Instance(k).default_run_dir())
-        rd = ['--instance', str(k), '--run-dir', str(spec.run_dir)]
-        assert _clusterproof('down', '--force', *rd).returncode == 0
-        try:
-            yield rd
-        finally:
-            _clusterproof('down', '--force', *rd)
-            proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes),
-                                 '--cpus-per-node', str(spec.cpus), '--mem-per-node', str(spec.mem))
-            assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
 @need_netns
 def test_heterogeneous_nodes_register_their_own_cpus_and_memory(emu_cluster):
     """A cluster brought up with --node-spec: Slurm reports each node's CPUs
     and memory, and a 1-CPU node's jobs see one processor. The session's
     cluster is brought back as it was."""
-    with _session_cluster_replaced() as rd:
+    with session_cluster_replaced() as rd:
         proc = _clusterproof('up', *rd, '--node-spec',
                              'n[1-2]:cpus=2,mem=2048;n[3-5]:cpus=1,mem=1024')
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -735,7 +690,7 @@ def _many_nodes(emu_cluster, nodes):
     down leaves nothing. The session's cluster is brought back as it was.
     Returns the wall times of up, srun and down (s)."""
     times = {}
-    with _session_cluster_replaced() as rd:
+    with session_cluster_replaced() as rd:
         t0 = time.monotonic()
         proc = _clusterproof('up', *rd, '--nodes', str(nodes), '--cpus-per-node', '1',
                              '--mem-per-node', '256')
@@ -760,7 +715,7 @@ def _many_nodes(emu_cluster, nodes):
         proc = _clusterproof('down', '--force', *rd)
         times['down'] = time.monotonic() - t0
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert _leftovers(EMU_INSTANCE) == []
+        assert leftovers(EMU_INSTANCE) == []
     return times
 
 
@@ -819,7 +774,7 @@ def _life_cycle(emu_cluster):
             lc.Cluster(lc.Spec(instance=k, run_dir=other), log=lambda text: None).down()
     finally:
         shutil.rmtree(other)
-    assert lc.Cluster(spec).is_up() and _leftovers(k) != []
+    assert lc.Cluster(spec).is_up() and leftovers(k) != []
 
     # an allocation left open (a person's salloc, a step-less job) when the cluster goes
     # down is not there when it comes up again: each up starts from no job
@@ -832,7 +787,7 @@ def _life_cycle(emu_cluster):
     assert proc.returncode == 2 and 'is in use' in proc.stderr, proc.stderr
     proc = _clusterproof('down', '--force', *rd)
     assert proc.returncode == 0, proc.stderr
-    assert _leftovers(k) == []
+    assert leftovers(k) == []
     assert _clusterproof('status', *rd).returncode == 1
 
     # a port in use: one line naming the port, nothing started
@@ -845,7 +800,7 @@ def _life_cycle(emu_cluster):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert f'port {port} (slurmdbd of instance {k}) is in use' in proc.stderr
-    assert _leftovers(k) == []
+    assert leftovers(k) == []
 
     # leftovers of a run whose processes were killed (namespaces outlive them):
     # refused while a process is still inside, removed by up once none is
@@ -869,13 +824,13 @@ def _life_cycle(emu_cluster):
         half.up()
     assert any(f'removed leftovers of an earlier run of instance {k}' in line
                and f'namespaces cp{k}n[1-2]' in line for line in said), said
-    assert _leftovers(k) == []
+    assert leftovers(k) == []
 
     # a failure half-way stops what was started
     half = _FailsAfterSlurmdbd(spec, log=lambda text: None)
     with pytest.raises(ClusterproofError, match='provoked'):
         half.up()
-    assert _leftovers(k) == []
+    assert leftovers(k) == []
 
     # up again: progress, time taken, nodes idle
     proc = _clusterproof('up', *rd, '--nodes', str(spec.nodes), '--cpus-per-node', str(spec.cpus),
@@ -1032,7 +987,7 @@ def test_up_like_a_real_cluster_cut_to_six_nodes(emu_cluster):
     declared names, partitions, topology, memory, GPUs, features and drained
     nodes; a job runs on a named node; MaxSubmitJobs and MaxArraySize are
     enforced; down leaves nothing. The session's cluster is brought back."""
-    with _session_cluster_replaced() as rd:
+    with session_cluster_replaced() as rd:
         proc = _clusterproof('up', *rd, '--like', str(CUT6),
                              '--like-partitions', str(TALAPAS_PARTITIONS),
                              '--max-submit-jobs', '2', '--max-array-size', '10')
@@ -1069,7 +1024,7 @@ def test_up_like_a_real_cluster_cut_to_six_nodes(emu_cluster):
         assert third.returncode != 0 and 'AssocMaxSubmitJobLimit' in third.stderr, third.stderr
         _run(['scancel', '-u', 'root'], env)
         assert _clusterproof('down', '--force', *rd).returncode == 0
-        assert _leftovers(EMU_INSTANCE) == []
+        assert leftovers(EMU_INSTANCE) == []
     # the session's cluster, up again without --max-submit-jobs: no limit left
     # in the accounting database, which outlived `down`
     limits = _run(['sacctmgr', '-n', '-P', 'show', 'assoc', 'where', 'account=root',

@@ -19,7 +19,7 @@ from clusterproof.publish.report import build, bucket
 from clusterproof.store.overview import frame_of, overview
 from clusterproof.store.sessions import load_sessions, records
 from conftest import WAIT_S
-from results_helpers import REPO, clusterproof, recorded_results
+from results_helpers import REPO, clusterproof, recorded_results, table_rows
 
 def page_of(sessions, recs, refs, histories=None):
     """The page of ``sessions`` (oldest first; ``recs`` the records of the
@@ -58,12 +58,6 @@ def plot_data(page):
         spec = json.loads(m.group(2))
         out[m.group(1)] = (spec['data'], spec['layout'])
     return out
-
-
-def table_rows(page, table_id):
-    """The <tr> elements (text) of the table with ``table_id``."""
-    table = page.split(f'id="{table_id}"', 1)[1].split('</table>', 1)[0]
-    return re.findall(r'<tr[ >].*?</tr>', table, re.S)
 
 
 @pytest.fixture

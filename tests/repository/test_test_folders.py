@@ -2,6 +2,7 @@
 folder of ``tests/`` is a package folder of ``clusterproof/`` or one of the
 few folders that are not, and no test file lies deeper than one folder."""
 
+import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -29,3 +30,22 @@ def test_no_test_file_lies_deeper_than_one_folder():
                   if len(p.relative_to(TESTS).parts) > 2
                   and p.relative_to(TESTS).parts[0] not in ('data', 'checks'))
     assert not deep, f'tests/{deep[0]}: move it up to tests/<package folder>/'
+
+
+def _imported_test_files(path):
+    """The ``test_*`` modules a test file imports (``from test_x import``,
+    ``import test_x``), at any indentation."""
+    return re.findall(r'^\s*(?:from|import)\s+(test_\w+)', path.read_text(), re.M)
+
+
+def test_a_test_file_imports_test_files_of_its_own_folder_only():
+    """A test file of another folder is found only when pytest happened to
+    collect that folder first: run alone, the importing file fails. What
+    several folders share lives in a helper module at the top of tests/."""
+    crossing = sorted(f'{p.relative_to(TESTS)} imports {name}'
+                      for p in TESTS.glob('*/test_*.py')
+                      for name in _imported_test_files(p)
+                      if not (p.parent / f'{name}.py').is_file())
+    assert not crossing, (f'tests/{crossing[0]}, a test file of another folder: move what both '
+                          'use into a helper module at the top of tests/ (results_helpers.py, '
+                          'cluster_helpers.py)')

@@ -138,7 +138,7 @@ def test_a_findings_file_written_half_is_never_read(tmp_path):
 def test_the_morning_page_takes_the_kept_findings(tmp_path):
     """The page's ranked changes are the same with kept findings as judged
     live, and it lists the step `clusterproof changes` lists."""
-    from test_report import table_rows
+    from results_helpers import table_rows
     results, refs = _stepped(tmp_path)
     pages = []
     for opt in (['--no-findings'], []):

@@ -191,14 +191,14 @@ def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_pa
     Slurm runs with the declared switches and the screening page lays the
     nodes out by them. Prints the wall times. 64 nodes in ``make test``,
     1,024 in the scale tier."""
-    from test_cluster import _leftovers, _session_cluster_replaced
+    from cluster_helpers import leftovers, session_cluster_replaced
     path = _scaled(tmp_path, nodes)
     name = f'scaletest{os.getpid()}'
     system_file = REPO / 'site_config' / 'systems' / f'{name}.py'
     refs = REPO / 'site_config' / 'references' / f'{name}.yaml'
     env = dict(os.environ, **emu_cluster)
     times = {}
-    with _session_cluster_replaced() as rd:
+    with session_cluster_replaced() as rd:
         try:
             t0 = time.monotonic()
             up = _cp('cluster', 'up', *rd, '--like', str(path), '--like-partitions',
@@ -261,7 +261,7 @@ def test_init_and_status_on_nodes_shaped_like_a_real_cluster(emu_cluster, tmp_pa
             t0 = time.monotonic()
             _cp('cluster', 'down', '--force', *rd, env=env)
             times['down'] = time.monotonic() - t0
-            left = _leftovers(int(rd[1]))
+            left = leftovers(int(rd[1]))
     assert left == []
     print(f'{nodes} nodes like a real cluster: '
           + ', '.join(f'{what} {t:.1f} s' for what, t in times.items()))
