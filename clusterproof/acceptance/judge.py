@@ -30,7 +30,7 @@ from clusterproof.analysis.statistics import statistic
 from clusterproof.site import fingerprint
 from clusterproof.references.judge import Judgement, Verdict, judge_reference
 from clusterproof.references.lookup import locate
-from clusterproof.store.sessions import Record, check_name, load_sessions, records, store_paths
+from clusterproof.store.sessions import Record, check_name, load_sessions, store_paths
 
 _SIZE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$', re.I)
 
@@ -266,10 +266,10 @@ def candidate_sessions(contract, ids=(), now=None, db=None):
     return load_sessions(db, since=since, system=contract.system, mode=contract.mode)
 
 
-def judge_contract(contract, sessions, results_dir=None):
-    """``[Result]`` of every item of ``contract`` on ``sessions`` (read from
-    the figure store, run times too)."""
-    recs = records(sessions)
+def judge_contract(contract, recs, results_dir=None):
+    """``[Result]`` of every item of ``contract`` on the figure store's
+    records ``recs`` (:func:`~clusterproof.store.sessions.records` of the
+    candidate sessions, run times too)."""
     return [judge_item(item, contract, recs, results_dir) for item in contract.items]
 
 

@@ -145,26 +145,25 @@ def accept(contract, ids=(), run_missing=True, checks=None):
     """Judge ``contract`` on the stored sessions it may reuse (or on
     ``ids``), run the items still lacking valid runs (unless ``ids`` are
     given or not ``run_missing``), and judge again on both."""
-    stored = judge.candidate_sessions(contract, ids=ids)
+    stored = records(judge.candidate_sessions(contract, ids=ids))
     judged = judge.judge_contract(contract, stored)
     lacking = judge.needed(judged)
-    new, fresh = [], []
+    new, fresh_recs = [], []
     if contract.selection is not None and run_missing and not ids:
         new = run(contract, lacking, checks=checks)
-        fresh = load_sessions(ids=[u for u, _ in new])
-        judged = judge.judge_contract(contract, fresh)
+        fresh_recs = records(load_sessions(ids=[u for u, _ in new]))
+        judged = judge.judge_contract(contract, fresh_recs)
     elif lacking and run_missing and not ids:
         print(f'acceptance {contract.name}: {len(lacking)} item(s) lack valid runs in the '
               f'store ({", ".join(f"{i.id}: {n} more" for i, n in lacking.items())})',
               flush=True)
         new = run(contract, lacking, checks=checks)
-        fresh = load_sessions(ids=[u for u, _ in new])
-        known = {s.uuid for s in stored}
+        fresh_recs = records(load_sessions(ids=[u for u, _ in new]))
+        known = {r.session for r in stored}
         judged = judge.judge_contract(contract,
-                                      stored + [s for s in fresh if s.uuid not in known])
+                                      stored + [r for r in fresh_recs if r.session not in known])
     ran = [u for u, _ in new]
     used = set().union(*(r.sessions for r in judged))
-    fresh_recs = records(fresh)
     return Acceptance(judged, sorted(u for u in used if u not in ran), ran,
                       unexplained(judged, fresh_recs, new),
                       judge.not_judged(judged, fresh_recs))

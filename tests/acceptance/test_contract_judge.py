@@ -9,7 +9,7 @@ import pytest
 
 from clusterproof.acceptance import contract, judge, record
 from clusterproof.references.judge import Verdict
-from clusterproof.store.sessions import load_sessions
+from clusterproof.store.sessions import load_sessions, records
 from results_helpers import SELFTEST_CHECKS, clusterproof, recorded_results
 
 #: the recorded runs' check is a self-test check (acceptance --contract refuses
@@ -36,7 +36,7 @@ def judged(tmp_path, recorded, *items):
     path = tmp_path / 'c.yaml'
     path.write_text(HEAD + ''.join(items))
     c = contract.load(path)
-    return c, judge.judge_contract(c, sessions, results_dir=results)
+    return c, judge.judge_contract(c, records(sessions), results_dir=results)
 
 
 def values(sessions, figure='copy_bw', n=3):
@@ -131,6 +131,7 @@ def from_store(tmp_path, contract_text, screening_json):
     return proc, out
 
 
+@pytest.mark.slow     # the whole command, its page too: 1.6 s of processor time
 def test_from_store_judges_and_names_the_failed_item(tmp_path):
     proc, out = from_store(
         tmp_path, HEAD.replace('reuse_within_days: 0', 'reuse_within_days: 100000') +
