@@ -32,7 +32,7 @@ COMMANDS = [
     'spack',        # the Spack environment
     'bless',        # references derived from measured sessions
     'compare',      # sessions against each other or against references
-    'report',       # HTML reports
+    'report',       # the morning page (HTML)
     'changes',      # change points in the history of every figure
     'triage',       # a person's verdict on each finding, the false-alarm rate
     'acceptance',   # the full methodology, three repetitions, a verdict
