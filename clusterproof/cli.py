@@ -37,6 +37,7 @@ COMMANDS = [
     'triage',       # a person's verdict on each finding, the false-alarm rate
     'acceptance',   # the full methodology, three repetitions, a verdict
     'acceptance_report',  # the signed report of one acceptance, HTML and PDF
+    'published_shape',  # the storage plan at its published shape, on a local cluster
     'screen',       # every node of a partition against its peers
     'validate',     # the site configuration and references, checked
     'store',        # the figure store every command reads
