@@ -48,7 +48,7 @@ acceptance: setup
 	@$(VENV)/bin/clusterproof acceptance --system "$(SYSTEM)"
 
 published-shape: setup
-	@$(PY) scripts/published-shape --instance $(or $(INSTANCE),0) $(if $(MAX_THREADS),--max-threads $(MAX_THREADS))
+	@$(PY) -m clusterproof published-shape --instance $(or $(INSTANCE),0) $(if $(MAX_THREADS),--max-threads $(MAX_THREADS))
 
 clean:
 	rm -rf results build .pytest_cache

@@ -32,11 +32,12 @@ COMMANDS = [
     'spack',        # the Spack environment
     'bless',        # references derived from measured sessions
     'compare',      # sessions against each other or against references
-    'report',       # HTML reports
+    'report',       # the morning page (HTML)
     'changes',      # change points in the history of every figure
     'triage',       # a person's verdict on each finding, the false-alarm rate
     'acceptance',   # the full methodology, three repetitions, a verdict
     'acceptance_report',  # the signed report of one acceptance, HTML and PDF
+    'published_shape',  # the storage plan at its published shape, on a local cluster
     'screen',       # every node of a partition against its peers
     'validate',     # the site configuration and references, checked
     'store',        # the figure store every command reads

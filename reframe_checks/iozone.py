@@ -31,7 +31,7 @@ again after the run, and by the next run if the job was interrupted
 
 ``-S cp_scale=tiny`` keeps the mode's thread counts, placement and command
 lines and writes 1 MiB per thread (figures flagged smoke): the acceptance
-plan at its real shape where its bytes do not fit (scripts/published-shape).
+plan at its real shape where its bytes do not fit (clusterproof published-shape).
 A thread count above the system's ``extras['storage']['max_threads']`` skips,
 naming the limit (clusterproof/checklib/storage.py).
 

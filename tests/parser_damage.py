@@ -4,14 +4,24 @@ recorded outputs of tests/data/ it reads, the ways an output gets damaged
 and the rule a parser must keep on such input: return finite figures it
 read, or raise the declared error (``ParseError``, ``SlurmFormatError``).
 
-Used by tests/parsers/test_parsers_fuzz.py (property-based, bounded in time) and by
-scripts/fuzz-parsers (the full count over every recorded output).
+Used by tests/parsers/test_parsers_fuzz.py (property-based, bounded in time); run as a
+program it makes the full count over every recorded output (:data:`_COUNT_DOC`):
+
+    .venv/bin/python tests/parser_damage.py                 # 200 damaged copies of each output
+    .venv/bin/python tests/parser_damage.py --per-seed 20 --entry osu --entry hpl
+    .venv/bin/python tests/parser_damage.py --examples 3    # up to 3 failures per entry point
+    .venv/bin/python tests/parser_damage.py --minimize DIR  # a smallest copy of the first input
+                                                            # of each entry point and kind of
+                                                            # failure, written to DIR
 """
 
+import argparse
 import dataclasses
 import math
 import random
 import re
+import sys
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from clusterproof.parsers import ParseError
@@ -275,3 +285,62 @@ def sweep(entries=ENTRIES, per_seed=200, seed=39):
             text = read(path)
             for what, bad in [('as recorded', text)] + damaged(text, rng, per_seed):
                 yield entry, path, what, bad, outcome(entry, bad)
+
+
+# -- the full count, run as a program ------------------------------------------------------
+
+_COUNT_DOC = '''Every parser on damaged copies of every recorded output of tests/data/
+(cut short, a line deleted or doubled, a number garbled, stray bytes),
+counting the inputs on which a parser raised an exception other than its
+declared error, or returned a figure that is not a finite number. Exit 1
+when anything is counted (the counts are 0 and 0 when every parser keeps
+the rule of docs/reliability.md, "Damaged input").'''
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=_COUNT_DOC,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--per-seed', type=int, default=200, metavar='N',
+                    help='damaged copies of each recorded output (default 200)')
+    ap.add_argument('--seed', type=int, default=39, help='random seed (default 39)')
+    ap.add_argument('--entry', action='append', choices=sorted(BY_NAME),
+                    help='only this entry point (repeatable)')
+    ap.add_argument('--examples', type=int, default=2, metavar='N',
+                    help='failures shown per entry point (default 2)')
+    ap.add_argument('--minimize', type=Path, metavar='DIR',
+                    help='write a smallest failing copy of the first input of each entry '
+                         'point and kind of failure to DIR (<entry point>--<kind>.txt)')
+    args = ap.parse_args(argv)
+    if args.per_seed < 0:
+        ap.error(f'--per-seed {args.per_seed}: want 0 or more')
+    entries = [BY_NAME[n] for n in args.entry] if args.entry else ENTRIES
+    inputs, raised, nonfinite = Counter(), Counter(), Counter()
+    shown = defaultdict(list)
+    kept = set()
+    for entry, path, what, text, result in sweep(entries, args.per_seed, args.seed):
+        inputs[entry.name] += 1
+        if result is None:
+            continue
+        kind = kind_of(result)
+        if args.minimize and (entry.name, kind) not in kept:
+            kept.add((entry.name, kind))
+            args.minimize.mkdir(parents=True, exist_ok=True)
+            (args.minimize / f'{entry.name}--{kind}.txt').write_text(
+                minimal(entry, text, kind))
+        (nonfinite if result.startswith('non-finite') else raised)[entry.name] += 1
+        if len(shown[entry.name]) < args.examples:
+            shown[entry.name].append(f'{path.relative_to(DATA)}, {what}: {result}')
+    print(f'{"entry point":24} {"inputs":>7} {"undeclared":>10} {"non-finite":>10}')
+    for entry in entries:
+        n = entry.name
+        print(f'{n:24} {inputs[n]:7} {raised[n]:10} {nonfinite[n]:10}')
+        for line in shown[n]:
+            print(f'    {line}')
+    total = (sum(inputs.values()), sum(raised.values()), sum(nonfinite.values()))
+    label = f'all {len(entries)} entry points'
+    print(f'{label:24} {total[0]:7} {total[1]:10} {total[2]:10}')
+    return 1 if total[1] or total[2] else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

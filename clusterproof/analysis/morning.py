@@ -129,7 +129,8 @@ def prepare(latest, recs, histories, view, refs_by_system=None, kept=None, triag
     (:func:`clusterproof.analysis.triage.failure_findings`; without it,
     since the newest session)."""
     refs = dict(refs_by_system or {})
-    latest_recs = [r for r in recs if latest and r.session == latest.uuid]
+    latest_recs = [rec for rec in recs if latest and rec.session == latest.uuid]
+    mmap = mmap_ratios(latest_recs)
     rows = against_references(latest_recs, refs)
     changes = _changes(histories, kept, triaged or [])
     change_at = {}
@@ -139,15 +140,15 @@ def prepare(latest, recs, histories, view, refs_by_system=None, kept=None, triag
                    changes=changes, failures=_failures(rows, store_rows, triaged or []),
                    families=families(rows, {h.key: h for h in histories}, change_at,
                                      _published_of(rows, refs)),
-                   mmap=mmap_ratios(latest_recs))
+                   mmap=mmap)
 
 
 def counts(rows, n_changes):
     """``{bucket: n}`` of the verdicts of ``rows`` (every bucket of
     :data:`BUCKETS`, any other verdict under its own name) and the changes."""
     out = dict.fromkeys(BUCKETS, 0)
-    for r in rows:
-        out[r.verdict.bucket] = out.get(r.verdict.bucket, 0) + 1
+    for row in rows:
+        out[row.verdict.bucket] = out.get(row.verdict.bucket, 0) + 1
     out[CHANGE] = n_changes
     return out
 
@@ -155,9 +156,9 @@ def counts(rows, n_changes):
 def _changes(histories, kept, triaged):
     """The changes of the last sessions, listed as ``clusterproof changes``
     lists them, each with its finding's id and triage state."""
-    return [{**f, 'id': findings.change_id(f), 'state': state,
-             'carried_from': carried, 'note': v['note'] if v else ''}
-            for f, state, v, carried in triage.states(
+    return [{**change, 'id': findings.change_id(change), 'state': state,
+             'carried_from': carried, 'note': newest_triage['note'] if newest_triage else ''}
+            for change, state, newest_triage, carried in triage.states(
                 findings.listed(recent_changes(histories, kept=kept)), triaged)]
 
 
@@ -167,16 +168,16 @@ def _failures(rows, store_rows, triaged):
     untriaged before those with a verdict), each with its finding's id and
     state."""
     bad = [row for row in rows if row.regression]
-    bad.sort(key=lambda r: (r.verdict != Verdict.FAILED, -abs((r.ratio or 1) - 1), r.system,
-                            r.test, r.figure))
+    bad.sort(key=lambda row: (row.verdict != Verdict.FAILED, -abs((row.ratio or 1) - 1),
+                              row.system, row.test, row.figure))
     newest = triage.latest(triaged)
     out = []
-    for row, f in zip(bad, triage.failure_findings(store_rows, bad)):
-        v = newest.get(f['id'])
-        out.append({'row': row, 'id': f['id'],
-                    'state': v['state'] if v else triage.UNTRIAGED,
-                    'note': v['note'] if v else ''})
-    return sorted(out, key=lambda f: f['state'] != triage.UNTRIAGED)
+    for row, finding in zip(bad, triage.failure_findings(store_rows, bad)):
+        newest_triage = newest.get(finding['id'])
+        out.append({'row': row, 'id': finding['id'],
+                    'state': newest_triage['state'] if newest_triage else triage.UNTRIAGED,
+                    'note': newest_triage['note'] if newest_triage else ''})
+    return sorted(out, key=lambda finding: finding['state'] != triage.UNTRIAGED)
 
 
 def _published_of(rows, refs):
@@ -256,15 +257,15 @@ def multiple(row, hist, changes):
     downsampled, the row's band shaded (an open end a span of the values
     beyond them and the reference) and the change points ``changes``."""
     points = downsample(hist.points)
-    values = [p.value for p in points]
+    values = [point.value for point in points]
     shaded = None
     if row.base is not None:
         lo, hi = row.band
-        finite = [v for v in values if math.isfinite(v)] or [row.base]
+        finite = [value for value in values if math.isfinite(value)] or [row.base]
         span = (max(finite) - min(finite)) or abs(row.base) * 0.1 or 1
         shaded = (lo if lo is not None else min(min(finite), row.base) - span,
                   hi if hi is not None else max(max(finite), row.base) + span)
-    return Multiple(row, [p.time for p in points], values, shaded, list(changes))
+    return Multiple(row, [point.time for point in points], values, shaded, list(changes))
 
 
 def downsample(points, n=MAX_POINTS):
@@ -361,11 +362,11 @@ def _latency_plots(rows):
     one per system, partition and unit, a line per test and figure."""
     groups = {}
     for row in rows:
-        m = PERCENTILE_RE.match(row.rec.figure or '')
-        if m:
-            pct = float(m.group(1).replace('_', '.'))
+        match = PERCENTILE_RE.match(row.rec.figure or '')
+        if match:
+            pct = float(match.group(1).replace('_', '.'))
             groups.setdefault((row.system, row.partition, row.unit),
-                              {}).setdefault((row.test, row.figure[:m.start(1)]),
+                              {}).setdefault((row.test, row.figure[:match.start(1)]),
                                              []).append((pct, row))
     out = []
     for (system, part, unit), series in sorted(groups.items()):

@@ -47,10 +47,10 @@ def mmap_ratios(recs):
     partition, device, memory, dev, ratio, labels}`` per device, ratio None
     when the device's wall time is 0."""
     cases = {}
-    for r in recs:
-        m = WALL_RE.match(r.figure or '')
-        if m and math.isfinite(r.value):
-            cases.setdefault((r.system, r.partition, r.test), {})[m.group(1)] = r
+    for rec in recs:
+        match = WALL_RE.match(rec.figure or '')
+        if match and math.isfinite(rec.value):
+            cases.setdefault((rec.system, rec.partition, rec.test), {})[match.group(1)] = rec
     rows = []
     for (system, part, test), walls in sorted(cases.items()):
         mem = walls.get('memory')

@@ -40,7 +40,7 @@ class StorageScale(rfm.RegressionTestPlugin):
     #: the storage benchmark, for extras['storage']['max_threads']
     benchmark = ''
 
-    #: its place in the published storage plan that scripts/published-shape
+    #: its place in the published storage plan that clusterproof published-shape
     #: runs (1, 2, ...; 0: not in it)
     published_plan = 0
 

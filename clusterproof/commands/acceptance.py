@@ -70,7 +70,7 @@ def register(subparsers):
     p.add_argument('--checks', default=str(CHECKS_DIR), metavar='DIR',
                    help='check directory (default: reframe_checks)')
     p.add_argument('-o', '--output', metavar='FILE', type=argtypes.output_file,
-                   help='the report page, HTML (default: the record with the suffix .html)')
+                   help='the acceptance report, HTML (default: the record with the suffix .html)')
     p.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_OPTION',
                    help='with --system: more reframe options after --, e.g. -- -n IOR')
     p.set_defaults(func=run)

@@ -16,7 +16,7 @@ def register(subparsers):
                     "was found, and the node's Slurm record) as one line tagged "
                     f'{REPORT_TAG}, for the SystemInventory check.')
     p.add_argument('--report', action='store_true', required=True,
-                   help="print this node's report")
+                   help="print this node's hardware line, tagged for the check")
     p.add_argument('--pmem', action='store_true',
                    help='also run ipmctl show -memoryresources, ipmctl show -topology, '
                         'ndctl list -N and read /proc/mounts')

@@ -16,7 +16,7 @@ from clusterproof.store.sessions import load_sessions, records, select
 
 def register(subparsers):
     p = subparsers.add_parser(
-        'report', help='HTML reports',
+        'report', help='the morning page (HTML)',
         description='Write one self-contained HTML page (Jinja2 templates; plotly.js inlined '
                     'once; no network needed to view it). First screen, "the morning page": '
                     'the verdict counts of the newest selected session against the '

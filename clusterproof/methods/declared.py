@@ -7,7 +7,7 @@ A storage check is a class that mixes in ``StorageScale``
 own file, and sets ``benchmark``: the name ``extras['storage']['max_threads']``
 keys its limit by. It launches MPI ranks when it mixes in ``RoundRobinRanks``.
 ``published_plan = N`` (1, 2, ...) puts it in the published storage plan
-that ``scripts/published-shape`` runs, at place N (docs/storage.md). Only the classes marked
+that ``clusterproof published-shape`` runs, at place N (docs/storage.md). Only the classes marked
 ``@rfm.simple_test`` are checks; a base class lends its attributes.
 
 Adding a storage check adds its benchmark everywhere these lists are read
@@ -29,7 +29,7 @@ class StorageCheck:
     name: str                # its class name (the ReFrame test name)
     benchmark: str           # its key in extras['storage']['max_threads']
     mpi: bool                # launches MPI ranks (RoundRobinRanks)
-    published_plan: int      # place in the plan scripts/published-shape runs (0: none)
+    published_plan: int      # place in the plan clusterproof published-shape runs (0: none)
 
 
 def _base_names(node):

@@ -23,7 +23,7 @@ placement, the command lines with their stonewalling and IOR's ``-C``) and
 writes :data:`TINY_PER_THREAD` per thread in :data:`TINY_TRANSFER`
 transfers, buffered as the published runs are. It runs the acceptance plan
 at its real shape on a machine that cannot hold its bytes (the local
-cluster: ``scripts/published-shape``). Its figures are flagged like smoke
+cluster: ``clusterproof published-shape``). Its figures are flagged like smoke
 ones (``cp_smoke``) and never compared with references.
 
 Sizes that do not fit the free space of the scratch file system are refused

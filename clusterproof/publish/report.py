@@ -1,4 +1,4 @@
-"""The HTML report, "the morning page": one self-contained file (plotly.js
+"""The morning page: one self-contained file (plotly.js
 inlined once, no network), rendered from the Jinja2 templates of
 ``clusterproof/publish/templates`` with autoescaping on.
 

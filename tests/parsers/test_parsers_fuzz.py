@@ -7,7 +7,7 @@ Three parts: property-based tests (hypothesis, derandomized and bounded by
 ``max_examples``, so a run is the same every time and takes seconds), the
 corpus of smallest damaged inputs on which the parsers once failed
 (tests/data/parsers-damaged/), and the damage the issue named, each with the
-error it must give. scripts/fuzz-parsers makes the full count.
+error it must give. tests/parser_damage.py, run as a program, makes the full count.
 """
 
 import math

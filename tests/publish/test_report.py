@@ -1,4 +1,4 @@
-"""The HTML report of sessions recorded from real runs
+"""The morning page of sessions recorded from real runs
 (tests/data/results/README.md), loaded in a real headless Chromium."""
 
 import dataclasses

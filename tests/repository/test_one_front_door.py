@@ -46,3 +46,26 @@ def test_every_command_line_goes_through_the_front_door():
     assert not found, ('\n'.join(found) + '\nrun it as a clusterproof subcommand '
                        '(clusterproof.command(...) in Python, "$py" -m clusterproof COMMAND in '
                        'a script), its argument table in clusterproof/commands/')
+
+
+#: the scripts that use the package as a library, not through its command:
+#: the measurements of clusterproof itself, and the recorders of test data
+LIBRARY_USERS = re.compile(r'^(measure_\w+\.py|record-series|scale-like)$')
+#: an import of the package, or a change of Python's search path
+IMPORTS_PACKAGE = re.compile(r'^\s*(from clusterproof[\s.]|import clusterproof\b)', re.M)
+SEARCH_PATH = re.compile(r'\bsys\.path\b')
+
+
+def test_a_script_runs_the_command_unless_it_measures_or_records():
+    found = []
+    for path in sorted((REPO / 'scripts').rglob('*')):
+        if not path.is_file() or '__pycache__' in path.parts:
+            continue
+        text = path.read_text()
+        if SEARCH_PATH.search(text):
+            found.append(f'scripts/{path.name}: changes sys.path')
+        if IMPORTS_PACKAGE.search(text) and not LIBRARY_USERS.match(path.name):
+            found.append(f'scripts/{path.name}: imports the package')
+    assert not found, ('\n'.join(found) + '\na script runs `python -m clusterproof COMMAND`; '
+                       'only the measure_*.py scripts and the test-data recorders use the '
+                       'package as a library (docs/architecture.md, "Where things are")')

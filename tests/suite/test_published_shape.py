@@ -1,4 +1,4 @@
-"""The published storage plan at its shape (scripts/published-shape), reduced:
+"""The published storage plan at its shape (clusterproof published-shape), reduced:
 a 16-node local Slurm cluster onboarded with ``clusterproof init``, the
 acceptance plan at 16 and 32 threads with tiny files, but IOzone's random
 case (its clients are placed and started as the sequential case's, and each
@@ -135,7 +135,7 @@ SHAPE_INSTANCE = int(os.environ.get('CLUSTERPROOF_TEST_SHAPE_INSTANCE', '5'))
 
 @pytest.fixture(scope='module')
 def shape(tmp_path_factory):
-    """One reduced run of scripts/published-shape on its own 16-node cluster
+    """One reduced run of clusterproof published-shape on its own 16-node cluster
     (instance ``$CLUSTERPROOF_TEST_SHAPE_INSTANCE``, default 5), which the
     script brings up and down; the session's 4-node cluster is left alone."""
     if os.environ.get('CLUSTERPROOF_TEST_PUBLISHED_SHAPE') == '0':
@@ -151,7 +151,7 @@ def shape(tmp_path_factory):
     if (IOR_DIR / 'ior').is_file():
         env['PATH'] = f'{IOR_DIR}:{env["PATH"]}'
     proc = _run_to_its_cleanup(
-        [str(VENV_BIN / 'python'), str(REPO / 'scripts' / 'published-shape'),
+        [str(VENV_BIN / 'python'), '-m', 'clusterproof', 'published-shape',
          '--instance', str(SHAPE_INSTANCE), '--threads', ','.join(map(str, THREADS)),
          '--limit', f'ior={MPI_LIMIT}', '--limit', f'mdtest={MPI_LIMIT}',
          *[a for b in BENCHMARKS for a in ('--benchmark', b)],
@@ -307,7 +307,7 @@ def test_sigint_stops_the_script_started_in_the_background(emu_cluster, tmp_path
     log = tmp_path / 'out.txt'
     with open(log, 'w') as out:
         proc = subprocess.Popen(
-            [str(VENV_BIN / 'python'), str(REPO / 'scripts' / 'published-shape'),
+            [str(VENV_BIN / 'python'), '-m', 'clusterproof', 'published-shape',
              '--instance', str(EMU_INSTANCE), '--nodes', nodes, '--threads', '1',
              '--benchmark', 'iozone-sequential', '--results', str(results)],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,

@@ -1,5 +1,5 @@
-#!/usr/bin/env python3
-"""The published storage plan at its real shape on the local Slurm cluster.
+"""``clusterproof published-shape``: the published storage plan at its
+real shape on the local Slurm cluster.
 
 Brings up a local Slurm cluster of 16 nodes (the pixstor test bed's 16
 client nodes), onboards it with ``clusterproof init`` as a system of its own,
@@ -7,11 +7,8 @@ runs the acceptance plan of the storage checks (IOzone sequential 1..1024
 threads, IOzone random 16..512, IOR N-to-1 1..512, mdtest 1..512; threads
 round-robin over the 16 nodes, IOR reads reordered with -C, IOzone's
 stonewalling as published) with tiny files (``-S cp_scale=tiny``: 1 MiB per
-thread), writes the report of the session with ``clusterproof report`` and
-prints where it is, then brings the cluster down (also on Ctrl-C).
-
-    scripts/published-shape [--instance K] [--max-threads N] [--threads T,T,..]
-                            [--benchmark B ...] [-- reframe options]
+thread), writes the morning page of the session with ``clusterproof report``
+and prints where it is, then brings the cluster down (also on Ctrl-C).
 
 Every figure is emulated (16 namespaces on one machine) and tiny (flagged
 smoke): it shows the plan runs at its shape, never how fast a file system is.
@@ -27,7 +24,7 @@ skipped by the checks, naming it (docs/storage.md, "At the published shape").
 
 A cluster already up at the instance is used when it has the node count
 asked for and left up afterwards; one with another shape is refused. While
-the plan runs, the script stops it (cancels the cluster's jobs) when this
+the plan runs, the command stops it (cancels the cluster's jobs) when this
 machine's available memory falls below ``--min-free-gib``.
 
 Exit status: 0 every selected test passed or was skipped by a declared
@@ -42,21 +39,17 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-VENV_BIN = REPO / '.venv' / 'bin'
-# The package's own paths and locks (clusterproof.cluster): run under the
-# checkout's virtual environment, where its dependencies are installed.
-if Path(sys.prefix).resolve() != (REPO / '.venv').resolve() and (VENV_BIN / 'python').exists():
-    os.execv(str(VENV_BIN / 'python'), [str(VENV_BIN / 'python'), *sys.argv])
-from clusterproof.cluster import run_dir_for, users_lock_path  # noqa: E402
-from clusterproof.methods.declared import plan_names, published_plan, storage_benchmarks  # noqa: E402
-from clusterproof.reframe_io import runner  # noqa: E402
+from clusterproof import ClusterproofError, command
+from clusterproof.cluster import run_dir_for, users_lock_path
+from clusterproof.methods.declared import plan_names, published_plan, storage_benchmarks
+from clusterproof.paths import CHECKS_DIR, REPO, results_dir
+from clusterproof.reframe_io import runner
+
 #: the storage checks of the published plan (their ``published_plan``), in its order
 PLAN = published_plan()
 CHECKS = list(dict.fromkeys(c.file for c in PLAN))
@@ -82,11 +75,10 @@ class SetupError(Exception):
 
 def cli(*args, env=None, check=True, capture=True, python_path=None):
     """``clusterproof ARGS`` (of this checkout, or of ``python_path``'s copy)."""
-    cmd = [str(VENV_BIN / 'python'), '-m', 'clusterproof', *map(str, args)]
     env = dict(env or os.environ)
     if python_path:
         env['PYTHONPATH'] = str(python_path)
-    proc = subprocess.run(cmd, cwd=python_path or REPO, env=env, text=True,
+    proc = subprocess.run(command(*args), cwd=python_path or REPO, env=env, text=True,
                           capture_output=capture)
     if check and proc.returncode != 0:
         out = ((proc.stderr or '') + (proc.stdout or '')).strip().splitlines()
@@ -133,7 +125,7 @@ def site_copy(work):
 #: appended to the system file ``clusterproof init`` wrote: what init cannot
 #: discover about the local cluster, from site_config/systems/emu.py
 LOCAL_CLUSTER_ADDITIONS = '''
-# Added by scripts/published-shape: the local cluster's settings that no tool
+# Added by clusterproof published-shape: the local cluster's settings that no tool
 # reports, from site_config/systems/emu.py (OpenMPI over PMIx on the cluster
 # bridge, and the thread counts this machine holds: docs/storage.md).
 import runpy as _runpy
@@ -162,7 +154,7 @@ def reframe_args(args):
     sel = []
     for bench in args.benchmark:
         sel += ['-n', f'^{BENCHMARKS[bench]}\\b']
-    checks = [a for c in CHECKS for a in ('-c', str(REPO / 'reframe_checks' / c))]
+    checks = [a for c in CHECKS for a in ('-c', str(CHECKS_DIR / c))]
     conds = ([] if args.max_threads is None else [f'threads <= {args.max_threads}']) + \
         ([] if not args.threads else [f'threads in {tuple(args.threads)!r}'])
     expr = ['-E', ' and '.join(conds)] if conds else []
@@ -304,12 +296,20 @@ def _limit(text):
     return bench, int(n)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(
-        prog='scripts/published-shape',
-        description=__doc__.split('\n\n')[0].replace('\n', ' '),
-        epilog='Options after -- go to reframe (-- --keep-stage-files). Figures are emulated '
-               'and tiny: never a storage measurement. See docs/storage.md.')
+def register(subparsers):
+    p = subparsers.add_parser(
+        'published-shape',
+        help='the storage plan at its published thread counts on a 16-node local cluster, '
+             'tiny files',
+        description='Bring up a local Slurm cluster of 16 nodes, onboard it with clusterproof '
+                    'init (into a scratch copy of the site configuration), run the acceptance '
+                    'plan of the storage checks at its published thread counts with tiny files '
+                    '(1 MiB per thread), write the morning page of the session and bring the '
+                    'cluster down (also on Ctrl-C). Every figure is emulated and tiny: it shows '
+                    'the plan runs at its shape, never how fast a file system is. Exit status '
+                    '0 every selected test passed or was skipped by a declared limit, 1 a test '
+                    'failed, 2 set-up error, 130 interrupted.',
+        epilog='Options after -- go to reframe (-- --keep-stage-files). See docs/storage.md.')
     p.add_argument('--instance', type=int,
                    default=int(os.environ.get('CLUSTERPROOF_INSTANCE', '0')),
                    help='local cluster instance 0..7 (default $CLUSTERPROOF_INSTANCE, else 0)')
@@ -339,63 +339,61 @@ def main(argv=None):
                         'this (default 3)')
     p.add_argument('--keep-work', action='store_true',
                    help='keep the scratch copy of the site configuration')
-    argv = sys.argv[1:] if argv is None else list(argv)
-    extra = argv[argv.index('--') + 1:] if '--' in argv else []
-    args = p.parse_args(argv[:len(argv) - len(extra) - (1 if '--' in argv else 0)])
-    args.reframe_options = extra
+    p.add_argument('reframe_options', nargs='*', metavar='-- REFRAME_OPTION',
+                   help='more reframe options, after --')
+    p.set_defaults(func=run)
+
+
+def _checked(args):
+    """``args`` completed (the benchmarks, the limits, the results
+    directory made absolute); a value out of range is refused."""
+    if args.retries < 0:
+        raise ClusterproofError(f'--retries {args.retries}: must be 0 or more')
+    if args.max_threads is not None and args.max_threads < 1:
+        raise ClusterproofError(f'--max-threads {args.max_threads}: must be at least 1')
+    if not runner.installed():
+        raise ClusterproofError('this environment has no reframe: run make setup')
     args.benchmark = args.benchmark or list(BENCHMARKS)
     args.limits = dict(args.limit)
-    if args.retries < 0:
-        p.error('--retries must be 0 or more')
-    if args.max_threads is not None and args.max_threads < 1:
-        p.error('--max-threads must be at least 1')
-    if not runner.installed():
-        p.error(f'{VENV_BIN} has no reframe: run make setup')
     if args.results is None:
-        res = subprocess.run([str(VENV_BIN / 'python'), '-c',
-                              'from clusterproof.paths import results_dir; print(results_dir())'],
-                             text=True, capture_output=True, cwd=REPO)
-        args.results = str(Path(res.stdout.strip()) / 'published-shape')
+        args.results = str(results_dir() / 'published-shape')
     args.results = str(Path(args.results).resolve())
-    scratch = Path(args.results) / 'scratch'
-    scratch.mkdir(parents=True, exist_ok=True)
+    return args
 
-    base_env = dict(os.environ, CLUSTERPROOF_RESULTS=args.results,
-                    CLUSTERPROOF_SCRATCH=str(scratch), RFM_COLORIZE='n')
-    base_env.pop('CLUSTERPROOF_MODE', None)         # the mode is reframe --mode below
+
+def _base_env(args, scratch):
+    """The environment of every command the run starts."""
+    env = dict(os.environ, CLUSTERPROOF_RESULTS=args.results,
+               CLUSTERPROOF_SCRATCH=str(scratch), RFM_COLORIZE='n')
+    env.pop('CLUSTERPROOF_MODE', None)         # the mode is reframe --mode below
     # init writes the system file and its references into the scratch copy of
     # the site configuration (site_copy), never into a site's own directories
-    base_env.pop('CLUSTERPROOF_SYSTEMS', None)
-    base_env.pop('CLUSTERPROOF_REFERENCES', None)
-    base_env['SLURM_CONF'] = str(run_dir_for(args.instance) / 'etc' / 'slurm.conf')
+    env.pop('CLUSTERPROOF_SYSTEMS', None)
+    env.pop('CLUSTERPROOF_REFERENCES', None)
+    env['SLURM_CONF'] = str(run_dir_for(args.instance) / 'etc' / 'slurm.conf')
+    return env
+
+
+def run(args):
+    args = _checked(args)
+    scratch = Path(args.results) / 'scratch'
+    scratch.mkdir(parents=True, exist_ok=True)
+    base_env = _base_env(args, scratch)
     t_start = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix='published-shape-', dir=args.results))
-    started = False
+    started = []
     status = 2
     # While the plan runs, `clusterproof cluster down` of this instance refuses.
     users_lock = open(users_lock_path(args.instance), 'a+')
     fcntl.flock(users_lock, fcntl.LOCK_SH)
     # Ctrl-C and SIGTERM: stop the plan, then the cleanup below runs. SIGINT
     # gets its handler explicitly: started in the background (`cmd &`), the
-    # script inherits SIGINT ignored and Python leaves it so; ReFrame, started
+    # command inherits SIGINT ignored and Python leaves it so; ReFrame, started
     # below, would inherit it ignored too and never cancel its jobs.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        started = bring_up(args, base_env)
-        copy = site_copy(work)
-        onboard(args, copy, scratch, base_env)
-        env = dict(runner.reframe_env(base_env, config=copy / 'site_config' / 'settings.py'),
-                   CLUSTERPROOF_REFERENCES=str(copy / 'site_config' / 'references'),
-                   CLUSTERPROOF_EMU_NODES=str(args.nodes))
-        cases = plan(args, env)
-        rc, session, log = run_plan(args, env, cases)
-        if not session:
-            raise SetupError(f'ReFrame stored no session (exit status {rc}); see {log}')
-        report = write_report(args, session, env)
-        say(f'session {session}')
-        say(f'report: {report}')
-        status = 0 if rc == 0 else 1
+        status = _plan_and_page(args, work, scratch, base_env, started)
     except SetupError as err:
         say(f'error: {err}')
     except KeyboardInterrupt:
@@ -403,20 +401,42 @@ def main(argv=None):
         status = 130
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)    # finish cleaning up
-        if not args.keep_work:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            say(f'kept the scratch copy: {work}')
-        if started:
-            t0 = time.monotonic()
-            down = cli('cluster', 'down', '--force', '--instance', args.instance,
-                       env=base_env, check=False)
-            say(f'cluster cp{args.instance} down ({time.monotonic() - t0:.1f} s)' if
-                down.returncode == 0 else f'cluster down failed: {down.stderr.strip()}')
+        _clean_up(args, work, started, base_env)
         users_lock.close()
         say(f'total {time.monotonic() - t_start:.0f} s')
     return status
 
 
-if __name__ == '__main__':
-    sys.exit(main())
+def _plan_and_page(args, work, scratch, base_env, started):
+    """Bring the cluster up (or use the one up: ``started`` gets True when it
+    was started here), onboard it, run the plan and write its page; the
+    exit status."""
+    started.append(bring_up(args, base_env))
+    copy = site_copy(work)
+    onboard(args, copy, scratch, base_env)
+    env = dict(runner.reframe_env(base_env, config=copy / 'site_config' / 'settings.py'),
+               CLUSTERPROOF_REFERENCES=str(copy / 'site_config' / 'references'),
+               CLUSTERPROOF_EMU_NODES=str(args.nodes))
+    cases = plan(args, env)
+    rc, session, log = run_plan(args, env, cases)
+    if not session:
+        raise SetupError(f'ReFrame stored no session (exit status {rc}); see {log}')
+    report = write_report(args, session, env)
+    say(f'session {session}')
+    say(f'report: {report}')
+    return 0 if rc == 0 else 1
+
+
+def _clean_up(args, work, started, base_env):
+    """The scratch copy removed (unless kept), the cluster brought down when
+    it was started here."""
+    if not args.keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        say(f'kept the scratch copy: {work}')
+    if any(started):
+        t0 = time.monotonic()
+        down = cli('cluster', 'down', '--force', '--instance', args.instance,
+                   env=base_env, check=False)
+        say(f'cluster cp{args.instance} down ({time.monotonic() - t0:.1f} s)' if
+            down.returncode == 0 else f'cluster down failed: {down.stderr.strip()}')
