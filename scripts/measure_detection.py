@@ -73,7 +73,7 @@ from clusterproof.analysis.detector import (figure as detector_figure, model as 
                                             nightly, views)
 from clusterproof.references.direction import lower_is_better
 from clusterproof.store import history, sources
-from clusterproof.store.sessions import Record
+from clusterproof.store.sessions import Outcome, Record, Times
 
 NIGHTS = 120
 FIRST_JUDGED = 20           # today's rule blesses from the nights before
@@ -337,11 +337,11 @@ def method_today(series):
 
 
 def _record(series, t, value):
-    return Record(session=f's{t}', start=float(t), system='bench', partition='p',
-                  environ='e', check='Bench', test='Bench', figure=series.figure or 'value',
-                  value=float(value), unit=series.unit, ref=None, lower=None, upper=None,
-                  perf_result='', result='pass', fail_phase=None, mode='nightly',
-                  smoke=False, emulated=False, binary_version='', time=float(t), case={})
+    return Record(session=f's{t}', system='bench', partition='p', environ='e', check='Bench',
+                  test='Bench', figure=series.figure or 'value', value=float(value),
+                  unit=series.unit, ran_against=None, outcome=Outcome('pass'),
+                  times=Times(float(t), float(t)), mode='nightly', smoke=False,
+                  emulated=False, binary_version='', case={})
 
 
 def method_changes(series):

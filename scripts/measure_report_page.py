@@ -47,7 +47,8 @@ from clusterproof.analysis import compare, morning, recent
 from clusterproof.publish import report
 from clusterproof.store import history
 from clusterproof.store.overview import frame_of, overview
-from clusterproof.store.sessions import Record, Session
+from clusterproof.references.entries import Reference
+from clusterproof.store.sessions import Outcome, Record, Session, Times
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -116,14 +117,15 @@ def generate(n_systems, n_figures, n_nights, seed=1, fingerprints=None):
                     sysrefs.setdefault(check, {'$index': ['$partition', 'num_threads']}) \
                         .setdefault(f'{system}:default', {}).setdefault(threads, {})[
                             figure] = [base, -0.1, None, 'MB/s']
-                    recs.append(Record(uuids[-1], times[-1], system, 'default', 'gnu', check,
-                                       test, figure, value, 'MB/s', base, -0.1, None, 'pass',
-                                       'pass', '', 'nightly', False, False, '1.1',
-                                       times[-1], {}))
+                    recs.append(Record(uuids[-1], system, 'default', 'gnu', check, test,
+                                       figure, value, 'MB/s', Reference(base, -0.1, None, 'MB/s'),
+                                       Outcome('pass', perf_result='pass'),
+                                       Times(times[-1], times[-1]), 'nightly', False, False,
+                                       '1.1', {}))
     for sess in sessions[:-1]:      # the older nights: one test case without figures a system
-        sess.recs = [Record(sess.uuid, sess.start, f'sys{s}', 'default', 'gnu', 'Bench0',
-                            'Bench0', '', float('nan'), '', None, None, None, '', 'pass', '',
-                            'nightly', False, False, '1.0', sess.start, {})
+        sess.recs = [Record(sess.uuid, f'sys{s}', 'default', 'gnu', 'Bench0', 'Bench0', '',
+                            float('nan'), '', None, Outcome('pass'),
+                            Times(sess.start, sess.start), 'nightly', False, False, '1.0', {})
                      for s in range(n_systems)]
     sessions[-1].recs = recs
     return sessions, recs, hists, refs

@@ -16,8 +16,9 @@ measured`` (no run).
 
 What a run recorded comes from its store record: the test's attributes, its
 provenance (:attr:`~clusterproof.store.sessions.Record.provenance`) and its
-run time (ReFrame's ``time_run``). The RAM of the nodes under test comes from
-their fingerprints (``<results>/fingerprints/``), never from this machine.
+run time (:attr:`~clusterproof.store.sessions.Times.run_s`, ReFrame's
+``time_run``). The RAM of the nodes under test comes from their
+fingerprints (``<results>/fingerprints/``), never from this machine.
 """
 
 import math
@@ -46,7 +47,6 @@ class Repetition:
 
     session = property(lambda self: self.rec.session)
     test = property(lambda self: self.rec.test)
-    time = property(lambda self: self.rec.time)
     value = property(lambda self: self.rec.value)
     flags = property(lambda self: tuple(self.rec.flags))
     binary_sha256 = property(lambda self: self.rec.provenance.get('cp_binary_sha256', ''))
@@ -131,10 +131,10 @@ def node_ram_gib(fp_text, results_dir=None):
 def check_run(item, rec, results_dir=None):
     """``(valid, why not, used)`` of the run ``rec`` of ``item``."""
     case = rec.case or {}
-    runtime = rec.time_run
+    runtime = rec.times.run_s
     used = {a.name: case.get(a.name) for a in item.modifications}
-    if not rec.sanity_ok:
-        return False, rec.why, used
+    if not rec.outcome.sanity_ok:
+        return False, rec.outcome.why, used
     if not math.isfinite(rec.value):
         return False, f'no finite {item.figure}', used
     why = []
@@ -212,7 +212,7 @@ def repetitions(item, contract, recs, results_dir=None):
     for rec in recs:
         if matches(item, contract, rec) and _of_figure(item, rec, recs):
             runs.append(_repetition(item, rec, results_dir))
-    runs.sort(key=lambda run: run.time, reverse=True)
+    runs.sort(key=lambda run: run.rec.times.completed, reverse=True)
     return runs
 
 
@@ -228,7 +228,7 @@ def _of_figure(item, rec, recs):
 
 def _repetition(item, rec, results_dir):
     valid, why, used = check_run(item, rec, results_dir)
-    if rec.figure == '' and rec.sanity_ok:
+    if rec.figure == '' and rec.outcome.sanity_ok:
         valid, why = False, f'the test case reported no {item.figure}'
     return Repetition(rec, valid, why, used)
 
@@ -288,7 +288,7 @@ def not_judged(judged, recs):
     covered = {(x.session, x.test, r.item.figure) for r in judged for x in r.runs}
     groups = {}
     for r in recs:
-        if r.figure and r.sanity_ok and math.isfinite(r.value) and \
+        if r.figure and r.outcome.sanity_ok and math.isfinite(r.value) and \
                 (r.session, r.test, r.figure) not in covered:
             groups.setdefault((r.test, r.system, r.partition, r.figure, r.unit), []).append(
                 r.value)

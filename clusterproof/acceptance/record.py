@@ -53,7 +53,7 @@ def item_record(result):
         'verdict': str(item_verdict(result)),
         'judgement': str(result.judgement.verdict),
         'why': result.judgement.reason,
-        'runs': [{'session': r.session, 'test': r.test, 'time': _iso(r.time),
+        'runs': [{'session': r.session, 'test': r.test, 'time': _iso(r.rec.times.completed),
                   'value': _json_value(r.value), 'valid': r.valid,
                   'invalid_why': r.invalid_why, 'counted': r in result.counted,
                   'modifications': {'allowed': allowed, 'used': r.used},

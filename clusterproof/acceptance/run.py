@@ -177,11 +177,13 @@ def unexplained(judged, recs, runs):
     mine = {(x.session, x.test) for r in judged for x in r.runs}
     out = []
     for r in recs:
-        if r.result in _FAILED and (r.session, r.test) not in mine:
+        ended = r.outcome
+        if ended.result in _FAILED and (r.session, r.test) not in mine:
             out.append(f'{Verdict.FAILED}: {r.test} @{r.system}:{r.partition} (session '
-                       f'{r.session[:8]}), no item of the acceptance: {r.why or r.result}')
+                       f'{r.session[:8]}), no item of the acceptance: '
+                       f'{ended.why or ended.result}')
     for i, (uuid, status) in enumerate(runs, 1):
-        if status and not any(r.session == uuid and r.result in _FAILED for r in recs):
+        if status and not any(r.session == uuid and r.outcome.result in _FAILED for r in recs):
             out.append(f'{Verdict.FAILED}: repetition {i}: ReFrame exited with status {status} '
                        f'and no test case of its session {uuid[:8]} failed; see its output above')
     return list(dict.fromkeys(out))

@@ -107,10 +107,10 @@ def refusals(recs, allow_smoke=False, allow_emulated=False):
     versions = {}
     for r in recs:
         case_key = (r.session, r.test, r.system, r.partition)
-        if not r.sanity_ok and not r.skipped and case_key not in seen:
+        if not r.outcome.sanity_ok and not r.outcome.skipped and case_key not in seen:
             seen.add(case_key)
             out.append(Refusal(r.session, r.test, '',
-                               f'{r.why}: a failed test is never a reference'))
+                               f'{r.outcome.why}: a failed test is never a reference'))
         if not r.figure:
             continue
         if r.smoke and not allow_smoke:
@@ -139,7 +139,7 @@ def refusals(recs, allow_smoke=False, allow_emulated=False):
 def skipped(recs):
     """``{test: skip reason}`` of the skipped test cases of ``recs``: never
     references (they measured nothing); their old references are kept."""
-    return {r.test: r.why for r in recs if r.skipped}
+    return {r.test: r.outcome.why for r in recs if r.outcome.skipped}
 
 
 def derive(recs, existing=None, pct=None, nsigma=DEFAULT_NSIGMA,

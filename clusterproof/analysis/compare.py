@@ -144,10 +144,11 @@ def _case_row(rec):
     reason, ``FAILED`` with the phase and the cause,
     or ``pass`` for one that passed without measuring (a build); the reason
     is :func:`clusterproof.store.sessions.case_reason`."""
-    why = case_reason(rec.result, rec.fail_phase, rec.reason)
+    ended = rec.outcome
+    why = case_reason(ended.result, ended.fail_phase, ended.reason)
     if not why:
         return Row(rec, Judgement(Verdict.PASS, NO_FIGURES))
-    verdict = Verdict.SKIPPED if rec.skipped else Verdict.FAILED
+    verdict = Verdict.SKIPPED if ended.skipped else Verdict.FAILED
     return Row(rec, Judgement(verdict, why, flags=(why,)))
 
 
@@ -219,7 +220,7 @@ def drift(history, refs_by_system=None, window=DEFAULT_WINDOW, drop=DEFAULT_DROP
             if keys is None or r.key in keys:
                 series.setdefault(r.key, []).append(r)
     for rs in series.values():
-        rs.sort(key=lambda r: r.start)
+        rs.sort(key=lambda r: r.times.session_start)
     return drift_of({k: (rs[-1], [r.value for r in rs]) for k, rs in series.items()},
                     refs_by_system, window, drop, in_a_row)
 

@@ -220,7 +220,7 @@ def failing_since(rows, rec, row):
     sessions before it do not fail."""
     bad, starts = {}, {}
     for session, start, figure, value, result in rows:
-        if start > rec.start:
+        if start > rec.times.session_start:
             continue
         if row.verdict == Verdict.FAILED:
             failed = result in ('fail', 'abort')
@@ -231,7 +231,7 @@ def failing_since(rows, rec, row):
             continue
         bad[session] = bad.get(session, False) or failed
         starts[session] = start
-    since = (rec.session, rec.start)
+    since = (rec.session, rec.times.session_start)
     for s in sorted(starts, key=starts.get, reverse=True):
         if s != rec.session and not bad[s]:
             break

@@ -254,7 +254,7 @@ def banded(recs, refs_by_system=None):
     newest = {}
     for r in recs:
         if r.figure and not r.smoke and r.value is not None:
-            if r.key not in newest or r.time >= newest[r.key].time:
+            if r.key not in newest or r.times.completed >= newest[r.key].times.completed:
                 newest[r.key] = r
     out = []
     for key in sorted(newest):

@@ -160,7 +160,7 @@ def from_database(db=None, keys=None, **selection):
 
 
 #: the test cases whose figures are history: they ran and measured (see
-#: :attr:`clusterproof.store.sessions.Record.sanity_ok`)
+#: :attr:`clusterproof.store.sessions.Outcome.sanity_ok`)
 def measured():
     return ((pl.col('figure') != '') & pl.col('value').is_finite()
             & (pl.col('result').is_in(['pass', 'xfail', 'xpass'])
@@ -281,7 +281,7 @@ def _record_rows(sess, recs):
     shared = {}     # the same test case's provenance in one session: one dict (read-only)
     texts = {}
     for r in recs:
-        if not r.figure or not r.sanity_ok or not math.isfinite(r.value):
+        if not r.figure or not r.outcome.sanity_ok or not math.isfinite(r.value):
             continue
         pk = (id(r.case), r.session)
         prov = shared.get(pk)
@@ -292,8 +292,8 @@ def _record_rows(sess, recs):
             shared[pk] = prov
         test = r.test if not r.environ else f'{r.test} +{r.environ}'
         rows.append((r.system, r.partition, test, r.figure, r.unit, tuple(r.flags),
-                     Point(r.start, r.value, r.session, f'session {r.session[:8]}', prov,
-                           r.declared_lower_is_better)))
+                     Point(r.times.session_start, r.value, r.session,
+                           f'session {r.session[:8]}', prov, r.declared_lower_is_better)))
     return rows
 
 

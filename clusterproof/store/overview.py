@@ -57,7 +57,7 @@ def frame_of(sessions):
     """The rows :func:`overview` reads, of sessions in memory."""
     info = {s.uuid: s.info for s in sessions}
     cases = {(r.session, id(r.case)): r for r in records(sessions)}   # one row a test case
-    rows = [(r.session, r.start, info[r.session].get('time_start') or '',
+    rows = [(r.session, r.times.session_start, info[r.session].get('time_start') or '',
              info[r.session].get('cmdline') or '', r.system, r.mode, r.smoke, r.emulated,
              r.test, *(rfdb.provenance_text(r.case.get(k)) for k in _PROV_COLS))
             for r in cases.values()]

@@ -70,50 +70,21 @@ class Session:
         return f'{self.uuid[:8]} {time.strftime("%Y-%m-%d %H:%M", time.localtime(self.start))}'
 
 
-@dataclass(slots=True)
-class Record:
-    """One figure of one test case of one session."""
-    session: str            # session uuid
-    start: float            # session start (unix time)
-    system: str
-    partition: str
-    environ: str
-    check: str              # test class name (the key of the reference file)
-    test: str               # test name with its parameters, e.g. "IOR %num_threads=16"
-    figure: str
-    value: float
-    unit: str
-    #: the reference ReFrame judged the figure against when it ran (a
-    #: :class:`~clusterproof.references.entries.Reference`; None: none)
-    ran_against: object
-    perf_result: str        # ReFrame's verdict of this figure: pass/fail (xfail/xpass)
-    result: str             # the test case's result: pass/fail/skip/abort
-    fail_phase: str
-    mode: str
-    smoke: bool
-    emulated: bool
-    binary_version: str
-    time: float             # job completion (unix time)
-    case: dict              # the whole test case of the report (shared)
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a record's test case ended, and ReFrame's verdict of its figure:
+    one part of the record (:attr:`Record.outcome`), made from the store's
+    columns of the same names."""
+    result: str             # the test case's result: pass/fail/skip/abort/fail_deps (xfail/xpass)
+    fail_phase: str = None  # the pipeline stage it failed in; None: it did not fail
     reason: str = ''        # why the test case failed or was skipped
-    #: the direction its check declared (None: none, see judge.lower_is_better)
-    declared_lower_is_better: bool = None
-    time_run: float = None  # the test case's run time (s); None where not recorded
+    perf_result: str = ''   # ReFrame's verdict of this figure: pass/fail (xfail/xpass)
 
-    @property
-    def key(self):
-        """What identifies the same figure across sessions
-        (:func:`clusterproof.store.identity`)."""
-        return identity(self.system, self.partition, self.environ, self.test, self.figure,
-                        self.smoke, self.emulated)
-
-    @property
-    def params(self):
-        return test_params(self.test)
-
-    @property
-    def flags(self):
-        return [f for f, on in (('smoke', self.smoke), ('emulated', self.emulated)) if on]
+    @classmethod
+    def of_columns(cls, result, fail_phase, reason, perf_result):
+        """The outcome of the store's columns (a ``fail_phase`` of ``''``:
+        it did not fail)."""
+        return cls(result, fail_phase or None, reason, perf_result)
 
     @property
     def sanity_ok(self):
@@ -132,6 +103,57 @@ class Record:
         if self.sanity_ok:
             return ''
         return case_reason(self.result, self.fail_phase, self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Times:
+    """When a record was measured and for how long: one part of the record
+    (:attr:`Record.times`), made from the store's columns ``start``,
+    ``time`` and ``time_run``."""
+    session_start: float    # its session's start (unix time, s): where a history places it
+    completed: float        # its job's completion (unix time, s; the session's start if unknown)
+    run_s: float = None     # the test case's run time (s, ReFrame's time_run); None: not recorded
+
+
+@dataclass(slots=True)
+class Record:
+    """One figure of one test case of one session."""
+    session: str            # session uuid
+    system: str
+    partition: str
+    environ: str
+    check: str              # test class name (the key of the reference file)
+    test: str               # test name with its parameters, e.g. "IOR %num_threads=16"
+    figure: str
+    value: float
+    unit: str
+    #: the reference ReFrame judged the figure against when it ran (a
+    #: :class:`~clusterproof.references.entries.Reference`; None: none)
+    ran_against: object
+    outcome: Outcome        # how its test case ended, ReFrame's verdict of the figure
+    times: Times            # its session's start, its job's completion, its run time
+    mode: str
+    smoke: bool
+    emulated: bool
+    binary_version: str
+    case: dict              # the whole test case of the report (shared)
+    #: the direction its check declared (None: none, see judge.lower_is_better)
+    declared_lower_is_better: bool = None
+
+    @property
+    def key(self):
+        """What identifies the same figure across sessions
+        (:func:`clusterproof.store.identity`)."""
+        return identity(self.system, self.partition, self.environ, self.test, self.figure,
+                        self.smoke, self.emulated)
+
+    @property
+    def params(self):
+        return test_params(self.test)
+
+    @property
+    def flags(self):
+        return [f for f, on in (('smoke', self.smoke), ('emulated', self.emulated)) if on]
 
     @property
     def lower_is_better(self):
@@ -178,13 +200,18 @@ def check_name(name):
     return name.split(' ', 1)[0]
 
 
-#: the columns of the store a :class:`Record` is made of (its fields of the same names)
-_REC_COLS = ('session', 'start', 'system', 'partition', 'environ', 'test', 'figure', 'value',
-             'unit', 'ref', 'lower', 'upper', 'perf_result', 'result', 'fail_phase', 'mode',
-             'smoke', 'emulated', 'binary_version', 'time', 'reason', 'declared_lower_is_better',
-             'time_run')
-#: the store's columns of the reference ReFrame judged with (:attr:`Record.ran_against`)
-_RAN_COLS = ('ref', 'lower', 'upper')
+#: the columns of the store a :class:`Record` takes as they are (its fields of the same names)
+_OWN_COLS = ('session', 'system', 'partition', 'environ', 'test', 'figure', 'value', 'unit',
+             'mode', 'smoke', 'emulated', 'binary_version', 'declared_lower_is_better')
+#: the parts of a :class:`Record` made of several columns of the store:
+#: ``{field: (what makes it, the columns it is made of, in that order)}``
+_PARTS = {
+    'outcome': (Outcome.of_columns, ('result', 'fail_phase', 'reason', 'perf_result')),
+    'times': (Times, ('start', 'time', 'time_run')),
+    'ran_against': (ran_against, ('ref', 'lower', 'upper', 'unit', 'perf_result')),
+}
+#: every column of the store a :class:`Record` is made of, each once
+_REC_COLS = tuple(dict.fromkeys(_OWN_COLS + sum((cols for _, cols in _PARTS.values()), ())))
 #: the columns of its test case (:func:`_case`)
 _CASE_COLS = ('attrs',) + rfdb.PROVENANCE_COLUMNS
 _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
@@ -192,12 +219,10 @@ _SESSION_COLS = ('end', 'reframe_version', 'cmdline', 'time_start', 'source')
 
 def _record(row, case):
     """The :class:`Record` of the store row ``row`` (a dict of :data:`_REC_COLS`):
-    the reference ReFrame judged with, kept in columns, made one part."""
-    fields = {k: v for k, v in row.items() if k not in _RAN_COLS}
-    return Record(**dict(fields, fail_phase=row['fail_phase'] or None),
-                  ran_against=ran_against(row['ref'], row['lower'], row['upper'], row['unit'],
-                                          row['perf_result']),
-                  check=check_name(row['test']), case=case)
+    the columns of each of its :data:`_PARTS` made one part."""
+    parts = {name: make(*(row[c] for c in cols)) for name, (make, cols) in _PARTS.items()}
+    return Record(**{c: row[c] for c in _OWN_COLS}, **parts, check=check_name(row['test']),
+                  case=case)
 
 
 #: stores given with --store on the command line (:func:`read_store`)

@@ -19,7 +19,7 @@ import pytest
 from clusterproof import ClusterproofError
 from clusterproof.acceptance import contract, judge, record, run
 from clusterproof.references.judge import Verdict
-from clusterproof.store.sessions import load_sessions, records
+from clusterproof.store.sessions import Outcome, load_sessions, records
 from conftest import WAIT_S
 from results_helpers import (REPO, SELFTEST_CHECKS, clusterproof, cp_env, recorded_results,
                              without_binary)
@@ -261,10 +261,10 @@ def test_failed_and_skipped_cases_give_the_reason(tmp_path):
     uuids, recs = _recorded(tmp_path)
     one = [r for r in recs if r.test.endswith('=1')]
     case = next(r for r in recs if r.test.endswith('=2') and r.session == uuids[0])
-    failed_case = dataclasses.replace(case, figure='', value=float('nan'), result='fail',
-                                      fail_phase='sanity', reason='no bytes copied')
+    failed_case = dataclasses.replace(case, figure='', value=float('nan'),
+                                      outcome=Outcome('fail', 'sanity', 'no bytes copied'))
     skipped = dataclasses.replace(case, session=uuids[1], figure='', value=float('nan'),
-                                  result='skip', reason='dd not found')
+                                  outcome=Outcome('skip', None, 'dd not found'))
     results = _judged(one + [failed_case, skipped], uuids)
     assert sum(r.failing for r in results) == 1
     two = next(r for r in results if 'num_threads=2' in r.item.id)
@@ -322,6 +322,7 @@ def test_reframe_failing_with_nothing_to_show_fails_the_acceptance(tmp_path):
     assert run.unexplained(results, recs, [(uuids[0], 0), (uuids[1], 0)]) == []
     lines = run.unexplained(results, recs, [(uuids[0], 0), (uuids[1], 1)])
     assert len(lines) == 1 and 'repetition 2: ReFrame exited with status 1' in lines[0]
-    failing = recs + [dataclasses.replace(recs[-1], result='fail', fail_phase='run')]
+    failing = recs + [dataclasses.replace(recs[-1], outcome=dataclasses.replace(
+        recs[-1].outcome, result='fail', fail_phase='run'))]
     assert run.unexplained(_judged(failing, uuids), failing,
                            [(uuids[0], 0), (uuids[1], 1)]) == []

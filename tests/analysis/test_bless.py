@@ -54,7 +54,8 @@ def test_refuses_smoke_and_failed_and_mixed_versions(recorded):
     # Failed sanity and a second binary version: copies of real records with
     # the result / version changed (no such runs are recorded).
     recs = records(sessions[:2])
-    failed = dataclasses.replace(recs[0], result='fail', fail_phase='sanity')
+    failed = dataclasses.replace(recs[0], outcome=dataclasses.replace(
+        recs[0].outcome, result='fail', fail_phase='sanity'))
     other = [dataclasses.replace(r, binary_version='9.4')
              for r in recs if r.session == sessions[1].uuid]
     why = [str(r) for r in bless.refusals([failed] + recs[1:])]

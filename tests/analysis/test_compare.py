@@ -135,8 +135,10 @@ def _nights(base, factors):
     out = []
     for night, f in enumerate(factors):
         for r in base:
-            out.append(dataclasses.replace(r, session=f'night{night}',
-                                           start=r.start + night * 86400, value=r.value * f))
+            times = dataclasses.replace(r.times,
+                                        session_start=r.times.session_start + night * 86400)
+            out.append(dataclasses.replace(r, session=f'night{night}', times=times,
+                                           value=r.value * f))
     return out
 
 

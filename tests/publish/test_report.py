@@ -17,7 +17,7 @@ from clusterproof.store import history, sources
 from clusterproof.references.judge import Verdict
 from clusterproof.publish.report import build, bucket
 from clusterproof.store.overview import frame_of, overview
-from clusterproof.store.sessions import load_sessions, records
+from clusterproof.store.sessions import Outcome, load_sessions, records
 from conftest import WAIT_S
 from results_helpers import REPO, clusterproof, recorded_results, table_rows
 
@@ -100,8 +100,8 @@ def test_verdict_buckets():
 def test_report_of_failed_test(tmp_path):
     sessions = load_sessions(recorded_results(tmp_path) / 'results.db')
     recs = records(sessions[:1])
-    recs.append(dataclasses.replace(recs[0], figure='', value=float('nan'), result='fail',
-                                    fail_phase='sanity'))
+    failed = dataclasses.replace(recs[0].outcome, result='fail', fail_phase='sanity')
+    recs.append(dataclasses.replace(recs[0], figure='', value=float('nan'), outcome=failed))
     page = page_of(sessions[:1], recs, {'local': _ref(100000.0)})
     rows = table_rows(page, 'failures-table')[1:]
     # The failed test first, then the regressions, the largest miss first.
@@ -120,7 +120,8 @@ def test_build_without_figures_is_not_a_failure(tmp_path):
     sessions = load_sessions(tmp_path / 'results.db')
     recs = records(sessions[:1])
     build_recs = [r for r in recs if r.test.startswith('StreamBuild')]
-    assert [(r.result, r.figure, r.fail_phase) for r in build_recs] == [('pass', '', None)]
+    assert [(r.outcome.result, r.figure, r.outcome.fail_phase) for r in build_recs] == \
+        [('pass', '', None)]
     page = page_of(sessions[:1], recs, {})
     assert 'in None' not in page and 'StreamBuild' in page
     assert 'id="failures-table"' not in page            # nothing failed
@@ -138,25 +139,23 @@ def test_failure_reason_names_phase_and_cause_or_says_unknown(tmp_path):
     sessions = load_sessions(tmp_path / 'results.db')
     recs = records(sessions[:1])
     built = next(r for r in recs if r.test.startswith('StreamBuild'))
-    cases = {
+    outcomes = {
         'failed in an unknown phase: cause unknown (the run report records none)':
-            dataclasses.replace(built, result='fail', fail_phase=None, reason=''),
+            Outcome('fail', None, ''),
         'failed in compile: make: *** [Makefile:4: stream] Error 1':
-            dataclasses.replace(built, result='fail', fail_phase='compile',
-                                reason='make: *** [Makefile:4: stream] Error 1'),
-        'aborted in run: KeyboardInterrupt':
-            dataclasses.replace(built, result='abort', fail_phase='run',
-                                reason='KeyboardInterrupt'),
-        'skipped: no reason recorded': dataclasses.replace(built, result='skip', reason=''),
+            Outcome('fail', 'compile', 'make: *** [Makefile:4: stream] Error 1'),
+        'aborted in run: KeyboardInterrupt': Outcome('abort', 'run', 'KeyboardInterrupt'),
+        'skipped: no reason recorded': Outcome('skip'),
         'failed in its dependencies: a test or fixture it depends on failed':
-            dataclasses.replace(built, result='fail_deps', fail_phase=None, reason=''),
+            Outcome('fail_deps', None, ''),
     }
+    cases = {want: dataclasses.replace(built, outcome=ended) for want, ended in outcomes.items()}
     for want, rec in cases.items():
-        assert rec.why == want
+        assert rec.outcome.why == want
         row, = compare.against_references([rec], {})
         assert row.reason == want and row.verdict in (Verdict.FAILED, Verdict.SKIPPED)
         page = page_of(sessions[:1], [rec], {})
-        if rec.result != 'skip':
+        if not rec.outcome.skipped:
             failure, = table_rows(page, 'failures-table')[1:]
             assert 'None' not in failure and want.replace("'", '&#39;') in failure
 

@@ -202,13 +202,13 @@ def test_xfail_verdicts_agree_with_reframe(tmp_path):
     assert '1 expected failure(s)' in proc.stdout, proc.stdout
     recs = [r for r in records(load_sessions(tmp_path / 'results' / 'results.db'))
             if r.figure]
-    assert {r.perf_result for r in recs} == {'xfail', 'xpass'}
+    assert {r.outcome.perf_result for r in recs} == {'xfail', 'xpass'}
     refs = {'local': entries.parse(XFAIL_REFS, 'refs'), 'local.emulated': {}}
     rows = compare.against_references(recs, refs)
-    assert [row.verdict for row in rows] == [r.perf_result for r in recs]
-    assert all(r.sanity_ok for r in recs)            # both ran and measured
+    assert [row.verdict for row in rows] == [r.outcome.perf_result for r in recs]
+    assert all(r.outcome.sanity_ok for r in recs)    # both ran and measured
     assert all('ref-changed' not in row.flags for row in rows)
-    assert [row.regression for row in rows] == [r.perf_result == 'xpass' for r in recs]
+    assert [row.regression for row in rows] == [r.outcome.perf_result == 'xpass' for r in recs]
 
 
 def test_above_the_upper_bound_of_a_throughput_fails_as_in_reframe(tmp_path):
@@ -224,7 +224,7 @@ def test_above_the_upper_bound_of_a_throughput_fails_as_in_reframe(tmp_path):
     assert proc.returncode != 0 and '1 failure(s)' in proc.stdout, proc.stdout
     recs = sorted((r for r in records(load_sessions(tmp_path / 'results' / 'results.db'))
                    if r.figure), key=lambda r: r.value)
-    assert [(r.value, r.perf_result) for r in recs] == [(10, 'fail'), (20, 'pass')]
+    assert [(r.value, r.outcome.perf_result) for r in recs] == [(10, 'fail'), (20, 'pass')]
     rows = compare.against_references(recs, {'local': entries.parse(text, 'refs')})
     assert [row.verdict for row in rows] == [references.Verdict.OUT_OF_BOUNDS, 'pass']
     assert [row.regression for row in rows] == [True, False]

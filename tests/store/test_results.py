@@ -11,7 +11,7 @@ from clusterproof import ClusterproofError
 from clusterproof.references.direction import lower_is_better
 from clusterproof.commands.selection import parse_since
 from clusterproof.reframe_io import database as rfdb
-from clusterproof.store.sessions import PROVENANCE, load_sessions, records
+from clusterproof.store.sessions import PROVENANCE, Outcome, load_sessions, records
 from clusterproof.store.sessions import test_params as params_of
 from clusterproof.analysis.statistics import mmap_ratios, percentile
 from conftest import REPO, reframe_env, run_reframe
@@ -46,6 +46,23 @@ def test_sessions_in_order_with_provenance(db):
         list(rfdb.PROVENANCE_COLUMNS)
     assert {x.unit for x in recs} == {'MB/s', 's'}
     assert records(sessions[-1:])[0].flags == ['smoke']
+    # its parts: how its test case ended, and when it ran and for how long
+    assert r.outcome == Outcome('pass', None, '', 'pass') and r.outcome.sanity_ok
+    first = sessions[0]
+    assert r.times.session_start == first.start <= r.times.completed <= first.end
+    assert 0 < r.times.run_s <= first.end - first.start
+
+
+def test_an_outcome_says_whether_its_test_case_measured_and_why_not():
+    assert Outcome.of_columns('fail', '', 'no bytes', 'fail').fail_phase is None  # '': none
+    late = Outcome('fail', 'performance', 'below the bound', 'fail')
+    assert late.sanity_ok and late.why == '' and not late.skipped      # it measured
+    early = Outcome('fail', 'sanity', 'no bytes copied')
+    assert not early.sanity_ok and early.why == 'failed in sanity: no bytes copied'
+    skip = Outcome('skip', None, 'dd not found')
+    assert skip.skipped and skip.why == 'skipped: dd not found'
+    assert Outcome('xfail').sanity_ok and Outcome('abort', 'run').why == \
+        'aborted in run: cause unknown (the run report records none)'
 
 
 def test_selection_by_id_last_since_mode(db):
@@ -104,12 +121,13 @@ def test_a_skipped_test_case_is_a_record_with_its_reason(tmp_path):
     assert proc.returncode == 0 and '1 skipped' in proc.stdout, proc.stdout + proc.stderr
     sessions = load_sessions(results / 'results.db')
     [rec] = records(sessions)
-    assert rec.skipped and rec.figure == '' and not rec.sanity_ok
-    assert rec.reason.startswith('ior not found') and 'install ior@4.0.0' in rec.reason
-    assert rec.why == f'skipped: {rec.reason}'
+    ended = rec.outcome
+    assert ended.skipped and rec.figure == '' and not ended.sanity_ok
+    assert ended.reason.startswith('ior not found') and 'install ior@4.0.0' in ended.reason
+    assert ended.why == f'skipped: {ended.reason}'
     [row] = compare.against_references([rec], {'local': {}, 'local.emulated': {}})
-    assert row.verdict == 'skipped' and not row.regression and rec.why in row.flags
-    assert bless.refusals([rec]) == [] and bless.skipped([rec]) == {rec.test: rec.why}
+    assert row.verdict == 'skipped' and not row.regression and ended.why in row.flags
+    assert bless.refusals([rec]) == [] and bless.skipped([rec]) == {rec.test: ended.why}
     assert history.from_records(sessions, [rec]) == []
 
 

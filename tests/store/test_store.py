@@ -342,7 +342,7 @@ def test_a_figure_is_one_figure_in_every_command(tmp_path):
     from clusterproof.store import history
     db = recorded_results(tmp_path) / 'results.db'
     sessions = load_sessions(db)
-    recs = [r for r in records(sessions) if r.figure and r.sanity_ok]
+    recs = [r for r in records(sessions) if r.figure and r.outcome.sanity_ok]
     hists = history.from_database(db)
     assert {r.key for r in recs} == {h.key for h in hists}
     assert all(len(k) == len(store.IDENTITY) for k in {r.key for r in recs})
