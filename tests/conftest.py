@@ -114,6 +114,16 @@ need_netns = _root_tier(pytest.mark.skipif(
 #: (one squeue/sacct call a second per session; nothing a test asserts changes).
 POLL_ENV = {'RFM_POLL_RATE_MIN': '1'}
 
+#: ReFrame keeps the average rate of its polls since a job was last
+#: submitted: starting at 10 Hz and decaying to that minimum, it then waits
+#: to bring the average down, and the polls 6 to 23 s after a submission
+#: came 1.5 to 3 s apart (29 such gaps in one whole-suite run). A job on the
+#: local cluster runs 5 s at least (its prolog holds it until its accounting
+#: record exists), so ReFrame runs on it poll once a second from the start
+#: (merged into the environment ``emu_cluster`` yields, and the
+#: published-shape run's): a job's end is seen within a second.
+CLUSTER_POLL_ENV = {**POLL_ENV, 'RFM_POLL_RATE_MAX': '1'}
+
 
 def reframe_env(results_dir, mode='smoke', extra=None, config=None):
     """Environment for running ``reframe`` in a test: the project's site
@@ -269,7 +279,8 @@ def emu_cluster():
     """The local Slurm cluster (instance ``$CLUSTERPROOF_TEST_INSTANCE``,
     default 7; 4 nodes), up for the whole session. Yields the environment to
     merge into a subprocess environment (``SLURM_CONF``,
-    ``CLUSTERPROOF_EMU_NODES``, ``CLUSTERPROOF_EMU_CPUS``). A cluster already
+    ``CLUSTERPROOF_EMU_NODES``, ``CLUSTERPROOF_EMU_CPUS``; ReFrame's
+    :data:`CLUSTER_POLL_ENV`). A cluster already
     up at that instance is reused; one started by a test session is brought
     down by the last session using it."""
     global _emu_lock
@@ -299,7 +310,7 @@ def emu_cluster():
         raise
     fcntl.flock(_emu_lock, fcntl.LOCK_SH)
     try:
-        yield lc.env_dict(spec)
+        yield {**lc.env_dict(spec), **CLUSTER_POLL_ENV}
     finally:
         try:
             fcntl.flock(_emu_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

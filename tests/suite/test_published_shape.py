@@ -26,7 +26,7 @@ from clusterproof.methods.sizing import GIB, MIB
 from clusterproof.parsers import ior as ior_parser
 from clusterproof.parsers import iozone as iozone_parser
 from clusterproof.site import binaries
-from conftest import POLL_ENV, REPO, VENV_BIN, WAIT_S, have_netns, report_cases
+from conftest import CLUSTER_POLL_ENV, REPO, VENV_BIN, WAIT_S, have_netns, report_cases
 
 NODES = [f'n{i}' for i in range(1, 17)]
 #: one thread per node, then two: the threadlist wraps round the nodes. 32
@@ -147,7 +147,7 @@ def shape(tmp_path_factory):
     results = tmp_path_factory.mktemp('shape')
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(('SLURM_', 'CLUSTERPROOF_EMU_', 'CLUSTERPROOF_CLUSTER_DIR'))}
-    env.update(POLL_ENV)
+    env.update(CLUSTER_POLL_ENV)
     if (IOR_DIR / 'ior').is_file():
         env['PATH'] = f'{IOR_DIR}:{env["PATH"]}'
     proc = _run_to_its_cleanup(
