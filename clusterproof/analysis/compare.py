@@ -144,11 +144,10 @@ def _case_row(rec):
     reason, ``FAILED`` with the phase and the cause,
     or ``pass`` for one that passed without measuring (a build); the reason
     is :func:`clusterproof.store.sessions.case_reason`."""
-    ended = rec.outcome
-    why = case_reason(ended.result, ended.fail_phase, ended.reason)
+    why = case_reason(rec.outcome.result, rec.outcome.fail_phase, rec.outcome.reason)
     if not why:
         return Row(rec, Judgement(Verdict.PASS, NO_FIGURES))
-    verdict = Verdict.SKIPPED if ended.skipped else Verdict.FAILED
+    verdict = Verdict.SKIPPED if rec.outcome.skipped else Verdict.FAILED
     return Row(rec, Judgement(verdict, why, flags=(why,)))
 
 
